@@ -1,0 +1,87 @@
+"""Channel → campaign links and member → lens mapping.
+
+Default-deny: a member with no GM role, a DM, an unknown role or a failed role lookup gets the
+players lens (plus any personal lenses the campaign maps to them), never ``gm``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from liminalis.campaign import CampaignConfig, validate_slug
+from liminalis.lens import GM, PLAYERS, Lens
+from liminalis.store.sqlite import Database
+
+__all__ = ["Directory", "lens_for"]
+
+
+def lens_for(
+    config: CampaignConfig,
+    *,
+    platform: str,
+    user_id: str,
+    roles: Sequence[str] = (),
+    usergroups: Sequence[str] = (),
+    is_dm: bool = False,
+    roles_known: bool = True,
+) -> Lens:
+    """The lens a member holds in ``config``'s campaign."""
+    r = config.roles
+    roles_set = {str(x) for x in roles}
+    is_gm = False
+    if not is_dm and roles_known:
+        if platform == "discord":
+            is_gm = bool(roles_set & set(r.discord_gm_roles)) or user_id in r.discord_gm_users
+        elif platform == "slack":
+            is_gm = user_id in r.slack_gm_users or bool(set(usergroups) & set(r.slack_gm_usergroups))
+        elif platform == "console":
+            is_gm = "gm" in roles_set
+    if is_gm:
+        return Lens({GM})
+    personal: set[str] = set()
+    for lens_name, spec in r.lens_members.items():
+        if lens_name not in config.lenses:
+            continue
+        if platform == "discord" and (user_id in spec.get("discord_users", ()) or roles_set & set(spec.get("discord_roles", ()))):
+            personal.add(lens_name)
+        elif platform == "slack" and user_id in spec.get("slack_users", ()):
+            personal.add(lens_name)
+        elif platform == "console" and lens_name in roles_set:
+            personal.add(lens_name)
+    return Lens({PLAYERS, *personal})
+
+
+class Directory:
+    """Persistent channel links (threads inherit their parent channel's campaign)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def link(self, platform: str, channel_id: str, campaign: str) -> None:
+        await self.db.execute(
+            "INSERT OR REPLACE INTO channel_links VALUES (?, ?, ?, ?)",
+            (platform, str(channel_id), validate_slug(campaign), time.time()),
+        )
+
+    async def unlink(self, platform: str, channel_id: str) -> bool:
+        row = await self.db.fetchone(
+            "SELECT campaign FROM channel_links WHERE platform = ? AND channel_id = ?", (platform, str(channel_id))
+        )
+        await self.db.execute("DELETE FROM channel_links WHERE platform = ? AND channel_id = ?", (platform, str(channel_id)))
+        return row is not None
+
+    async def campaign_for(self, platform: str, channel_id: str, parent_id: str | None = None) -> str | None:
+        for cid in (channel_id, parent_id):
+            if not cid:
+                continue
+            row = await self.db.fetchone(
+                "SELECT campaign FROM channel_links WHERE platform = ? AND channel_id = ?", (platform, str(cid))
+            )
+            if row:
+                return str(row["campaign"])
+        return None
+
+    async def links(self, campaign: str) -> list[tuple[str, str]]:
+        rows = await self.db.fetchall("SELECT platform, channel_id FROM channel_links WHERE campaign = ?", (campaign,))
+        return [(r["platform"], r["channel_id"]) for r in rows]

@@ -1,0 +1,67 @@
+"""The composition root: settings → stores → models → engine → platform clients.
+
+Everything is built inside ``async with`` lifetimes here and nowhere else; importing any module
+of the project has no side effects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from bot.settings import Settings
+from liminalis.engine import Engine
+from liminalis.ingest.indexer import IngestOptions
+from liminalis.ports import Reranker
+from liminalis.store.sqlite import Database
+
+__all__ = ["build_engine", "configure_logging", "load_reranker", "SHIPPED_RERANKER"]
+
+_log = logging.getLogger(__name__)
+SHIPPED_RERANKER = Path(__file__).resolve().parent.parent / "models" / "reranker"
+
+
+def configure_logging(level: str = "INFO") -> None:
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # pymilvus warns on every query iterator against Milvus Lite; it is not actionable.
+    logging.getLogger("pymilvus").setLevel(logging.ERROR)
+    for noisy in ("httpx", "sentence_transformers", "discord.gateway"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def load_reranker(spec: str) -> Reranker | None:
+    """``auto`` → the shipped model when present; ``none`` → off; else a CrossEncoder name/path."""
+    if spec.lower() in {"none", "off", ""}:
+        return None
+    path = spec
+    if spec == "auto":
+        if not (SHIPPED_RERANKER / "config.json").exists():
+            _log.info("no shipped reranker at %s: rerank stage off", SHIPPED_RERANKER)
+            return None
+        path = str(SHIPPED_RERANKER)
+    from liminalis.adapters.cross_encoder import CrossEncoderReranker
+
+    return CrossEncoderReranker(path)
+
+
+@contextlib.asynccontextmanager
+async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
+    """Open the database, vector store and models; close them all on exit."""
+    from liminalis.adapters.milvus import MilvusVectorStore
+    from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    async with Database(settings.sqlite_path) as db:
+        store = MilvusVectorStore(settings.resolved_milvus_uri, token=settings.milvus_token)
+        embedder = SentenceTransformerEmbedder(settings.embedder)
+        engine = Engine(
+            db=db, store=store, embedder=embedder, reranker=load_reranker(settings.reranker),
+            campaigns_dir=settings.campaigns_dir, uploads_dir=settings.data_dir / "uploads",
+            ingest_options=IngestOptions(contextual=settings.contextual, max_bytes=settings.max_upload_bytes),
+        )
+        try:
+            yield engine
+        finally:
+            await engine.close()

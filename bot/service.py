@@ -1,0 +1,347 @@
+"""``BotService.handle``: the one entry point every adapter calls.
+
+Adapters turn a platform event into one neutral :class:`IncomingMessage` (command text, who,
+where, attachments) and render the neutral :class:`Reply`. All command semantics, permission
+checks and lens mapping live here, so Discord, Slack and the console behave identically.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from bot.directory import Directory, lens_for
+from liminalis.answer import Answer, Responder, Source
+from liminalis.campaign import CampaignConfig, validate_slug
+from liminalis.engine import CAMPAIGN_SCOPE, Engine
+from liminalis.errors import InvalidInput, LiminalisError, PermissionDenied, UnknownCampaign, UploadRejected
+from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, parse_document
+from liminalis.lens import Lens
+
+__all__ = ["IncomingMessage", "Attachment", "Reply", "BotService", "COMMANDS", "HELP"]
+
+_log = logging.getLogger(__name__)
+
+COMMANDS = ("ask", "pin", "budget", "upload", "recap", "explain", "campaign", "lens", "help")
+HELP = """**Liminalis** answers questions from your campaign's own documents, with sources.
+`/ask <question>` — ask about the campaign (or mention the bot)
+`/pin add|remove|list <document>` — always include a document (GM changes)
+`/budget show|set <tokens>` — the context budget (GM sets)
+`/upload` — GM: attach Markdown/text session notes to ingest
+`/recap [sessions]` — "previously on…" from the latest session notes
+`/explain <question>` — GM: how retrieval ranked the documents
+`/campaign link <slug>|unlink|status` — link this channel to a campaign (GM)
+`/lens` — which view of the campaign you get
+`/help` — this message"""
+
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    filename: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingMessage:
+    """A platform-neutral request."""
+
+    platform: str  # "discord" | "slack" | "console"
+    channel_id: str
+    user_id: str
+    text: str  # "/ask who is …" or a bare question for mentions
+    parent_id: str | None = None  # the thread's parent channel
+    roles: tuple[str, ...] = ()
+    usergroups: tuple[str, ...] = ()
+    roles_known: bool = True
+    is_dm: bool = False
+    attachments: tuple[Attachment, ...] = ()
+    campaign_override: str | None = None  # console: --campaign
+
+    @property
+    def chat_key(self) -> str:
+        return f"{self.platform}:{self.channel_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A platform-neutral response; adapters split and format it for their limits."""
+
+    text: str
+    sources: tuple[Source, ...] = ()
+    ephemeral: bool = False
+    title: str = ""
+    lens: str = ""
+    error: bool = False
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def parse_command(text: str) -> tuple[str, str]:
+    """``"/pin add Foo"`` → ``("pin", "add Foo")``; a bare text is an ``ask``."""
+    t = (text or "").strip()
+    if not t:
+        raise InvalidInput("empty message", user_message="Ask a question, or try `/help`.")
+    if not t.startswith("/"):
+        return "ask", t
+    head, _, rest = t[1:].partition(" ")
+    name = head.lower()
+    if name not in COMMANDS:
+        raise InvalidInput(f"unknown command {head!r}", user_message=f"Unknown command `/{head[:40]}`. Try `/help`.")
+    return name, rest.strip()
+
+
+class BotService:
+    """Commands over the engine, for any platform."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        responder: Responder | None = None,
+        directory: Directory | None = None,
+        max_upload_bytes: int = 5 * 1024 * 1024,
+        default_campaign: str | None = None,
+    ) -> None:
+        self.engine = engine
+        self.responder = responder or Responder(engine)
+        self.directory = directory or Directory(engine.db)
+        self.max_upload_bytes = max_upload_bytes
+        self.default_campaign = default_campaign
+
+    # -- context -----------------------------------------------------------------------------
+
+    async def campaign_of(self, msg: IncomingMessage) -> CampaignConfig:
+        slug = msg.campaign_override or await self.directory.campaign_for(msg.platform, msg.channel_id, msg.parent_id)
+        if slug is None and msg.platform == "console":
+            slug = self.default_campaign
+        if slug is None:
+            raise UnknownCampaign("channel not linked")
+        return await self.config(slug)
+
+    async def config(self, slug: str) -> CampaignConfig:
+        return await self.engine.campaign(slug)
+
+    def lens_of(self, msg: IncomingMessage, cfg: CampaignConfig) -> Lens:
+        try:
+            return lens_for(cfg, platform=msg.platform, user_id=msg.user_id, roles=msg.roles,
+                            usergroups=msg.usergroups, is_dm=msg.is_dm, roles_known=msg.roles_known)
+        except Exception:  # a failed role lookup is default-deny: players
+            _log.exception("lens lookup failed; using players lens")
+            return Lens({"players"})
+
+    # -- entry point -------------------------------------------------------------------------
+
+    async def handle(self, msg: IncomingMessage) -> Reply:
+        """Run one command. Never raises: errors become user-safe replies."""
+        try:
+            name, arg = parse_command(msg.text)
+            return await getattr(self, f"cmd_{name}")(msg, arg)
+        except LiminalisError as exc:
+            _log.info("user error on %s: %s", msg.platform, exc)
+            return Reply(text=exc.user_message, ephemeral=True, error=True)
+        except Exception:
+            _log.exception("unhandled error handling %s command", msg.platform)
+            return Reply(text="Sorry, something went wrong on my side. The error has been logged.", ephemeral=True, error=True)
+
+    def _require_gm(self, lens: Lens) -> None:
+        if not lens.is_gm:
+            raise PermissionDenied("players lens tried a GM command")
+
+    # -- commands ----------------------------------------------------------------------------
+
+    async def cmd_help(self, msg: IncomingMessage, arg: str) -> Reply:
+        return Reply(text=HELP, ephemeral=True, title="Help")
+
+    async def cmd_ask(self, msg: IncomingMessage, arg: str) -> Reply:
+        cfg = await self.campaign_of(msg)
+        lens = self.lens_of(msg, cfg)
+        if not arg.strip():
+            raise InvalidInput("empty question", user_message="Ask a question, e.g. `/ask who is the Lantern Queen?`")
+        answer: Answer = await self.responder.respond(cfg.slug, arg, frozenset(lens), chat=msg.chat_key)
+        shared = not msg.is_dm and msg.platform != "console"
+        return Reply(
+            text=answer.text, sources=answer.sources, ephemeral=lens.is_gm and shared, lens=lens.describe(),
+            title=cfg.name, notes=answer.notes,
+        )
+
+    async def cmd_lens(self, msg: IncomingMessage, arg: str) -> Reply:
+        cfg = await self.campaign_of(msg)
+        lens = self.lens_of(msg, cfg)
+        view = "the GM view (everything, including GM-only notes)" if lens.is_gm else f"the {lens.describe()} view"
+        return Reply(text=f"In **{cfg.name}** you see {view}.", ephemeral=True, lens=lens.describe())
+
+    async def cmd_campaign(self, msg: IncomingMessage, arg: str) -> Reply:
+        parts = arg.split()
+        sub = parts[0].lower() if parts else "status"
+        if sub == "status":
+            slug = msg.campaign_override or await self.directory.campaign_for(msg.platform, msg.channel_id, msg.parent_id)
+            if slug is None and msg.platform == "console":
+                slug = self.default_campaign
+            if slug is None:
+                return Reply(text="This channel is not linked to a campaign. A GM can run `/campaign link <slug>`.", ephemeral=True)
+            cfg = await self.config(slug)
+            lens = self.lens_of(msg, cfg)
+            titles = await self.engine.titles(cfg.slug, frozenset(lens), limit=25)
+            return Reply(text=f"This channel plays **{cfg.name}** (`{cfg.slug}`); {len(titles)}{'+' if len(titles) == 25 else ''} documents visible to you.", ephemeral=True)
+        if sub == "link":
+            if len(parts) != 2:
+                raise InvalidInput("bad link", user_message="Usage: `/campaign link <slug>`")
+            cfg = await self.config(validate_slug(parts[1]))
+            self._require_gm(self.lens_of(msg, cfg))
+            await self.directory.link(msg.platform, msg.channel_id, cfg.slug)
+            return Reply(text=f"Linked this channel to **{cfg.name}**.")
+        if sub == "unlink":
+            cfg = await self.campaign_of(msg)
+            self._require_gm(self.lens_of(msg, cfg))
+            await self.directory.unlink(msg.platform, msg.channel_id)
+            return Reply(text="Unlinked this channel.")
+        raise InvalidInput("bad campaign sub", user_message="Usage: `/campaign link <slug>|unlink|status`")
+
+    async def cmd_pin(self, msg: IncomingMessage, arg: str) -> Reply:
+        cfg = await self.campaign_of(msg)
+        lens = frozenset(self.lens_of(msg, cfg))
+        sub, _, key = arg.partition(" ")
+        sub = sub.lower() or "list"
+        key = key.strip()
+        if sub == "list":
+            pins = await self.engine.list_pins(cfg.slug, lens, chat=msg.chat_key)
+            body = "\n".join(f"• {title}" for _, title in pins) or "No pins."
+            return Reply(text=f"Pinned documents:\n{body}", ephemeral=True)
+        if sub not in {"add", "remove"} or not key:
+            raise InvalidInput("bad pin", user_message="Usage: `/pin add|remove|list <document>`")
+        self._require_gm(Lens(lens))
+        if sub == "add":
+            doc_id = await self.engine.add_pin(cfg.slug, key, lens, scope=CAMPAIGN_SCOPE)
+            verb = "Pinned"
+        else:
+            doc_id = await self.engine.remove_pin(cfg.slug, key, lens, scope=CAMPAIGN_SCOPE)
+            verb = "Unpinned"
+        title, _ = await self.engine.document_text(cfg.slug, doc_id, lens)
+        return Reply(text=f"{verb} **{title}**.", ephemeral=True)
+
+    async def cmd_budget(self, msg: IncomingMessage, arg: str) -> Reply:
+        cfg = await self.campaign_of(msg)
+        lens = self.lens_of(msg, cfg)
+        parts = arg.split()
+        sub = parts[0].lower() if parts else "show"
+        scope = msg.chat_key if "chat" in parts else CAMPAIGN_SCOPE
+        if sub == "show":
+            tokens = await self.budget(cfg.slug, msg.chat_key)
+            return Reply(text=f"Context budget: {tokens:,} tokens.", ephemeral=True)
+        if sub == "set":
+            self._require_gm(lens)
+            nums = [p for p in parts[1:] if p.replace(",", "").replace("_", "").isdigit()]
+            if len(nums) != 1:
+                raise InvalidInput("bad budget", user_message="Usage: `/budget set <tokens> [chat]`")
+            tokens = int(nums[0].replace(",", "").replace("_", ""))
+            if not 500 <= tokens <= 200_000:
+                raise InvalidInput("budget out of range", user_message="Budgets must be between 500 and 200,000 tokens.")
+            await self.engine.db.execute("INSERT OR REPLACE INTO budgets VALUES (?, ?, ?)", (cfg.slug, scope, tokens))
+            return Reply(text=f"Context budget for this {'chat' if scope != CAMPAIGN_SCOPE else 'campaign'} set to {tokens:,} tokens.", ephemeral=True)
+        raise InvalidInput("bad budget", user_message="Usage: `/budget show|set <tokens>`")
+
+    async def budget(self, slug: str, chat_key: str | None, default: int = 6000) -> int:
+        for scope in (chat_key, CAMPAIGN_SCOPE):
+            if scope is None:
+                continue
+            row = await self.engine.db.fetchone("SELECT tokens FROM budgets WHERE campaign = ? AND scope = ?", (slug, scope))
+            if row:
+                return int(row["tokens"])
+        return default
+
+    async def cmd_explain(self, msg: IncomingMessage, arg: str) -> Reply:
+        cfg = await self.campaign_of(msg)
+        lens = self.lens_of(msg, cfg)
+        self._require_gm(lens)
+        if not arg.strip():
+            raise InvalidInput("empty", user_message="Usage: `/explain <question>`")
+        ex = await self.engine.explain(cfg.slug, arg, lens=frozenset(lens))
+        cat = await self.engine.retriever.catalog(cfg.slug)
+        titles = {d: doc.title for d, doc in cat.documents.items()}
+        return Reply(text=ex.render(titles), ephemeral=True, title="Explain")
+
+    async def cmd_recap(self, msg: IncomingMessage, arg: str) -> Reply:
+        cfg = await self.campaign_of(msg)
+        n = 1
+        if arg.strip():
+            if not arg.strip().isdigit() or not 1 <= int(arg.strip()) <= 10:
+                raise InvalidInput("bad recap", user_message="Usage: `/recap [sessions 1-10]`")
+            n = int(arg.strip())
+        text, sources = await self.recap(cfg.slug, n)
+        return Reply(text=text, sources=sources, title=f"Previously on {cfg.name}")
+
+    async def recap(self, slug: str, sessions: int = 1) -> tuple[str, tuple[Source, ...]]:
+        """An extractive "previously on" over the latest session notes — players lens only."""
+        from liminalis.lens import players_lens
+
+        lens = players_lens()
+        cat = await self.engine.retriever.catalog(slug)
+        notes = [d for d in cat.documents.values() if d.type == "session" and cat.visible_doc(d.doc_id, lens)]
+        notes.sort(key=lambda d: d.doc_id)
+        latest = notes[-sessions:]
+        if not latest:
+            return "No session notes yet.", ()
+        from liminalis.ingest.sentences import split_sentences
+
+        parts = []
+        for d in latest:
+            sents = [d.text[s:e] for s, e, _ in split_sentences(d.text) if not d.text[s:e].lstrip().startswith(("#", "|"))]
+            parts.append(f"**{d.title}**\n" + " ".join(" ".join(x.split()) for x in sents[:4]))
+        return "\n\n".join(parts), tuple(Source(d.doc_id, d.title) for d in latest)
+
+    async def cmd_upload(self, msg: IncomingMessage, arg: str) -> Reply:
+        cfg = await self.campaign_of(msg)
+        self._require_gm(self.lens_of(msg, cfg))
+        if not msg.attachments:
+            raise InvalidInput("no attachment", user_message="Attach one or more .md or .txt files to `/upload`.")
+        if cfg.uploads_root is None:
+            raise UploadRejected("uploads disabled", user_message="Uploads are not enabled on this bot.")
+        saved, skipped = self.save_uploads(cfg, msg.attachments)
+        if not saved:
+            lines = "\n".join(f"• {n}: {r}" for n, r in skipped)
+            return Reply(text=f"Nothing was ingested.\n{lines}", ephemeral=True, error=True)
+        report = await self.engine.ingest(cfg.slug, None)
+        lines = [
+            f"Ingested {len(saved)} file(s) into **{cfg.name}**: {report.passages_added} passages added, "
+            f"{report.passages_removed} removed, {report.passages_unchanged} unchanged."
+        ]
+        for n, r in skipped + [(s.path, s.reason) for s in report.skipped]:
+            lines.append(f"• skipped {n}: {r}")
+        return Reply(text="\n".join(lines), ephemeral=True)
+
+    def save_uploads(self, cfg: CampaignConfig, attachments: Sequence[Attachment]) -> tuple[list[str], list[tuple[str, str]]]:
+        """Validate every file before writing any; a bad file never replaces a good one."""
+        assert cfg.uploads_root is not None
+        saved: list[str] = []
+        skipped: list[tuple[str, str]] = []
+        for att in attachments[:10]:
+            name = _SAFE_NAME.sub("-", PurePosixPath(att.filename.replace("\\", "/")).name).strip(".-")[:100] or "upload.md"
+            if PurePosixPath(name).suffix.lower() not in SUPPORTED_SUFFIXES:
+                skipped.append((name, "unsupported file type (use .md or .txt)"))
+                continue
+            if len(att.data) > self.max_upload_bytes:
+                skipped.append((name, f"file too large (limit {self.max_upload_bytes:,} bytes)"))
+                continue
+            try:
+                parse_document(att.data, f"uploads/{name}", cfg)
+            except LoadError as exc:
+                skipped.append((name, exc.reason))
+                continue
+            cfg.uploads_root.mkdir(parents=True, exist_ok=True)
+            tmp = cfg.uploads_root / f".{name}.part"
+            tmp.write_bytes(att.data)
+            tmp.replace(cfg.uploads_root / name)
+            saved.append(name)
+        return saved, skipped
+
+
+def split_args(text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError:
+        return text.split()

@@ -1,0 +1,115 @@
+"""Settings, read once at the edge from the environment (prefix ``LIMINALIS_``).
+
+Secrets are ``repr=False`` so they never print or reach logs. Validation happens here, at
+startup, with a named message.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+from liminalis.errors import ConfigError
+
+__all__ = ["Settings"]
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _bool(name: str, raw: str) -> bool:
+    v = raw.strip().lower()
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    raise ConfigError(f"{name} must be true or false, not {raw!r}")
+
+
+def _int(name: str, raw: str, *, minimum: int = 0) -> int:
+    try:
+        value = int(raw.replace("_", ""))
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer, not {raw!r}") from None
+    if value < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}")
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of the service. See ``.env.example`` for one line per field."""
+
+    data_dir: Path = Path("data")
+    campaigns_dir: Path = Path("campaigns")
+    default_campaign: str = "emberfall"
+    milvus_uri: str = ""  # default: <data_dir>/milvus.db (Milvus Lite); http://host:19530 for a server
+    milvus_token: str = field(default="", repr=False)
+    embedder: str = "bundled:all-MiniLM-L6-v2"
+    reranker: str = "auto"  # auto: the shipped model if present; none: off; else a CrossEncoder name/path
+    contextual: bool = True
+    max_upload_bytes: int = 5 * 1024 * 1024
+    log_level: str = "INFO"
+    model_reply: str = "claude-sonnet-4-5"
+    model_summarize: str = "claude-haiku-4-5"
+    llm_timeout_s: float = 60.0
+    context_budget_tokens: int = 6000
+    daily_token_budget: int = 2_000_000
+    discord_guild_ids: tuple[int, ...] = ()
+    discord_shards: bool = False
+    tick_seconds: int = 300
+    anthropic_base_url: str = ""
+    discord_token: str = field(default="", repr=False)
+    slack_bot_token: str = field(default="", repr=False)
+    slack_app_token: str = field(default="", repr=False)
+    slack_signing_secret: str = field(default="", repr=False)
+    anthropic_api_key: str = field(default="", repr=False)
+
+    @property
+    def sqlite_path(self) -> Path:
+        return self.data_dir / "liminalis.sqlite3"
+
+    @property
+    def resolved_milvus_uri(self) -> str:
+        return self.milvus_uri or str(self.data_dir / "milvus.db")
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        kw: dict[str, object] = {}
+        unprefixed = {"discord_token": "DISCORD_TOKEN", "slack_bot_token": "SLACK_BOT_TOKEN",
+                      "slack_app_token": "SLACK_APP_TOKEN", "slack_signing_secret": "SLACK_SIGNING_SECRET",
+                      "anthropic_api_key": "ANTHROPIC_API_KEY", "anthropic_base_url": "ANTHROPIC_BASE_URL"}
+        for f in fields(cls):
+            name = unprefixed.get(f.name, f"LIMINALIS_{f.name.upper()}")
+            raw = env.get(name)
+            if raw is None:
+                continue
+            if f.type in ("Path",):
+                kw[f.name] = Path(raw)
+            elif f.type == "bool":
+                kw[f.name] = _bool(name, raw)
+            elif f.type == "int":
+                kw[f.name] = _int(name, raw)
+            elif f.type == "float":
+                try:
+                    kw[f.name] = float(raw)
+                except ValueError:
+                    raise ConfigError(f"{name} must be a number, not {raw!r}") from None
+            elif f.type == "tuple[int, ...]":
+                kw[f.name] = tuple(_int(name, x.strip()) for x in raw.split(",") if x.strip())
+            else:
+                kw[f.name] = raw.strip()
+        settings = cls(**kw)  # type: ignore[arg-type]
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        if self.log_level.upper() not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+            raise ConfigError(f"LIMINALIS_LOG_LEVEL must be DEBUG/INFO/WARNING/ERROR, not {self.log_level!r}")
+        if self.slack_bot_token and not self.slack_app_token:
+            raise ConfigError("SLACK_BOT_TOKEN is set but SLACK_APP_TOKEN (xapp-…, Socket Mode) is missing")
+        if self.max_upload_bytes < 1024:
+            raise ConfigError("LIMINALIS_MAX_UPLOAD_BYTES must be at least 1024")

@@ -1,0 +1,1 @@
+"""Implementations of the ports that wrap heavy SDKs. Import the submodules directly."""

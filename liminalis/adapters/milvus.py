@@ -1,0 +1,199 @@
+"""``VectorStore`` backed by Milvus through pymilvus ``MilvusClient``.
+
+The URI is the one setting: a path (``data/milvus.db``) opens Milvus Lite in-process; an
+``http://host:19530`` URI talks to a Milvus server with the same code.
+
+Isolation: each campaign gets its own collection, named from the campaign slug and the
+embedding model id, so two campaigns never share rows and a changed embedder starts a fresh
+collection (never a mix of vectors from two models). Every search also carries the lens filter
+``array_contains_any(vis, [...])`` inside the store, and the engine re-checks before rendering.
+All pymilvus calls run on one worker thread: Milvus Lite is blocking and not thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import re
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from liminalis.errors import StoreError
+from liminalis.lens import GM
+from liminalis.ports import VectorHit, VectorRecord
+
+__all__ = ["MilvusVectorStore", "collection_name"]
+
+_log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def collection_name(campaign: str, model_id: str) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_]", "_", campaign)[:40]
+    tag = hashlib.blake2b(f"{campaign}\x1f{model_id}".encode(), digest_size=5).hexdigest()
+    return f"lim_{safe}_{tag}"
+
+
+class MilvusVectorStore:
+    """Milvus (Lite or server) vector store, one collection per campaign and model."""
+
+    def __init__(self, uri: str, *, token: str = "") -> None:
+        self._uri = uri
+        self._token = token
+        self._client: Any = None
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="milvus")
+        self._collections: dict[str, str] = {}
+
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        def call() -> T:
+            self._connect()
+            return fn(*args, **kwargs)
+
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, call)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"milvus call {getattr(fn, '__name__', fn)} failed: {exc}") from exc
+
+    def _connect(self) -> None:
+        if self._client is not None:
+            return
+        from pymilvus import MilvusClient
+
+        if "://" not in self._uri:
+            Path(self._uri).parent.mkdir(parents=True, exist_ok=True)
+        kwargs = {"uri": self._uri}
+        if self._token:
+            kwargs["token"] = self._token
+        self._client = MilvusClient(**kwargs)
+
+    def _name(self, campaign: str) -> str:
+        try:
+            return self._collections[campaign]
+        except KeyError:
+            raise StoreError(f"collection for campaign {campaign!r} not ensured") from None
+
+    async def ensure(self, campaign: str, *, dim: int, model_id: str) -> None:
+        name = collection_name(campaign, model_id)
+
+        def create() -> None:
+            from pymilvus import DataType
+
+            c = self._client
+            if c.has_collection(name):
+                c.load_collection(name)
+                return
+            schema = c.create_schema(auto_id=False)
+            schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=512)
+            schema.add_field("passage_id", DataType.VARCHAR, max_length=512)
+            schema.add_field("doc_id", DataType.VARCHAR, max_length=512)
+            schema.add_field("kind", DataType.VARCHAR, max_length=16)
+            schema.add_field("vis", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=64, max_length=64)
+            schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
+            index = c.prepare_index_params()
+            index.add_index(field_name="vector", index_type="AUTOINDEX", metric_type="IP")
+            c.create_collection(name, schema=schema, index_params=index)
+
+        await self._run(create)
+        self._collections[campaign] = name
+
+    async def upsert(self, campaign: str, records: Sequence[VectorRecord]) -> None:
+        if not records:
+            return
+        name = self._name(campaign)
+        rows = [
+            {
+                "id": r.id, "passage_id": r.passage_id, "doc_id": r.doc_id, "kind": r.kind,
+                "vis": sorted(r.visibility), "vector": np.asarray(r.vector, dtype=np.float32).tolist(),
+            }
+            for r in records
+        ]
+
+        def go() -> None:
+            for i in range(0, len(rows), 1000):
+                self._client.upsert(name, rows[i : i + 1000])
+
+        await self._run(go)
+
+    async def delete(self, campaign: str, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        name = self._name(campaign)
+        ids = list(ids)
+
+        def go() -> None:
+            for i in range(0, len(ids), 1000):
+                self._client.delete(name, ids=ids[i : i + 1000])
+
+        await self._run(go)
+
+    async def ids(self, campaign: str) -> set[str]:
+        name = self._name(campaign)
+
+        def go() -> set[str]:
+            # Paged plain queries: Milvus Lite lacks the timestamp RPC query_iterator wants.
+            out: set[str] = set()
+            offset, page = 0, 16000
+            while True:
+                rows = self._client.query(name, filter='id != ""', output_fields=["id"], limit=page, offset=offset)
+                out.update(row["id"] for row in rows)
+                if len(rows) < page:
+                    return out
+                offset += page
+
+        return await self._run(go)
+
+    async def search(
+        self, campaign: str, vector: np.ndarray, *, lens: frozenset[str], top_k: int
+    ) -> list[VectorHit]:
+        name = self._name(campaign)
+        kwargs: dict[str, Any] = {}
+        if GM not in lens:
+            names = sorted(lens - {GM})
+            if not names:
+                return []
+            kwargs["filter"] = "array_contains_any(vis, {names})".format(names=str(names).replace("'", '"'))
+
+        def go() -> list[VectorHit]:
+            res = self._client.search(
+                name, data=[np.asarray(vector, dtype=np.float32).tolist()], limit=top_k,
+                output_fields=["passage_id", "doc_id", "kind", "vis"], anns_field="vector", **kwargs,
+            )
+            hits = []
+            for h in res[0]:
+                ent = h["entity"]
+                if GM not in lens and not (set(ent.get("vis") or []) & (lens - {GM})):
+                    continue  # belt and braces: never trust the filter alone
+                hits.append(
+                    VectorHit(id=h["id"], passage_id=ent["passage_id"], doc_id=ent["doc_id"],
+                              kind=ent["kind"], score=float(h["distance"]))
+                )
+            return hits
+
+        return await self._run(go)
+
+    async def flush(self, campaign: str) -> None:
+        name = self._name(campaign)
+        await self._run(lambda: self._client.flush(name))
+
+    async def drop(self, campaign: str) -> None:
+        name = self._collections.pop(campaign, None)
+        if name:
+            await self._run(lambda: self._client.drop_collection(name))
+
+    async def close(self) -> None:
+        def go() -> None:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._pool, go)
+        finally:
+            self._pool.shutdown(wait=True)

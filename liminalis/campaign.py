@@ -1,0 +1,122 @@
+"""Campaign configuration: ``campaigns/<slug>/campaign.toml``.
+
+A campaign is a folder of documents plus this file, which names its lenses, the folders whose
+documents are GM-only, the always-include documents, and how platform roles map to lenses.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from liminalis.errors import ConfigError, UnknownCampaign
+
+__all__ = ["CampaignConfig", "load_campaign", "validate_slug", "RoleMap"]
+
+_SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+
+
+def validate_slug(slug: str) -> str:
+    """Return ``slug`` if it is a safe campaign identifier, else raise ``UnknownCampaign``."""
+    s = (slug or "").strip().lower()
+    if not _SLUG.match(s):
+        raise UnknownCampaign(f"invalid campaign slug {slug!r}", user_message="That is not a valid campaign name.")
+    return s
+
+
+@dataclass(frozen=True, slots=True)
+class RoleMap:
+    """Who holds which lens on each platform (ids or names)."""
+
+    discord_gm_roles: tuple[str, ...] = ()
+    discord_gm_users: tuple[str, ...] = ()
+    slack_gm_users: tuple[str, ...] = ()
+    slack_gm_usergroups: tuple[str, ...] = ()
+    # lens name -> {"discord_roles": [...], "discord_users": [...], "slack_users": [...]}
+    lens_members: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class CampaignConfig:
+    slug: str
+    name: str
+    root: Path
+    description: str = ""
+    lenses: tuple[str, ...] = ()
+    gm_paths: tuple[str, ...] = ("gm/**",)
+    always_include: tuple[str, ...] = ()
+    roles: RoleMap = field(default_factory=RoleMap)
+    recap_cron: str = ""
+    recap_channel: str = ""
+    whole_document_chars: int = 2400
+    # Runtime uploads live outside the (git-tracked) campaign folder, under the data directory;
+    # their documents get ids under ``uploads/``.
+    uploads_root: Path | None = None
+
+    def path_of(self, rel_path: str) -> Path:
+        if self.uploads_root is not None and rel_path.startswith("uploads/"):
+            return self.uploads_root / rel_path[len("uploads/"):]
+        return self.root / rel_path
+
+    def is_gm_path(self, rel_path: str) -> bool:
+        p = PurePosixPath(rel_path)
+        for pattern in self.gm_paths:
+            if fnmatch.fnmatch(str(p), pattern):
+                return True
+            prefix = pattern.split("/**")[0].rstrip("/*")
+            if prefix and "*" not in prefix and p.parts and str(p).startswith(prefix + "/"):
+                return True
+        return False
+
+
+def _strs(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, (str, int)) for v in value):
+        raise ConfigError(f"{where} must be a list of strings")
+    return tuple(str(v) for v in value)
+
+
+def load_campaign(root: Path, slug: str | None = None) -> CampaignConfig:
+    """Read ``root/campaign.toml``; a folder without one is a campaign with defaults."""
+    slug = validate_slug(slug or root.name)
+    if not root.is_dir():
+        raise UnknownCampaign(f"campaign folder {root} missing", user_message=f"No campaign named `{slug}`.")
+    cfg_path = root / "campaign.toml"
+    data: dict[str, Any] = {}
+    if cfg_path.exists():
+        try:
+            data = tomllib.loads(cfg_path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{cfg_path}: {exc}") from exc
+    roles = data.get("roles", {}) or {}
+    discord = roles.get("discord", {}) or {}
+    slack = roles.get("slack", {}) or {}
+    members: dict[str, dict[str, tuple[str, ...]]] = {}
+    for lens, spec in (data.get("lens_members", {}) or {}).items():
+        members[str(lens)] = {k: _strs(v, f"lens_members.{lens}.{k}") for k, v in (spec or {}).items()}
+    lenses = tuple(l.lower() for l in _strs(data.get("lenses"), "lenses") if l.lower() not in {"gm", "players"})
+    recap = data.get("recap", {}) or {}
+    return CampaignConfig(
+        slug=slug,
+        name=str(data.get("name") or slug),
+        root=root,
+        description=str(data.get("description", "")),
+        lenses=lenses,
+        gm_paths=_strs(data.get("gm_paths", ["gm/**"]), "gm_paths"),
+        always_include=_strs(data.get("always_include"), "always_include"),
+        roles=RoleMap(
+            discord_gm_roles=_strs(discord.get("gm"), "roles.discord.gm"),
+            discord_gm_users=_strs(discord.get("gm_users"), "roles.discord.gm_users"),
+            slack_gm_users=_strs(slack.get("gm_users"), "roles.slack.gm_users"),
+            slack_gm_usergroups=_strs(slack.get("gm_usergroups"), "roles.slack.gm_usergroups"),
+            lens_members=members,
+        ),
+        recap_cron=str(recap.get("cron", "")),
+        recap_channel=str(recap.get("channel", "")),
+        whole_document_chars=int(data.get("whole_document_chars", 2400)),
+    )

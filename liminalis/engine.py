@@ -1,0 +1,229 @@
+"""The engine facade every adapter calls: campaigns, ingest, retrieval, pins, explain.
+
+It owns no platform knowledge and reads no environment: the composition root
+(``bot/main.py``) builds it from settings and hands it its stores and models.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from liminalis.campaign import CampaignConfig, load_campaign, validate_slug
+from liminalis.errors import InvalidInput, NotFound, UnknownCampaign
+from liminalis.ingest.indexer import Indexer, IngestOptions
+from liminalis.lens import GM, visible
+from liminalis.ports import Embedder, Reranker, VectorStore
+from liminalis.retrieval.lexical import Tokenizer
+from liminalis.retrieval.retriever import RetrievalParams, Retriever, Trace
+from liminalis.store.sqlite import Database
+from liminalis.types import Bundle, IngestReport, StageTrace
+
+__all__ = ["Engine", "Explanation", "CAMPAIGN_SCOPE", "MAX_QUERY_CHARS"]
+
+_log = logging.getLogger(__name__)
+CAMPAIGN_SCOPE = "campaign"
+MAX_QUERY_CHARS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    query: str
+    stages: tuple[StageTrace, ...]
+    bundle: Bundle
+    reranked: bool
+
+    def render(self, titles: dict[str, str]) -> str:
+        lines = [f"Explain: {self.query!r}", f"reranker: {'applied' if self.reranked else 'not applied'}"]
+        for st in self.stages:
+            lines.append(
+                f"- {titles.get(st.doc_id, st.doc_id)} [{st.doc_id}]: {st.verdict()} — pin={st.pinned or '-'}, "
+                f"dense={st.dense_rank or '-'}, lexical={st.lexical_rank or '-'}, fused={st.fused_rank or '-'}, "
+                f"reranked={st.reranked_rank or '-'}, rendered={'yes' if st.rendered else 'no'}"
+            )
+        t = ", ".join(f"{k} {v:.0f} ms" for k, v in self.bundle.timings_ms.items())
+        lines.append(f"timings: {t}")
+        return "\n".join(lines)
+
+
+class Engine:
+    """Platform-free entry point over one data directory."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        store: VectorStore,
+        embedder: Embedder,
+        reranker: Reranker | None = None,
+        campaigns_dir: Path = Path("campaigns"),
+        params: RetrievalParams = RetrievalParams(),
+        ingest_options: IngestOptions = IngestOptions(),
+        tokenizer: Tokenizer = Tokenizer(),
+        k1: float = 0.9,
+        b: float = 0.4,
+        uploads_dir: Path | None = None,
+    ) -> None:
+        self.db = db
+        self.uploads_dir = uploads_dir
+        self.store = store
+        self.embedder = embedder
+        self.reranker = reranker
+        self.campaigns_dir = campaigns_dir
+        self.indexer = Indexer(db, store, embedder, tokenizer=tokenizer, options=ingest_options)
+        self.retriever = Retriever(db, store, embedder, reranker, tokenizer=tokenizer, params=params, k1=k1, b=b)
+        self._configs: dict[str, tuple[float, CampaignConfig]] = {}
+        self._ensured: set[str] = set()
+
+    # -- campaigns ---------------------------------------------------------------------------
+
+    def campaign_root(self, slug: str) -> Path:
+        return self.campaigns_dir / validate_slug(slug)
+
+    async def campaign(self, slug: str) -> CampaignConfig:
+        """Load (and cache by mtime) a campaign's config; raises ``UnknownCampaign``."""
+        slug = validate_slug(slug)
+        root = self.campaign_root(slug)
+        if not root.is_dir():
+            row = await self.db.campaign_row(slug)
+            if row is None or not Path(row["root"]).is_dir():
+                raise UnknownCampaign(f"no campaign {slug}", user_message=f"No campaign named `{slug}`.")
+            root = Path(row["root"])
+        cfg_file = root / "campaign.toml"
+        mtime = cfg_file.stat().st_mtime if cfg_file.exists() else 0.0
+        cached = self._configs.get(slug)
+        if cached and cached[0] == mtime and cached[1].root == root:
+            return cached[1]
+        cfg = load_campaign(root, slug)
+        if self.uploads_dir is not None:
+            cfg = replace(cfg, uploads_root=self.uploads_dir / slug)
+        self._configs[slug] = (mtime, cfg)
+        return cfg
+
+    async def register(self, config: CampaignConfig) -> None:
+        """Register a campaign whose folder lives outside ``campaigns_dir`` (bench, tests)."""
+        self._configs[config.slug] = (time.time(), config)
+        await self.db.upsert_campaign(config.slug, config.name, str(config.root))
+
+    async def list_campaigns(self) -> list[str]:
+        slugs = {p.name for p in self.campaigns_dir.glob("*/") if p.is_dir() and not p.name.startswith(".")}
+        slugs |= {r["slug"] for r in await self.db.fetchall("SELECT slug FROM campaigns")}
+        return sorted(slugs)
+
+    async def _ensure_store(self, slug: str) -> None:
+        if slug not in self._ensured:
+            await self.store.ensure(slug, dim=self.embedder.dim, model_id=self.embedder.model_id)
+            self._ensured.add(slug)
+
+    async def ingest(self, slug: str, path: Path | None = None) -> IngestReport:
+        config = await self.campaign(slug)
+        if slug in self._configs and self._configs[slug][1].root != config.root:
+            config = self._configs[slug][1]
+        report = await self.indexer.ingest(config, path)
+        self._ensured.add(config.slug)
+        return report
+
+    async def is_indexed(self, slug: str) -> bool:
+        row = await self.db.campaign_row(validate_slug(slug))
+        return row is not None and row["model_id"] == self.embedder.model_id and await self.db.generation(slug) > 0
+
+    # -- retrieval ---------------------------------------------------------------------------
+
+    async def retrieve(
+        self,
+        slug: str,
+        query: str,
+        lens: frozenset[str],
+        *,
+        chat: str | None = None,
+        forced: Sequence[str] = (),
+        params: RetrievalParams | None = None,
+        trace: Trace | None = None,
+        use_pins: bool = True,
+    ) -> Bundle:
+        query = (query or "").strip()
+        if not query:
+            raise InvalidInput("empty query", user_message="Ask a question, e.g. `/ask who is the Lantern Queen?`")
+        if len(query) > MAX_QUERY_CHARS:
+            raise InvalidInput("query too long", user_message=f"Questions are limited to {MAX_QUERY_CHARS:,} characters.")
+        config = await self.campaign(slug)
+        await self._ensure_store(config.slug)
+        pinned = await self.pins(config.slug, chat) if use_pins else []
+        return await self.retriever.retrieve(
+            config.slug, query, frozenset(lens), always=config.always_include if use_pins else (),
+            pinned=pinned, forced=forced, params=params, trace=trace,
+        )
+
+    async def explain(self, slug: str, query: str, *, relevant: Sequence[str] = (), lens: frozenset[str] = frozenset({GM})) -> Explanation:
+        """Where each relevant document got to (default: the top documents found)."""
+        trace = Trace()
+        bundle = await self.retrieve(slug, query, lens, trace=trace)
+        cat = await self.retriever.catalog(validate_slug(slug))
+        targets = [cat.resolve_key(r, lens)[0] if cat.resolve_key(r, lens) else r for r in relevant]
+        if not targets:
+            targets = list(bundle.ranked_doc_ids[:5])
+        return Explanation(query=query, stages=tuple(trace.stage(d) for d in targets), bundle=bundle, reranked=trace.reranked)
+
+    # -- pins and titles ---------------------------------------------------------------------
+
+    async def pins(self, slug: str, chat: str | None = None) -> list[str]:
+        scopes = [CAMPAIGN_SCOPE] + ([chat] if chat else [])
+        marks = ",".join("?" * len(scopes))
+        rows = await self.db.fetchall(
+            f"SELECT doc_id FROM pins WHERE campaign = ? AND scope IN ({marks}) ORDER BY created_at", (slug, *scopes)
+        )
+        return [r["doc_id"] for r in rows]
+
+    async def resolve_document(self, slug: str, key: str, lens: frozenset[str]) -> str:
+        """The doc id for a title/alias/path the lens may see; ``NotFound`` otherwise (same message)."""
+        cat = await self.retriever.catalog(validate_slug(slug))
+        found = cat.resolve_key(key, lens)
+        if not found:
+            prefix = cat.titles_for(lens, key, limit=2)
+            if len(prefix) == 1:
+                return prefix[0][0]
+            raise NotFound(f"no document {key!r} for lens {sorted(lens)}")
+        return found[0]
+
+    async def add_pin(self, slug: str, key: str, lens: frozenset[str], *, scope: str = CAMPAIGN_SCOPE) -> str:
+        doc_id = await self.resolve_document(slug, key, lens)
+        await self.db.execute(
+            "INSERT OR IGNORE INTO pins VALUES (?, ?, ?, ?)", (validate_slug(slug), scope, doc_id, time.time())
+        )
+        return doc_id
+
+    async def remove_pin(self, slug: str, key: str, lens: frozenset[str], *, scope: str = CAMPAIGN_SCOPE) -> str:
+        doc_id = await self.resolve_document(slug, key, lens)
+        await self.db.execute("DELETE FROM pins WHERE campaign = ? AND scope = ? AND doc_id = ?", (slug, scope, doc_id))
+        return doc_id
+
+    async def list_pins(self, slug: str, lens: frozenset[str], chat: str | None = None) -> list[tuple[str, str]]:
+        """Pins ``(doc_id, title)`` visible to ``lens`` (GM-only pins are invisible to players)."""
+        cat = await self.retriever.catalog(validate_slug(slug))
+        config = await self.campaign(slug)
+        out = []
+        for key in [*config.always_include, *await self.pins(slug, chat)]:
+            for d in cat.resolve_key(key, lens):
+                if cat.visible_doc(d, lens) and d not in {o[0] for o in out}:
+                    out.append((d, cat.documents[d].title))
+        return out
+
+    async def titles(self, slug: str, lens: frozenset[str], prefix: str = "", *, limit: int = 25) -> list[tuple[str, str]]:
+        cat = await self.retriever.catalog(validate_slug(slug))
+        return cat.titles_for(lens, prefix, limit=min(limit, 25))
+
+    async def document_text(self, slug: str, doc_id: str, lens: frozenset[str]) -> tuple[str, str]:
+        cat = await self.retriever.catalog(validate_slug(slug))
+        doc = cat.documents.get(doc_id)
+        if doc is None or not visible(doc.visibility, lens):
+            raise NotFound(f"{doc_id} not visible")
+        return doc.title, doc.text
+
+    async def close(self) -> None:
+        await self.store.close()
+        close = getattr(self.embedder, "close", None)
+        if close:
+            close()

@@ -1,0 +1,87 @@
+"""The one exception tree of Liminalis.
+
+Every error a user can trigger derives from :class:`LiminalisError` and carries a
+``user_message`` that is safe to show to any player: it never holds GM-only text, a file
+system path, a secret or a stack trace. Details for operators live in attributes and in the
+exception's ``str()``, which only reaches logs.
+
+Tree::
+
+    LiminalisError
+    ├── ConfigError            bad settings or campaign.toml (startup; operator-facing)
+    ├── UnknownCampaign        no such campaign, or the channel is not linked
+    ├── InvalidInput           a malformed command, an empty question, a bad upload
+    │   └── UploadRejected     a file that cannot be ingested (binary, too big, bad UTF-8)
+    ├── PermissionDenied       a players-lens member tried a GM-only command
+    ├── NotFound               a document key that does not exist *for this lens*
+    ├── ModelUnavailable       the language model timed out, was overloaded or refused
+    └── StoreError             the vector store or database failed
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "LiminalisError",
+    "ConfigError",
+    "UnknownCampaign",
+    "InvalidInput",
+    "UploadRejected",
+    "PermissionDenied",
+    "NotFound",
+    "ModelUnavailable",
+    "StoreError",
+]
+
+
+class LiminalisError(Exception):
+    """Base of every error Liminalis raises on purpose.
+
+    Args:
+        detail: operator-facing description (logs only).
+        user_message: text safe to show a player; defaults to the class's message.
+    """
+
+    default_user_message = "Something went wrong. Please try again."
+
+    def __init__(self, detail: str = "", *, user_message: str | None = None) -> None:
+        super().__init__(detail or self.default_user_message)
+        self.detail = detail
+        self.user_message = user_message or self.default_user_message
+
+
+class ConfigError(LiminalisError):
+    default_user_message = "The bot is misconfigured; ask the host to check its settings."
+
+
+class UnknownCampaign(LiminalisError):
+    default_user_message = (
+        "This channel is not linked to a campaign. A GM can link it with `/campaign link <slug>`."
+    )
+
+
+class InvalidInput(LiminalisError):
+    default_user_message = "I could not understand that request. Try `/help`."
+
+
+class UploadRejected(InvalidInput):
+    default_user_message = "That file cannot be ingested."
+
+
+class PermissionDenied(LiminalisError):
+    default_user_message = "Only a GM can do that."
+
+
+class NotFound(LiminalisError):
+    # Deliberately identical whether the thing is missing or merely hidden from the lens,
+    # so an error never reveals that a GM-only document exists.
+    default_user_message = "I could not find a document by that name."
+
+
+class ModelUnavailable(LiminalisError):
+    default_user_message = (
+        "The answering model is busy or unreachable right now. Please try again in a minute."
+    )
+
+
+class StoreError(LiminalisError):
+    default_user_message = "The campaign index is unavailable right now. Please try again."

@@ -1,0 +1,225 @@
+"""Content-defined chunking of a document into passages, plus sentence windows.
+
+Cut points are content-defined, so an edit disturbs only the passages around it — the idea of
+content-defined chunking in LBFS (Muthitacharoen et al., 2001), with sentences instead of bytes
+as the unit so a cut never splits one, and with *local-maximum* selection (Bjørner, Blass &
+Gurevich, "Content-dependent chunking for differential compression: the local maximum
+approach", 2010) instead of a mask test, because the min-length rule of mask-based CDC lets an
+edit cascade through the following passages.
+
+Each sentence end *i* gets a score from a rolling hash over the last ``window`` sentences,
+raised by a tier for structure::
+
+    g_i     = H(s_i) ⊕ rotl(H(s_{i-1}), 1) ⊕ …          (H = BLAKE2b of normalised text)
+    score_i = tier_i · 2^64 + g_i      tier = 2 before a heading, 1 at a paragraph end, else 0
+
+Sentence end *i* is a cut iff its score is the strict maximum over every sentence end within
+``min_chars`` characters on either side (and it lies at least ``min_chars`` from the document's
+start and end). The decision reads only text within ``min_chars`` of *i*, so an edit can move
+cuts only within that distance of itself; cuts are at least ``min_chars`` apart. A passage
+still longer than ``max_chars`` is split at its best-scoring inner sentence end, recursively —
+again a decision local to that passage's own content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from liminalis.ingest.sentences import split_sentences
+from liminalis.types import Passage, Window
+
+__all__ = ["ChunkingParams", "chunk_document", "make_windows", "content_hash"]
+
+_WS = re.compile(r"\s+")
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkingParams:
+    min_chars: int = 400
+    max_chars: int = 1800
+    window: int = 1
+    window_chars: int = 360
+
+
+def content_hash(text: str) -> str:
+    """Hash of whitespace-normalised text; identical prose gives the identical id."""
+    norm = _WS.sub(" ", text).strip()
+    return hashlib.blake2b(norm.encode("utf-8"), digest_size=10).hexdigest()
+
+
+def _h64(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(_WS.sub(" ", text).encode(), digest_size=8).digest(), "big")
+
+
+def _rotl(x: int, r: int) -> int:
+    r %= 64
+    return ((x << r) | (x >> (64 - r))) & 0xFFFFFFFFFFFFFFFF
+
+
+def _headings(text: str) -> list[tuple[int, int, str]]:
+    """(offset, level, title) of each Markdown heading line."""
+    out = []
+    offset = 0
+    for line in text.split("\n"):
+        m = _HEADING.match(line)
+        if m:
+            out.append((offset, len(m.group(1)), m.group(2)))
+        offset += len(line) + 1
+    return out
+
+
+def _heading_path(heads: list[tuple[int, int, str]], pos: int) -> str:
+    stack: list[tuple[int, str]] = []
+    for off, level, title in heads:
+        if off > pos:
+            break
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        stack.append((level, title))
+    return " > ".join(t for _, t in stack)
+
+
+def chunk_document(
+    doc_id: str,
+    text: str,
+    *,
+    visibility: frozenset[str],
+    params: ChunkingParams = ChunkingParams(),
+) -> list[Passage]:
+    """Cut ``text`` into passages at content-defined sentence boundaries."""
+    sents = split_sentences(text, max_len=min(1200, params.max_chars))
+    if not sents:
+        return []
+    heads = _headings(text)
+    head_starts = {off for off, _, _ in heads}
+    hashes = [_h64(text[s:e]) for s, e, _ in sents]
+    n = len(sents)
+    scores: list[int] = []
+    for i, (_s, _e, para) in enumerate(sents):
+        g = 0
+        for j in range(params.window):
+            if i - j >= 0:
+                g ^= _rotl(hashes[i - j], j)
+        tier = 1 if para else 0
+        if i + 1 < n:
+            nxt = sents[i + 1][0]
+            line_start = text.rfind("\n", 0, nxt) + 1
+            if line_start in head_starts and not text[line_start:nxt].strip():
+                tier = 2
+        scores.append(tier << 64 | g)
+
+    first, last = sents[0][0], sents[-1][1]
+    radius = params.min_chars
+    cuts: list[int] = []  # index of the sentence that ends a passage
+    lo = 0
+    for i in range(n - 1):
+        end = sents[i][1]
+        if end - first < radius or last - end < radius:
+            continue
+        while sents[lo][1] < end - radius:
+            lo += 1
+        ok = True
+        j = lo
+        while j < n and sents[j][1] <= end + radius:
+            if j != i and scores[j] >= scores[i]:
+                ok = False
+                break
+            j += 1
+        if ok:
+            cuts.append(i)
+
+    def split(a: int, b: int) -> list[tuple[int, int]]:
+        """Split sentences a..b (inclusive) until every piece fits ``max_chars``."""
+        if sents[b][1] - sents[a][0] <= params.max_chars or a == b:
+            return [(a, b)]
+        inner = [k for k in range(a, b) if sents[k][1] - sents[a][0] >= params.min_chars
+                 and sents[b][1] - sents[k + 1][0] >= params.min_chars]
+        if not inner:
+            inner = list(range(a, b))
+        k = max(inner, key=lambda x: scores[x])
+        return split(a, k) + split(k + 1, b)
+
+    groups: list[list[int]] = []
+    start = 0
+    for c in [*cuts, n - 1]:
+        for a, b in split(start, c):
+            groups.append(list(range(a, b + 1)))
+        start = c + 1
+
+    passages: list[Passage] = []
+    seen: dict[str, int] = {}
+    for ordinal, group in enumerate(groups):
+        start, end = sents[group[0]][0], sents[group[-1]][1]
+        body = text[start:end]
+        h = content_hash(body)
+        n = seen.get(h, 0)
+        seen[h] = n + 1
+        pid = f"{doc_id}#{h}" + (f".{n}" if n else "")
+        passages.append(
+            Passage(
+                passage_id=pid,
+                doc_id=doc_id,
+                ordinal=ordinal,
+                start=start,
+                end=end,
+                text=body,
+                heading=_heading_path(heads, start),
+                hash=h,
+                visibility=visibility,
+                sentence_ends=tuple(sents[i][1] for i in group),
+            )
+        )
+    chained = []
+    for i, p in enumerate(passages):
+        chained.append(
+            Passage(
+                passage_id=p.passage_id,
+                doc_id=p.doc_id,
+                ordinal=p.ordinal,
+                start=p.start,
+                end=p.end,
+                text=p.text,
+                heading=p.heading,
+                hash=p.hash,
+                visibility=p.visibility,
+                prev_id=passages[i - 1].passage_id if i else None,
+                next_id=passages[i + 1].passage_id if i + 1 < len(passages) else None,
+                sentence_ends=p.sentence_ends,
+            )
+        )
+    return chained
+
+
+def make_windows(passage: Passage, text: str, *, window_chars: int = 360) -> list[Window]:
+    """Overlapping sentence windows inside one passage (overlap: one sentence).
+
+    A passage short enough to be one window emits none: its own vector already covers it.
+    """
+    if passage.end - passage.start <= window_chars * 1.3:
+        return []
+    sents = [(s, e) for s, e, _ in split_sentences(text[passage.start : passage.end])]
+    sents = [(passage.start + s, passage.start + e) for s, e in sents]
+    windows: list[Window] = []
+    i = 0
+    while i < len(sents):
+        j = i
+        while j + 1 < len(sents) and sents[j + 1][1] - sents[i][0] <= window_chars:
+            j += 1
+        s, e = sents[i][0], sents[j][1]
+        windows.append(
+            Window(
+                window_id=f"{passage.passage_id}@{s - passage.start}",
+                passage_id=passage.passage_id,
+                doc_id=passage.doc_id,
+                start=s,
+                end=e,
+                text=text[s:e],
+            )
+        )
+        if j + 1 >= len(sents):
+            break
+        i = j if j > i else j + 1
+    return windows

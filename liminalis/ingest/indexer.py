@@ -1,0 +1,274 @@
+"""Incremental ingest: load, chunk, diff by content hash, embed what is new, swap atomically.
+
+Order of writes per batch of documents, chosen so a SIGKILL at any point leaves the campaign
+searchable on its previous state and a re-run completes it:
+
+1. embed new texts (cached by content hash in SQLite — unchanged text is never re-embedded);
+2. upsert the new vectors into the campaign's collection and flush;
+3. commit each document's new passage set in one SQLite transaction;
+4. after all documents, delete removed documents, then garbage-collect vectors that no current
+   passage refers to.
+
+Searches join vector hits against SQLite's current passages, so vectors written in step 2 of an
+interrupted run are invisible until step 3 commits, and stale ones are ignored until step 4.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from liminalis.campaign import CampaignConfig
+from liminalis.ingest.chunking import ChunkingParams, chunk_document, content_hash, make_windows
+from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, doc_id_for, load_document
+from liminalis.ingest.synopsis import contextual_text, extractive_synopsis, title_text
+from liminalis.ports import Embedder, VectorRecord, VectorStore
+from liminalis.retrieval.lexical import Tokenizer
+from liminalis.store.sqlite import Database
+from liminalis.types import Document, IngestReport, Passage, SkippedFile
+
+__all__ = ["Indexer", "IngestOptions", "vector_id"]
+
+_log = logging.getLogger(__name__)
+_SKIP_NAMES = {"campaign.toml"}
+
+
+@dataclass(frozen=True, slots=True)
+class IngestOptions:
+    contextual: bool = True
+    windows: bool = True
+    max_bytes: int = 5 * 1024 * 1024
+    batch_docs: int = 24
+    chunking: ChunkingParams = ChunkingParams()
+    progress: bool | None = None  # None: show a bar when stderr is a terminal
+
+
+def vector_id(kind: str, owner: str, text_hash: str) -> str:
+    """Vector ids carry the embedded text's hash, so a changed context gives a new row."""
+    return f"{kind[0]}:{owner}:{text_hash[:10]}"
+
+
+@dataclass(slots=True)
+class _Prepared:
+    doc: Document
+    passages: list[Passage]
+    records: list[tuple[str, str, str, str, str]]  # (vector id, kind, passage_id, text, hash)
+    tokens: dict[str, str]
+
+
+class Indexer:
+    """Ingests a campaign folder into SQLite and the vector store."""
+
+    def __init__(
+        self,
+        db: Database,
+        store: VectorStore,
+        embedder: Embedder,
+        *,
+        tokenizer: Tokenizer = Tokenizer(),
+        options: IngestOptions = IngestOptions(),
+    ) -> None:
+        self.db = db
+        self.store = store
+        self.embedder = embedder
+        self.tokenizer = tokenizer
+        self.options = options
+
+    @staticmethod
+    def _walk(root: Path, scope: Path, prefix: str) -> Iterable[tuple[Path, str]]:
+        if scope.is_file():
+            yield scope, prefix + scope.resolve().relative_to(root.resolve()).as_posix()
+            return
+        for dirpath, dirnames, filenames in os.walk(scope):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in sorted(filenames):
+                if name.startswith(".") or name in _SKIP_NAMES:
+                    continue
+                fpath = Path(dirpath) / name
+                yield fpath, prefix + fpath.resolve().relative_to(root.resolve()).as_posix()
+
+    def _scope(self, config: CampaignConfig, path: Path | None) -> tuple[list[tuple[Path, str]], str]:
+        """Files to ingest and the campaign-relative scope whose vanished files are deletions."""
+        roots: list[tuple[Path, str]] = [(config.root, "")]
+        if config.uploads_root is not None:
+            roots.append((config.uploads_root, "uploads/"))
+        if path is None:
+            files: list[tuple[Path, str]] = []
+            for root, prefix in roots:
+                if root.is_dir():
+                    files.extend(self._walk(root, root, prefix))
+            return files, ""
+        target = path.resolve()
+        for root, prefix in reversed(roots):  # uploads may live inside the campaign folder
+            r = root.resolve()
+            if target == r or target.is_relative_to(r):
+                rel = "" if target == r else target.relative_to(r).as_posix()
+                scope_rel = (prefix + rel).rstrip("/")
+                return list(self._walk(root, path, prefix)), scope_rel
+        raise ValueError("path outside the campaign folder")
+
+    def _prepare(self, doc: Document, stored_tokens: dict[str, str]) -> _Prepared:
+        opts = self.options
+        passages = chunk_document(doc.doc_id, doc.text, visibility=doc.visibility, params=opts.chunking)
+        synopsis = doc.synopsis or extractive_synopsis(doc.title, doc.text)
+        doc = Document(
+            doc_id=doc.doc_id, path=doc.path, title=doc.title, text=doc.text, visibility=doc.visibility,
+            type=doc.type, aliases=doc.aliases, tags=doc.tags, content_hash=doc.content_hash, synopsis=synopsis,
+        )
+        records: list[tuple[str, str, str, str, str]] = []
+        tokens: dict[str, str] = {}
+        for p in passages:
+            text = contextual_text(doc.title, p.heading, synopsis, p.text) if opts.contextual else p.text
+            h = content_hash(text)
+            records.append((vector_id("passage", p.passage_id, h), "passage", p.passage_id, text, h))
+            tokens[p.passage_id] = stored_tokens.get(p.passage_id) or " ".join(self.tokenizer(p.text))
+            if opts.windows:
+                for w in make_windows(p, doc.text, window_chars=opts.chunking.window_chars):
+                    wh = content_hash(w.text)
+                    records.append((vector_id("window", w.window_id, wh), "window", p.passage_id, w.text, wh))
+        if passages:
+            tt = title_text(doc.title, doc.aliases, synopsis)
+            th = content_hash(tt)
+            records.append((vector_id("title", doc.doc_id, th), "title", passages[0].passage_id, tt, th))
+        return _Prepared(doc=doc, passages=passages, records=records, tokens=tokens)
+
+    async def _embed(self, texts_by_hash: dict[str, str]) -> tuple[dict[str, np.ndarray], set[str]]:
+        model = self.embedder.model_id
+        cached = await self.db.cached_vectors(model, list(texts_by_hash))
+        missing = [h for h in texts_by_hash if h not in cached]
+        if missing:
+            vecs = await self.embedder.embed_passages([texts_by_hash[h] for h in missing])
+            fresh = list(zip(missing, vecs, strict=True))
+            await self.db.cache_vectors(model, fresh)
+            cached.update(fresh)
+        return cached, set(missing)
+
+    async def ingest(self, config: CampaignConfig, path: Path | None = None) -> IngestReport:
+        """Ingest ``path`` (default: the whole campaign folder) into ``config.slug``."""
+        t0 = time.perf_counter()
+        report = IngestReport()
+        slug = config.slug
+        await self.db.upsert_campaign(slug, config.name, str(config.root))
+        await self.store.ensure(slug, dim=self.embedder.dim, model_id=self.embedder.model_id)
+        await self._reset_if_model_changed(slug)
+        stored = await self.db.document_hashes(slug)
+        stored_rows = await self.db.passages(slug)
+        stored_by_doc: dict[str, list[str]] = {}
+        stored_tokens: dict[str, str] = {}
+        for r in stored_rows:
+            stored_by_doc.setdefault(r["doc_id"], []).append(r["passage_id"])
+            stored_tokens[r["passage_id"]] = r["tokens"]
+        existing_vectors = await self.store.ids(slug)
+
+        seen: set[str] = set()
+        todo: list[Document] = []
+        scope_rel = ""
+        files: list[tuple[Path, str]] = []
+        if path is not None and not path.exists():
+            report.skipped.append(SkippedFile(path.name, "path does not exist"))
+        else:
+            try:
+                files, scope_rel = self._scope(config, path)
+            except (OSError, ValueError) as exc:
+                report.skipped.append(SkippedFile(path.name if path else config.slug, f"unreadable path ({exc})"))
+        for fpath, rel in files:
+            doc_id = doc_id_for(rel)
+            if fpath.suffix.lower() not in SUPPORTED_SUFFIXES:
+                report.skipped.append(SkippedFile(rel, f"unsupported file type '{fpath.suffix or 'none'}'"))
+                continue
+            seen.add(doc_id)  # a file that fails to load keeps its previous version
+            try:
+                doc = load_document(fpath, rel, config, max_bytes=self.options.max_bytes)
+            except LoadError as exc:
+                report.skipped.append(SkippedFile(rel, exc.reason))
+                continue
+            report.documents += 1
+            if doc_id in stored and stored[doc_id][1] == doc.content_hash:
+                report.passages_unchanged += len(stored_by_doc.get(doc_id, []))
+                continue
+            todo.append(doc)
+
+        show = self.options.progress if self.options.progress is not None else sys.stderr.isatty()
+        bar = None
+        if show and todo:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(todo), desc=f"ingest {slug}", unit="doc", file=sys.stderr)
+        for i in range(0, len(todo), self.options.batch_docs):
+            batch = [self._prepare(d, stored_tokens) for d in todo[i : i + self.options.batch_docs]]
+            texts = {h: text for prep in batch for (_, _, _, text, h) in prep.records}
+            vectors, fresh = await self._embed(texts)
+            new_records: list[VectorRecord] = []
+            for prep in batch:
+                old = set(stored_by_doc.get(prep.doc.doc_id, []))
+                new = {p.passage_id for p in prep.passages}
+                report.passages_added += len(new - old)
+                report.passages_removed += len(old - new)
+                report.passages_unchanged += len(new & old)
+                for vid, kind, pid, _text, h in prep.records:
+                    if h in fresh:
+                        fresh.discard(h)  # count each computed vector once
+                        if kind == "passage":
+                            report.embedded += 1
+                        elif kind == "window":
+                            report.windows_embedded += 1
+                    if vid in existing_vectors:
+                        continue
+                    new_records.append(
+                        VectorRecord(id=vid, passage_id=pid, doc_id=prep.doc.doc_id, kind=kind,
+                                     visibility=prep.doc.visibility, vector=vectors[h])
+                    )
+            await self.store.upsert(slug, new_records)
+            await self.store.flush(slug)
+            existing_vectors.update(r.id for r in new_records)
+            for prep in batch:
+                await self.db.replace_document(slug, prep.doc, prep.passages, prep.tokens)
+            if bar is not None:
+                bar.update(len(batch))
+        if bar is not None:
+            bar.close()
+
+        # Deletions: only documents inside the ingested scope that vanished from disk.
+        for doc_id, (rel, _h) in stored.items():
+            in_scope = not scope_rel or rel == scope_rel or rel.startswith(scope_rel.rstrip("/") + "/")
+            if in_scope and doc_id not in seen and not config.path_of(rel).exists():
+                report.passages_removed += await self.db.remove_document(slug, doc_id)
+                report.documents_removed += 1
+        await self.collect_garbage(slug)
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    async def _reset_if_model_changed(self, slug: str) -> None:
+        row = await self.db.campaign_row(slug)
+        model = self.embedder.model_id
+        if row is not None and row["model_id"] and row["model_id"] != model:
+            _log.warning("embedder changed for %s (%s -> %s): full re-embed", slug, row["model_id"], model)
+            # Forget content hashes so every document is re-prepared into the new collection.
+            await self.db.execute("UPDATE documents SET content_hash = '' WHERE campaign = ?", (slug,))
+        await self.db.set_campaign_model(slug, model)
+
+    async def collect_garbage(self, slug: str) -> int:
+        """Delete vectors that no current passage refers to (left by edits or a killed run)."""
+        live_passages = await self.db.passage_ids(slug)
+        ids = await self.store.ids(slug)
+        stale = [i for i in ids if i.split(":", 1)[1].rsplit(":", 1)[0].split("@")[0] not in live_passages
+                 and not (i.startswith("t:") and await self._title_live(slug, i))]
+        if stale:
+            await self.store.delete(slug, stale)
+            await self.store.flush(slug)
+        return len(stale)
+
+    async def _title_live(self, slug: str, vid: str) -> bool:
+        doc_id = vid.split(":", 1)[1].rsplit(":", 1)[0]
+        doc = await self.db.document(slug, doc_id)
+        if doc is None:
+            return False
+        th = content_hash(title_text(doc.title, doc.aliases, doc.synopsis))
+        return vid == vector_id("title", doc_id, th)

@@ -1,0 +1,131 @@
+"""Read campaign files into :class:`~liminalis.types.Document` safely.
+
+Bad input is reported, never raised past the ingest loop: binary files, invalid UTF-8, empty
+files, files over the size limit, unreadable paths and malformed front matter each become a
+:class:`LoadError` with a reason a GM can act on.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import yaml
+
+from liminalis.campaign import CampaignConfig
+from liminalis.ingest.chunking import content_hash
+from liminalis.lens import parse_visibility
+from liminalis.types import Document
+
+__all__ = ["LoadError", "load_document", "parse_document", "normalize_text", "SUPPORTED_SUFFIXES", "doc_id_for"]
+
+SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt")
+DEFAULT_MAX_BYTES = 5 * 1024 * 1024
+_FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
+_TITLE_LINE = re.compile(r"\A\s*#\s+(.+?)\s*#*\s*$", re.M)
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+class LoadError(Exception):
+    """A file that cannot be ingested; ``reason`` is safe to show the uploader."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def normalize_text(text: str) -> str:
+    """NFC, ``\\n`` line ends, no control characters or lone surrogates, trailing spaces gone."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\ufeff", "")
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    text = unicodedata.normalize("NFC", text)
+    text = _CONTROL.sub("", text)
+    text = "\n".join(line.rstrip() for line in text.split("\n"))
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def doc_id_for(rel_path: str) -> str:
+    """Document id: the campaign-relative POSIX path without its suffix."""
+    p = PurePosixPath(rel_path)
+    return str(p.with_suffix("")) if p.suffix.lower() in SUPPORTED_SUFFIXES else str(p)
+
+
+def _decode(raw: bytes) -> str:
+    if not raw.strip():
+        raise LoadError("empty file")
+    if b"\x00" in raw[:8192]:
+        raise LoadError("binary file (contains NUL bytes)")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise LoadError(f"not valid UTF-8 (byte {exc.start})") from None
+
+
+def _as_tuple(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, (list, tuple)):
+        return tuple(str(v).strip() for v in value if str(v).strip())
+    return (str(value).strip(),) if str(value).strip() else ()
+
+
+def parse_document(raw: bytes, rel_path: str, config: CampaignConfig) -> Document:
+    """Turn one file's bytes into a Document (raises :class:`LoadError`)."""
+    text = _decode(raw)
+    meta: dict[str, object] = {}
+    m = _FRONT.match(text.lstrip("\ufeff"))
+    body = text.lstrip("\ufeff")
+    if m:
+        try:
+            loaded = yaml.safe_load(m.group(1))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 2})" if mark is not None else ""
+            raise LoadError(f"malformed front matter{where}") from None
+        if loaded is None:
+            loaded = {}
+        if not isinstance(loaded, dict):
+            raise LoadError("malformed front matter (not a mapping)")
+        meta = {str(k).lower(): v for k, v in loaded.items()}
+        body = body[m.end():]
+    elif body.startswith("---\n"):
+        raise LoadError("malformed front matter (no closing ---)")
+    body = normalize_text(body)
+    if not body:
+        raise LoadError("empty document (no text after front matter)")
+    gm_path = config.is_gm_path(rel_path)
+    visibility = parse_visibility(meta.get("visibility"), known_lenses=config.lenses, gm_path=gm_path)
+    title = str(meta.get("title") or "").strip()
+    if not title:
+        tm = _TITLE_LINE.search(body[:500])
+        title = tm.group(1).strip() if tm else PurePosixPath(rel_path).stem.replace("-", " ").replace("_", " ").title()
+    synopsis = str(meta.get("summary") or meta.get("synopsis") or "").strip()
+    doc_type = str(meta.get("type") or "lore").strip().lower()
+    return Document(
+        doc_id=doc_id_for(rel_path),
+        path=rel_path,
+        title=normalize_text(title)[:300],
+        text=body,
+        visibility=visibility,
+        type=doc_type,
+        aliases=_as_tuple(meta.get("aliases")),
+        tags=_as_tuple(meta.get("tags")),
+        content_hash=content_hash(title + "\x1f" + body + "\x1f" + repr(sorted(visibility)) + doc_type + repr(meta.get("aliases"))),
+        synopsis=normalize_text(synopsis)[:600],
+    )
+
+
+def load_document(path: Path, rel_path: str, config: CampaignConfig, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
+    """Read and parse one file (raises :class:`LoadError`)."""
+    if path.suffix.lower() not in SUPPORTED_SUFFIXES:
+        raise LoadError(f"unsupported file type '{path.suffix or 'none'}' (use .md or .txt)")
+    try:
+        size = path.stat().st_size
+        if size > max_bytes:
+            raise LoadError(f"file too large ({size:,} bytes; limit {max_bytes:,})")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise LoadError(f"unreadable ({exc.strerror or 'I/O error'})") from None
+    return parse_document(raw, rel_path, config)

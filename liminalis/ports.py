@@ -1,0 +1,159 @@
+"""The seams of the engine, as structural ``typing.Protocol`` types.
+
+Implementations are named after their technology (``SentenceTransformerEmbedder``,
+``MilvusVectorStore``, ``CrossEncoderReranker``, ``AnthropicModel``) and live in
+``liminalis/adapters/``; small real fakes for tests live in ``liminalis/testing.py``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = [
+    "Embedder",
+    "Reranker",
+    "VectorRecord",
+    "VectorHit",
+    "VectorStore",
+    "LexicalIndex",
+    "Message",
+    "Completion",
+    "Usage",
+    "LanguageModel",
+    "Clock",
+]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns text into L2-normalised vectors. ``model_id`` names the weights exactly."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    async def embed_passages(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    async def embed_query(self, text: str) -> np.ndarray: ...
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores (query, passage) pairs; higher is more relevant."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    async def score(self, query: str, passages: Sequence[str]) -> list[float]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class VectorRecord:
+    id: str
+    passage_id: str
+    doc_id: str
+    kind: str  # "passage" | "window" | "title"
+    visibility: frozenset[str]
+    vector: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
+class VectorHit:
+    id: str
+    passage_id: str
+    doc_id: str
+    kind: str
+    score: float
+
+
+class VectorStore(Protocol):
+    """A per-campaign vector collection. Every search filters by lens inside the store."""
+
+    async def ensure(self, campaign: str, *, dim: int, model_id: str) -> None: ...
+
+    async def upsert(self, campaign: str, records: Sequence[VectorRecord]) -> None: ...
+
+    async def delete(self, campaign: str, ids: Sequence[str]) -> None: ...
+
+    async def ids(self, campaign: str) -> set[str]: ...
+
+    async def search(
+        self,
+        campaign: str,
+        vector: np.ndarray,
+        *,
+        lens: frozenset[str],
+        top_k: int,
+    ) -> list[VectorHit]: ...
+
+    async def flush(self, campaign: str) -> None: ...
+
+    async def drop(self, campaign: str) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class LexicalIndex(Protocol):
+    """A per-campaign lexical index over passages and title entries."""
+
+    def search(self, query: str, *, allowed: set[str] | None, top_k: int) -> list[tuple[str, float]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: str  # "user" | "assistant"
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    text: str
+    model: str
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: str = ""
+
+
+class LanguageModel(Protocol):
+    """A chat model. ``system`` is a list of blocks; the first ``cache_upto`` form the stable half."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def complete(
+        self,
+        *,
+        system: Sequence[str],
+        messages: Sequence[Message],
+        cache_upto: int = 0,
+        max_tokens: int = 800,
+        role: str = "reply",
+    ) -> Completion: ...
+
+    def stream(
+        self,
+        *,
+        system: Sequence[str],
+        messages: Sequence[Message],
+        cache_upto: int = 0,
+        max_tokens: int = 800,
+        role: str = "reply",
+    ) -> AsyncIterator[str]: ...
+
+
+class Clock(Protocol):
+    def now(self) -> dt.datetime: ...

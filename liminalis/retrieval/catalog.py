@@ -1,0 +1,143 @@
+"""An in-memory snapshot of one campaign at one generation: documents, passages, key index.
+
+Built from SQLite (the source of truth) and cached by the engine until the campaign's
+generation changes. Every lookup here is lens-aware: ``for_lens`` views expose only what the
+lens may see, which is how pins, named keys, autocompletion and lexical search all share the
+one visibility rule in :mod:`liminalis.lens`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from liminalis.lens import visible
+from liminalis.retrieval.lexical import BM25Index, Tokenizer, title_entry_id
+from liminalis.types import Document
+
+__all__ = ["PassageInfo", "Catalog", "normalize_key"]
+
+_KEY_WS = re.compile(r"[^a-z0-9]+")
+_KEY_STOP = frozenset("the a an of and in on at to for".split())
+
+
+def normalize_key(text: str) -> str:
+    """Lower-case, accent-folded, punctuation-free form used to match document keys."""
+    folded = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return _KEY_WS.sub(" ", folded.lower().replace("_", " ")).strip()
+
+
+@dataclass(frozen=True, slots=True)
+class PassageInfo:
+    passage_id: str
+    doc_id: str
+    ordinal: int
+    start: int
+    end: int
+    heading: str
+    visibility: frozenset[str]
+    tokens: tuple[str, ...]
+    prev_id: str | None
+    next_id: str | None
+
+
+@dataclass(slots=True)
+class Catalog:
+    """Documents and passages of a campaign, plus lens-scoped derived indexes."""
+
+    campaign: str
+    generation: int
+    documents: dict[str, Document]
+    passages: dict[str, PassageInfo]
+    by_doc: dict[str, list[str]]
+    tokenizer: Tokenizer
+    k1: float = 0.9
+    b: float = 0.4
+    _lexical: dict[frozenset[str], BM25Index] = field(default_factory=dict)
+    _keys: dict[str, set[str]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for doc in self.documents.values():
+            for key in self.keys_of(doc):
+                self._keys.setdefault(key, set()).add(doc.doc_id)
+
+    @staticmethod
+    def keys_of(doc: Document) -> set[str]:
+        """Title, aliases, file name and doc id, normalised; too-generic keys are skipped."""
+        raw = [doc.title, *doc.aliases, PurePosixPath(doc.path).stem, doc.doc_id]
+        keys = set()
+        for r in raw:
+            k = normalize_key(r)
+            words = k.split()
+            if len(k) < 4 or not words or all(w in _KEY_STOP for w in words):
+                continue
+            keys.add(k)
+        return keys
+
+    def visible_doc(self, doc_id: str, lens: frozenset[str]) -> bool:
+        doc = self.documents.get(doc_id)
+        return doc is not None and visible(doc.visibility, lens)
+
+    def visible_passage(self, passage_id: str, lens: frozenset[str]) -> bool:
+        p = self.passages.get(passage_id)
+        return p is not None and visible(p.visibility, lens) and self.visible_doc(p.doc_id, lens)
+
+    def passage_text(self, passage_id: str) -> str:
+        p = self.passages[passage_id]
+        return self.documents[p.doc_id].text[p.start : p.end]
+
+    def first_passage(self, doc_id: str) -> str | None:
+        ids = self.by_doc.get(doc_id)
+        return ids[0] if ids else None
+
+    def lexical(self, lens: frozenset[str]) -> BM25Index:
+        """BM25 over the passages and title entries ``lens`` may see (built once per lens)."""
+        key = frozenset(lens)
+        index = self._lexical.get(key)
+        if index is None:
+            entries: list[tuple[str, list[str]]] = []
+            for doc_id, pids in self.by_doc.items():
+                doc = self.documents[doc_id]
+                if not visible(doc.visibility, lens):
+                    continue
+                title_text = " ".join([doc.title, *doc.aliases, PurePosixPath(doc.path).stem])
+                entries.append((title_entry_id(doc_id), self.tokenizer(title_text)))
+                for pid in pids:
+                    p = self.passages[pid]
+                    if visible(p.visibility, lens):
+                        entries.append((pid, list(p.tokens)))
+            index = BM25Index(entries, k1=self.k1, b=self.b)
+            self._lexical[key] = index
+        return index
+
+    def resolve_key(self, key: str, lens: frozenset[str]) -> list[str]:
+        """Documents whose title, alias, file name or id equals ``key`` (for this lens only)."""
+        k = normalize_key(key)
+        hits = [d for d in self._keys.get(k, set()) if self.visible_doc(d, lens)]
+        if not hits:
+            hits = [d for d in self.documents if normalize_key(d) == k and self.visible_doc(d, lens)]
+        return sorted(hits)
+
+    def named_in(self, query: str, lens: frozenset[str]) -> list[str]:
+        """Documents one of whose keys appears as a whole phrase in ``query``."""
+        q = f" {normalize_key(query)} "
+        found: list[str] = []
+        for key, doc_ids in self._keys.items():
+            if f" {key} " in q:
+                found.extend(d for d in doc_ids if self.visible_doc(d, lens))
+        return sorted(set(found), key=lambda d: -max(len(k) for k in self.keys_of(self.documents[d])))
+
+    def titles_for(self, lens: frozenset[str], prefix: str = "", *, limit: int = 25) -> list[tuple[str, str]]:
+        """``(doc_id, title)`` pairs visible to ``lens`` whose title or alias contains ``prefix``."""
+        p = normalize_key(prefix)
+        out = []
+        for doc in sorted(self.documents.values(), key=lambda d: d.title.lower()):
+            if not visible(doc.visibility, lens):
+                continue
+            if not p or any(p in normalize_key(x) for x in (doc.title, *doc.aliases, doc.doc_id)):
+                out.append((doc.doc_id, doc.title))
+            if len(out) >= limit:
+                break
+        return out

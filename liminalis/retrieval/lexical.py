@@ -1,0 +1,106 @@
+"""Lexical recall: a per-campaign, per-lens BM25 index (rank-bm25, Okapi variant).
+
+Okapi BM25 (Robertson & Zaragoza, 2009), as implemented by rank-bm25::
+
+    score(q, d) = Σ_t IDF(t) · f(t,d)·(k1+1) / (f(t,d) + k1·(1 − b + b·|d|/avgdl))
+    IDF(t)      = ln((N − n_t + 0.5) / (n_t + 0.5))   (negative values floored at ε·mean IDF)
+
+Entries are passages plus one synthetic *title entry* per document (title, aliases, file name).
+
+Tokens are computed once at ingest and stored with each passage in SQLite, so the index is
+incremental on the expensive side and rebuilt from stored tokens (no re-tokenising) when the
+campaign's generation changes or after a restart. The index is built per lens from only the
+entries that lens may see, so GM-only text never even contributes term statistics to a players
+query.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import Stemmer  # PyStemmer: Snowball stemmers in C
+from rank_bm25 import BM25Okapi
+
+__all__ = ["Tokenizer", "BM25Index", "STOP_WORDS", "title_entry_id"]
+
+STOP_WORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being
+    below between both but by can could did do does doing down during each few for from further had
+    has have having he her here hers herself him himself his how i if in into is it its itself just
+    me more most my myself no nor not now of off on once only or other our ours ourselves out over
+    own same she should so some such than that the their theirs them themselves then there these
+    they this those through to too under until up very was we were what when where which while who
+    whom why will with would you your yours yourself yourselves s t d ll m o re ve y""".split()
+)
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+def title_entry_id(doc_id: str) -> str:
+    return f"title:{doc_id}"
+
+
+@lru_cache(maxsize=4)
+def _stemmer() -> Stemmer.Stemmer:
+    return Stemmer.Stemmer("english")
+
+
+def _fold(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text)
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+@dataclass(frozen=True, slots=True)
+class Tokenizer:
+    """Case- and accent-folding tokenizer that splits camel case and underscores.
+
+    ``14.9__What_The_Map_Omits`` → ``["14", "9", "map", "omit"]`` (stop words dropped, stemmed).
+    """
+
+    stem: bool = True
+    stop_words: bool = True
+
+    def __call__(self, text: str) -> list[str]:
+        text = _CAMEL.sub(" ", text.replace("_", " "))
+        tokens = _TOKEN.findall(_fold(text).lower())
+        if self.stop_words:
+            tokens = [t for t in tokens if t not in STOP_WORDS]
+        if self.stem:
+            tokens = _stemmer().stemWords(tokens)
+        return tokens
+
+    @property
+    def tag(self) -> str:
+        return f"tok:stem={int(self.stem)},stop={int(self.stop_words)}"
+
+
+class BM25Index:
+    """BM25 over a fixed set of entries ``(entry_id, tokens)``."""
+
+    def __init__(self, entries: Sequence[tuple[str, list[str]]], *, k1: float = 0.9, b: float = 0.4) -> None:
+        self.ids = [e[0] for e in entries]
+        self._bm25: BM25Okapi | None = None
+        docs = [e[1] if e[1] else ["\x00"] for e in entries]
+        if docs:
+            self._bm25 = BM25Okapi(docs, k1=k1, b=b)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def search(self, query_tokens: Sequence[str], *, top_k: int) -> list[tuple[str, float]]:
+        """Return up to ``top_k`` ``(entry_id, score)`` with a positive score, best first."""
+        if self._bm25 is None or not query_tokens:
+            return []
+        scores = self._bm25.get_scores(list(query_tokens))
+        if top_k < len(scores):
+            idx = np.argpartition(-scores, top_k)[:top_k]
+        else:
+            idx = np.arange(len(scores))
+        idx = idx[np.argsort(-scores[idx], kind="stable")]
+        return [(self.ids[i], float(scores[i])) for i in idx if scores[i] > 0]

@@ -1,0 +1,76 @@
+"""Render a retrieved document for the answerer: what matched, never a head-slice.
+
+* A document no longer than ``whole_chars`` renders entire.
+* A longer one renders its matched passages, each expanded outward to paragraph edges (when the
+  paragraph adds at most ``expand_chars`` on a side; otherwise the passage's own sentence
+  edges), overlapping or nearly adjacent spans merged, and snapped to the document's start or
+  end when within ``snap_chars`` of it.
+* Every omission is marked in the text: ``[… 3,120 characters omitted …]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from liminalis.types import Span
+
+__all__ = ["RenderParams", "select_spans", "render_spans", "omission"]
+
+
+@dataclass(frozen=True, slots=True)
+class RenderParams:
+    whole_chars: int = 2400
+    expand_chars: int = 400
+    merge_gap: int = 160
+    snap_chars: int = 240
+
+
+def omission(n: int) -> str:
+    return f"[… {n:,} characters omitted …]"
+
+
+def _expand(text: str, span: Span, limit: int) -> Span:
+    start, end = span.start, span.end
+    para_start = text.rfind("\n\n", 0, start)
+    para_start = 0 if para_start < 0 else para_start + 2
+    if start - para_start <= limit:
+        start = para_start
+    para_end = text.find("\n\n", end)
+    para_end = len(text) if para_end < 0 else para_end
+    if para_end - end <= limit:
+        end = para_end
+    return Span(start, end)
+
+
+def select_spans(text: str, matched: Sequence[Span], params: RenderParams = RenderParams()) -> list[Span]:
+    """The spans of ``text`` to show for ``matched`` passages (sorted, merged, snapped)."""
+    n = len(text)
+    if n <= params.whole_chars or not matched:
+        return [Span(0, n)]
+    spans = sorted((_expand(text, s, params.expand_chars) for s in matched), key=lambda s: s.start)
+    merged: list[Span] = []
+    for s in spans:
+        if merged and s.start - merged[-1].end <= params.merge_gap:
+            merged[-1] = Span(merged[-1].start, max(merged[-1].end, s.end))
+        else:
+            merged.append(s)
+    if merged[0].start <= params.snap_chars:
+        merged[0] = Span(0, merged[0].end)
+    if n - merged[-1].end <= params.snap_chars:
+        merged[-1] = Span(merged[-1].start, n)
+    return merged
+
+
+def render_spans(text: str, spans: Sequence[Span]) -> str:
+    """Join ``spans`` of ``text`` with omission markers for every gap, including the ends."""
+    parts: list[str] = []
+    pos = 0
+    for s in spans:
+        if s.start > pos:
+            parts.append(omission(s.start - pos))
+        parts.append(text[s.start : s.end].strip("\n"))
+        pos = s.end
+    if pos < len(text):
+        parts.append(omission(len(text) - pos))
+    return "\n\n".join(parts)

@@ -1,0 +1,53 @@
+"""The rerank stage: fail-soft by contract.
+
+Any reranker error or timeout returns the fused order unchanged and logs once per reranker
+instance, so a broken model degrades quality, never availability. Pinned hits are never passed
+through here, so they can never be reordered or dropped by it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+from liminalis.ports import Reranker
+from liminalis.types import Hit
+
+__all__ = ["rerank_hits"]
+
+_log = logging.getLogger(__name__)
+_warned: set[int] = set()
+
+
+async def rerank_hits(
+    reranker: Reranker | None,
+    query: str,
+    hits: Sequence[Hit],
+    texts: Sequence[str],
+    *,
+    timeout_s: float = 5.0,
+) -> tuple[list[Hit], bool]:
+    """Reorder ``hits`` by the reranker's score; returns ``(hits, reranked)``.
+
+    ``texts`` are the passage texts aligned with ``hits``. On any failure the input order is
+    returned with ``reranked=False``.
+    """
+    if reranker is None or not hits:
+        return list(hits), False
+    try:
+        scores = await asyncio.wait_for(reranker.score(query, list(texts)), timeout=timeout_s)
+        if len(scores) != len(hits):
+            raise ValueError(f"reranker returned {len(scores)} scores for {len(hits)} passages")
+    except Exception as exc:  # fail-soft: any failure keeps the fused order
+        key = id(reranker)
+        if key not in _warned:
+            _warned.add(key)
+            _log.warning("reranker %s failed (%s); keeping fused order", getattr(reranker, "model_id", "?"), exc)
+        else:
+            _log.debug("reranker failed again: %s", exc)
+        return list(hits), False
+    order = sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i))
+    return [
+        Hit(passage_id=hits[i].passage_id, doc_id=hits[i].doc_id, score=float(scores[i])) for i in order
+    ], True

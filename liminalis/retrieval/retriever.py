@@ -1,0 +1,268 @@
+"""The retrieval stack: pins → dense + lexical recall → weighted RRF → rerank → render.
+
+Every stage is lens-filtered: the vector store filters inside its query, the lexical index is
+built only from what the lens may see, pins resolve through the lens-scoped catalog, and
+:meth:`Retriever.retrieve` re-checks every hit against :func:`liminalis.lens.visible` before
+rendering. Stage timings and an explain trace come back with the bundle.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from liminalis.lens import visible
+from liminalis.ports import Embedder, Reranker, VectorStore
+from liminalis.retrieval.catalog import Catalog, PassageInfo
+from liminalis.retrieval.fusion import dedupe_ranking, rrf
+from liminalis.retrieval.lexical import Tokenizer
+from liminalis.retrieval.pins import Pin, resolve_pins, strip_mentions
+from liminalis.retrieval.render import RenderParams, render_spans, select_spans
+from liminalis.retrieval.rerank import rerank_hits
+from liminalis.store.sqlite import Database
+from liminalis.types import Bundle, Hit, RenderedDocument, Span, StageTrace
+
+__all__ = ["RetrievalParams", "Retriever", "Trace"]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalParams:
+    """Tunable knobs; defaults are the values chosen by the dev-set sweep (bench/)."""
+
+    dense_enabled: bool = True
+    lexical_enabled: bool = True
+    rerank_enabled: bool = True
+    named_keys: bool = True
+    dense_top_k: int = 120
+    lexical_top_k: int = 120
+    dense_floor: float = 0.05
+    rrf_k: float = 60.0
+    w_dense: float = 1.0
+    w_lexical: float = 1.0
+    pool: int = 40
+    rerank_keep: int = 8
+    max_documents: int = 8
+    rerank_timeout_s: float = 5.0
+    render: RenderParams = field(default_factory=RenderParams)
+
+
+@dataclass(slots=True)
+class Trace:
+    """Per-arm rankings for explain mode (document level, 1-based)."""
+
+    pins: list[Pin] = field(default_factory=list)
+    dense_docs: list[str] = field(default_factory=list)
+    lexical_docs: list[str] = field(default_factory=list)
+    fused_docs: list[str] = field(default_factory=list)
+    reranked_docs: list[str] = field(default_factory=list)
+    rendered_docs: list[str] = field(default_factory=list)
+    reranked: bool = False
+
+    def stage(self, doc_id: str) -> StageTrace:
+        def rank(xs: list[str]) -> int | None:
+            return xs.index(doc_id) + 1 if doc_id in xs else None
+
+        pin = next((p.reason for p in self.pins if p.doc_id == doc_id), None)
+        return StageTrace(
+            doc_id=doc_id, pinned=pin, dense_rank=rank(self.dense_docs), lexical_rank=rank(self.lexical_docs),
+            fused_rank=rank(self.fused_docs), reranked_rank=rank(self.reranked_docs) if self.reranked else None,
+            rendered=doc_id in self.rendered_docs,
+        )
+
+
+class Retriever:
+    """Builds a :class:`Bundle` for (campaign, lens, query)."""
+
+    def __init__(
+        self,
+        db: Database,
+        store: VectorStore,
+        embedder: Embedder | None,
+        reranker: Reranker | None = None,
+        *,
+        tokenizer: Tokenizer = Tokenizer(),
+        params: RetrievalParams = RetrievalParams(),
+        k1: float = 0.9,
+        b: float = 0.4,
+    ) -> None:
+        self.db = db
+        self.store = store
+        self.embedder = embedder
+        self.reranker = reranker
+        self.tokenizer = tokenizer
+        self.params = params
+        self.k1 = k1
+        self.b = b
+        self._catalogs: dict[str, Catalog] = {}
+
+    async def catalog(self, campaign: str) -> Catalog:
+        """The campaign's snapshot, rebuilt when its generation moved."""
+        gen = await self.db.generation(campaign)
+        cat = self._catalogs.get(campaign)
+        if cat is not None and cat.generation == gen:
+            return cat
+        docs = {d.doc_id: d for d in await self.db.documents(campaign)}
+        passages: dict[str, PassageInfo] = {}
+        by_doc: dict[str, list[str]] = {}
+        for r in await self.db.passages(campaign):
+            info = PassageInfo(
+                passage_id=r["passage_id"], doc_id=r["doc_id"], ordinal=r["ordinal"], start=r["start"],
+                end=r["end"], heading=r["heading"], visibility=frozenset(json.loads(r["visibility"])),
+                tokens=tuple(r["tokens"].split()), prev_id=r["prev_id"], next_id=r["next_id"],
+            )
+            passages[info.passage_id] = info
+            by_doc.setdefault(info.doc_id, []).append(info.passage_id)
+        cat = Catalog(campaign=campaign, generation=gen, documents=docs, passages=passages, by_doc=by_doc,
+                      tokenizer=self.tokenizer, k1=self.k1, b=self.b)
+        self._catalogs[campaign] = cat
+        return cat
+
+    async def _dense(self, cat: Catalog, query: str, lens: frozenset[str], p: RetrievalParams) -> list[str]:
+        assert self.embedder is not None
+        vec = await self.embedder.embed_query(query)
+        hits = await self.store.search(cat.campaign, vec, lens=lens, top_k=p.dense_top_k)
+        ranking: list[str] = []
+        for h in hits:
+            if h.score < p.dense_floor:
+                continue
+            pid = h.passage_id if h.kind != "title" else (cat.first_passage(h.doc_id) or h.passage_id)
+            # Join against the current snapshot: stale vectors from an interrupted ingest and
+            # anything the lens may not see are dropped here (the second wall).
+            if pid in cat.passages and cat.visible_passage(pid, lens):
+                ranking.append(pid)
+        return dedupe_ranking(ranking)
+
+    def _lexical(self, cat: Catalog, query: str, lens: frozenset[str], p: RetrievalParams) -> list[str]:
+        index = cat.lexical(lens)
+        ranking: list[str] = []
+        for entry, _score in index.search(self.tokenizer(query), top_k=p.lexical_top_k):
+            pid = cat.first_passage(entry[6:]) if entry.startswith("title:") else entry
+            if pid and cat.visible_passage(pid, lens):
+                ranking.append(pid)
+        return dedupe_ranking(ranking)
+
+    async def retrieve(
+        self,
+        campaign: str,
+        query: str,
+        lens: frozenset[str],
+        *,
+        always: Sequence[str] = (),
+        pinned: Sequence[str] = (),
+        forced: Sequence[str] = (),
+        params: RetrievalParams | None = None,
+        trace: Trace | None = None,
+    ) -> Bundle:
+        p = params or self.params
+        lens = frozenset(lens)
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        cat = await self.catalog(campaign)
+        search_query = strip_mentions(query)
+        pins = resolve_pins(cat, query, lens, always=always, pinned=pinned, forced=forced, named_keys=p.named_keys)
+        timings["pins"] = (time.perf_counter() - t) * 1000
+
+        rankings: list[list[str]] = []
+        weights: list[float] = []
+        dense: list[str] = []
+        lexical: list[str] = []
+        if p.dense_enabled and self.embedder is not None:
+            t = time.perf_counter()
+            dense = await self._dense(cat, search_query, lens, p)
+            timings["dense"] = (time.perf_counter() - t) * 1000
+            rankings.append(dense)
+            weights.append(p.w_dense)
+        if p.lexical_enabled:
+            t = time.perf_counter()
+            lexical = self._lexical(cat, search_query, lens, p)
+            timings["lexical"] = (time.perf_counter() - t) * 1000
+            rankings.append(lexical)
+            weights.append(p.w_lexical)
+        t = time.perf_counter()
+        fused = [pid for pid, _ in rrf(*rankings, rrf_k=p.rrf_k, weights=weights)] if rankings else []
+        fused_scores = dict(rrf(*rankings, rrf_k=p.rrf_k, weights=weights)) if rankings else {}
+        timings["fusion"] = (time.perf_counter() - t) * 1000
+
+        pool = [Hit(pid, cat.passages[pid].doc_id, fused_scores[pid]) for pid in fused[: p.pool]]
+        reranked = False
+        if p.rerank_enabled and self.reranker is not None and pool:
+            t = time.perf_counter()
+            texts = [cat.passage_text(h.passage_id) for h in pool]
+            pool, reranked = await rerank_hits(self.reranker, search_query, pool, texts, timeout_s=p.rerank_timeout_s)
+            timings["rerank"] = (time.perf_counter() - t) * 1000
+        tail = [Hit(pid, cat.passages[pid].doc_id, fused_scores[pid]) for pid in fused[p.pool :]]
+        ranked_hits = pool + tail
+
+        # Second wall: re-check every hit and pin against the lens before rendering.
+        ranked_hits = [h for h in ranked_hits if cat.visible_passage(h.passage_id, lens)]
+        pins = [pin for pin in pins if cat.visible_doc(pin.doc_id, lens)]
+
+        t = time.perf_counter()
+        pinned_ids = [pin.doc_id for pin in pins]
+        kept = ranked_hits[: p.rerank_keep]
+        doc_order = dedupe_ranking(pinned_ids + [h.doc_id for h in kept])
+        doc_order = pinned_ids + [d for d in doc_order if d not in pinned_ids][: max(0, p.max_documents)]
+        matched: dict[str, list[str]] = {}
+        for h in kept:
+            matched.setdefault(h.doc_id, []).append(h.passage_id)
+        best: dict[str, float] = {}
+        for h in ranked_hits:
+            best.setdefault(h.doc_id, h.score)
+        pin_reason = {pin.doc_id: pin.reason for pin in pins}
+        rendered: list[RenderedDocument] = []
+        for doc_id in doc_order:
+            pids = matched.get(doc_id) or self._fallback_passages(cat, doc_id, search_query)
+            rendered.append(self._render(cat, doc_id, pids, pinned=doc_id in pin_reason, score=best.get(doc_id, 0.0), p=p))
+        timings["render"] = (time.perf_counter() - t) * 1000
+
+        non_always = [pin.doc_id for pin in pins if pin.reason != "always"]
+        ranked_docs = dedupe_ranking(non_always + [h.doc_id for h in ranked_hits])
+        pin_hits = [
+            Hit((matched.get(pin.doc_id) or [cat.first_passage(pin.doc_id) or ""])[0], pin.doc_id, 0.0, True, pin.reason)
+            for pin in pins
+        ]
+        hits = tuple(pin_hits) + tuple(h for h in kept if h.doc_id not in pin_reason)
+        if trace is not None:
+            trace.pins = pins
+            trace.dense_docs = dedupe_ranking(cat.passages[x].doc_id for x in dense)
+            trace.lexical_docs = dedupe_ranking(cat.passages[x].doc_id for x in lexical)
+            trace.fused_docs = dedupe_ranking(cat.passages[x].doc_id for x in fused)
+            trace.reranked_docs = dedupe_ranking(h.doc_id for h in pool) if reranked else []
+            trace.reranked = reranked
+            trace.rendered_docs = [d.doc_id for d in rendered]
+        notes = []
+        if p.rerank_enabled and self.reranker is not None and not reranked:
+            notes.append("reranker unavailable: fused order kept")
+        return Bundle(
+            campaign=campaign, query=query, lens=lens, hits=hits, documents=tuple(rendered),
+            ranked_doc_ids=tuple(ranked_docs), timings_ms=timings, notes=tuple(notes),
+        )
+
+    def _fallback_passages(self, cat: Catalog, doc_id: str, query: str) -> list[str]:
+        """For a pinned document nothing matched in: its passages sharing most query terms."""
+        pids = cat.by_doc.get(doc_id, [])
+        q = set(self.tokenizer(query))
+        scored = sorted(((len(q & set(cat.passages[x].tokens)), -i, x) for i, x in enumerate(pids)), reverse=True)
+        chosen = [x for n, _, x in scored[:2] if n > 0]
+        return chosen or pids[:1]
+
+    def _render(
+        self, cat: Catalog, doc_id: str, pids: Sequence[str], *, pinned: bool, score: float, p: RetrievalParams
+    ) -> RenderedDocument:
+        doc = cat.documents[doc_id]
+        spans = [Span(cat.passages[x].start, cat.passages[x].end) for x in pids if x in cat.passages]
+        chosen = select_spans(doc.text, spans, replace(p.render))
+        whole = len(chosen) == 1 and chosen[0].start == 0 and chosen[0].end == len(doc.text)
+        headings = tuple(dict.fromkeys(cat.passages[x].heading for x in pids if x in cat.passages and cat.passages[x].heading))
+        return RenderedDocument(
+            doc_id=doc_id, title=doc.title, type=doc.type, text=render_spans(doc.text, chosen), pinned=pinned,
+            score=score, headings=headings, matched=tuple(spans), whole=whole,
+        )
+
+    def visible_documents(self, cat: Catalog, lens: frozenset[str]) -> list[str]:
+        return [d for d, doc in cat.documents.items() if visible(doc.visibility, lens)]

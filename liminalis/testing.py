@@ -1,0 +1,168 @@
+"""Small real fakes for tests and offline tooling: no mocks of our own code.
+
+* :class:`HashEmbedder` — deterministic bag-of-hashed-words vectors (shared words → similar).
+* :class:`MemoryVectorStore` — exact inner-product search with the same lens filter contract.
+* :class:`ScriptedModel` — a ``LanguageModel`` that replies from a script and records calls.
+* :class:`FrozenClock` — a clock you can set and advance.
+* :class:`KeywordReranker` / :class:`BrokenReranker` — rerankers with known behaviour.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import re
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from liminalis.lens import GM
+from liminalis.ports import Completion, Message, Usage, VectorHit, VectorRecord
+
+__all__ = [
+    "HashEmbedder", "MemoryVectorStore", "ScriptedModel", "FrozenClock", "KeywordReranker",
+    "BrokenReranker", "SlowReranker",
+]
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+class HashEmbedder:
+    """Feature-hashed bag of words, L2-normalised. Fast, deterministic, model-free."""
+
+    def __init__(self, dim: int = 256, model_id: str = "hash-256") -> None:
+        self._dim = dim
+        self._id = model_id
+        self.calls = 0
+        self.texts_embedded = 0
+
+    @property
+    def model_id(self) -> str:
+        return self._id
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def _vec(self, text: str) -> np.ndarray:
+        v = np.zeros(self._dim, dtype=np.float32)
+        for w in _WORD.findall(text.lower()):
+            h = int.from_bytes(hashlib.blake2b(w.encode(), digest_size=4).digest(), "big")
+            v[h % self._dim] += 1.0 if (h >> 31) & 1 else -1.0
+        n = float(np.linalg.norm(v))
+        return v / n if n else v
+
+    async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        self.calls += 1
+        self.texts_embedded += len(texts)
+        return np.stack([self._vec(t) for t in texts]) if texts else np.zeros((0, self._dim), np.float32)
+
+    async def embed_query(self, text: str) -> np.ndarray:
+        return self._vec(text)
+
+
+class MemoryVectorStore:
+    """In-memory ``VectorStore`` with the same filtering contract as Milvus."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, dict[str, VectorRecord]] = {}
+
+    async def ensure(self, campaign: str, *, dim: int, model_id: str) -> None:
+        self.rows.setdefault(campaign, {})
+
+    async def upsert(self, campaign: str, records: Sequence[VectorRecord]) -> None:
+        for r in records:
+            self.rows[campaign][r.id] = r
+
+    async def delete(self, campaign: str, ids: Sequence[str]) -> None:
+        for i in ids:
+            self.rows[campaign].pop(i, None)
+
+    async def ids(self, campaign: str) -> set[str]:
+        return set(self.rows.get(campaign, {}))
+
+    async def search(self, campaign: str, vector: np.ndarray, *, lens: frozenset[str], top_k: int) -> list[VectorHit]:
+        out = []
+        for r in self.rows.get(campaign, {}).values():
+            if GM not in lens and not (set(r.visibility) & (set(lens) - {GM})):
+                continue
+            out.append(VectorHit(r.id, r.passage_id, r.doc_id, r.kind, float(np.dot(r.vector, vector))))
+        out.sort(key=lambda h: -h.score)
+        return out[:top_k]
+
+    async def flush(self, campaign: str) -> None:
+        return None
+
+    async def drop(self, campaign: str) -> None:
+        self.rows.pop(campaign, None)
+
+    async def close(self) -> None:
+        return None
+
+
+class KeywordReranker:
+    """Scores a passage by how many times it contains ``keyword`` (a reranker with known output)."""
+
+    model_id = "keyword"
+
+    def __init__(self, keyword: str) -> None:
+        self.keyword = keyword.lower()
+
+    async def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        return [float(p.lower().count(self.keyword)) for p in passages]
+
+
+class BrokenReranker:
+    model_id = "broken"
+
+    async def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        raise RuntimeError("model weights missing")
+
+
+class SlowReranker:
+    model_id = "slow"
+
+    async def score(self, query: str, passages: Sequence[str]) -> list[float]:
+        await asyncio.sleep(30)
+        return [0.0] * len(passages)
+
+
+@dataclass
+class ScriptedModel:
+    """A ``LanguageModel`` replying with scripted texts (cycled); records every request."""
+
+    replies: list[str] = field(default_factory=lambda: ["(scripted answer)"])
+    name: str = "scripted"
+    requests: list[dict[str, object]] = field(default_factory=list)
+
+    async def complete(
+        self, *, system: Sequence[str], messages: Sequence[Message], cache_upto: int = 0,
+        max_tokens: int = 800, role: str = "reply",
+    ) -> Completion:
+        self.requests.append({"system": list(system), "messages": list(messages), "cache_upto": cache_upto, "role": role})
+        text = self.replies[(len(self.requests) - 1) % len(self.replies)]
+        return Completion(text=text, model=self.name, usage=Usage(input_tokens=sum(len(s) for s in system) // 4, output_tokens=len(text) // 4))
+
+    async def stream(
+        self, *, system: Sequence[str], messages: Sequence[Message], cache_upto: int = 0,
+        max_tokens: int = 800, role: str = "reply",
+    ) -> AsyncIterator[str]:
+        c = await self.complete(system=system, messages=messages, cache_upto=cache_upto, max_tokens=max_tokens, role=role)
+        for i in range(0, len(c.text), 40):
+            yield c.text[i : i + 40]
+
+
+class FrozenClock:
+    def __init__(self, start: dt.datetime | None = None) -> None:
+        self._now = start or dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+    def now(self) -> dt.datetime:
+        return self._now
+
+    def advance(self, **kwargs: float) -> None:
+        self._now += dt.timedelta(**kwargs)
+
+    def set(self, when: dt.datetime) -> None:
+        self._now = when

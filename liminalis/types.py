@@ -1,0 +1,186 @@
+"""Value objects shared across the engine. All frozen; none holds a platform payload."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = [
+    "Span",
+    "Document",
+    "Passage",
+    "Window",
+    "SkippedFile",
+    "IngestReport",
+    "Candidate",
+    "Hit",
+    "RenderedDocument",
+    "Bundle",
+    "StageTrace",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A half-open character range ``[start, end)`` into a document's normalized text."""
+
+    start: int
+    end: int
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One campaign document after loading and normalization."""
+
+    doc_id: str
+    path: str
+    title: str
+    text: str
+    visibility: frozenset[str]
+    type: str = "lore"
+    aliases: tuple[str, ...] = ()
+    tags: tuple[str, ...] = ()
+    content_hash: str = ""
+    synopsis: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """A content-defined chunk of a document."""
+
+    passage_id: str
+    doc_id: str
+    ordinal: int
+    start: int
+    end: int
+    text: str
+    heading: str
+    hash: str
+    visibility: frozenset[str]
+    prev_id: str | None = None
+    next_id: str | None = None
+    sentence_ends: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """Overlapping sentence window inside a passage, for finer-grained vector search."""
+
+    window_id: str
+    passage_id: str
+    doc_id: str
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    path: str
+    reason: str
+
+
+@dataclass(slots=True)
+class IngestReport:
+    """What one ingest run did (the ``--json`` output)."""
+
+    documents: int = 0
+    passages_added: int = 0
+    passages_removed: int = 0
+    passages_unchanged: int = 0
+    embedded: int = 0
+    windows_embedded: int = 0
+    documents_removed: int = 0
+    skipped: list[SkippedFile] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "documents": self.documents,
+            "passages_added": self.passages_added,
+            "passages_removed": self.passages_removed,
+            "passages_unchanged": self.passages_unchanged,
+            "embedded": self.embedded,
+            "windows_embedded": self.windows_embedded,
+            "documents_removed": self.documents_removed,
+            "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A passage-level candidate from one recall arm."""
+
+    passage_id: str
+    doc_id: str
+    score: float
+    arm: str
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A passage in the final ranked list handed to rendering."""
+
+    passage_id: str
+    doc_id: str
+    score: float
+    pinned: bool = False
+    pin_reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedDocument:
+    """One document as the answerer will read it."""
+
+    doc_id: str
+    title: str
+    type: str
+    text: str
+    pinned: bool
+    score: float
+    headings: tuple[str, ...] = ()
+    matched: tuple[Span, ...] = ()
+    whole: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class StageTrace:
+    """Where one document got to in the retrieval stack (explain mode)."""
+
+    doc_id: str
+    pinned: str | None = None
+    dense_rank: int | None = None
+    lexical_rank: int | None = None
+    fused_rank: int | None = None
+    reranked_rank: int | None = None
+    rendered: bool = False
+
+    def verdict(self) -> str:
+        if self.rendered:
+            return "rendered"
+        if self.pinned or self.fused_rank is not None:
+            return "retrieved but cut"
+        if self.dense_rank is not None or self.lexical_rank is not None:
+            return "recalled but lost in fusion"
+        return "never retrieved"
+
+
+@dataclass(frozen=True, slots=True)
+class Bundle:
+    """What retrieval hands the answerer: ranked hits and their rendered documents."""
+
+    campaign: str
+    query: str
+    lens: frozenset[str]
+    hits: tuple[Hit, ...]
+    documents: tuple[RenderedDocument, ...]
+    ranked_doc_ids: tuple[str, ...] = ()
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(f"## {d.title}\n\n{d.text}" for d in self.documents)

@@ -1,0 +1,204 @@
+"""Ingest against real SQLite and real Milvus Lite (hash embedder; the real model is in test_sample)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from liminalis.lens import gm_lens, players_lens
+from liminalis.testing import HashEmbedder
+
+from conftest import ROOT, close_engine, make_engine
+
+
+async def test_reingest_after_one_paragraph_edit_embeds_at_most_two(tmp_path, campaign_copy):
+    engine = await make_engine(tmp_path)
+    try:
+        first = await engine.ingest("emberfall")
+        assert first.documents >= 25 and first.embedded == first.passages_added > 0
+        again = await engine.ingest("emberfall")
+        assert again.embedded == 0 and again.windows_embedded == 0 and again.passages_added == 0
+        chapter = campaign_copy / "lore" / "the-long-winter-chronicle.md"
+        text = chapter.read_text()
+        paras = text.split("\n\n")
+        mid = len(paras) // 2
+        paras[mid] += " The wind turned cold again that night, and nobody slept."
+        chapter.write_text("\n\n".join(paras))
+        edited = await engine.ingest("emberfall")
+        assert 1 <= edited.embedded <= 2
+        assert edited.passages_added == edited.embedded
+        assert edited.passages_removed <= 2
+        hits = await engine.retrieve("emberfall", "wind turned cold nobody slept", players_lens())
+        assert any("nobody slept" in d.text for d in hits.documents)
+    finally:
+        await close_engine(engine)
+
+
+async def test_deleting_a_file_removes_its_passages(tmp_path, campaign_copy):
+    engine = await make_engine(tmp_path)
+    try:
+        await engine.ingest("emberfall")
+        doc = "places/the-copper-kettle"
+        assert await engine.db.passages("emberfall", doc)
+        (campaign_copy / f"{doc}.md").unlink()
+        report = await engine.ingest("emberfall")
+        assert report.documents_removed == 1 and report.passages_removed >= 1
+        assert not await engine.db.passages("emberfall", doc)
+        vec_ids = await engine.store.ids("emberfall")
+        assert not [i for i in vec_ids if doc in i]
+        b = await engine.retrieve("emberfall", "Copper Kettle tavern", gm_lens())
+        assert doc not in b.ranked_doc_ids
+    finally:
+        await close_engine(engine)
+
+
+async def test_bad_files_are_reported_and_skipped(tmp_path, campaign_copy):
+    bad = campaign_copy / "bad"
+    bad.mkdir()
+    (bad / "binary.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00IHDR")
+    (bad / "latin1.md").write_bytes("caf\xe9 au lait".encode("latin-1"))
+    (bad / "empty.md").write_text("   \n")
+    (bad / "frontonly.md").write_text("---\ntitle: Nothing\n---\n")
+    (bad / "broken-front.md").write_text("---\ntitle: [unclosed\n---\nBody text.")
+    (bad / "image.png").write_bytes(b"\x89PNG")
+    (bad / "huge.md").write_text("word " * 300_000)
+    from liminalis.ingest.indexer import IngestOptions
+
+    engine = await make_engine(tmp_path, ingest_options=IngestOptions(progress=False, max_bytes=1_000_000))
+    try:
+        report = await engine.ingest("emberfall")
+        reasons = {s.path: s.reason for s in report.skipped}
+        assert "binary" in reasons["bad/binary.md"]
+        assert "UTF-8" in reasons["bad/latin1.md"]
+        assert "empty" in reasons["bad/empty.md"]
+        assert "empty" in reasons["bad/frontonly.md"]
+        assert "front matter" in reasons["bad/broken-front.md"]
+        assert "unsupported" in reasons["bad/image.png"]
+        assert "too large" in reasons["bad/huge.md"]
+        assert report.documents >= 25  # the rest completed
+        # a later broken edit of a good file keeps the previous version searchable
+        kettle = campaign_copy / "places" / "the-copper-kettle.md"
+        kettle.write_bytes(b"\xff\xfe broken")
+        report2 = await engine.ingest("emberfall")
+        assert any(s.path == "places/the-copper-kettle.md" for s in report2.skipped)
+        assert await engine.db.passages("emberfall", "places/the-copper-kettle")
+    finally:
+        await close_engine(engine)
+
+
+async def test_ingest_of_a_path_outside_the_campaign_is_refused(tmp_path, campaign_copy):
+    engine = await make_engine(tmp_path)
+    try:
+        outside = tmp_path / "elsewhere"
+        outside.mkdir()
+        (outside / "x.md").write_text("Some text here.")
+        report = await engine.ingest("emberfall", outside)
+        assert report.documents == 0 and report.skipped
+        assert "outside" in report.skipped[0].reason
+    finally:
+        await close_engine(engine)
+
+
+async def test_campaign_isolation(tmp_path):
+    campaigns = tmp_path / "campaigns"
+    for slug in ("alpha", "beta"):
+        (campaigns / slug).mkdir(parents=True)
+        (campaigns / slug / "campaign.toml").write_text(f'name = "{slug}"\n')
+    (campaigns / "alpha" / "bell.md").write_text("The silver bell hangs in the north tower of Alpha keep.")
+    (campaigns / "beta" / "bell.md").write_text("The silver bell hangs in the north tower of Alpha keep.")
+    (campaigns / "beta" / "only-beta.md").write_text("The copper gong of Beta sounds at dusk.")
+    engine = await make_engine(tmp_path)
+    try:
+        await engine.ingest("alpha")
+        await engine.ingest("beta")
+        a = await engine.retrieve("alpha", "copper gong dusk", gm_lens())
+        assert "only-beta" not in a.ranked_doc_ids
+        assert set(a.ranked_doc_ids) <= {"bell"}
+        b = await engine.retrieve("beta", "silver bell north tower", gm_lens())
+        assert set(b.ranked_doc_ids) <= {"bell", "only-beta"}
+        rows = await engine.db.fetchall("SELECT DISTINCT campaign FROM passages WHERE doc_id = 'only-beta'")
+        assert [r["campaign"] for r in rows] == ["beta"]
+        assert not [i for i in await engine.store.ids("alpha") if "only-beta" in i]
+    finally:
+        await close_engine(engine)
+
+
+KILL_SCRIPT = r"""
+import asyncio, sys
+sys.path.insert(0, {root!r}); sys.path.insert(0, {tests!r})
+from pathlib import Path
+from conftest import make_engine
+from liminalis.testing import HashEmbedder
+
+class SlowEmbedder(HashEmbedder):
+    async def embed_passages(self, texts):
+        print("EMBEDDING", flush=True)
+        await asyncio.sleep(0.5)
+        return await super().embed_passages(texts)
+
+async def main():
+    engine = await make_engine(Path({tmp!r}), embedder=SlowEmbedder())
+    await engine.ingest("emberfall")
+    print("DONE", flush=True)
+
+asyncio.run(main())
+"""
+
+
+async def test_sigkill_mid_ingest_leaves_previous_state_and_rerun_completes(tmp_path, campaign_copy):
+    engine = await make_engine(tmp_path)
+    await engine.ingest("emberfall")
+    before = await engine.db.passage_ids("emberfall")
+    await close_engine(engine)
+    from liminalis.adapters.milvus import MilvusVectorStore  # noqa: F401  (lock released by process exit below)
+
+    # Edit many files, then kill a second process in the middle of re-ingesting them.
+    for f in sorted((campaign_copy / "sessions").glob("*.md")):
+        f.write_text(f.read_text() + "\n\nA brand new closing line about lanterns and rain.\n")
+    # Milvus Lite holds a per-process lock on its path; free it by running the first ingest in
+    # this process only through a subprocess from here on.
+    from pymilvus.milvus_client import milvus_client  # noqa: F401
+    try:
+        from milvus_lite.server_manager import server_manager_instance
+
+        server_manager_instance.release_server(str(tmp_path / "milvus.db"))
+    except Exception:
+        pass
+    script = KILL_SCRIPT.format(root=str(ROOT), tests=str(ROOT / "tests"), tmp=str(tmp_path))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env=env, cwd=tmp_path)
+    assert proc.stdout is not None
+    deadline = time.time() + 120
+    seen = 0
+    while time.time() < deadline:
+        line = proc.stdout.readline().decode()
+        if "EMBEDDING" in line:
+            seen += 1
+            if seen == 1:
+                time.sleep(0.2)
+                proc.send_signal(signal.SIGKILL)
+                break
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+
+    engine = await make_engine(tmp_path)
+    try:
+        assert await engine.db.passage_ids("emberfall") == before  # previous state, intact
+        b = await engine.retrieve("emberfall", "Salt Stairs steps", players_lens())
+        assert b.ranked_doc_ids
+        report = await engine.ingest("emberfall")
+        assert report.passages_added >= 1
+        after = await engine.db.passage_ids("emberfall")
+        vec_passages = {i.split(":", 1)[1].rsplit(":", 1)[0].split("@")[0] for i in await engine.store.ids("emberfall") if not i.startswith("t:")}
+        assert vec_passages == after  # no orphans left behind
+        b = await engine.retrieve("emberfall", "brand new closing line lanterns rain", players_lens())
+        assert any("brand new closing line" in d.text for d in b.documents)
+    finally:
+        await close_engine(engine)
