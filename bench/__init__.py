@@ -1,0 +1,1 @@
+"""Benchmarks that print tables (not part of the test suite; a smoke of each runs there)."""

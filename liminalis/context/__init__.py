@@ -1,0 +1,1 @@
+"""Context assembly: token counting, budgets, tiering, rolling chat memory, prompt layout."""
