@@ -13,6 +13,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import Protocol
 
 from bot.directory import Directory, lens_for
 from liminalis.answer import Answer, Responder, Source
@@ -22,7 +23,7 @@ from liminalis.errors import InvalidInput, LiminalisError, PermissionDenied, Unk
 from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, parse_document
 from liminalis.lens import Lens
 
-__all__ = ["IncomingMessage", "Attachment", "Reply", "BotService", "COMMANDS", "HELP"]
+__all__ = ["IncomingMessage", "Attachment", "Reply", "BotService", "COMMANDS", "HELP", "RecapScheduling"]
 
 _log = logging.getLogger(__name__)
 
@@ -33,6 +34,7 @@ HELP = """**Liminalis** answers questions from your campaign's own documents, wi
 `/budget show|set <tokens>` — the context budget (GM sets)
 `/upload` — GM: attach Markdown/text session notes to ingest
 `/recap [sessions]` — "previously on…" from the latest session notes
+`/recap schedule <cron>|off` — GM: post a recap here on a schedule (5-field cron, UTC)
 `/explain <question>` — GM: how retrieval ranked the documents
 `/campaign link <slug>|unlink|status` — link this channel to a campaign (GM)
 `/lens` — which view of the campaign you get
@@ -81,6 +83,20 @@ class Reply:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
+class RecapScheduling(Protocol):
+    """What ``/recap schedule`` needs from the scheduler (``bot.scheduler.RecapScheduler``)."""
+
+    async def set_schedule(self, campaign: str, *, cron: str, platform: str, channel_id: str) -> str: ...
+
+    async def remove_schedule(self, campaign: str) -> bool: ...
+
+    async def describe(self, campaign: str) -> str: ...
+
+
+# Commands whose reply is always private; ``ask`` depends on the lens, the rest are public.
+_PRIVATE = {"help", "lens", "pin", "budget", "explain", "upload"}
+
+
 def parse_command(text: str) -> tuple[str, str]:
     """``"/pin add Foo"`` → ``("pin", "add Foo")``; a bare text is an ``ask``."""
     t = (text or "").strip()
@@ -106,8 +122,10 @@ class BotService:
         directory: Directory | None = None,
         max_upload_bytes: int = 5 * 1024 * 1024,
         default_campaign: str | None = None,
+        scheduler: RecapScheduling | None = None,
     ) -> None:
         self.engine = engine
+        self.scheduler = scheduler
         self.responder = responder or Responder(engine)
         self.directory = directory or Directory(engine.db)
         self.max_upload_bytes = max_upload_bytes
@@ -147,6 +165,44 @@ class BotService:
         except Exception:
             _log.exception("unhandled error handling %s command", msg.platform)
             return Reply(text="Sorry, something went wrong on my side. The error has been logged.", ephemeral=True, error=True)
+
+    async def will_be_ephemeral(self, msg: IncomingMessage) -> bool:
+        """Predict whether ``handle(msg)`` answers privately, cheaply and without side effects.
+
+        Discord must choose at ``defer`` time whether the "thinking…" message is ephemeral, before
+        the answer exists. Anything uncertain (a parse error, an unlinked channel) predicts private.
+        """
+        try:
+            name, arg = parse_command(msg.text)
+            if name in _PRIVATE:
+                return True
+            if name == "campaign":
+                return (arg.split() or ["status"])[0].lower() == "status"
+            if name == "recap":
+                return arg.strip().lower().startswith("schedule")
+            cfg = await self.campaign_of(msg)
+            lens = self.lens_of(msg, cfg)
+            return lens.is_gm and not msg.is_dm and msg.platform != "console"
+        except Exception:
+            return True
+
+    async def complete_titles(self, msg: IncomingMessage, prefix: str, *, limit: int = 25) -> list[str]:
+        """Document titles for autocomplete, filtered by the caller's lens (never GM-only for players).
+
+        Never raises: an unlinked channel or any failure offers no choices.
+        """
+        try:
+            cfg = await self.campaign_of(msg)
+            lens = frozenset(self.lens_of(msg, cfg))
+            titles = await self.engine.titles(cfg.slug, lens, prefix.strip()[:100], limit=min(limit, 25))
+        except Exception:
+            _log.debug("autocomplete failed", exc_info=True)
+            return []
+        out: list[str] = []
+        for _, title in titles:
+            if title not in out:
+                out.append(title[:100])
+        return out[: min(limit, 25)]
 
     def _require_gm(self, lens: Lens) -> None:
         if not lens.is_gm:
@@ -267,6 +323,8 @@ class BotService:
 
     async def cmd_recap(self, msg: IncomingMessage, arg: str) -> Reply:
         cfg = await self.campaign_of(msg)
+        if arg.strip().lower().startswith("schedule"):
+            return await self._recap_schedule(msg, cfg, arg.strip()[len("schedule"):].strip())
         n = 1
         if arg.strip():
             if not arg.strip().isdigit() or not 1 <= int(arg.strip()) <= 10:
@@ -274,6 +332,20 @@ class BotService:
             n = int(arg.strip())
         text, sources = await self.recap(cfg.slug, n)
         return Reply(text=text, sources=sources, title=f"Previously on {cfg.name}")
+
+    async def _recap_schedule(self, msg: IncomingMessage, cfg: CampaignConfig, spec: str) -> Reply:
+        if self.scheduler is None:
+            raise InvalidInput("no scheduler", user_message="Scheduled recaps are not running on this bot.")
+        if not spec:
+            return Reply(text=await self.scheduler.describe(cfg.slug), ephemeral=True)
+        self._require_gm(self.lens_of(msg, cfg))
+        if msg.platform == "console":
+            raise InvalidInput("console schedule", user_message="Schedule recaps from a Discord or Slack channel.")
+        if spec.lower() in {"off", "none", "stop"}:
+            removed = await self.scheduler.remove_schedule(cfg.slug)
+            return Reply(text="Recap schedule removed." if removed else "No recap schedule was set.", ephemeral=True)
+        when = await self.scheduler.set_schedule(cfg.slug, cron=spec, platform=msg.platform, channel_id=msg.channel_id)
+        return Reply(text=f"Recaps of **{cfg.name}** will be posted in this channel {when}.", ephemeral=True)
 
     async def recap(self, slug: str, sessions: int = 1) -> tuple[str, tuple[Source, ...]]:
         """An extractive "previously on" over the latest session notes — players lens only."""

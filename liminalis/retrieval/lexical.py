@@ -67,8 +67,8 @@ class Tokenizer:
     stop_words: bool = True
 
     def __call__(self, text: str) -> list[str]:
-        text = _CAMEL.sub(" ", text.replace("_", " "))
-        tokens = _TOKEN.findall(_fold(text).lower())
+        text = _CAMEL.sub(" ", _fold(text).replace("_", " "))
+        tokens = _TOKEN.findall(text.lower())
         if self.stop_words:
             tokens = [t for t in tokens if t not in STOP_WORDS]
         if self.stem:

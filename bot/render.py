@@ -1,0 +1,73 @@
+"""Platform-neutral output helpers: mention sanitizing, splitting to a limit, truncating.
+
+Every adapter runs outgoing text through :func:`sanitize` (for its platform) and cuts it with
+:func:`split_text`, so no reply can ping a whole server and none exceeds a platform limit.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["sanitize", "split_text", "truncate", "ZWSP"]
+
+ZWSP = "\u200b"  # zero-width space: breaks a mention token without changing what a reader sees
+
+# Discord: @everyone/@here, <@&role>, <@user>/<@!user>, and the Slack forms <!everyone> etc.
+_DISCORD_MASS = re.compile(r"@(everyone|here)", re.IGNORECASE)
+_DISCORD_TOKEN = re.compile(r"<(@[&!]?)(\d+)>")
+_SLACK_MASS = re.compile(r"@(everyone|here|channel)\b", re.IGNORECASE)
+
+
+def sanitize(text: str, *, platform: str = "discord") -> str:
+    """Neutralize mass, role and user mentions in ``text`` for ``platform``.
+
+    Discord: a zero-width space after ``@`` in ``@everyone``/``@here`` and inside ``<@…>``
+    tokens (adapters also send ``AllowedMentions.none()``, so this is belt and braces).
+    Slack: ``&``, ``<`` and ``>`` are escaped as mrkdwn requires, which disarms ``<!here>``,
+    ``<!subteam^…>`` and ``<@U…>``; bare ``@here``/``@channel``/``@everyone`` get a zero-width space.
+    """
+    if not text:
+        return ""
+    if platform == "slack":
+        out = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        return _SLACK_MASS.sub(lambda m: f"@{ZWSP}{m.group(1)}", out)
+    out = _DISCORD_MASS.sub(lambda m: f"@{ZWSP}{m.group(1)}", text)
+    return _DISCORD_TOKEN.sub(lambda m: f"<{m.group(1)}{ZWSP}{m.group(2)}>", out)
+
+
+def truncate(text: str, limit: int, *, marker: str = "…") -> str:
+    """``text`` cut to at most ``limit`` characters, ending in ``marker`` when cut."""
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - len(marker))].rstrip() + marker
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """Split ``text`` into chunks of at most ``limit`` characters.
+
+    Prefers paragraph breaks, then line breaks, then spaces; a run with none of them is cut hard.
+    Never returns an empty list for non-empty text, and no chunk is empty or over ``limit``.
+    """
+    if limit < 1:
+        raise ValueError("limit must be positive")
+    text = text.strip()
+    chunks: list[str] = []
+    while len(text) > limit:
+        window = text[: limit + 1]
+        cut = -1
+        for sep in ("\n\n", "\n", " "):
+            at = window.rfind(sep, 0, limit + 1)
+            if at > limit // 4:  # a break too early would make many tiny chunks
+                cut = at
+                break
+        if cut <= 0:
+            head, text = text[:limit], text[limit:]
+        else:
+            head, text = text[:cut], text[cut:]
+        head = head.rstrip()
+        if head:
+            chunks.append(head)
+        text = text.lstrip()
+    if text:
+        chunks.append(text)
+    return chunks

@@ -1,0 +1,292 @@
+"""Scheduled work: per-campaign recap posts and the periodic background tick.
+
+Built on APScheduler 3.x (``AsyncIOScheduler``), but the decisions live here so they can be tested
+with a frozen clock:
+
+* **Slots.** A recap schedule is a 5-field cron expression (UTC) plus a ``platform:channel``
+  target. The *slot* of a moment ``now`` is the latest cron fire time ``t`` with
+  ``now - grace <= t <= now``. A slot is posted at most once: it is claimed with
+  ``INSERT OR IGNORE INTO recap_posts (campaign, slot)`` *before* posting, and only the caller
+  whose insert changed a row posts. A restart (or two overlapping ticks) therefore never
+  double-posts; a slot missed while the bot was down is posted once at start-up if it is still
+  within ``grace`` (so a restart does not lose it either). The trade-off is at-most-once: a post
+  that fails after its claim is logged, not retried, because a retry could duplicate a post that
+  reached the platform before the error.
+* **Persistence.** Schedules set with ``/recap schedule`` live in ``recap_schedules``; a
+  campaign's ``campaign.toml`` ``[recap] cron``/``channel`` is the default when no row exists.
+  APScheduler's own job store stays in memory: the jobs are rebuilt from the database on start,
+  and the database, not APScheduler, remembers what was posted.
+* **Tick.** Every ``tick_seconds`` the tick runs pending ingest for indexed campaigns (the
+  indexer is incremental, so an unchanged campaign costs a scan of hashes) and any extra tasks
+  plugged in later (analysis passes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.interval import IntervalTrigger
+
+from bot.service import BotService, Reply
+from liminalis.errors import InvalidInput
+from liminalis.ports import Clock
+
+__all__ = ["RecapSchedule", "RecapScheduler", "SystemClock", "Poster", "parse_cron", "parse_target", "latest_slot"]
+
+_log = logging.getLogger(__name__)
+
+Poster = Callable[[str, Reply], Awaitable[None]]  # (channel_id, reply) on one platform
+TickTask = Callable[[], Awaitable[None]]
+
+
+class SystemClock:
+    """The wall clock, in UTC."""
+
+    def now(self) -> dt.datetime:
+        return dt.datetime.now(dt.UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class RecapSchedule:
+    campaign: str
+    cron: str
+    platform: str
+    channel_id: str
+    source: str = "db"  # "db" (set by /recap schedule) or "config" (campaign.toml)
+
+
+def parse_cron(expr: str) -> CronTrigger:
+    """A UTC ``CronTrigger`` from a 5-field crontab expression; ``InvalidInput`` if malformed."""
+    fields = (expr or "").split()
+    if len(fields) != 5:
+        raise InvalidInput(f"cron {expr!r}", user_message="Use a 5-field cron expression (UTC), e.g. `0 18 * * 5`.")
+    try:
+        return CronTrigger.from_crontab(" ".join(fields), timezone=dt.UTC)
+    except ValueError as exc:
+        raise InvalidInput(f"cron {expr!r}: {exc}", user_message="That cron expression is not valid, e.g. `0 18 * * 5`.") from exc
+
+
+def parse_target(spec: str) -> tuple[str, str] | None:
+    """``"discord:123"`` → ``("discord", "123")``; anything else → ``None``."""
+    platform, sep, channel = (spec or "").strip().partition(":")
+    if not sep or platform not in {"discord", "slack"} or not channel.strip():
+        return None
+    return platform, channel.strip()
+
+
+def latest_slot(trigger: CronTrigger, now: dt.datetime, grace: dt.timedelta) -> dt.datetime | None:
+    """The latest fire time of ``trigger`` in ``[now - grace, now]``, or ``None``."""
+    t = trigger.get_next_fire_time(None, now - grace)
+    last = None
+    while t is not None and t <= now:
+        last = t
+        t = trigger.get_next_fire_time(t, t + dt.timedelta(seconds=1))
+    return last
+
+
+def _slot_key(slot: dt.datetime) -> str:
+    return slot.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%MZ")
+
+
+class RecapScheduler:
+    """Recap schedules and the background tick over one ``BotService``.
+
+    Args:
+        service: the bot service (its engine's database holds schedules and posted slots).
+        posters: platform name → coroutine posting a ``Reply`` to a channel id; a schedule for a
+            platform without a poster waits (its slot is not claimed).
+        clock: the time source (``liminalis.testing.FrozenClock`` in tests).
+        grace: how late a missed slot may still be posted (default 6 hours).
+        tick_seconds: period of the background tick; 0 disables it.
+    """
+
+    def __init__(
+        self,
+        service: BotService,
+        *,
+        posters: Mapping[str, Poster] | None = None,
+        clock: Clock | None = None,
+        grace: dt.timedelta = dt.timedelta(hours=6),
+        tick_seconds: int = 300,
+        tick_tasks: Sequence[TickTask] = (),
+    ) -> None:
+        self.service = service
+        self.db = service.engine.db
+        self.posters: dict[str, Poster] = dict(posters or {})
+        self.clock: Clock = clock or SystemClock()
+        self.grace = grace
+        self.tick_seconds = tick_seconds
+        self.tick_tasks: list[TickTask] = [self.ingest_pending, *tick_tasks]
+        self._aps: AsyncIOScheduler | None = None
+        self._tick_lock = asyncio.Lock()
+
+    # -- schedules ---------------------------------------------------------------------------
+
+    async def schedules(self) -> list[RecapSchedule]:
+        """Every active schedule: database rows, else ``campaign.toml`` ``[recap]``."""
+        rows = await self.db.fetchall("SELECT campaign, cron, platform, channel_id FROM recap_schedules")
+        out = {r["campaign"]: RecapSchedule(r["campaign"], r["cron"], r["platform"], r["channel_id"]) for r in rows}
+        for slug in await self.service.engine.list_campaigns():
+            if slug in out:
+                continue
+            try:
+                cfg = await self.service.config(slug)
+            except Exception:
+                _log.warning("campaign %s: config unreadable; no recap schedule", slug, exc_info=True)
+                continue
+            if not cfg.recap_cron:
+                continue
+            target = parse_target(cfg.recap_channel)
+            if target is None:
+                if cfg.recap_channel:
+                    _log.warning("campaign %s: [recap] channel %r is not platform:id; no recap", slug, cfg.recap_channel)
+                continue
+            try:
+                parse_cron(cfg.recap_cron)
+            except InvalidInput:
+                _log.warning("campaign %s: [recap] cron %r is invalid; no recap", slug, cfg.recap_cron)
+                continue
+            out[slug] = RecapSchedule(slug, cfg.recap_cron, *target, source="config")
+        return sorted(out.values(), key=lambda s: s.campaign)
+
+    async def set_schedule(self, campaign: str, *, cron: str, platform: str, channel_id: str) -> str:
+        """Persist a schedule (replacing any) and (re)arm its job; returns a human description."""
+        trigger = parse_cron(cron)
+        cron = " ".join(cron.split())
+        await self.db.execute(
+            "INSERT OR REPLACE INTO recap_schedules VALUES (?, ?, ?, ?)", (campaign, cron, platform, str(channel_id))
+        )
+        # Slots that already passed must not be "caught up" by the new schedule.
+        slot = latest_slot(trigger, self.clock.now(), self.grace)
+        if slot is not None:
+            await self.claim(campaign, slot)
+        self._arm(RecapSchedule(campaign, cron, platform, str(channel_id)))
+        nxt = trigger.get_next_fire_time(None, self.clock.now())
+        return f"on `{cron}` (UTC); next {nxt:%a %d %b %H:%M} UTC" if nxt else f"on `{cron}` (UTC)"
+
+    async def remove_schedule(self, campaign: str) -> bool:
+        row = await self.db.fetchone("SELECT 1 FROM recap_schedules WHERE campaign = ?", (campaign,))
+        await self.db.execute("DELETE FROM recap_schedules WHERE campaign = ?", (campaign,))
+        if self._aps is not None and self._aps.get_job(f"recap:{campaign}"):
+            self._aps.remove_job(f"recap:{campaign}")
+        return row is not None
+
+    async def describe(self, campaign: str) -> str:
+        for s in await self.schedules():
+            if s.campaign == campaign:
+                nxt = parse_cron(s.cron).get_next_fire_time(None, self.clock.now())
+                when = f"; next {nxt:%a %d %b %H:%M} UTC" if nxt else ""
+                return f"Recaps are posted on `{s.cron}` (UTC) to a {s.platform} channel{when}."
+        return "No recap schedule. A GM can set one with `/recap schedule <cron>`, e.g. `/recap schedule 0 18 * * 5`."
+
+    # -- slots -------------------------------------------------------------------------------
+
+    async def claim(self, campaign: str, slot: dt.datetime) -> bool:
+        """Atomically record ``slot`` as posted; ``True`` only for the one caller that recorded it."""
+        conn = self.db.conn
+        async with conn.execute(
+            "INSERT OR IGNORE INTO recap_posts VALUES (?, ?, ?)",
+            (campaign, _slot_key(slot), self.clock.now().timestamp()),
+        ) as cur:
+            changed = cur.rowcount
+        await conn.commit()
+        return changed == 1
+
+    async def run_due(self, campaign: str | None = None) -> list[tuple[str, str]]:
+        """Post every due, unposted slot (optionally for one campaign); returns ``(campaign, slot)``s posted."""
+        now = self.clock.now()
+        posted: list[tuple[str, str]] = []
+        for sched in await self.schedules():
+            if campaign is not None and sched.campaign != campaign:
+                continue
+            poster = self.posters.get(sched.platform)
+            if poster is None:
+                _log.debug("recap for %s waits: %s is not running", sched.campaign, sched.platform)
+                continue
+            slot = latest_slot(parse_cron(sched.cron), now, self.grace)
+            if slot is None or not await self.claim(sched.campaign, slot):
+                continue
+            try:
+                cfg = await self.service.config(sched.campaign)
+                text, sources = await self.service.recap(sched.campaign)
+                await poster(sched.channel_id, Reply(text=text, sources=sources, title=f"Previously on {cfg.name}"))
+                posted.append((sched.campaign, _slot_key(slot)))
+                _log.info("posted recap of %s for slot %s", sched.campaign, _slot_key(slot))
+            except Exception:
+                _log.exception("recap of %s for slot %s failed (not retried: it may have reached the channel)",
+                               sched.campaign, _slot_key(slot))
+        return posted
+
+    # -- tick --------------------------------------------------------------------------------
+
+    async def ingest_pending(self) -> None:
+        """Incrementally ingest every indexed campaign (new uploads, edited files)."""
+        engine = self.service.engine
+        for slug in await engine.list_campaigns():
+            if not await engine.is_indexed(slug):
+                continue
+            report = await engine.ingest(slug)
+            if report.passages_added or report.passages_removed:
+                _log.info("tick ingest %s: +%d -%d passages", slug, report.passages_added, report.passages_removed)
+
+    async def tick(self) -> None:
+        """Run every tick task once; one failing task does not stop the others, ticks never overlap."""
+        if self._tick_lock.locked():
+            _log.info("previous tick still running; skipping")
+            return
+        async with self._tick_lock:
+            for task in self.tick_tasks:
+                try:
+                    await task()
+                except Exception:
+                    _log.exception("tick task %s failed", getattr(task, "__name__", task))
+
+    # -- APScheduler -------------------------------------------------------------------------
+
+    def _arm(self, sched: RecapSchedule) -> None:
+        if self._aps is None:
+            return
+        self._aps.add_job(
+            self._fire, parse_cron(sched.cron), args=[sched.campaign], id=f"recap:{sched.campaign}",
+            replace_existing=True, coalesce=True, max_instances=1, misfire_grace_time=int(self.grace.total_seconds()),
+        )
+
+    async def _fire(self, campaign: str) -> None:
+        try:
+            await self.run_due(campaign)
+        except Exception:
+            _log.exception("recap job for %s failed", campaign)
+
+    async def start(self) -> None:
+        """Catch up missed slots, then arm one cron job per schedule and the tick."""
+        self._aps = AsyncIOScheduler(timezone=dt.UTC)
+        await self.run_due()
+        for sched in await self.schedules():
+            self._arm(sched)
+        if self.tick_seconds > 0:
+            self._aps.add_job(self.tick, IntervalTrigger(seconds=self.tick_seconds), id="tick",
+                              coalesce=True, max_instances=1, replace_existing=True)
+        self._aps.start()
+        _log.info("scheduler: %d recap schedule(s), tick every %ss", len(self._aps.get_jobs()) - (self.tick_seconds > 0),
+                  self.tick_seconds)
+
+    def jobs(self) -> list[str]:
+        return [j.id for j in self._aps.get_jobs()] if self._aps else []
+
+    async def close(self) -> None:
+        if self._aps is not None and self._aps.running:
+            self._aps.shutdown(wait=False)
+        self._aps = None
+
+    async def __aenter__(self) -> RecapScheduler:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

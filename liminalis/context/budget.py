@@ -1,0 +1,194 @@
+"""Fit a turn's documents into a token budget, degrading in order of least damage.
+
+Over budget (``reserved + Σ tokens(doc) > budget``), in this order:
+
+1. **Drop** the weakest recalled documents (last in retrieval rank first) while more than
+   ``doc_floor`` recalled documents remain. Pinned documents are never dropped.
+2. **Clip** the largest document (pins included) down to ``max(clip_floor, tokens − excess)``,
+   and repeat with the next largest while still over. Clipping keeps the text units (paragraphs,
+   or sentences of an over-long paragraph) that share most terms with the question, in their
+   original order, and marks every cut: ``[… clipped: 1,204 tokens omitted to fit the budget …]``.
+3. If the floors still bind, the result is **over budget** and says so in ``notes``: an
+   unreasonably small budget yields more than asked rather than an empty context.
+
+Tokens are counted with :func:`liminalis.context.tokens.default_counter`, the one counter.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from liminalis.context.material import ContextDoc, count_blocks
+from liminalis.context.tokens import TokenCounter, default_counter
+from liminalis.ingest.sentences import split_sentences
+from liminalis.retrieval.lexical import Tokenizer
+
+__all__ = ["BudgetParams", "Fitted", "fit_budget", "clip_text", "clip_marker", "CLIP_MARKER"]
+
+_log = logging.getLogger(__name__)
+CLIP_MARKER = re.compile(r"\[… clipped: [\d,]+ tokens omitted to fit the budget …\]")
+_OMITTED = re.compile(r"^\[… [\d,]+ characters omitted …\]$")
+_TOKENIZER = Tokenizer()
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetParams:
+    """Floors of the degrade order: recalled documents kept, tokens a clipped document keeps."""
+
+    doc_floor: int = 5
+    clip_floor: int = 250
+    unit_tokens: int = 120
+
+
+@dataclass(frozen=True, slots=True)
+class Fitted:
+    """What fit: the documents (in input order), their token total, and what was degraded."""
+
+    documents: tuple[ContextDoc, ...]
+    tokens: int
+    budget: int
+    reserved: int
+    dropped: tuple[str, ...] = ()
+    clipped: tuple[str, ...] = ()
+    over_budget: bool = False
+    notes: tuple[str, ...] = ()
+
+    @property
+    def total(self) -> int:
+        return self.tokens + self.reserved
+
+
+def clip_marker(tokens: int) -> str:
+    return f"[… clipped: {tokens:,} tokens omitted to fit the budget …]"
+
+
+def _units(text: str, unit_tokens: int, counter: TokenCounter) -> list[str]:
+    """Paragraphs, with over-long ones split into sentences; earlier omission markers dropped."""
+    out: list[str] = []
+    for para in re.split(r"\n{2,}", text):
+        para = para.strip()
+        if not para:
+            continue
+        if _OMITTED.match(para) or CLIP_MARKER.fullmatch(para):
+            out.append("")  # a gap that already existed stays a gap
+            continue
+        if counter.count(para) <= unit_tokens:
+            out.append(para)
+            continue
+        out.extend(" ".join(para[s:e].split()) for s, e, _ in split_sentences(para))
+    return out
+
+
+def clip_text(
+    text: str, target: int, *, query: str = "", unit_tokens: int = 120, counter: TokenCounter | None = None
+) -> tuple[str, int]:
+    """Cut ``text`` to about ``target`` tokens, keeping the units closest to ``query``.
+
+    Returns the clipped text (with a marker at every cut) and its token count. The best unit is
+    always kept, even when it alone exceeds ``target``.
+    """
+    c = counter or default_counter()
+    units = _units(text, unit_tokens, c)
+    q = set(_TOKENIZER(query))
+    sizes = [c.count(u) if u else 0 for u in units]
+    order = sorted(
+        (i for i, u in enumerate(units) if u),
+        key=lambda i: (-len(q & set(_TOKENIZER(units[i]))), i),
+    )
+    keep: set[int] = set()
+    used = 0
+    marker_cost = 20
+    for i in order:
+        if keep and used + sizes[i] + marker_cost > target:
+            continue
+        keep.add(i)
+        used += sizes[i] + marker_cost
+    parts: list[str] = []
+    gap = 0
+    for i, u in enumerate(units):
+        if i in keep:
+            if gap or (parts and not u):
+                parts.append(clip_marker(gap))
+            parts.append(u)
+            gap = 0
+        else:
+            gap += sizes[i]
+    if gap or (units and not units[-1]):
+        parts.append(clip_marker(gap))
+    out = "\n\n".join(p for p in parts)
+    return out, c.count(out)
+
+
+def fit_budget(
+    docs: Sequence[ContextDoc],
+    budget: int,
+    *,
+    reserved: int = 0,
+    query: str = "",
+    params: BudgetParams = BudgetParams(),
+    counter: TokenCounter | None = None,
+) -> Fitted:
+    """Degrade ``docs`` until ``reserved`` plus their blocks fit ``budget`` (or the floors bind).
+
+    Args:
+        docs: documents in retrieval order (pins first); their ``rank`` orders weakness.
+        budget: total tokens for the turn, including ``reserved``.
+        reserved: tokens already spent outside these documents (system prompt, history, question).
+        query: the question, which decides what clipping keeps.
+    """
+    c = counter or default_counter()
+    current = list(docs)
+    sizes = count_blocks(current, c)
+    dropped: list[str] = []
+    clipped: list[str] = []
+
+    def total() -> int:
+        return reserved + sum(sizes)
+
+    recalled = sorted((i for i, d in enumerate(current) if not d.pinned), key=lambda i: current[i].rank)
+    alive = [True] * len(current)
+    while total() > budget and len(recalled) > params.doc_floor:
+        weakest = recalled.pop()
+        alive[weakest] = False
+        dropped.append(current[weakest].doc_id)
+        sizes[weakest] = 0
+
+    stuck: set[int] = set()
+    while total() > budget:
+        cands = [i for i in range(len(current)) if alive[i] and i not in stuck and sizes[i] > params.clip_floor]
+        if not cands:
+            break
+        i = max(cands, key=lambda j: (sizes[j], -j))
+        target = max(params.clip_floor, sizes[i] - (total() - budget))
+        head = c.count(current[i].block()) - c.count(current[i].text.strip())
+        text, _ = clip_text(current[i].text, max(1, target - head), query=query, unit_tokens=params.unit_tokens, counter=c)
+        new = current[i].with_text(text, "clipped")
+        new_size = c.count(new.block())
+        if new_size >= sizes[i]:
+            stuck.add(i)  # one indivisible unit left: nothing more to cut here
+            continue
+        current[i] = new
+        sizes[i] = new_size
+        if new.doc_id not in clipped:
+            clipped.append(new.doc_id)
+
+    kept = tuple(d for d, a in zip(current, alive, strict=True) if a)
+    tokens = sum(s for s, a in zip(sizes, alive, strict=True) if a)
+    over = reserved + tokens > budget
+    notes: list[str] = []
+    if dropped:
+        notes.append(f"budget: dropped {len(dropped)} weaker document(s)")
+    if clipped:
+        notes.append(f"budget: clipped {len(clipped)} document(s)")
+    if over:
+        notes.append(
+            f"budget of {budget:,} tokens is below the floors; the context uses {reserved + tokens:,} tokens"
+        )
+        _log.info("context over budget: %d > %d", reserved + tokens, budget)
+    return Fitted(
+        documents=kept, tokens=tokens, budget=budget, reserved=reserved, dropped=tuple(dropped),
+        clipped=tuple(clipped), over_budget=over, notes=tuple(notes),
+    )

@@ -1,0 +1,162 @@
+"""Tiered context: background documents render as a summary plus the passages that matched.
+
+The strongest hits read in full fidelity; a background document (recalled, weaker) costs only
+what it contributed: a short summary for orientation and the exact passages that matched, with
+every gap marked. Four guards decide when *not* to tier:
+
+1. **Matched passages are always kept** — a document with no matched span is left as rendered.
+2. **Per-type exemption** — types in ``exempt_types`` (a character sheet, a stat block) are
+   never summarized: their value is the table, not the gist. Prose types are tiered.
+3. **Compression guard** — a summary larger than the text it replaces (rendered minus matched
+   passages), or a tiered block no smaller than the rendered one, is refused.
+4. **Pins and the strongest hits** (the first ``keep_full`` recalled documents) are never tiered.
+
+Summaries come from the summarization pass when one is supplied (``summaries``), else from an
+offline extractive summary: Luhn (1958) sentence significance, score(s) = Σ_{t∈s} f(t) / |s|
+over content terms t with document frequency f(t) ≥ 2, the lead sentence always first, sentences
+kept in document order within ``summary_tokens``.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from liminalis.context.material import ContextDoc
+from liminalis.context.tokens import TokenCounter, default_counter
+from liminalis.ingest.sentences import split_sentences
+from liminalis.retrieval.lexical import Tokenizer
+from liminalis.retrieval.render import render_spans
+from liminalis.types import Span
+
+__all__ = ["TierParams", "TierReport", "tier_documents", "extractive_summary"]
+
+_log = logging.getLogger(__name__)
+_TOKENIZER = Tokenizer()
+
+
+@dataclass(frozen=True, slots=True)
+class TierParams:
+    """Which documents may be tiered and how long their summaries are."""
+
+    enabled: bool = True
+    keep_full: int = 2
+    exempt_types: frozenset[str] = frozenset({"sheet", "statblock", "stats", "table"})
+    summary_tokens: int = 80
+
+
+@dataclass(frozen=True, slots=True)
+class TierReport:
+    """Per-document decision, for notes, tests and the benchmark."""
+
+    tiered: tuple[str, ...] = ()
+    refused: tuple[tuple[str, str], ...] = ()  # (doc_id, guard)
+
+
+@functools.lru_cache(maxsize=1024)
+def extractive_summary(text: str, max_tokens: int = 80) -> str:
+    """The lead sentence plus the most significant sentences of ``text`` (Luhn), in order."""
+    counter = default_counter()
+    sents: list[tuple[int, str]] = []
+    for s, e, _ in split_sentences(text):
+        sent = " ".join(text[s:e].split())
+        if len(sent) < 20 or sent.startswith(("#", "|", "[…")):
+            continue
+        sents.append((s, sent))
+    if not sents:
+        return ""
+    toks = [_TOKENIZER(sent) for _, sent in sents]
+    freq = Counter(t for ts in toks for t in set(ts))
+
+    def significance(i: int) -> float:
+        ts = toks[i]
+        return sum(freq[t] for t in ts if freq[t] >= 2) / (len(ts) or 1)
+
+    chosen = [0]
+    used = counter.count(sents[0][1])
+    for i in sorted(range(1, len(sents)), key=lambda j: (-significance(j), j)):
+        n = counter.count(sents[i][1])
+        if used + n > max_tokens:
+            continue
+        chosen.append(i)
+        used += n
+    out = " ".join(sents[i][1] for i in sorted(chosen))
+    if used > max_tokens:  # the lead alone is over: cut it at a word edge
+        words = out.split()
+        while words and counter.count(" ".join(words)) > max_tokens:
+            words = words[: max(1, len(words) * 3 // 4)]
+        out = " ".join(words) + " …"
+    return out
+
+
+def _merge(spans: Sequence[Span]) -> list[Span]:
+    out: list[Span] = []
+    for s in sorted(spans, key=lambda x: x.start):
+        if out and s.start <= out[-1].end:
+            out[-1] = Span(out[-1].start, max(out[-1].end, s.end))
+        else:
+            out.append(s)
+    return out
+
+
+def tier_documents(
+    docs: Sequence[ContextDoc],
+    texts: Mapping[str, str],
+    matched: Mapping[str, Sequence[Span]],
+    *,
+    summaries: Mapping[str, str] | None = None,
+    params: TierParams = TierParams(),
+    counter: TokenCounter | None = None,
+) -> tuple[list[ContextDoc], TierReport]:
+    """Tier the background documents of ``docs`` (retrieval order) under the four guards.
+
+    Args:
+        docs: the turn's documents as rendered.
+        texts: full text of each document (``catalog.documents[doc_id].text``).
+        matched: spans of the passages that matched, in full-text coordinates.
+        summaries: summaries from the summarization pass, by doc id (else extractive).
+    """
+    if not params.enabled:
+        return list(docs), TierReport()
+    c = counter or default_counter()
+    out: list[ContextDoc] = []
+    tiered: list[str] = []
+    refused: list[tuple[str, str]] = []
+    strongest = [d.doc_id for d in sorted((d for d in docs if not d.pinned), key=lambda d: d.rank)][: params.keep_full]
+    for d in docs:
+        guard = ""
+        full = texts.get(d.doc_id)
+        spans = _merge([s for s in matched.get(d.doc_id, ()) if len(s) > 0])
+        if d.pinned:
+            guard = "pinned"
+        elif d.doc_id in strongest:
+            guard = "strongest"
+        elif d.type.lower() in params.exempt_types:
+            guard = "exempt type"
+        elif full is None or not spans or any(s.end > len(full) for s in spans):
+            guard = "no matched passages"
+        if guard:
+            out.append(d)
+            refused.append((d.doc_id, guard))
+            continue
+        assert full is not None
+        passages = render_spans(full, spans)
+        summary = (summaries or {}).get(d.doc_id) or extractive_summary(full, params.summary_tokens)
+        rendered_tokens = c.count(d.text)
+        passage_tokens = c.count(passages)
+        summary_tokens = c.count(summary)
+        if summary and summary_tokens >= rendered_tokens - passage_tokens:
+            # The summary would cost more than the text it replaces: refuse it.
+            refused.append((d.doc_id, "compression: summary"))
+            summary = ""
+        text = f"Summary: {summary}\n\n{passages}" if summary else passages
+        if c.count(text) >= rendered_tokens:
+            out.append(d)
+            refused.append((d.doc_id, "compression"))
+            continue
+        out.append(d.with_text(text, "tiered"))
+        tiered.append(d.doc_id)
+    return out, TierReport(tiered=tuple(tiered), refused=tuple(refused))

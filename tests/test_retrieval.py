@@ -1,0 +1,197 @@
+"""Retrieval stack: tokenizer, RRF, pins, rerank fail-soft, rendering, lens wall on every arm."""
+
+from __future__ import annotations
+
+import pytest
+
+from liminalis.lens import gm_lens, players_lens
+from liminalis.retrieval.fusion import rrf
+from liminalis.retrieval.lexical import Tokenizer
+from liminalis.retrieval.render import omission, render_spans, select_spans
+from liminalis.retrieval.retriever import RetrievalParams, Trace
+from liminalis.testing import BrokenReranker, KeywordReranker, SlowReranker
+from liminalis.types import Span
+
+from conftest import close_engine, make_engine
+
+# -- tokenizer ---------------------------------------------------------------------------------
+
+
+def test_tokenizer_splits_camel_case_underscores_and_folds_accents():
+    tok = Tokenizer()
+    assert tok("14.9__What_The_Map_Omits") == ["14", "9", "map", "omit"]
+    assert set(tok("what the map omits")) <= set(tok("14.9__What_The_Map_Omits"))
+    assert tok("CaféRenée") == ["cafe", "rene"]
+    assert tok("HTTPServer xmlHttpRequest") == ["http", "server", "xml", "http", "request"]
+    assert Tokenizer(stem=False, stop_words=False)("The Bells") == ["the", "bells"]
+
+
+# -- fusion ------------------------------------------------------------------------------------
+
+
+def test_rrf_on_hand_made_rankings():
+    fused = rrf(["a", "b", "c"], ["c", "a", "d"], rrf_k=1)
+    # a: 1/2 + 1/3 ; c: 1/4 + 1/2 ; b: 1/3 ; d: 1/4
+    assert [x for x, _ in fused] == ["a", "c", "b", "d"]
+    assert fused[0][1] == pytest.approx(1 / 2 + 1 / 3)
+
+
+def test_rrf_weights_and_duplicates():
+    fused = rrf(["a", "a", "b"], ["b"], rrf_k=10, weights=[1.0, 0.0])
+    assert [x for x, _ in fused] == ["a", "b"]
+    assert dict(fused)["b"] == pytest.approx(1 / 12)
+    heavy = rrf(["a", "b"], ["b", "a"], rrf_k=60, weights=[0.2, 1.0])
+    assert heavy[0][0] == "b"
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+
+def long_doc() -> tuple[str, int]:
+    paras = []
+    i = 0
+    while sum(len(p) + 2 for p in paras) < 9000:
+        paras.append(" ".join(f"Paragraph {i} sentence {j} describes the slow river." for j in range(5)))
+        i += 1
+    text = "\n\n".join(paras)
+    pos = 4194
+    fact = "The ferryman's true name was Oswin Pike."
+    cut = text.rfind(" ", 0, pos) + 1
+    text = text[:cut] + fact + " " + text[cut:]
+    return text, text.index(fact)
+
+
+def test_rendering_never_head_slices_and_marks_omissions():
+    text, pos = long_doc()
+    assert 4000 < pos < 4300 and len(text) > 9000
+    spans = select_spans(text, [Span(pos - 100, pos + 60)])
+    out = render_spans(text, spans)
+    assert "Oswin Pike" in out
+    assert not out.startswith(text[:200])  # not a head-slice
+    assert out.startswith("[… ") and out.rstrip().endswith("omitted …]")
+    omitted = sum(int(m.replace(",", "")) for m in __import__("re").findall(r"\[… ([\d,]+) characters", out))
+    shown = sum(s.end - s.start for s in spans)
+    assert omitted + shown == len(text)
+
+
+def test_rendering_merges_overlaps_and_snaps_to_edges():
+    text, pos = long_doc()
+    spans = select_spans(text, [Span(10, 300), Span(250, 500), Span(len(text) - 150, len(text) - 20)])
+    assert spans[0].start == 0 and spans[-1].end == len(text)
+    assert len(spans) == 2
+    small = "Short doc. Whole."
+    assert render_spans(small, select_spans(small, [Span(0, 5)])) == small
+    assert omission(3120) == "[… 3,120 characters omitted …]"
+
+
+# -- the stack on a tiny campaign --------------------------------------------------------------
+
+
+@pytest.fixture
+async def tiny(tmp_path):
+    root = tmp_path / "campaigns" / "tiny"
+    (root / "gm").mkdir(parents=True)
+    (root / "lore").mkdir()
+    (root / "campaign.toml").write_text('name = "Tiny"\nlenses = ["mirel"]\ngm_paths = ["gm/**"]\nalways_include = ["overview"]\n')
+    (root / "overview.md").write_text("---\ntitle: Overview\ntype: overview\n---\nThe river city of Vell and its bells.")
+    (root / "lore" / "bells.md").write_text("---\ntitle: The Bells\naliases: [Bellhouse]\n---\nNine bells hang in the abbey tower. The ninth rings at dusk.")
+    (root / "lore" / "ferry.md").write_text("---\ntitle: The Ferry\n---\nThe ferryman crosses the river at dawn carrying salt and lanterns.")
+    (root / "lore" / "mirel.md").write_text("---\ntitle: Mirel Secret Past\nvisibility: [gm, mirel]\n---\nMirel swore the oath at Cinder Ford.")
+    (root / "gm" / "plot.md").write_text("---\ntitle: Hollow Crown Plot\naliases: [Crownplot]\n---\nThe Saltborn Compact will drown the ferry and the bells at dusk.")
+    (root / "gm" / "bare.md").write_text("# Obsidian Ledger\n\nThe Obsidian Ledger lists the Saltborn bribes paid to the ferryman.")
+    engine = await make_engine(tmp_path)
+    await engine.ingest("tiny")
+    yield engine
+    await close_engine(engine)
+
+
+GM_TEXT = ("saltborn", "obsidian", "hollow crown", "crownplot", "gm/plot", "gm/bare")
+
+
+def leaked(bundle) -> list[str]:
+    blob = (bundle.text + " " + " ".join(bundle.ranked_doc_ids) + " " + " ".join(h.passage_id + h.doc_id for h in bundle.hits)).lower()
+    return [w for w in GM_TEXT if w in blob]
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Saltborn Compact drown the ferry",  # lexical + dense
+        "Hollow Crown Plot",  # named key (title) + title entry
+        "what is the crownplot",  # alias
+        "@gm/plot tell me",  # @-mention by path
+        "@[Hollow Crown Plot] details",  # bracketed @-mention
+        "Obsidian Ledger",  # no front matter, GM folder
+        "gm plot bare",  # file names
+    ],
+)
+async def test_gm_only_never_reaches_players_through_any_arm(tiny, query):
+    for params in (RetrievalParams(), RetrievalParams(dense_enabled=False), RetrievalParams(lexical_enabled=False)):
+        b = await tiny.retrieve("tiny", query, players_lens(), params=params, forced=["gm/plot", "Obsidian Ledger"])
+        assert leaked(b) == [], (query, params)
+    await tiny.db.execute("INSERT OR IGNORE INTO pins VALUES ('tiny', 'campaign', 'gm/plot', 0)")
+    b = await tiny.retrieve("tiny", query, players_lens())
+    assert leaked(b) == []
+    assert (await tiny.list_pins("tiny", players_lens())) == [("overview", "Overview")]
+    g = await tiny.retrieve("tiny", query, gm_lens())
+    assert leaked(g), "the GM lens should see GM documents"
+
+
+async def test_personal_lens_is_a_union_never_more(tiny):
+    assert "mirel" not in (await tiny.retrieve("tiny", "oath at Cinder Ford", players_lens())).ranked_doc_ids
+    own = await tiny.retrieve("tiny", "oath at Cinder Ford", players_lens("mirel"))
+    assert own.ranked_doc_ids[0] == "lore/mirel"
+    assert leaked(own) == []
+
+
+async def test_pins_come_first_and_survive_rerank(tiny):
+    b = await tiny.retrieve("tiny", "ferryman salt lanterns", players_lens(), forced=["The Bells"],
+                            params=RetrievalParams(rerank_enabled=True))
+    assert [d.doc_id for d in b.documents][:2] == ["overview", "lore/bells"]
+    assert b.documents[0].pinned and b.documents[1].pinned
+    tiny.retriever.reranker = KeywordReranker("nine")  # would put the bells first if it could
+    r = await tiny.retrieve("tiny", "ferryman salt lanterns", players_lens(), forced=["The Bells"])
+    assert [d.doc_id for d in r.documents][:2] == ["overview", "lore/bells"]
+    assert "lore/ferry" in [d.doc_id for d in r.documents]
+    tiny.retriever.reranker = None
+
+
+async def test_reranker_reorders_and_failure_keeps_fused_order(tiny, caplog):
+    base = await tiny.retrieve("tiny", "river bells ferry dusk", players_lens(), use_pins=False)
+    tiny.retriever.reranker = KeywordReranker("ferryman")
+    trace = Trace()
+    rr = await tiny.retrieve("tiny", "river bells ferry dusk", players_lens(), use_pins=False, trace=trace)
+    assert trace.reranked and rr.ranked_doc_ids[0] == "lore/ferry"
+    for broken in (BrokenReranker(), SlowReranker()):
+        tiny.retriever.reranker = broken
+        p = RetrievalParams(rerank_timeout_s=0.2)
+        b = await tiny.retrieve("tiny", "river bells ferry dusk", players_lens(), use_pins=False, params=p)
+        assert b.ranked_doc_ids == base.ranked_doc_ids
+        assert "fused order kept" in " ".join(b.notes)
+    tiny.retriever.reranker = None
+    assert "keeping fused order" in caplog.text
+
+
+async def test_explain_classifies_stages(tiny):
+    ex = await tiny.explain("tiny", "ferryman salt lanterns", relevant=["lore/ferry", "lore/mirel"], lens=players_lens())
+    by = {s.doc_id: s for s in ex.stages}
+    assert by["lore/ferry"].verdict() == "rendered" and by["lore/ferry"].lexical_rank == 1
+    assert by["lore/mirel"].verdict() == "never retrieved"
+
+
+async def test_empty_and_huge_queries_are_user_errors(tiny):
+    from liminalis.errors import InvalidInput
+
+    with pytest.raises(InvalidInput):
+        await tiny.retrieve("tiny", "   ", players_lens())
+    with pytest.raises(InvalidInput) as exc:
+        await tiny.retrieve("tiny", "x" * 5000, players_lens())
+    assert "2,000" in exc.value.user_message
+
+
+async def test_unknown_campaign_is_a_user_error(tiny):
+    from liminalis.errors import UnknownCampaign
+
+    for slug in ("nope", "../etc", ""):
+        with pytest.raises(UnknownCampaign):
+            await tiny.retrieve(slug, "bells", players_lens())
