@@ -1,0 +1,60 @@
+"""Render a neutral ``Reply`` as Discord messages within Discord's limits.
+
+Limits (Discord API docs, "Message" and "Embed limits"): content 2,000 characters; an embed's
+title 256, description 4,096, field name 256, field value 1,024, 25 fields, footer 2,048, and all
+embeds of one message 6,000 characters together. Replies with a title or sources become one
+embed per message (sources as fields); plain replies are split at 2,000 characters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import discord
+
+from bot.render import sanitize, split_text, truncate
+from bot.service import Reply
+
+__all__ = ["Outgoing", "render_reply", "CONTENT_LIMIT", "DESCRIPTION_LIMIT", "EMBED_TOTAL_LIMIT"]
+
+CONTENT_LIMIT = 2000
+DESCRIPTION_LIMIT = 4096
+EMBED_TOTAL_LIMIT = 6000
+TITLE_LIMIT = 256
+FIELD_NAME_LIMIT = 256
+FIELD_VALUE_LIMIT = 1024
+FIELDS_LIMIT = 25
+_COLOUR = discord.Colour(0xC8702A)
+
+
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One Discord message: content and/or embeds."""
+
+    content: str | None = None
+    embeds: tuple[discord.Embed, ...] = ()
+
+
+def _embed(title: str, description: str) -> discord.Embed:
+    return discord.Embed(title=title or None, description=description or None, colour=_COLOUR)
+
+
+def render_reply(reply: Reply) -> list[Outgoing]:
+    """The messages to send for ``reply``; every one within Discord's limits, mentions neutralized."""
+    text = sanitize(reply.text, platform="discord") or "(no answer)"
+    if not reply.title and not reply.sources:
+        return [Outgoing(content=chunk) for chunk in split_text(text, CONTENT_LIMIT)]
+    title = truncate(sanitize(reply.title, platform="discord"), TITLE_LIMIT)
+    footer = f"lens: {reply.lens}" if reply.lens else ""
+    embeds = [_embed(title if i == 0 else "", chunk) for i, chunk in enumerate(split_text(text, DESCRIPTION_LIMIT))]
+    for i, src in enumerate(reply.sources, 1):
+        name = truncate(f"{i}. {sanitize(src.title, platform='discord')}", FIELD_NAME_LIMIT)
+        value = truncate(sanitize(src.section or src.doc_id, platform="discord"), FIELD_VALUE_LIMIT) or "—"
+        last = embeds[-1]
+        if len(last.fields) >= FIELDS_LIMIT or len(last) + len(name) + len(value) + len(footer) > EMBED_TOTAL_LIMIT:
+            last = _embed("Sources (continued)", "")
+            embeds.append(last)
+        last.add_field(name=name, value=value, inline=False)
+    if footer:
+        embeds[-1].set_footer(text=footer)
+    return [Outgoing(embeds=(e,)) for e in embeds]

@@ -1,0 +1,181 @@
+"""Prompt layout shaped for prompt caching: a stable half, a breakpoint, then a volatile half.
+
+``system`` blocks, in order::
+
+    [0] instructions + campaign overview       ┐ stable half: byte-identical across the turns
+    [1] standing documents (always-include and  │ of a chat while the campaign and its pins are
+        /pin pins), whole, deterministically    ┘ unchanged → cache_control breakpoint after [1]
+        capped
+    [2] recalled material (tiered, budgeted),   ─ volatile half (on-demand material: forced,
+        the story so far                          @-mentioned and named documents go here)
+
+then ``messages``: the recent turns verbatim, then the question. ``Prompt.cache_upto`` counts
+the stable blocks; a provider without breakpoints receives the identical blocks and ignores it.
+
+Nothing in the stable half depends on the question: standing documents render from their full
+text (never the query-shaped rendering) and are capped head-first, not query-clipped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from liminalis.context.budget import BudgetParams, Fitted, clip_text, fit_budget
+from liminalis.context.material import ContextDoc, from_rendered
+from liminalis.context.tiering import TierParams, TierReport, tier_documents
+from liminalis.context.tokens import TokenCounter, default_counter
+from liminalis.ports import Message
+from liminalis.types import Bundle, Span
+
+__all__ = [
+    "Prompt", "STABLE_PINS", "INSTRUCTIONS", "instructions_for", "split_bundle", "stable_document", "build_prompt",
+]
+
+_log = logging.getLogger(__name__)
+
+#: Pin reasons whose documents stand in every turn (stable half). Forced, mentioned and named
+#: documents change per question and belong in the volatile half.
+STABLE_PINS = frozenset({"always", "pinned"})
+
+INSTRUCTIONS = """\
+You answer questions about the tabletop role-playing campaign "{name}" for the people playing it.
+
+Rules:
+- Answer only from the campaign material in this prompt (standing documents, retrieved material, \
+the story so far). Do not invent names, events or rules.
+- If the material does not contain the answer, say so plainly and briefly, and say what it does \
+cover if that helps.
+- Cite every source you use in square brackets by its heading exactly as shown after "## " \
+(document title, and section when given), e.g. [The Drowned Bell — History].
+- Text marked "[… omitted …]" or "[… clipped …]" was left out; do not guess what it said.
+- Be concise: a few sentences, or a short list for lists."""
+
+
+def instructions_for(name: str, overview: str = "") -> str:
+    text = INSTRUCTIONS.format(name=name)
+    if overview.strip():
+        text += f"\n\n# Campaign overview\n\n{overview.strip()}"
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """A laid-out prompt: stable blocks, the volatile block, recent turns and the question."""
+
+    system: tuple[str, ...]
+    cache_upto: int
+    messages: tuple[Message, ...]
+    stable_documents: tuple[ContextDoc, ...]
+    documents: tuple[ContextDoc, ...]
+    tokens: int
+    fitted: Fitted | None = None
+    tiering: TierReport = TierReport()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def stable(self) -> str:
+        """The cached prefix, as one string (what must stay byte-identical)."""
+        return "\x1e".join(self.system[: self.cache_upto])
+
+    @property
+    def all_documents(self) -> tuple[ContextDoc, ...]:
+        return self.stable_documents + self.documents
+
+    def text(self) -> str:
+        """Everything the model receives, flattened (benchmarks and lens tests read this)."""
+        return "\n\n".join([*self.system, *(m.content for m in self.messages)])
+
+
+def stable_document(doc: ContextDoc, full_text: str, *, cap_tokens: int, counter: TokenCounter) -> ContextDoc:
+    """A standing document from its full text, capped head-first (question-independent)."""
+    # The section of a rendered document follows the question's matches: drop it here.
+    whole = replace(doc, text=full_text, tier="whole", section="")
+    if counter.count(full_text) <= cap_tokens:
+        return whole
+    text, _ = clip_text(full_text, cap_tokens, query="", counter=counter)
+    return whole.with_text(text, "clipped")
+
+
+def split_bundle(
+    bundle: Bundle, texts: Mapping[str, str], *, stable_doc_tokens: int = 1500, counter: TokenCounter | None = None,
+) -> tuple[list[ContextDoc], list[ContextDoc], dict[str, tuple[Span, ...]]]:
+    """Standing documents (stable half), the rest (volatile half), and matched spans by doc."""
+    c = counter or default_counter()
+    reasons = {h.doc_id: h.pin_reason for h in bundle.hits if h.pinned}
+    stable: list[ContextDoc] = []
+    volatile: list[ContextDoc] = []
+    for rank, d in enumerate(bundle.documents):
+        cd = from_rendered(d, rank=rank, pin=reasons.get(d.doc_id, "pinned" if d.pinned else ""))
+        if cd.pin in STABLE_PINS and d.doc_id in texts:
+            stable.append(stable_document(cd, texts[d.doc_id], cap_tokens=stable_doc_tokens, counter=c))
+        else:
+            volatile.append(cd)
+    matched = {d.doc_id: d.matched for d in bundle.documents}
+    return stable, volatile, matched
+
+
+def _material(docs: Sequence[ContextDoc]) -> str:
+    return "\n\n".join(d.block() for d in docs)
+
+
+def build_prompt(
+    *,
+    instructions: str,
+    stable: Sequence[ContextDoc],
+    volatile: Sequence[ContextDoc],
+    question: str,
+    texts: Mapping[str, str] | None = None,
+    matched: Mapping[str, Sequence[Span]] | None = None,
+    story: str = "",
+    recent: Sequence[Message] = (),
+    budget: int | None = None,
+    tier: TierParams = TierParams(),
+    budget_params: BudgetParams = BudgetParams(),
+    summaries: Mapping[str, str] | None = None,
+    clip_query: str | None = None,
+    counter: TokenCounter | None = None,
+) -> Prompt:
+    """Tier the volatile documents, fit them to ``budget``, and lay out the prompt.
+
+    Args:
+        instructions: system instructions (and campaign overview): the first stable block.
+        stable: standing documents (never tiered, dropped or clipped by the budget).
+        volatile: the turn's other documents in retrieval order.
+        budget: total tokens for the whole prompt; ``None`` means no budget (full fidelity).
+        clip_query: what budget clipping keeps close to (default: the question).
+    """
+    c = counter or default_counter()
+    stable_blocks = [instructions]
+    if stable:
+        stable_blocks.append("# Standing documents\n\n" + _material(stable))
+    docs, report = tier_documents(
+        volatile, texts or {}, matched or {}, summaries=summaries, params=tier, counter=c,
+    )
+    story_block = f"# The story so far\n\n{story.strip()}" if story.strip() else ""
+    messages = [*recent, Message("user", question)]
+    fitted: Fitted | None = None
+    if budget is not None:
+        reserved = sum(c.count(b) for b in stable_blocks) + c.count(story_block)
+        reserved += sum(c.count(m.content) for m in messages) + 16
+        fitted = fit_budget(docs, budget, reserved=reserved, query=clip_query or question, params=budget_params, counter=c)
+        docs = list(fitted.documents)
+    volatile_parts = []
+    if docs:
+        volatile_parts.append("# Retrieved material\n\n" + _material(docs))
+    else:
+        volatile_parts.append("# Retrieved material\n\n(nothing in the campaign matched this question)")
+    if story_block:
+        volatile_parts.append(story_block)
+    system = (*stable_blocks, "\n\n".join(volatile_parts))
+    tokens = sum(c.count(s) for s in system) + sum(c.count(m.content) for m in messages)
+    notes: list[str] = []
+    if report.tiered:
+        notes.append(f"tiered {len(report.tiered)} background document(s)")
+    if fitted is not None:
+        notes.extend(fitted.notes)
+    return Prompt(
+        system=system, cache_upto=len(stable_blocks), messages=tuple(messages), stable_documents=tuple(stable),
+        documents=tuple(docs), tokens=tokens, fitted=fitted, tiering=report, notes=tuple(notes),
+    )

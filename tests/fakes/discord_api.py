@@ -1,0 +1,221 @@
+"""A local stand-in for Discord's REST API (aiohttp.web on 127.0.0.1), for adapter tests.
+
+discord.py sends every REST call (bot HTTP client and interaction webhooks alike) to
+``discord.http.Route.BASE``; tests point that at this server, so the real client library builds,
+sends and parses every request. The server records each call and answers with minimal valid
+payloads. ``rate_limit_next(method, path_part, retry_after, via=...)`` makes the next matching
+call answer 429 once (with ``Via`` set, discord.py's webhook adapter retries by itself; without
+it, discord.py raises and the adapter's own loop must honour ``retry_after``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+APP_ID = 900000000000000001
+BOT_ID = 900000000000000002
+GUILD_ID = 800000000000000001
+CHANNEL_ID = 700000000000000001
+THREAD_ID = 700000000000000002
+GM_ROLE_ID = 600000000000000001
+MIREL_ROLE_ID = 600000000000000002
+TIMESTAMP = "2026-01-01T00:00:00.000000+00:00"
+
+
+@dataclass
+class Call:
+    method: str
+    path: str
+    query: dict[str, str]
+    json: Any
+    raw: bytes
+    t: float = 0.0
+
+
+def user_payload(uid: int, name: str, *, bot: bool = False) -> dict[str, Any]:
+    return {"id": str(uid), "username": name, "discriminator": "0", "global_name": name, "avatar": None, "bot": bot}
+
+
+@dataclass
+class FakeDiscordApi:
+    calls: list[Call] = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)
+    _limits: list[tuple[str, str, float, bool]] = field(default_factory=list)
+    _ids: Any = field(default_factory=lambda: itertools.count(500000000000000001))
+    url: str = ""
+    _runner: web.AppRunner | None = None
+
+    def rate_limit_next(self, method: str, path_part: str, retry_after: float, *, via: bool) -> None:
+        self._limits.append((method, path_part, retry_after, via))
+
+    def find(self, method: str, path_part: str) -> list[Call]:
+        return [c for c in self.calls if c.method == method and path_part in c.path]
+
+    async def wait_for(self, method: str, path_part: str, n: int = 1, timeout: float = 5.0) -> list[Call]:
+        for _ in range(int(timeout / 0.02)):
+            found = self.find(method, path_part)
+            if len(found) >= n:
+                return found
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"no {method} {path_part} after {timeout}s; calls: {[(c.method, c.path) for c in self.calls]}")
+
+    def message(self, channel_id: str, body: dict[str, Any] | None) -> dict[str, Any]:
+        body = body or {}
+        return {
+            "id": str(next(self._ids)), "channel_id": str(channel_id), "type": 0, "content": body.get("content") or "",
+            "author": user_payload(BOT_ID, "Liminalis", bot=True), "attachments": [], "embeds": body.get("embeds") or [],
+            "mentions": [], "mention_roles": [], "mention_everyone": False, "pinned": False, "tts": False,
+            "timestamp": TIMESTAMP, "edited_timestamp": None, "flags": body.get("flags", 0), "components": [],
+        }
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        body: Any = None
+        ctype = request.headers.get("Content-Type", "")
+        if raw and "json" in ctype:
+            body = json.loads(raw)
+        elif raw and "multipart" in ctype:
+            # payload_json part of a multipart request
+            text = raw.decode("utf-8", "replace")
+            start = text.find("{")
+            body = {"multipart": text, "json_start": start}
+        path = request.path.removeprefix("/api/v10")
+        self.calls.append(Call(request.method, path, dict(request.query), body, raw, asyncio.get_running_loop().time()))
+        for i, (m, part, retry_after, via) in enumerate(self._limits):
+            if m == request.method and part in path:
+                del self._limits[i]
+                headers = {"Retry-After": str(retry_after), "X-RateLimit-Scope": "user"}
+                if via:
+                    headers["Via"] = "1.1 google"
+                return web.json_response({"message": "You are being rate limited.", "retry_after": retry_after,
+                                          "global": False}, status=429, headers=headers)
+        m = request.method
+        if path.startswith("/attachments/"):
+            return web.Response(body=self.files.get(path.rsplit("/", 1)[-1], b""))
+        if m == "GET" and path == "/users/@me":
+            return web.json_response(user_payload(BOT_ID, "Liminalis", bot=True))
+        if m == "GET" and path == "/oauth2/applications/@me":
+            return web.json_response({
+                "id": str(APP_ID), "name": "Liminalis", "description": "", "icon": None, "bot_public": False,
+                "bot_require_code_grant": False, "owner": user_payload(1, "owner"), "verify_key": "00", "flags": 0,
+            })
+        if m == "PUT" and "/commands" in path:
+            return web.json_response([{**c, "id": str(next(self._ids)), "application_id": str(APP_ID), "version": "1",
+                                       "type": c.get("type", 1)} for c in (body or [])])
+        if m == "POST" and path.endswith("/callback"):
+            iid = path.split("/")[2]
+            return web.json_response({"interaction": {"id": iid, "type": 2}})
+        if m == "DELETE":
+            return web.Response(status=204)
+        if m == "POST" and path == "/users/@me/channels":
+            rid = body["recipient_id"]
+            return web.json_response({"id": str(int(rid) + 1), "type": 1, "recipients": [user_payload(int(rid), "dm")],
+                                      "last_message_id": None})
+        if m == "POST" and path.endswith("/typing"):
+            return web.Response(status=204)
+        if m in {"POST", "PATCH"} and path.startswith("/webhooks/"):
+            return web.json_response(self.message(str(CHANNEL_ID), body if isinstance(body, dict) else None))
+        if m == "POST" and path.startswith("/channels/") and path.endswith("/messages"):
+            return web.json_response(self.message(path.split("/")[2], body if isinstance(body, dict) else None))
+        return web.json_response({"message": f"fake: unhandled {m} {path}", "code": 0}, status=404)
+
+    async def start(self) -> str:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{port}"
+        return self.url
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+
+def role_payload(rid: int, name: str, position: int = 1) -> dict[str, Any]:
+    return {"id": str(rid), "name": name, "color": 0, "hoist": False, "position": position, "permissions": "0",
+            "managed": False, "mentionable": False, "flags": 0}
+
+
+def guild_payload() -> dict[str, Any]:
+    """A GUILD_CREATE payload: one text channel, one thread, @everyone, GM and Mirel roles."""
+    return {
+        "id": str(GUILD_ID), "name": "Emberfall table", "icon": None, "owner_id": "1", "afk_channel_id": None,
+        "verification_level": 0, "default_message_notifications": 0, "explicit_content_filter": 0,
+        "features": [], "mfa_level": 0, "system_channel_id": None, "system_channel_flags": 0, "premium_tier": 0,
+        "preferred_locale": "en-US", "nsfw_level": 0, "member_count": 3, "large": False, "unavailable": False,
+        "roles": [role_payload(GUILD_ID, "@everyone", 0), role_payload(GM_ROLE_ID, "GM", 2),
+                  role_payload(MIREL_ROLE_ID, "Mirel", 1)],
+        "emojis": [], "stickers": [], "members": [], "presences": [], "voice_states": [],
+        "channels": [{"id": str(CHANNEL_ID), "type": 0, "name": "table", "position": 0, "guild_id": str(GUILD_ID),
+                      "permission_overwrites": [], "nsfw": False, "parent_id": None, "topic": None, "rate_limit_per_user": 0}],
+        "threads": [{"id": str(THREAD_ID), "type": 11, "name": "side-quest", "guild_id": str(GUILD_ID),
+                     "parent_id": str(CHANNEL_ID), "owner_id": "1", "message_count": 0, "member_count": 1,
+                     "rate_limit_per_user": 0, "thread_metadata": {"archived": False, "auto_archive_duration": 1440,
+                                                                    "archive_timestamp": TIMESTAMP, "locked": False}}],
+    }
+
+
+def member_payload(uid: int, name: str, roles: list[int]) -> dict[str, Any]:
+    return {"user": user_payload(uid, name), "roles": [str(r) for r in roles], "nick": None, "joined_at": TIMESTAMP,
+            "deaf": False, "mute": False, "flags": 0, "avatar": None, "premium_since": None, "pending": False,
+            "permissions": "2248473465835073"}
+
+
+def interaction_payload(
+    name: str,
+    options: list[dict[str, Any]] | None = None,
+    *,
+    user_id: int,
+    roles: list[int] = (),  # type: ignore[assignment]
+    channel_id: int = CHANNEL_ID,
+    dm: bool = False,
+    autocomplete: bool = False,
+    resolved: dict[str, Any] | None = None,
+    iid: int = 400000000000000001,
+    guild_id: int = GUILD_ID,
+) -> dict[str, Any]:
+    """An INTERACTION_CREATE payload for a chat-input command (type 2) or its autocomplete (type 4)."""
+    data: dict[str, Any] = {"id": "300000000000000001", "name": name, "type": 1, "options": options or []}
+    if resolved:
+        data["resolved"] = resolved
+    p: dict[str, Any] = {
+        "id": str(iid), "application_id": str(APP_ID), "type": 4 if autocomplete else 2, "data": data,
+        "token": f"tok{iid}", "version": 1, "locale": "en-US", "app_permissions": "2248473465835073",
+        "channel_id": str(channel_id), "entitlements": [], "authorizing_integration_owners": {"0": str(guild_id)},
+        "context": 1 if dm else 0, "attachment_size_limit": 10485760,
+    }
+    if dm:
+        p["user"] = user_payload(user_id, f"user{user_id}")
+        p["channel"] = {"id": str(channel_id), "type": 1, "recipients": [user_payload(user_id, "u")]}
+    else:
+        p["guild_id"] = str(guild_id)
+        p["member"] = member_payload(user_id, f"user{user_id}", list(roles))
+        p["channel"] = {"id": str(channel_id), "type": 11 if channel_id == THREAD_ID else 0, "guild_id": str(guild_id),
+                        "name": "x", "parent_id": str(CHANNEL_ID) if channel_id == THREAD_ID else None,
+                        "permissions": "2248473465835073"}
+    return p
+
+
+def message_payload(content: str, *, user_id: int, roles: list[int] = (), mentions_bot: bool = True,  # type: ignore[assignment]
+                    channel_id: int = CHANNEL_ID, attachments: list[dict[str, Any]] | None = None,
+                    mid: int = 450000000000000001) -> dict[str, Any]:
+    """A MESSAGE_CREATE payload in the guild."""
+    member = member_payload(user_id, f"user{user_id}", list(roles))
+    member.pop("user")
+    return {
+        "id": str(mid), "channel_id": str(channel_id), "guild_id": str(GUILD_ID), "type": 0, "content": content,
+        "author": user_payload(user_id, f"user{user_id}"), "member": member, "attachments": attachments or [],
+        "embeds": [], "mentions": [user_payload(BOT_ID, "Liminalis", bot=True)] if mentions_bot else [],
+        "mention_roles": [], "mention_everyone": False, "pinned": False, "tts": False, "timestamp": TIMESTAMP,
+        "edited_timestamp": None, "flags": 0, "components": [],
+    }
