@@ -88,7 +88,7 @@ async def _run_config(engine: Any, slug: str, bench: BenchSet, params: Retrieval
 
 async def run(
     dirs: list[Path], configs: list[str], *, limit: int | None = None, reranker_spec: str = "auto",
-    progress: bool = True, embedder: Any = None,
+    progress: bool = True, embedder: Any = None, cache_dir: Path | None = None,
 ) -> dict[str, dict[str, dict[str, float]]]:
     if embedder is None:
         from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
@@ -107,7 +107,8 @@ async def run(
             chosen = [c for c in configs if parse_config(c)[1] == contextual]
             if not chosen:
                 continue
-            async with bench_engine(bench, embedder=embedder, contextual=contextual, reranker=reranker, progress=progress) as (engine, slug):
+            kw = {"cache_dir": cache_dir} if cache_dir else {}
+            async with bench_engine(bench, embedder=embedder, contextual=contextual, reranker=reranker, progress=progress, **kw) as (engine, slug):
                 await engine.retrieve(slug, "warm up", frozenset({"players"}))
                 for spec in chosen:
                     _, _, rerank, over = parse_config(spec)

@@ -43,12 +43,13 @@ def score(rankings: list[list[str]], queries: list[dict[str, Any]]) -> dict[str,
     return {k: mean([r[k] for r in rows]) for k in rows[0]}
 
 
-async def sweep_set(path: Path, embedder: Any) -> dict[str, Any]:
+async def sweep_set(path: Path, embedder: Any, cache_dir: Path | None = None) -> dict[str, Any]:
     bench = load_set(path)
     out: dict[str, Any] = {"lexical": [], "fusion": {}}
     lens = frozenset({"players"})
     for contextual in (False, True):
-        async with bench_engine(bench, embedder=embedder, contextual=contextual, progress=True) as (engine, slug):
+        kw = {"cache_dir": cache_dir} if cache_dir else {}
+        async with bench_engine(bench, embedder=embedder, contextual=contextual, progress=cache_dir is None, **kw) as (engine, slug):
             cat = await engine.retriever.catalog(slug)
             params = RetrievalParams(dense_top_k=120)
             dense = [await engine.retriever._dense(cat, q["query"], lens, params) for q in bench.queries]

@@ -47,6 +47,7 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 class Attachment:
     filename: str
     data: bytes
+    size: int | None = None  # the platform's declared size when the data was not downloaded (too big)
 
 
 @dataclass(frozen=True, slots=True)
@@ -396,7 +397,7 @@ class BotService:
             if PurePosixPath(name).suffix.lower() not in SUPPORTED_SUFFIXES:
                 skipped.append((name, "unsupported file type (use .md or .txt)"))
                 continue
-            if len(att.data) > self.max_upload_bytes:
+            if max(len(att.data), att.size or 0) > self.max_upload_bytes:
                 skipped.append((name, f"file too large (limit {self.max_upload_bytes:,} bytes)"))
                 continue
             try:

@@ -1,26 +1,41 @@
-"""Answerers: turn a retrieved bundle into a cited answer.
+"""Answerers: turn a retrieved bundle into a cited answer, inside a token budget, across a chat.
 
-``Responder`` is the one call adapters use for a question: retrieve for the chat's lens, then
-answer from that bundle only. The offline answerer (default without an API key) quotes the
-best-matching sentences with their sources, plainly labelled as quotes.
+``Responder`` is the one call adapters use for a question::
+
+    memory (chat, lens) → follow-up? reuse loaded material : engine.retrieve(lens)
+      → split (standing docs | recalled) → tier → budget → prompt (stable | breakpoint | volatile)
+      → language model, or the offline extractive answerer → record the turn → Answer
+
+The offline answerer (the default without an API key) quotes the best-matching sentences of
+the prompt's documents with their sources, plainly labelled as quotes.
+
+Lens wall: the bundle comes from ``engine.retrieve`` for the caller's lens, every document is
+re-checked against the catalog before it reaches the prompt, and chat memory is keyed by lens.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
+from liminalis.context.budget import CLIP_MARKER, BudgetParams
+from liminalis.context.material import ContextDoc
+from liminalis.context.prompt import Prompt, build_prompt, instructions_for, split_bundle, stable_document
+from liminalis.context.rolling import ChatMemory, RollingMemory
+from liminalis.context.tiering import TierParams
+from liminalis.context.tokens import default_counter
 from liminalis.ingest.sentences import split_sentences
-from liminalis.ports import Usage
+from liminalis.ports import Clock, LanguageModel, Usage
 from liminalis.retrieval.lexical import Tokenizer
-from liminalis.types import Bundle
+from liminalis.types import Bundle, Span
 
-__all__ = ["Source", "Answer", "OfflineAnswerer", "Responder"]
+__all__ = ["Source", "Answer", "OfflineAnswerer", "Responder", "bundle_sources", "cited_sources"]
 
 _log = logging.getLogger(__name__)
 _OMIT = re.compile(r"\[… [\d,]+ characters omitted …\]")
+_SUMMARY = re.compile(r"^Summary: ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +62,24 @@ def bundle_sources(bundle: Bundle) -> tuple[Source, ...]:
     return tuple(Source(d.doc_id, d.title, d.headings[0] if d.headings else "") for d in bundle.documents)
 
 
+def _source(d: ContextDoc) -> Source:
+    return Source(d.doc_id, d.title, d.section)
+
+
+def cited_sources(text: str, documents: Sequence[ContextDoc], *, fallback: int = 3) -> tuple[Source, ...]:
+    """Documents the answer cites by title (in citation order); else the top ``fallback``."""
+    low = text.lower()
+    found = sorted(
+        ((low.find(d.title.lower()), i) for i, d in enumerate(documents) if d.title and d.title.lower() in low),
+    )
+    if found:
+        return tuple(dict.fromkeys(_source(documents[i]) for _, i in found))
+    recalled = [d for d in documents if d.pin not in {"always", "pinned"}] or list(documents)
+    return tuple(dict.fromkeys(_source(d) for d in recalled[:fallback]))
+
+
 class OfflineAnswerer:
-    """Extractive answer: the sentences of the bundle that share most terms with the question."""
+    """Extractive answer: the sentences of the material that share most terms with the question."""
 
     name = "offline"
 
@@ -56,53 +87,173 @@ class OfflineAnswerer:
         self.max_quotes = max_quotes
         self.tokenizer = tokenizer
 
-    async def answer(self, question: str, bundle: Bundle) -> Answer:
+    def answer(self, question: str, documents: Sequence[ContextDoc], *, lens: frozenset[str] = frozenset()) -> Answer:
         q = set(self.tokenizer(question))
-        scored: list[tuple[float, int, str, str, str]] = []
+        scored: list[tuple[float, int, str, ContextDoc]] = []
         order = 0
-        for rank, doc in enumerate(bundle.documents):
-            text = _OMIT.sub("\n\n", doc.text)
+        for doc in documents:
+            text = CLIP_MARKER.sub("\n\n", _OMIT.sub("\n\n", doc.text))
+            text = _SUMMARY.sub("", text)
             for s, e, _ in split_sentences(text):
                 sent = " ".join(text[s:e].split())
-                if len(sent) < 12 or sent.startswith("#"):
+                if len(sent) < 12 or sent.startswith(("#", "|")):
                     continue
-                toks = set(self.tokenizer(sent))
-                overlap = len(q & toks)
+                overlap = len(q & set(self.tokenizer(sent)))
                 if overlap == 0:
                     continue
-                score = overlap / (1 + 0.15 * rank) + (0.3 if not doc.pinned else 0)
-                scored.append((score, order, sent, doc.doc_id, doc.title))
+                # Recalled material outranks standing documents; earlier ranks outrank later.
+                score = overlap / (1 + 0.15 * doc.rank) + (0.3 if not doc.pinned else 0)
+                scored.append((score, order, sent, doc))
                 order += 1
         if not scored:
             return Answer(
                 text="I found nothing in this campaign's documents that answers that.",
-                sources=(), notes=("no matching passages",), lens=bundle.lens,
+                sources=(), notes=("no matching passages",), lens=lens,
             )
         best = sorted(scored, key=lambda x: (-x[0], x[1]))[: self.max_quotes]
         lines = ["Here is what the campaign's documents say (quoted, not paraphrased):", ""]
-        used: list[str] = []
-        for _, _, sent, doc_id, title in best:
+        used: list[Source] = []
+        for _, _, sent, doc in best:
+            src = _source(doc)
             lines.append(f"> {sent}")
-            lines.append(f"— *{title}*")
-            if doc_id not in used:
-                used.append(doc_id)
-        sources = tuple(s for s in bundle_sources(bundle) if s.doc_id in used)
-        return Answer(text="\n".join(lines), sources=sources, lens=bundle.lens)
+            lines.append(f"— *{src.label()}*")
+            if src not in used:
+                used.append(src)
+        return Answer(text="\n".join(lines), sources=tuple(used), lens=lens)
 
 
 class Responder:
-    """Retrieve for a lens, then answer from that bundle only (the path every adapter uses)."""
+    """Answer a question for a lens from that lens's material only (the path every adapter uses).
 
-    def __init__(self, engine: object, answerer: OfflineAnswerer | None = None) -> None:
+    Args:
+        engine: the :class:`~liminalis.engine.Engine`.
+        model: a ``LanguageModel``; ``None`` uses the offline extractive answerer.
+        budget_tokens: default token budget for the whole prompt.
+        clock: for chat memory timestamps (frozen in tests).
+    """
+
+    def __init__(
+        self,
+        engine: object,
+        *,
+        model: LanguageModel | None = None,
+        budget_tokens: int = 6000,
+        clock: Clock | None = None,
+        tier: TierParams = TierParams(),
+        budget_params: BudgetParams = BudgetParams(),
+        memory: RollingMemory | None = None,
+        stable_doc_tokens: int = 1500,
+        max_tokens: int = 800,
+        offline: OfflineAnswerer | None = None,
+    ) -> None:
         from liminalis.engine import Engine
 
         assert isinstance(engine, Engine)
         self.engine = engine
-        self.answerer = answerer or OfflineAnswerer()
+        self.model = model
+        self.budget_tokens = budget_tokens
+        self.tier = tier
+        self.budget_params = budget_params
+        self.memory = memory or RollingMemory(engine.db, clock=clock)
+        self.stable_doc_tokens = stable_doc_tokens
+        self.max_tokens = max_tokens
+        self.offline = offline or OfflineAnswerer()
+        self.last_prompt: Prompt | None = None
 
     async def respond(
-        self, campaign: str, question: str, lens: frozenset[str], *, chat: str | None = None,
+        self,
+        campaign: str,
+        question: str,
+        lens: frozenset[str],
+        *,
+        chat: str | None = None,
         forced: Sequence[str] = (),
+        budget_tokens: int | None = None,
+        on_text: Callable[[str], Awaitable[None]] | None = None,
     ) -> Answer:
-        bundle = await self.engine.retrieve(campaign, question, lens, chat=chat, forced=forced)
-        return await self.answerer.answer(question, bundle)
+        """Answer ``question`` for ``lens``; ``on_text`` receives the growing text when streaming."""
+        lens = frozenset(lens)
+        config = await self.engine.campaign(campaign)
+        slug = config.slug
+        budget = budget_tokens if budget_tokens is not None else self.budget_tokens
+        mem: ChatMemory | None = await self.memory.load(slug, chat, lens) if chat else None
+        catalog = await self.engine.retriever.catalog(slug)
+        notes: list[str] = []
+        counter = default_counter()
+
+        reuse = mem is not None and not forced and self.memory.can_reuse(mem, question, generation=catalog.generation)
+        if reuse:
+            assert mem is not None
+            # A pronoun-led follow-up: answer from what the previous turn loaded.
+            stable_ids = [d for d in mem.loaded_stable if catalog.visible_doc(d, lens)]
+            stable = [
+                stable_document(
+                    ContextDoc(d, catalog.documents[d].title, catalog.documents[d].type, "", pin="always"),
+                    catalog.documents[d].text, cap_tokens=self.stable_doc_tokens, counter=counter,
+                )
+                for d in stable_ids
+            ]
+            volatile = [d for d in mem.loaded_documents() if catalog.visible_doc(d.doc_id, lens)]
+            texts: dict[str, str] = {}
+            matched: dict[str, tuple[Span, ...]] = {}
+            clip_query = f"{mem.last_question} {question}"
+            notes.append("follow-up: reused the material loaded for the previous question")
+        else:
+            bundle = await self.engine.retrieve(slug, question, lens, chat=chat, forced=forced)
+            visible = [d for d in bundle.documents if catalog.visible_doc(d.doc_id, lens)]
+            if len(visible) != len(bundle.documents):
+                _log.error("bundle for lens %s held documents the lens may not see; dropped", sorted(lens))
+            texts = {d.doc_id: catalog.documents[d.doc_id].text for d in visible}
+            stable, volatile, matched = split_bundle(
+                bundle, texts, stable_doc_tokens=self.stable_doc_tokens, counter=counter,
+            )
+            stable = [d for d in stable if d.doc_id in texts]
+            volatile = [d for d in volatile if d.doc_id in texts]
+            clip_query = question
+            notes.extend(bundle.notes)
+
+        prompt = build_prompt(
+            instructions=instructions_for(config.name, config.description),
+            stable=stable, volatile=volatile, question=question, texts=texts, matched=matched,
+            story=mem.story_text() if mem else "", recent=mem.recent_messages() if mem else (),
+            budget=budget, tier=self.tier, budget_params=self.budget_params, clip_query=clip_query, counter=counter,
+        )
+        self.last_prompt = prompt
+        notes.extend(prompt.notes)
+
+        if self.model is None:
+            answer = self.offline.answer(clip_query, prompt.all_documents, lens=lens)
+            answer = Answer(text=answer.text, sources=answer.sources, notes=(*notes, *answer.notes), lens=lens)
+        else:
+            answer = await self._ask_model(prompt, notes, lens, on_text)
+
+        if mem is not None:
+            await self.memory.record(
+                mem, question=question, answer=answer.text, documents=prompt.documents,
+                stable=[d.doc_id for d in prompt.stable_documents], sources=[s.label() for s in answer.sources],
+                generation=catalog.generation,
+            )
+        return answer
+
+    async def _ask_model(
+        self, prompt: Prompt, notes: list[str], lens: frozenset[str], on_text: Callable[[str], Awaitable[None]] | None,
+    ) -> Answer:
+        assert self.model is not None
+        if on_text is None:
+            done = await self.model.complete(
+                system=prompt.system, messages=prompt.messages, cache_upto=prompt.cache_upto, max_tokens=self.max_tokens,
+            )
+            text, model_name, usage = done.text, done.model, done.usage
+        else:
+            parts: list[str] = []
+            async for chunk in self.model.stream(
+                system=prompt.system, messages=prompt.messages, cache_upto=prompt.cache_upto, max_tokens=self.max_tokens,
+            ):
+                parts.append(chunk)
+                await on_text("".join(parts))
+            text, model_name = "".join(parts), self.model.name
+            usage = getattr(self.model, "last_usage", None) or Usage()
+        return Answer(
+            text=text.strip(), sources=cited_sources(text, prompt.all_documents), model=model_name, usage=usage,
+            notes=tuple(notes), lens=lens,
+        )

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from liminalis.context.tokens import TokenCounter, default_counter
 from liminalis.types import RenderedDocument
 
-__all__ = ["ContextDoc", "from_rendered", "count_blocks"]
+__all__ = ["ContextDoc", "from_rendered", "count_blocks", "section_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +49,18 @@ class ContextDoc:
         return replace(self, text=text, tier=tier)
 
 
+def section_of(title: str, heading: str) -> str:
+    """A passage heading path without the document title it usually starts with."""
+    if heading == title:
+        return ""
+    return heading[len(title) + 3 :] if heading.startswith(f"{title} > ") else heading
+
+
 def from_rendered(doc: RenderedDocument, *, rank: int, pin: str = "") -> ContextDoc:
     return ContextDoc(
         doc_id=doc.doc_id, title=doc.title, type=doc.type, text=doc.text,
-        section=doc.headings[0] if doc.headings else "", pin=pin or ("pinned" if doc.pinned else ""),
+        section=section_of(doc.title, doc.headings[0]) if doc.headings else "",
+        pin=pin or ("pinned" if doc.pinned else ""),
         score=doc.score, rank=rank,
     )
 

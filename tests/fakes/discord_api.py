@@ -28,6 +28,12 @@ MIREL_ROLE_ID = 600000000000000002
 TIMESTAMP = "2026-01-01T00:00:00.000000+00:00"
 
 
+def _json(obj: Any, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    # discord.py parses JSON only when Content-Type is exactly "application/json" (no charset).
+    return web.Response(body=json.dumps(obj).encode(), status=status,
+                        headers={"Content-Type": "application/json", **(headers or {})})
+
+
 @dataclass
 class Call:
     method: str
@@ -93,37 +99,37 @@ class FakeDiscordApi:
                 headers = {"Retry-After": str(retry_after), "X-RateLimit-Scope": "user"}
                 if via:
                     headers["Via"] = "1.1 google"
-                return web.json_response({"message": "You are being rate limited.", "retry_after": retry_after,
+                return _json({"message": "You are being rate limited.", "retry_after": retry_after,
                                           "global": False}, status=429, headers=headers)
         m = request.method
         if path.startswith("/attachments/"):
             return web.Response(body=self.files.get(path.rsplit("/", 1)[-1], b""))
         if m == "GET" and path == "/users/@me":
-            return web.json_response(user_payload(BOT_ID, "Liminalis", bot=True))
+            return _json(user_payload(BOT_ID, "Liminalis", bot=True))
         if m == "GET" and path == "/oauth2/applications/@me":
-            return web.json_response({
+            return _json({
                 "id": str(APP_ID), "name": "Liminalis", "description": "", "icon": None, "bot_public": False,
                 "bot_require_code_grant": False, "owner": user_payload(1, "owner"), "verify_key": "00", "flags": 0,
             })
         if m == "PUT" and "/commands" in path:
-            return web.json_response([{**c, "id": str(next(self._ids)), "application_id": str(APP_ID), "version": "1",
+            return _json([{**c, "id": str(next(self._ids)), "application_id": str(APP_ID), "version": "1",
                                        "type": c.get("type", 1)} for c in (body or [])])
         if m == "POST" and path.endswith("/callback"):
             iid = path.split("/")[2]
-            return web.json_response({"interaction": {"id": iid, "type": 2}})
+            return _json({"interaction": {"id": iid, "type": 2}})
         if m == "DELETE":
             return web.Response(status=204)
         if m == "POST" and path == "/users/@me/channels":
             rid = body["recipient_id"]
-            return web.json_response({"id": str(int(rid) + 1), "type": 1, "recipients": [user_payload(int(rid), "dm")],
+            return _json({"id": str(int(rid) + 1), "type": 1, "recipients": [user_payload(int(rid), "dm")],
                                       "last_message_id": None})
         if m == "POST" and path.endswith("/typing"):
             return web.Response(status=204)
         if m in {"POST", "PATCH"} and path.startswith("/webhooks/"):
-            return web.json_response(self.message(str(CHANNEL_ID), body if isinstance(body, dict) else None))
+            return _json(self.message(str(CHANNEL_ID), body if isinstance(body, dict) else None))
         if m == "POST" and path.startswith("/channels/") and path.endswith("/messages"):
-            return web.json_response(self.message(path.split("/")[2], body if isinstance(body, dict) else None))
-        return web.json_response({"message": f"fake: unhandled {m} {path}", "code": 0}, status=404)
+            return _json(self.message(path.split("/")[2], body if isinstance(body, dict) else None))
+        return _json({"message": f"fake: unhandled {m} {path}", "code": 0}, status=404)
 
     async def start(self) -> str:
         app = web.Application()

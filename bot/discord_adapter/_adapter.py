@@ -1,0 +1,312 @@
+"""The Discord adapter: app commands and @-mentions → ``BotService.handle`` → messages.
+
+Thin by design: each callback parses its options into one ``IncomingMessage``, calls the service,
+and renders the ``Reply``. Rate limits: discord.py's bot HTTP client sleeps on 429 for
+``retry_after`` itself (``discord/http.py``, ``HTTPClient.request``), and so does its webhook
+adapter (interaction responses and followups) *when the 429 carries a ``Via`` header*; a 429
+without it (a Cloudflare-level limit) surfaces as ``HTTPException`` — :func:`send_with_retry`
+honours its ``Retry-After`` for our own followup and post loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, Literal, TypeVar
+
+import discord
+from discord import app_commands
+
+from bot.discord_adapter._render import Outgoing, render_reply
+from bot.service import Attachment, BotService, IncomingMessage, Reply
+
+__all__ = ["DiscordAdapter", "send_with_retry", "build_intents"]
+
+_log = logging.getLogger(__name__)
+T = TypeVar("T")
+NEUTRAL = "Sorry, something went wrong on my side. The error has been logged."
+_MENTION = re.compile(r"<@!?(\d+)>")
+NO_MENTIONS = discord.AllowedMentions.none()
+
+
+def build_intents() -> discord.Intents:
+    """Guilds (channels, roles, threads) and guild/DM messages; no privileged intents.
+
+    Without ``message_content`` Discord still delivers the content of messages that mention the
+    bot and of DMs, which is all the mention path needs.
+    """
+    intents = discord.Intents.none()
+    intents.guilds = True
+    intents.guild_messages = True
+    intents.dm_messages = True
+    return intents
+
+
+async def send_with_retry(call: Callable[[], Awaitable[T]], *, attempts: int = 4, max_wait: float = 60.0) -> T:
+    """Run ``call``; on a 429 discord.py did not retry itself, wait ``retry_after`` and try again."""
+    for attempt in range(attempts):
+        try:
+            return await call()
+        except discord.RateLimited as exc:  # raised when retry_after exceeds max_ratelimit_timeout
+            wait = exc.retry_after
+        except discord.HTTPException as exc:
+            if exc.status != 429 or attempt == attempts - 1:
+                raise
+            wait = _retry_after(exc)
+        if wait > max_wait or attempt == attempts - 1:
+            raise RuntimeError(f"rate limited for {wait:.1f}s; giving up")
+        _log.warning("discord 429; retrying in %.2fs", wait)
+        await asyncio.sleep(wait)
+    raise AssertionError("unreachable")
+
+
+def _retry_after(exc: discord.HTTPException) -> float:
+    headers = getattr(exc.response, "headers", {}) or {}
+    for key in ("Retry-After", "X-RateLimit-Reset-After"):
+        try:
+            return max(0.0, float(headers[key]))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return 1.0
+
+
+class DiscordAdapter:
+    """Slash commands and mentions for one ``BotService``.
+
+    Args:
+        service: the one entry point.
+        guild_ids: sync commands to these guilds (instant; for testing); empty → global sync.
+        shards: use ``AutoShardedClient`` (large deployments).
+        sync_commands: sync the command tree in ``setup_hook`` (off in tests that don't need it).
+    """
+
+    def __init__(self, service: BotService, *, guild_ids: Sequence[int] = (), shards: bool = False,
+                 sync_commands: bool = True) -> None:
+        self.service = service
+        self.guild_ids = tuple(guild_ids)
+        self.sync_commands = sync_commands
+        cls = discord.AutoShardedClient if shards else discord.Client
+        self.client: discord.Client = cls(intents=build_intents(), allowed_mentions=NO_MENTIONS)
+        self.tree = app_commands.CommandTree(self.client)
+        self.tree.on_error = self.on_tree_error  # type: ignore[method-assign]
+        self.client.setup_hook = self.setup_hook  # type: ignore[method-assign]
+        self.client.event(self.on_message)
+        self.client.event(self.on_ready)
+        self._register()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def setup_hook(self) -> None:
+        if not self.sync_commands:
+            return
+        if self.guild_ids:
+            for gid in self.guild_ids:
+                guild = discord.Object(id=gid)
+                self.tree.copy_global_to(guild=guild)
+                synced = await self.tree.sync(guild=guild)
+                _log.info("discord: synced %d commands to guild %s", len(synced), gid)
+        else:
+            synced = await self.tree.sync()
+            _log.info("discord: synced %d global commands (may take up to an hour to appear)", len(synced))
+
+    async def on_ready(self) -> None:
+        _log.info("discord: connected as %s to %d guild(s)", self.client.user, len(self.client.guilds))
+
+    async def run(self, token: str) -> None:
+        """Log in, connect and serve until cancelled; closes the client on the way out."""
+        async with self.client:
+            await self.client.start(token)
+
+    # -- neutral request ---------------------------------------------------------------------
+
+    def incoming(self, *, user: discord.abc.User, channel: Any, guild_id: int | None, text: str,
+                 attachments: Iterable[Attachment] = ()) -> IncomingMessage:
+        """Map who and where to an ``IncomingMessage``: roles by id and name; DMs get no roles.
+
+        A member whose roles cannot be read (an uncached guild resolves no role names) simply has
+        fewer roles, so the lens falls back toward players, never toward gm.
+        """
+        roles: tuple[str, ...] = ()
+        known = False
+        if guild_id is not None and isinstance(user, discord.Member):
+            try:
+                ids = [str(r) for r in getattr(user, "_roles", ())]
+                names = [r.name for r in user.roles if not r.is_default()]
+                roles = tuple(dict.fromkeys([*ids, *(str(r.id) for r in user.roles if not r.is_default()), *names]))
+                known = True
+            except Exception:
+                _log.warning("discord: role lookup failed for %s; players lens", user.id, exc_info=True)
+        channel_id = getattr(channel, "id", None)
+        parent_id = getattr(channel, "parent_id", None)
+        return IncomingMessage(
+            platform="discord", channel_id=str(channel_id), user_id=str(user.id), text=text,
+            parent_id=str(parent_id) if parent_id else None, roles=roles, roles_known=known,
+            is_dm=guild_id is None, attachments=tuple(attachments),
+        )
+
+    def from_interaction(self, interaction: discord.Interaction, text: str,
+                         attachments: Iterable[Attachment] = ()) -> IncomingMessage:
+        return self.incoming(user=interaction.user, channel=interaction.channel or discord.Object(interaction.channel_id or 0),
+                             guild_id=interaction.guild_id, text=text, attachments=attachments)
+
+    async def read_attachments(self, files: Iterable[discord.Attachment | None]) -> list[Attachment]:
+        out = []
+        for f in files:
+            if f is None:
+                continue
+            if f.size > self.service.max_upload_bytes:
+                out.append(Attachment(f.filename, b"", size=f.size))  # rejected by size, never downloaded
+                continue
+            out.append(Attachment(f.filename, await f.read()))
+        return out
+
+    # -- the one path for every app command --------------------------------------------------
+
+    async def run_command(self, interaction: discord.Interaction, text: str,
+                          files: Sequence[discord.Attachment | None] = ()) -> None:
+        """Defer within Discord's 3 s, answer with ``service.handle``, then send followups."""
+        probe = self.from_interaction(interaction, text)
+        private = await self.service.will_be_ephemeral(probe)
+        await interaction.response.defer(ephemeral=private, thinking=True)
+        attachments = await self.read_attachments(files) if files else []
+        reply = await self.service.handle(self.from_interaction(interaction, text, attachments))
+        await self.followup(interaction, reply, deferred_private=private)
+
+    async def followup(self, interaction: discord.Interaction, reply: Reply, *, deferred_private: bool) -> None:
+        if reply.ephemeral and not deferred_private:
+            # The public "thinking…" message cannot become private; replace it with a private one.
+            await send_with_retry(interaction.delete_original_response)
+        ephemeral = reply.ephemeral or deferred_private
+        for out in render_reply(reply):
+            await send_with_retry(lambda out=out: interaction.followup.send(  # type: ignore[misc]
+                content=out.content, embeds=list(out.embeds), ephemeral=ephemeral, allowed_mentions=NO_MENTIONS,
+            ))
+
+    async def on_tree_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
+        """The one top-level handler: log with traceback, show a neutral message."""
+        _log.error("discord command failed", exc_info=error)
+        try:
+            if interaction.response.is_done():
+                await interaction.followup.send(NEUTRAL, ephemeral=True, allowed_mentions=NO_MENTIONS)
+            else:
+                await interaction.response.send_message(NEUTRAL, ephemeral=True, allowed_mentions=NO_MENTIONS)
+        except discord.HTTPException:
+            _log.warning("could not report the error to the user", exc_info=True)
+
+    # -- mentions ----------------------------------------------------------------------------
+
+    async def on_message(self, message: discord.Message) -> None:
+        """``@Liminalis <question>`` (or ``@Liminalis /upload`` with files) in a linked channel or a DM."""
+        me = self.client.user
+        if me is None or message.author.bot:
+            return
+        is_dm = message.guild is None
+        if not is_dm and me.id not in message.raw_mentions:
+            return
+        try:
+            text = _MENTION.sub(lambda m: "" if int(m.group(1)) == me.id else m.group(0), message.content).strip()
+            if not text:
+                text = "/help"
+            async with message.channel.typing():
+                attachments = await self.read_attachments(message.attachments)
+                msg = self.incoming(user=message.author, channel=message.channel,
+                                    guild_id=message.guild.id if message.guild else None, text=text,
+                                    attachments=attachments)
+                reply = await self.service.handle(msg)
+            await self.reply_to_message(message, reply)
+        except Exception:
+            _log.exception("discord mention failed")
+            try:
+                await message.reply(NEUTRAL, allowed_mentions=NO_MENTIONS)
+            except discord.HTTPException:
+                pass
+
+    async def reply_to_message(self, message: discord.Message, reply: Reply) -> None:
+        """Reply in channel; a private (GM) reply goes to the author's DMs with a pointer left behind."""
+        outs = render_reply(reply)
+        if reply.ephemeral and message.guild is not None:
+            try:
+                for out in outs:
+                    await send_with_retry(lambda out=out: message.author.send(  # type: ignore[misc]
+                        content=out.content, embeds=list(out.embeds), allowed_mentions=NO_MENTIONS))
+                note = "I sent you the answer in a direct message."
+            except discord.Forbidden:
+                note = "That answer is private, and I could not DM you. Use `/ask` here instead."
+            await send_with_retry(lambda: message.reply(note, allowed_mentions=NO_MENTIONS, mention_author=False))
+            return
+        for i, out in enumerate(outs):
+            if i == 0:
+                await send_with_retry(lambda out=out: message.reply(  # type: ignore[misc]
+                    content=out.content, embeds=list(out.embeds), allowed_mentions=NO_MENTIONS, mention_author=False))
+            else:
+                await send_with_retry(lambda out=out: message.channel.send(  # type: ignore[misc]
+                    content=out.content, embeds=list(out.embeds), allowed_mentions=NO_MENTIONS))
+
+    async def post(self, channel_id: str, reply: Reply) -> None:
+        """Post a (public) reply to a channel by id: scheduled recaps."""
+        channel = self.client.get_partial_messageable(int(channel_id))
+        for out in render_reply(reply):
+            await send_with_retry(lambda out=out: channel.send(  # type: ignore[misc]
+                content=out.content, embeds=list(out.embeds), allowed_mentions=NO_MENTIONS))
+
+    # -- commands ----------------------------------------------------------------------------
+
+    def _register(self) -> None:
+        tree = self.tree
+        run = self.run_command
+
+        @tree.command(name="ask", description="Ask about the campaign; answers come with sources")
+        @app_commands.describe(question="What do you want to know?")
+        async def ask(interaction: discord.Interaction, question: app_commands.Range[str, 1, 2000]) -> None:
+            await run(interaction, f"/ask {question}")
+
+        @tree.command(name="pin", description="Always include a document in answers (GMs change pins)")
+        @app_commands.describe(action="add, remove or list", document="A document title")
+        async def pin(interaction: discord.Interaction, action: Literal["add", "remove", "list"] = "list",
+                      document: app_commands.Range[str, 0, 200] | None = None) -> None:
+            await run(interaction, f"/pin {action} {document or ''}".strip())
+
+        @pin.autocomplete("document")
+        async def pin_document(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+            titles = await self.service.complete_titles(self.from_interaction(interaction, "/pin"), current, limit=25)
+            return [app_commands.Choice(name=t, value=t) for t in titles[:25]]
+
+        @tree.command(name="budget", description="Show or set the context budget (GMs set)")
+        async def budget(interaction: discord.Interaction, action: Literal["show", "set"] = "show",
+                         tokens: app_commands.Range[int, 500, 200_000] | None = None,
+                         scope: Literal["campaign", "chat"] = "campaign") -> None:
+            text = f"/budget {action}" + (f" {tokens}" if tokens else "") + (" chat" if scope == "chat" else "")
+            await run(interaction, text)
+
+        @tree.command(name="upload", description="GM: upload Markdown/text session notes to the campaign")
+        async def upload(interaction: discord.Interaction, file: discord.Attachment,
+                         file2: discord.Attachment | None = None, file3: discord.Attachment | None = None) -> None:
+            await run(interaction, "/upload", [file, file2, file3])
+
+        @tree.command(name="recap", description='"Previously on…" from the latest session notes')
+        @app_commands.describe(sessions="How many sessions (1-10)", schedule="GM: cron (UTC) to post here, or off")
+        async def recap(interaction: discord.Interaction, sessions: app_commands.Range[int, 1, 10] | None = None,
+                        schedule: app_commands.Range[str, 1, 100] | None = None) -> None:
+            if schedule:
+                await run(interaction, f"/recap schedule {schedule}")
+            else:
+                await run(interaction, f"/recap {sessions or ''}".strip())
+
+        @tree.command(name="explain", description="GM: how retrieval ranked the documents for a question")
+        async def explain(interaction: discord.Interaction, question: app_commands.Range[str, 1, 2000]) -> None:
+            await run(interaction, f"/explain {question}")
+
+        @tree.command(name="campaign", description="Link this channel to a campaign (GM), unlink it, or show it")
+        async def campaign(interaction: discord.Interaction, action: Literal["status", "link", "unlink"] = "status",
+                           slug: app_commands.Range[str, 1, 63] | None = None) -> None:
+            await run(interaction, f"/campaign {action} {slug or ''}".strip())
+
+        @tree.command(name="lens", description="Which view of the campaign you get")
+        async def lens(interaction: discord.Interaction) -> None:
+            await run(interaction, "/lens")
+
+        @tree.command(name="help", description="What Liminalis can do")
+        async def help_(interaction: discord.Interaction) -> None:
+            await run(interaction, "/help")

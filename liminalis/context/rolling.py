@@ -1,0 +1,247 @@
+"""Rolling chat memory: per (campaign, chat, lens), persisted in SQLite, restored after restart.
+
+State per memory key (``chat_state.state`` JSON, turns in ``chat_turns``):
+
+* **recent turns** — the last ``recent_turns`` exchanges, replayed verbatim as messages;
+* **story so far** — older exchanges compressed to one line each (level 0); when more than
+  ``story_lines`` level-0 lines pile up, the oldest half folds into one level-1 line, so the
+  summary is hierarchical and its size bounded;
+* **document scores** and **entity scores** — exponentially decayed per turn,
+  ``s ← decay · s + 1/(1 + rank)`` for documents and ``s ← decay · s + 1`` for names seen;
+* **section provenance** — which sections of which documents answers were built from;
+* **loaded material** — the last turn's documents, so a short pronoun-led follow-up ("and what
+  did she do next?") can reuse them instead of retrieving again (see :func:`is_follow_up`).
+
+The GM-only wall: the memory key includes the lens (``campaign:chat|lens``), so a players turn
+never reads a GM turn's text, summary or loaded material; turns also store their lens and are
+re-checked on load (a turn is reused only if its lens ⊆ the current lens, or the reader is GM).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+from liminalis.context.material import ContextDoc
+from liminalis.context.tokens import default_counter
+from liminalis.lens import GM
+from liminalis.ports import Clock, Message
+from liminalis.store.sqlite import Database
+
+__all__ = ["ChatMemory", "RollingMemory", "is_follow_up", "memory_key", "SystemClock"]
+
+_log = logging.getLogger(__name__)
+_PRONOUN = re.compile(r"\b(he|she|they|him|her|them|his|hers|their|theirs|it|its|that|this|those|these|there)\b", re.I)
+_NAME = re.compile(r"\b[A-Z][a-z'’]+(?:[ -][A-Z][a-z'’]+)*\b")
+_NOT_NAMES = frozenset(
+    "and so but then also what who whom whose where when why how did does do is was were are "
+    "can could would will should tell ok okay i the a an".split()
+)
+
+
+class SystemClock:
+    def now(self) -> dt.datetime:
+        return dt.datetime.now(dt.UTC)
+
+
+def memory_key(campaign: str, chat: str, lens: frozenset[str]) -> str:
+    return f"{campaign}:{chat}|{','.join(sorted(lens))}"
+
+
+def is_follow_up(question: str, *, max_words: int = 10) -> bool:
+    """A short question that leans on a pronoun and names nothing new."""
+    q = question.strip()
+    words = q.split()
+    if not words or len(words) > max_words or "@" in q or not _PRONOUN.search(q):
+        return False
+    names = [m.group(0) for m in _NAME.finditer(q) if m.group(0).lower() not in _NOT_NAMES]
+    return not names
+
+
+def _lens_ok(turn_lens: frozenset[str], lens: frozenset[str]) -> bool:
+    return GM in lens or (bool(turn_lens) and turn_lens <= lens and GM not in turn_lens)
+
+
+@dataclass
+class ChatMemory:
+    """One chat's memory under one lens."""
+
+    key: str
+    campaign: str
+    lens: frozenset[str]
+    turns: list[tuple[str, str]] = field(default_factory=list)  # (question, answer), oldest first
+    story: list[tuple[int, str]] = field(default_factory=list)  # (level, line)
+    doc_scores: dict[str, float] = field(default_factory=dict)
+    entity_scores: dict[str, float] = field(default_factory=dict)
+    sections: dict[str, list[str]] = field(default_factory=dict)
+    loaded: list[dict[str, object]] = field(default_factory=list)
+    loaded_stable: list[str] = field(default_factory=list)
+    loaded_generation: int = -1
+    last_question: str = ""
+    updated_at: float = 0.0
+    seq: int = 0
+
+    def story_text(self) -> str:
+        return "\n".join(f"- {line}" for _, line in self.story)
+
+    def recent_messages(self) -> list[Message]:
+        out: list[Message] = []
+        for q, a in self.turns:
+            out += [Message("user", q), Message("assistant", a)]
+        return out
+
+    def loaded_documents(self) -> list[ContextDoc]:
+        return [ContextDoc(**d) for d in self.loaded]  # type: ignore[arg-type]
+
+
+def _gist(question: str, answer: str, sources: Sequence[str]) -> str:
+    first = " ".join(answer.split())
+    first = re.sub(r"^Here is what the campaign's documents say \(quoted, not paraphrased\):\s*", "", first)
+    first = first.lstrip("> ")[:220]
+    src = f" (sources: {'; '.join(sources[:3])})" if sources else ""
+    return f"Asked: {' '.join(question.split())[:160]} — answered: {first}{src}"
+
+
+class RollingMemory:
+    """Loads, updates and persists :class:`ChatMemory` (``async`` over the engine's database)."""
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        clock: Clock | None = None,
+        recent_turns: int = 3,
+        story_lines: int = 8,
+        story_tokens: int = 600,
+        decay: float = 0.6,
+        follow_up_ttl_s: float = 1800.0,
+    ) -> None:
+        self.db = db
+        self.clock = clock or SystemClock()
+        self.recent_turns = recent_turns
+        self.story_lines = story_lines
+        self.story_tokens = story_tokens
+        self.decay = decay
+        self.follow_up_ttl_s = follow_up_ttl_s
+
+    async def load(self, campaign: str, chat: str, lens: frozenset[str]) -> ChatMemory:
+        key = memory_key(campaign, chat, lens)
+        mem = ChatMemory(key=key, campaign=campaign, lens=frozenset(lens))
+        row = await self.db.fetchone("SELECT state FROM chat_state WHERE chat_key = ?", (key,))
+        if row is not None:
+            st = json.loads(row["state"])
+            mem.story = [(int(lv), str(t)) for lv, t in st.get("story", [])]
+            mem.doc_scores = {str(k): float(v) for k, v in st.get("doc_scores", {}).items()}
+            mem.entity_scores = {str(k): float(v) for k, v in st.get("entity_scores", {}).items()}
+            mem.sections = {str(k): list(v) for k, v in st.get("sections", {}).items()}
+            mem.loaded = list(st.get("loaded", []))
+            mem.loaded_stable = list(st.get("loaded_stable", []))
+            mem.loaded_generation = int(st.get("loaded_generation", -1))
+            mem.last_question = str(st.get("last_question", ""))
+            mem.updated_at = float(st.get("updated_at", 0.0))
+            mem.seq = int(st.get("seq", 0))
+        rows = await self.db.fetchall(
+            "SELECT role, content, lens FROM chat_turns WHERE chat_key = ? ORDER BY seq DESC LIMIT ?",
+            (key, self.recent_turns * 2),
+        )
+        pending_answer: str | None = None
+        for r in rows:  # newest first: an assistant row precedes (in this order) its question
+            if not _lens_ok(frozenset(json.loads(r["lens"] or "[]")), mem.lens):
+                _log.error("chat memory %s holds a turn outside its lens; skipped", key)
+                continue
+            if r["role"] == "assistant":
+                pending_answer = r["content"]
+            elif pending_answer is not None:
+                mem.turns.insert(0, (r["content"], pending_answer))
+                pending_answer = None
+        return mem
+
+    def can_reuse(self, mem: ChatMemory, question: str, *, generation: int) -> bool:
+        """Whether ``question`` is a follow-up that may reuse the loaded material."""
+        if not mem.loaded or mem.loaded_generation != generation or not is_follow_up(question):
+            return False
+        age = self.clock.now().timestamp() - mem.updated_at
+        return 0 <= age <= self.follow_up_ttl_s
+
+    async def record(
+        self,
+        mem: ChatMemory,
+        *,
+        question: str,
+        answer: str,
+        documents: Sequence[ContextDoc],
+        stable: Sequence[str],
+        sources: Sequence[str],
+        generation: int,
+    ) -> None:
+        """Add one exchange, roll older turns into the story, and persist."""
+        now = self.clock.now().timestamp()
+        mem.turns.append((question, answer))
+        while len(mem.turns) > self.recent_turns:
+            q, a = mem.turns.pop(0)
+            mem.story.append((0, _gist(q, a, sources)))
+        self._fold(mem)
+        for d in list(mem.doc_scores):
+            mem.doc_scores[d] *= self.decay
+        for d in documents:
+            mem.doc_scores[d.doc_id] = mem.doc_scores.get(d.doc_id, 0.0) + 1.0 / (1 + d.rank)
+            if d.section:
+                secs = mem.sections.setdefault(d.doc_id, [])
+                if d.section not in secs:
+                    secs.append(d.section)
+        mem.doc_scores = {k: round(v, 4) for k, v in mem.doc_scores.items() if v >= 0.01}
+        for e in list(mem.entity_scores):
+            mem.entity_scores[e] *= self.decay
+        for name in {m.group(0) for m in _NAME.finditer(f"{question}\n{answer}")}:
+            if name.lower() not in _NOT_NAMES and len(name) > 2:
+                mem.entity_scores[name] = mem.entity_scores.get(name, 0.0) + 1.0
+        mem.entity_scores = dict(
+            sorted(((k, round(v, 4)) for k, v in mem.entity_scores.items() if v >= 0.05), key=lambda kv: -kv[1])[:50]
+        )
+        # A follow-up that reused material keeps the question that loaded it (the referent).
+        if mem.loaded_generation != generation or [d.get("doc_id") for d in mem.loaded] != [d.doc_id for d in documents]:
+            mem.last_question = question
+        mem.loaded = [asdict(d) for d in documents]
+        mem.loaded_stable = list(stable)
+        mem.loaded_generation = generation
+        mem.updated_at = now
+        lens_json = json.dumps(sorted(mem.lens))
+        seq = mem.seq
+        mem.seq += 2
+        state = {
+            "story": mem.story, "doc_scores": mem.doc_scores, "entity_scores": mem.entity_scores,
+            "sections": mem.sections, "loaded": mem.loaded, "loaded_stable": mem.loaded_stable,
+            "loaded_generation": mem.loaded_generation, "last_question": mem.last_question,
+            "updated_at": mem.updated_at, "seq": mem.seq,
+        }
+        conn = self.db.conn
+        await conn.execute(
+            "INSERT INTO chat_turns VALUES (?, ?, 'user', ?, ?, ?), (?, ?, 'assistant', ?, ?, ?)",
+            (mem.key, seq, question, lens_json, now, mem.key, seq + 1, answer, lens_json, now),
+        )
+        await conn.execute(
+            "INSERT INTO chat_state VALUES (?, ?, ?, ?) ON CONFLICT(chat_key) DO UPDATE SET "
+            "state = excluded.state, updated_at = excluded.updated_at",
+            (mem.key, mem.campaign, json.dumps(state), now),
+        )
+        await conn.commit()
+
+    def _fold(self, mem: ChatMemory) -> None:
+        """Keep the story bounded: fold the oldest level-0 lines into one higher-level line."""
+        counter = default_counter()
+        level0 = [i for i, (lv, _) in enumerate(mem.story) if lv == 0]
+        too_long = counter.count(mem.story_text()) > self.story_tokens
+        if len(level0) <= self.story_lines and not too_long:
+            return
+        take = level0[: max(2, len(level0) // 2)]
+        asked = [re.sub(r" — answered:.*$", "", mem.story[i][1]).removeprefix("Asked: ") for i in take]
+        line = "Earlier, the party asked: " + "; ".join(a[:80] for a in asked)
+        keep = [s for i, s in enumerate(mem.story) if i not in take]
+        insert_at = take[0]
+        mem.story = keep[:insert_at] + [(1, line)] + keep[insert_at:]
+        while counter.count(mem.story_text()) > self.story_tokens and len(mem.story) > 1:
+            mem.story.pop(0)

