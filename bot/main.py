@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import inspect
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bot.settings import Settings
 from liminalis.engine import Engine
@@ -17,7 +19,11 @@ from liminalis.ingest.indexer import IngestOptions
 from liminalis.ports import Reranker
 from liminalis.store.sqlite import Database
 
-__all__ = ["build_engine", "configure_logging", "load_reranker", "SHIPPED_RERANKER"]
+if TYPE_CHECKING:
+    from bot.service import BotService
+    from liminalis.answer import Responder
+
+__all__ = ["build_engine", "build_responder", "build_service", "configure_logging", "load_reranker", "SHIPPED_RERANKER"]
 
 _log = logging.getLogger(__name__)
 SHIPPED_RERANKER = Path(__file__).resolve().parent.parent / "models" / "reranker"
@@ -65,3 +71,44 @@ async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
             yield engine
         finally:
             await engine.close()
+
+
+def build_responder(settings: Settings, engine: Engine) -> Responder:
+    """The answer path: the Anthropic model when ``ANTHROPIC_API_KEY`` is set, else offline quotes.
+
+    Imported lazily and guarded, so the bot still answers (offline) if the model adapter is not
+    importable or ``Responder`` does not take a model yet.
+    """
+    from liminalis.answer import Responder
+
+    if not settings.anthropic_api_key:
+        _log.info("answers: offline quotes (ANTHROPIC_API_KEY is not set)")
+        return Responder(engine)
+    params = inspect.signature(Responder).parameters
+    if "model" not in params:
+        _log.warning("answers: offline quotes (this Responder does not accept a language model yet)")
+        return Responder(engine)
+    try:
+        from liminalis.adapters.anthropic import AnthropicModel
+
+        model = AnthropicModel(
+            settings.anthropic_api_key, base_url=settings.anthropic_base_url or None,
+            models={"reply": settings.model_reply, "summarize": settings.model_summarize},
+            timeout_s=settings.llm_timeout_s,
+        )
+    except Exception:
+        _log.exception("answers: offline quotes (the Anthropic model could not be built)")
+        return Responder(engine)
+    kwargs: dict[str, object] = {"model": model}
+    if "budget_tokens" in params:
+        kwargs["budget_tokens"] = settings.context_budget_tokens
+    _log.info("answers: %s via the Messages API", settings.model_reply)
+    return Responder(engine, **kwargs)  # type: ignore[arg-type]
+
+
+def build_service(settings: Settings, engine: Engine) -> BotService:
+    """The one ``BotService`` every adapter (console, Discord, Slack) calls."""
+    from bot.service import BotService
+
+    return BotService(engine, responder=build_responder(settings, engine), max_upload_bytes=settings.max_upload_bytes,
+                      default_campaign=settings.default_campaign)

@@ -61,13 +61,45 @@ class RecapSchedule:
     source: str = "db"  # "db" (set by /recap schedule) or "config" (campaign.toml)
 
 
+_DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+
+
+def _crontab_days(field: str) -> str:
+    """Crontab day-of-week (0 or 7 = Sunday) → APScheduler day names.
+
+    APScheduler 3's ``CronTrigger.from_crontab`` passes the field through unchanged, and its
+    numbering starts at Monday = 0, so ``5`` would mean Saturday instead of crontab's Friday.
+    Numbers, ranges, lists and steps are expanded to explicit names; names pass through.
+    """
+    if field == "*" or not any(ch.isdigit() for ch in field):
+        return field
+    days: list[int] = []
+    for part in field.split(","):
+        rng, _, step_s = part.partition("/")
+        step = int(step_s) if step_s else 1
+        if rng == "*":
+            lo, hi = 0, 6
+        elif "-" in rng:
+            a, b = rng.split("-", 1)
+            lo, hi = int(a), int(b)
+        else:
+            lo = int(rng)
+            hi = 6 if step_s else lo
+        if not (0 <= lo <= 7 and 0 <= hi <= 7 and lo <= hi and step >= 1):
+            raise ValueError(f"bad day-of-week {part!r}")
+        days.extend(d % 7 for d in range(lo, hi + 1, step))
+    return ",".join(_DAY_NAMES[d] for d in sorted(set(days)))
+
+
 def parse_cron(expr: str) -> CronTrigger:
     """A UTC ``CronTrigger`` from a 5-field crontab expression; ``InvalidInput`` if malformed."""
     fields = (expr or "").split()
     if len(fields) != 5:
         raise InvalidInput(f"cron {expr!r}", user_message="Use a 5-field cron expression (UTC), e.g. `0 18 * * 5`.")
     try:
-        return CronTrigger.from_crontab(" ".join(fields), timezone=dt.UTC)
+        minute, hour, day, month, dow = fields
+        return CronTrigger(minute=minute, hour=hour, day=day, month=month, day_of_week=_crontab_days(dow),
+                           timezone=dt.UTC)
     except ValueError as exc:
         raise InvalidInput(f"cron {expr!r}: {exc}", user_message="That cron expression is not valid, e.g. `0 18 * * 5`.") from exc
 
@@ -167,7 +199,7 @@ class RecapScheduler:
         if slot is not None:
             await self.claim(campaign, slot)
         self._arm(RecapSchedule(campaign, cron, platform, str(channel_id)))
-        nxt = trigger.get_next_fire_time(None, self.clock.now())
+        nxt = trigger.get_next_fire_time(None, self.clock.now() + dt.timedelta(seconds=1))
         return f"on `{cron}` (UTC); next {nxt:%a %d %b %H:%M} UTC" if nxt else f"on `{cron}` (UTC)"
 
     async def remove_schedule(self, campaign: str) -> bool:
@@ -180,7 +212,7 @@ class RecapScheduler:
     async def describe(self, campaign: str) -> str:
         for s in await self.schedules():
             if s.campaign == campaign:
-                nxt = parse_cron(s.cron).get_next_fire_time(None, self.clock.now())
+                nxt = parse_cron(s.cron).get_next_fire_time(None, self.clock.now() + dt.timedelta(seconds=1))
                 when = f"; next {nxt:%a %d %b %H:%M} UTC" if nxt else ""
                 return f"Recaps are posted on `{s.cron}` (UTC) to a {s.platform} channel{when}."
         return "No recap schedule. A GM can set one with `/recap schedule <cron>`, e.g. `/recap schedule 0 18 * * 5`."

@@ -1,28 +1,95 @@
-"""``liminalis serve``: start the platforms that have tokens; say which are off and why."""
+"""``liminalis serve`` / ``python -m bot``: start the platforms that have tokens.
+
+Says, one line per platform, which are on and which are off and why, before anything heavy
+loads. Each platform and the scheduler run as supervised tasks in one ``TaskGroup``: if one
+fails, the others are cancelled and the error is logged, so the process never limps on half-up.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from bot.settings import Settings
 
-__all__ = ["serve"]
+__all__ = ["serve", "platform_plan", "PlatformPlan"]
 
 _log = logging.getLogger(__name__)
 
 
-async def serve(settings: Settings) -> int:
-    enabled = []
+@dataclass(frozen=True, slots=True)
+class PlatformPlan:
+    name: str
+    enabled: bool
+    reason: str
+
+
+def platform_plan(settings: Settings) -> list[PlatformPlan]:
+    """Which platforms start, and why or why not (no secrets in the reasons)."""
+    plans = []
     if settings.discord_token:
-        enabled.append("discord")
+        where = (f"commands synced to guild(s) {', '.join(map(str, settings.discord_guild_ids))}"
+                 if settings.discord_guild_ids else "commands synced globally (up to an hour to appear)")
+        plans.append(PlatformPlan("discord", True, f"DISCORD_TOKEN set; {where}"
+                                  + ("; AutoShardedClient" if settings.discord_shards else "")))
     else:
-        print("discord: off (DISCORD_TOKEN is not set)")
+        plans.append(PlatformPlan("discord", False, "DISCORD_TOKEN is not set"))
     if settings.slack_bot_token and settings.slack_app_token:
-        enabled.append("slack")
+        plans.append(PlatformPlan("slack", True, "SLACK_BOT_TOKEN and SLACK_APP_TOKEN set; Socket Mode"))
+    elif settings.slack_app_token:
+        plans.append(PlatformPlan("slack", False, "SLACK_APP_TOKEN is set but SLACK_BOT_TOKEN (xoxb-…) is not"))
     else:
-        print("slack: off (SLACK_BOT_TOKEN and SLACK_APP_TOKEN are not both set)")
+        plans.append(PlatformPlan("slack", False, "SLACK_BOT_TOKEN and SLACK_APP_TOKEN are not set"))
+    return plans
+
+
+async def serve(settings: Settings, *, out: Callable[[str], None] = print) -> int:
+    """Run until cancelled; returns 1 when no platform can start."""
+    plans = platform_plan(settings)
+    for p in plans:
+        out(f"{p.name}: {'on' if p.enabled else 'off'} ({p.reason})")
+    enabled = {p.name for p in plans if p.enabled}
     if not enabled:
-        print("No platform has a token; nothing to serve. Try `liminalis chat` for the console adapter.")
+        out("No platform has a token; nothing to serve. Try `liminalis chat` for the console adapter.")
         return 1
-    print("platform adapters are not built yet")
-    return 1
+
+    from bot.main import build_engine, build_service
+    from bot.scheduler import RecapScheduler
+
+    async with build_engine(settings) as engine:
+        if not await engine.is_indexed(settings.default_campaign):
+            out(f"indexing {settings.default_campaign} …")
+            await engine.ingest(settings.default_campaign)
+        service = build_service(settings, engine)
+        posters = {}
+        runners = []
+        if "discord" in enabled:
+            from bot.discord_adapter import DiscordAdapter
+
+            discord_adapter = DiscordAdapter(service, guild_ids=settings.discord_guild_ids, shards=settings.discord_shards)
+            posters["discord"] = discord_adapter.post
+            runners.append(discord_adapter.run(settings.discord_token))
+        if "slack" in enabled:
+            from slack_sdk.web.async_client import AsyncWebClient
+
+            from bot.slack_adapter import SlackAdapter
+
+            slack_adapter = SlackAdapter(service, client=AsyncWebClient(token=settings.slack_bot_token),
+                                         signing_secret=settings.slack_signing_secret)
+            posters["slack"] = slack_adapter.post
+            runners.append(slack_adapter.run(settings.slack_app_token))
+        scheduler = RecapScheduler(service, posters=posters, tick_seconds=settings.tick_seconds)
+        service.scheduler = scheduler
+        failed = False
+        async with scheduler:
+            try:
+                async with asyncio.TaskGroup() as tg:
+                    for coro in runners:
+                        tg.create_task(coro)
+            except* Exception as group:
+                for exc in group.exceptions:
+                    _log.error("platform stopped", exc_info=exc)
+                failed = True
+    return 2 if failed else 0

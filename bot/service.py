@@ -187,6 +187,16 @@ class BotService:
         except Exception:
             return True
 
+    async def is_gm(self, msg: IncomingMessage) -> bool:
+        """Whether ``msg``'s author holds the GM lens where they are; ``False`` on any failure.
+
+        Adapters ask this before downloading attachments, so a player's file is never fetched.
+        """
+        try:
+            return self.lens_of(msg, await self.campaign_of(msg)).is_gm
+        except Exception:
+            return False
+
     async def complete_titles(self, msg: IncomingMessage, prefix: str, *, limit: int = 25) -> list[str]:
         """Document titles for autocomplete, filtered by the caller's lens (never GM-only for players).
 

@@ -16,6 +16,7 @@ re-checked against the catalog before it reaches the prompt, and chat memory is 
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -89,8 +90,7 @@ class OfflineAnswerer:
 
     def answer(self, question: str, documents: Sequence[ContextDoc], *, lens: frozenset[str] = frozenset()) -> Answer:
         q = set(self.tokenizer(question))
-        scored: list[tuple[float, int, str, ContextDoc]] = []
-        order = 0
+        candidates: list[tuple[str, set[str], ContextDoc]] = []
         for doc in documents:
             text = CLIP_MARKER.sub("\n\n", _OMIT.sub("\n\n", doc.text))
             text = _SUMMARY.sub("", text)
@@ -98,13 +98,24 @@ class OfflineAnswerer:
                 sent = " ".join(text[s:e].split())
                 if len(sent) < 12 or sent.startswith(("#", "|")):
                     continue
-                overlap = len(q & set(self.tokenizer(sent)))
-                if overlap == 0:
-                    continue
-                # Recalled material outranks standing documents; earlier ranks outrank later.
-                score = overlap / (1 + 0.15 * doc.rank) + (0.3 if not doc.pinned else 0)
-                scored.append((score, order, sent, doc))
-                order += 1
+                candidates.append((sent, set(self.tokenizer(sent)), doc))
+        # idf over the material's sentences: a rare shared term says more than a common one.
+        n = len(candidates)
+        df: dict[str, int] = {}
+        for _, toks, _ in candidates:
+            for t in toks & q:
+                df[t] = df.get(t, 0) + 1
+        scored: list[tuple[float, int, str, ContextDoc]] = []
+        seen: set[str] = set()
+        for order, (sent, toks, doc) in enumerate(candidates):
+            shared = toks & q
+            if not shared or sent in seen:
+                continue
+            seen.add(sent)
+            weight = sum(math.log(1 + n / df[t]) for t in shared)
+            # Recalled material outranks standing documents; earlier ranks outrank later.
+            score = weight / (1 + 0.1 * doc.rank) * (1.15 if not doc.pinned else 1.0)
+            scored.append((score, order, sent, doc))
         if not scored:
             return Answer(
                 text="I found nothing in this campaign's documents that answers that.",

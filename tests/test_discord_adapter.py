@@ -173,7 +173,7 @@ async def test_gm_pin_with_document(env):
                                                       {"name": "document", "type": 3, "value": "Baron Aldric"}],
                                               user_id=GM, roles=[GM_ROLE_ID]))
     assert "Pinned **Baron Aldric**" in all_text(followups(api)[0])
-    assert await service.engine.pins("greyhold") == ["baron.md"]
+    assert await service.engine.pins("greyhold") == ["baron"]
 
 
 async def test_upload_by_gm_ingests_and_player_refused(env):

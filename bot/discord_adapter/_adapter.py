@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from dataclasses import replace
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Literal, TypeVar
 
@@ -170,7 +171,7 @@ class DiscordAdapter:
         probe = self.from_interaction(interaction, text)
         private = await self.service.will_be_ephemeral(probe)
         await interaction.response.defer(ephemeral=private, thinking=True)
-        attachments = await self.read_attachments(files) if files else []
+        attachments = await self.read_attachments(files) if files and await self.service.is_gm(probe) else []
         reply = await self.service.handle(self.from_interaction(interaction, text, attachments))
         await self.followup(interaction, reply, deferred_private=private)
 
@@ -210,10 +211,10 @@ class DiscordAdapter:
             if not text:
                 text = "/help"
             async with message.channel.typing():
-                attachments = await self.read_attachments(message.attachments)
                 msg = self.incoming(user=message.author, channel=message.channel,
-                                    guild_id=message.guild.id if message.guild else None, text=text,
-                                    attachments=attachments)
+                                    guild_id=message.guild.id if message.guild else None, text=text)
+                if message.attachments and await self.service.is_gm(msg):
+                    msg = replace(msg, attachments=tuple(await self.read_attachments(message.attachments)))
                 reply = await self.service.handle(msg)
             await self.reply_to_message(message, reply)
         except Exception:

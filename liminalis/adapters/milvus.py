@@ -192,6 +192,15 @@ class MilvusVectorStore:
             if self._client is not None:
                 self._client.close()
                 self._client = None
+                if "://" not in self._uri:
+                    # Milvus Lite keeps its file lock until the in-process server is released;
+                    # release it so another process (a re-run, the CLI) can open the path.
+                    try:
+                        from milvus_lite.server_manager import server_manager_instance
+
+                        server_manager_instance.release_server(str(Path(self._uri).resolve()))
+                    except Exception as exc:  # best effort; process exit releases it anyway
+                        _log.debug("milvus lite release failed: %s", exc)
 
         try:
             await asyncio.get_running_loop().run_in_executor(self._pool, go)

@@ -207,7 +207,8 @@ def interaction_payload(
         p["guild_id"] = str(guild_id)
         p["member"] = member_payload(user_id, f"user{user_id}", list(roles))
         p["channel"] = {"id": str(channel_id), "type": 11 if channel_id == THREAD_ID else 0, "guild_id": str(guild_id),
-                        "name": "x", "parent_id": str(CHANNEL_ID) if channel_id == THREAD_ID else None,
+                        "name": "x", "position": 0, "permission_overwrites": [], "nsfw": False,
+                        "parent_id": str(CHANNEL_ID) if channel_id == THREAD_ID else None,
                         "permissions": "2248473465835073"}
     return p
 

@@ -1,0 +1,237 @@
+"""``AnthropicModel``: the ``LanguageModel`` port over the official ``anthropic`` async client.
+
+* System blocks go out as text blocks; the last stable block (``cache_upto − 1``) carries
+  ``cache_control: {"type": "ephemeral"}``, so the stable half is a cached prefix.
+* Model names are per role (``{"reply": ..., "summarize": ...}``); unknown roles use ``reply``.
+* Usage, including ``cache_creation_input_tokens`` and ``cache_read_input_tokens``, is kept on
+  ``last_usage`` and summed per role in ``usage_by_role``.
+* Retries are ours, not the SDK's (its ``max_retries`` is 0), so the policy is one place and the
+  backoff is injectable: timeouts, connection errors, 429, 529 and other 5xx are retried with
+  exponential backoff ``delay_n = min(max_backoff_s, backoff_s · 2ⁿ)`` (or the server's
+  ``retry-after`` when larger, capped the same); then :class:`~liminalis.errors.ModelUnavailable`.
+  Authentication failures become :class:`~liminalis.errors.ConfigError`. SDK exceptions never
+  leave this module untranslated.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import anthropic
+
+from liminalis.errors import ConfigError, ModelUnavailable
+from liminalis.ports import Completion, Message, Usage
+
+__all__ = ["AnthropicModel", "DEFAULT_MODELS"]
+
+_log = logging.getLogger(__name__)
+DEFAULT_MODELS: dict[str, str] = {"reply": "claude-sonnet-5-5", "summarize": "claude-haiku-5-5"}
+_RETRY_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+
+
+def _usage(raw: Any) -> Usage:
+    if raw is None:
+        return Usage()
+    return Usage(
+        input_tokens=int(getattr(raw, "input_tokens", 0) or 0),
+        output_tokens=int(getattr(raw, "output_tokens", 0) or 0),
+        cache_creation_input_tokens=int(getattr(raw, "cache_creation_input_tokens", 0) or 0),
+        cache_read_input_tokens=int(getattr(raw, "cache_read_input_tokens", 0) or 0),
+    )
+
+
+def _add(a: Usage, b: Usage) -> Usage:
+    return Usage(
+        a.input_tokens + b.input_tokens, a.output_tokens + b.output_tokens,
+        a.cache_creation_input_tokens + b.cache_creation_input_tokens,
+        a.cache_read_input_tokens + b.cache_read_input_tokens,
+    )
+
+
+class _Retryable(Exception):
+    def __init__(self, detail: str, retry_after: float | None = None) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after
+
+
+def _classify(exc: Exception) -> Exception:
+    """Map an SDK exception to ``_Retryable`` or a final ``LiminalisError``."""
+    if isinstance(exc, anthropic.APITimeoutError):
+        return _Retryable("timed out")
+    if isinstance(exc, anthropic.APIConnectionError):
+        return _Retryable(f"connection error: {type(exc).__name__}")
+    if isinstance(exc, (anthropic.AuthenticationError, anthropic.PermissionDeniedError)):
+        return ConfigError(f"anthropic rejected the API key ({exc.status_code})")
+    if isinstance(exc, anthropic.APIStatusError):
+        if exc.status_code in _RETRY_STATUS:
+            after: float | None = None
+            try:
+                after = float(exc.response.headers.get("retry-after", ""))
+            except (TypeError, ValueError):
+                after = None
+            return _Retryable(f"HTTP {exc.status_code}", after)
+        return ModelUnavailable(f"anthropic refused the request: HTTP {exc.status_code}")
+    return ModelUnavailable(f"anthropic client error: {type(exc).__name__}")
+
+
+class AnthropicModel:
+    """Claude through ``anthropic.AsyncAnthropic``. Use as ``async with`` (closes the client).
+
+    Args:
+        api_key: the Anthropic API key (never logged, never in ``repr``).
+        base_url: API root (a local fake in tests).
+        models: model name per role; ``reply`` is required (defaults filled in).
+        timeout_s: per-attempt timeout.
+        max_retries: retries after the first attempt for retryable failures.
+        backoff_s / max_backoff_s: exponential backoff base and cap.
+        sleep: injectable sleep (tests pass a no-op).
+    """
+
+    def __init__(
+        self,
+        api_key: str,
+        *,
+        base_url: str | None = None,
+        models: Mapping[str, str] | None = None,
+        timeout_s: float = 60,
+        max_retries: int = 3,
+        backoff_s: float = 1.0,
+        max_backoff_s: float = 20.0,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        if not api_key:
+            raise ConfigError("ANTHROPIC_API_KEY is empty")
+        self.models = {**DEFAULT_MODELS, **(models or {})}
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self._sleep = sleep
+        self._client = anthropic.AsyncAnthropic(
+            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0,
+        )
+        self.last_usage: Usage = Usage()
+        self.usage_by_role: dict[str, Usage] = {}
+
+    def __repr__(self) -> str:
+        return f"AnthropicModel(models={self.models!r})"
+
+    @property
+    def name(self) -> str:
+        return self.models["reply"]
+
+    def model_for(self, role: str) -> str:
+        return self.models.get(role) or self.models["reply"]
+
+    async def __aenter__(self) -> AnthropicModel:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    # -- request shaping ---------------------------------------------------------------------
+
+    @staticmethod
+    def system_blocks(system: Sequence[str], cache_upto: int) -> list[dict[str, Any]]:
+        """Text blocks, the breakpoint on the last non-empty stable block; empty blocks skipped."""
+        blocks: list[dict[str, Any]] = []
+        breakpoint_at = -1
+        for i, text in enumerate(system):
+            if not text:
+                continue
+            blocks.append({"type": "text", "text": text})
+            if i < cache_upto:
+                breakpoint_at = len(blocks) - 1
+        if breakpoint_at >= 0:
+            blocks[breakpoint_at]["cache_control"] = {"type": "ephemeral"}
+        return blocks
+
+    def _params(
+        self, system: Sequence[str], messages: Sequence[Message], cache_upto: int, max_tokens: int, role: str
+    ) -> dict[str, Any]:
+        return {
+            "model": self.model_for(role),
+            "max_tokens": max_tokens,
+            "system": self.system_blocks(system, cache_upto),
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+        }
+
+    def _record(self, role: str, usage: Usage) -> None:
+        self.last_usage = usage
+        self.usage_by_role[role] = _add(self.usage_by_role.get(role, Usage()), usage)
+
+    async def _backoff(self, attempt: int, err: _Retryable) -> None:
+        delay = min(self.max_backoff_s, self.backoff_s * (2**attempt))
+        if err.retry_after is not None:
+            delay = min(self.max_backoff_s, max(delay, err.retry_after))
+        _log.warning("anthropic %s; retry %d/%d in %.2fs", err, attempt + 1, self.max_retries, delay)
+        await self._sleep(delay)
+
+    # -- LanguageModel -----------------------------------------------------------------------
+
+    async def complete(
+        self,
+        *,
+        system: Sequence[str],
+        messages: Sequence[Message],
+        cache_upto: int = 0,
+        max_tokens: int = 800,
+        role: str = "reply",
+    ) -> Completion:
+        params = self._params(system, messages, cache_upto, max_tokens, role)
+        last = "no attempt"
+        for attempt in range(self.max_retries + 1):
+            try:
+                msg = await self._client.messages.create(**params)
+            except anthropic.AnthropicError as exc:
+                err = _classify(exc)
+                if not isinstance(err, _Retryable):
+                    raise err from exc
+                last = str(err)
+                if attempt == self.max_retries:
+                    raise ModelUnavailable(f"anthropic unavailable after {attempt + 1} attempts: {last}") from exc
+                await self._backoff(attempt, err)
+                continue
+            text = "".join(getattr(b, "text", "") for b in msg.content if getattr(b, "type", "") == "text")
+            usage = _usage(msg.usage)
+            self._record(role, usage)
+            return Completion(text=text, model=msg.model, usage=usage, stop_reason=msg.stop_reason or "")
+        raise ModelUnavailable(f"anthropic unavailable: {last}")
+
+    async def stream(
+        self,
+        *,
+        system: Sequence[str],
+        messages: Sequence[Message],
+        cache_upto: int = 0,
+        max_tokens: int = 800,
+        role: str = "reply",
+    ) -> AsyncIterator[str]:
+        """Yield text deltas; retries only before the first delta (a half answer is not resent)."""
+        params = self._params(system, messages, cache_upto, max_tokens, role)
+        for attempt in range(self.max_retries + 1):
+            yielded = False
+            try:
+                async with self._client.messages.stream(**params) as s:
+                    async for text in s.text_stream:
+                        yielded = True
+                        yield text
+                    final = await s.get_final_message()
+                self._record(role, _usage(final.usage))
+                return
+            except anthropic.AnthropicError as exc:
+                err = _classify(exc)
+                if not isinstance(err, _Retryable):
+                    raise err from exc
+                if yielded or attempt == self.max_retries:
+                    raise ModelUnavailable(f"anthropic stream failed: {err}") from exc
+                await self._backoff(attempt, err)

@@ -1,0 +1,121 @@
+"""A local mock of Slack's Web API (aiohttp.web on 127.0.0.1), as slack-bolt's own tests use.
+
+``AsyncWebClient(token=..., base_url=server.api_url)`` sends every Web API call here; slash
+command ``response_url``s and file downloads point here too. Calls are recorded with their parsed
+arguments; ``usergroups`` sets what ``usergroups.list`` returns (``None`` → an error response).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+from aiohttp import web
+
+BOT_USER = "UBOT0001"
+SIGNING_SECRET = "test-signing-secret"
+
+
+@dataclass
+class SlackCall:
+    path: str
+    args: dict[str, Any]
+    headers: dict[str, str]
+    t: float
+
+
+@dataclass
+class MockSlackApi:
+    calls: list[SlackCall] = field(default_factory=list)
+    usergroups: list[dict[str, Any]] | None = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)
+    url: str = ""
+    _runner: web.AppRunner | None = None
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.url}/api/"
+
+    def find(self, path_part: str) -> list[SlackCall]:
+        return [c for c in self.calls if path_part in c.path]
+
+    async def wait_for(self, path_part: str, n: int = 1, timeout: float = 5.0) -> list[SlackCall]:
+        for _ in range(int(timeout / 0.02)):
+            found = self.find(path_part)
+            if len(found) >= n:
+                return found
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"no {path_part} after {timeout}s; calls: {[c.path for c in self.calls]}")
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        ctype = request.headers.get("Content-Type", "")
+        args: dict[str, Any] = {}
+        if raw and "json" in ctype:
+            args = json.loads(raw)
+        elif raw:
+            args = dict(parse_qsl(raw.decode()))
+        args.update(request.query)
+        self.calls.append(SlackCall(request.path, args, dict(request.headers), asyncio.get_running_loop().time()))
+        path = request.path
+        if path.startswith("/files/"):
+            if request.headers.get("Authorization") != "Bearer xoxb-test":
+                return web.Response(status=403)
+            return web.Response(body=self.files.get(path.rsplit("/", 1)[-1], b""))
+        if path.startswith("/respond/"):
+            return web.Response(text="ok")
+        method = path.removeprefix("/api/")
+        if method == "auth.test":
+            return web.json_response({"ok": True, "url": "https://test.slack.com/", "team": "T", "user": "liminalis",
+                                      "team_id": "T0001", "user_id": BOT_USER, "bot_id": "B0001"})
+        if method == "usergroups.list":
+            if self.usergroups is None:
+                return web.json_response({"ok": False, "error": "missing_scope"})
+            return web.json_response({"ok": True, "usergroups": self.usergroups})
+        if method in {"chat.postMessage", "chat.postEphemeral"}:
+            return web.json_response({"ok": True, "channel": args.get("channel"), "ts": f"{time.time():.6f}"})
+        return web.json_response({"ok": False, "error": "unknown_method"})
+
+    async def start(self) -> str:
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+        return self.url
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+
+def signed_headers(body: str, *, content_type: str, secret: str = SIGNING_SECRET) -> dict[str, list[str]]:
+    """Headers of a request signed the way Slack signs them (v0 HMAC-SHA256 over ts and body)."""
+    ts = str(int(time.time()))
+    sig = "v0=" + hmac.new(secret.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
+    return {"content-type": [content_type], "x-slack-signature": [sig], "x-slack-request-timestamp": [ts]}
+
+
+def command_body(command: str, text: str, *, user_id: str, channel_id: str = "C0TABLE", response_url: str) -> str:
+    return urlencode({
+        "token": "verification", "team_id": "T0001", "team_domain": "test", "channel_id": channel_id,
+        "channel_name": "directmessage" if channel_id.startswith("D") else "table", "user_id": user_id,
+        "user_name": user_id.lower(), "command": command, "text": text, "api_app_id": "A0001",
+        "response_url": response_url, "trigger_id": "1.2.3",
+    })
+
+
+def event_body(event: dict[str, Any]) -> str:
+    return json.dumps({
+        "token": "verification", "team_id": "T0001", "api_app_id": "A0001", "event": event,
+        "type": "event_callback", "event_id": f"Ev{time.time_ns()}", "event_time": int(time.time()),
+        "authorizations": [{"enterprise_id": None, "team_id": "T0001", "user_id": BOT_USER, "is_bot": True}],
+    })

@@ -1,0 +1,178 @@
+"""Responder end to end on the sample campaign (hash embedder, in-memory vectors)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from conftest import ROOT, SAMPLE, close_engine, make_engine
+
+from liminalis.answer import Responder
+from liminalis.context.budget import CLIP_MARKER
+from liminalis.testing import FrozenClock, ScriptedModel
+
+QUESTIONS = json.loads((ROOT / "tests" / "data" / "emberfall_questions.json").read_text())
+CANARIES = [c.lower() for c in QUESTIONS["gm_canaries"]]
+PLAYERS = frozenset({"players"})
+GM = frozenset({"gm"})
+
+
+@pytest.fixture
+async def engine(tmp_path):
+    shutil.copytree(SAMPLE, tmp_path / "campaigns" / "emberfall")
+    eng = await make_engine(tmp_path, milvus=False)
+    await eng.ingest("emberfall")
+    yield eng
+    await close_engine(eng)
+
+
+class CountingRetrieve:
+    """Counts engine.retrieve calls (the follow-up path must skip retrieval)."""
+
+    def __init__(self, engine):
+        self.inner = engine.retrieve
+        self.calls = 0
+        engine.retrieve = self
+
+    async def __call__(self, *a, **kw):
+        self.calls += 1
+        return await self.inner(*a, **kw)
+
+
+def request_text(req) -> str:
+    return "\n".join([*req["system"], *(m.content for m in req["messages"])]).lower()
+
+
+async def test_offline_answer_quotes_and_cites_sources(engine):
+    answer = await Responder(engine).respond(
+        "emberfall", "How many times did the Drowned Bell ring on the ice before the ice broke?", PLAYERS,
+    )
+    assert "thirteen times" in answer.text.lower()
+    assert answer.text.startswith("Here is what the campaign's documents say (quoted")
+    assert "lore/the-long-winter-chronicle" in [s.doc_id for s in answer.sources]
+    for s in answer.sources:
+        assert f"— *{s.label()}*" in answer.text
+    assert answer.model == "offline" and answer.lens == PLAYERS
+
+
+async def test_model_answer_cites_titles_from_the_material(engine):
+    model = ScriptedModel(replies=["Vessa paid her fine [The Ashen Watch — Reputation]."])
+    answer = await Responder(engine, model=model).respond(
+        "emberfall", "Who paid her fine after the Watch arrested her for climbing a chapel?", PLAYERS,
+    )
+    assert [s.doc_id for s in answer.sources] == ["factions/ashen-watch"]
+    system = model.requests[0]["system"]
+    assert "answer only from the campaign material" in system[0].lower()
+    assert "say so plainly" in system[0]
+
+
+async def test_players_chat_prompt_never_holds_gm_text(engine):
+    chat = "discord:7"
+    gm_responder = Responder(engine)  # offline: quotes GM documents into its answer and memory
+    gm_answers = [await gm_responder.respond("emberfall", q["question"], GM, chat=chat)
+                  for q in QUESTIONS["gm_secret_questions"]]
+    gm_seen = "\n".join(a.text for a in gm_answers).lower() + gm_responder.last_prompt.text().lower()
+    assert any(c in gm_seen for c in CANARIES)  # the GM side really did hold secrets
+
+    model = ScriptedModel()
+    players = Responder(engine, model=model)
+    for q in QUESTIONS["gm_secret_questions"]:
+        await players.respond("emberfall", q["question"], PLAYERS, chat=chat)
+    await players.respond("emberfall", "and what is she hiding?", PLAYERS, chat=chat)  # follow-up path
+    await players.respond("emberfall", "Tell me about @secrets/true-heir and the Saltborn Compact", PLAYERS,
+                          chat=chat, forced=["gm/secrets.md", "secrets/true-heir"])
+    assert len(model.requests) == 5
+    for req in model.requests:
+        text = request_text(req)
+        leaked = [c for c in CANARIES if c in text]
+        assert leaked == [], leaked
+    assert len(model.requests[-1]["messages"]) > 1  # players memory is in use, just not the GM's
+
+
+async def test_follow_up_reuses_loaded_material_without_retrieving(engine):
+    counter = CountingRetrieve(engine)
+    responder = Responder(engine, clock=FrozenClock())
+    await responder.respond("emberfall", "Whose body did the party find floating below the river stairs in the "
+                            "first session?", PLAYERS, chat="slack:C1")
+    assert counter.calls == 1
+    first_docs = [d.doc_id for d in responder.last_prompt.documents]
+    answer = await responder.respond("emberfall", "and what word did he say?", PLAYERS, chat="slack:C1")
+    assert counter.calls == 1
+    assert any("follow-up" in n for n in answer.notes)
+    assert [d.doc_id for d in responder.last_prompt.documents] == first_docs
+    assert "vigil" in answer.text.lower()
+    await responder.respond("emberfall", "Who is the Lantern Queen?", PLAYERS, chat="slack:C1")
+    assert counter.calls == 2  # a new subject retrieves again
+
+
+async def test_follow_up_expires_and_does_not_cross_chats(engine):
+    clock = FrozenClock()
+    counter = CountingRetrieve(engine)
+    responder = Responder(engine, clock=clock)
+    await responder.respond("emberfall", "Who paid her fine after the Watch arrested her?", PLAYERS, chat="a")
+    await responder.respond("emberfall", "and what did she do next?", PLAYERS, chat="b")  # other chat: nothing loaded
+    assert counter.calls == 2
+    clock.advance(hours=2)
+    await responder.respond("emberfall", "and what did she do next?", PLAYERS, chat="a")  # stale
+    assert counter.calls == 3
+
+
+FOLLOW_UPS = [
+    ("Whose body did the party find floating below the river stairs in the first session?",
+     "and what word did he say?", "vigil"),
+    ("Whose body did the party find floating below the river stairs in the first session?",
+     "who took his body away?", "osric dunmore"),
+    ("Who paid her fine after the Watch arrested her for climbing a chapel?",
+     "what job had she taken?", "courier job"),
+]
+
+
+async def test_measure_when_reuse_helps(engine):
+    """Reuse vs fresh retrieval of the bare follow-up: does the answer reach the prompt?"""
+    reuse_hits = fresh_hits = 0
+    for i, (first, follow, answer) in enumerate(FOLLOW_UPS):
+        responder = Responder(engine, clock=FrozenClock())
+        await responder.respond("emberfall", first, PLAYERS, chat=f"m:{i}")
+        await responder.respond("emberfall", follow, PLAYERS, chat=f"m:{i}")
+        reuse_hits += answer in responder.last_prompt.text().lower()
+        await responder.respond("emberfall", follow, PLAYERS)  # no chat: retrieve from the bare follow-up
+        fresh_hits += answer in responder.last_prompt.text().lower()
+    print(f"\nfollow-up detail recall: reuse {reuse_hits}/{len(FOLLOW_UPS)}, fresh {fresh_hits}/{len(FOLLOW_UPS)}")
+    assert reuse_hits == len(FOLLOW_UPS)
+    assert reuse_hits > fresh_hits
+
+
+async def test_memory_survives_a_restart(tmp_path):
+    shutil.copytree(SAMPLE, tmp_path / "campaigns" / "emberfall")
+    eng = await make_engine(tmp_path, milvus=False)
+    await eng.ingest("emberfall")
+    await Responder(eng).respond("emberfall", "Who is Vessa Coldwater?", PLAYERS, chat="discord:9")
+    await close_engine(eng)
+
+    eng = await make_engine(tmp_path, milvus=False)  # same data directory, fresh process state
+    try:
+        await eng.ingest("emberfall")
+        model = ScriptedModel()
+        await Responder(eng, model=model).respond("emberfall", "Who runs the Copper Kettle?", PLAYERS, chat="discord:9")
+        messages = model.requests[0]["messages"]
+        assert [m.role for m in messages] == ["user", "assistant", "user"]
+        assert messages[0].content == "Who is Vessa Coldwater?"
+    finally:
+        await close_engine(eng)
+
+
+async def test_small_budget_clips_keeps_pins_and_says_so(engine):
+    await engine.add_pin("emberfall", "The Long Winter Chronicle", PLAYERS)
+    responder = Responder(engine, budget_tokens=600)
+    answer = await responder.respond("emberfall", "Which apprentice went down into the river with the Drowned Bell?",
+                                     PLAYERS, chat="x")
+    prompt = responder.last_prompt
+    assert [d.doc_id for d in prompt.stable_documents] == ["lore/the-long-winter-chronicle"]
+    assert prompt.fitted is not None and prompt.fitted.over_budget
+    assert any("below the floors" in n for n in answer.notes)
+    assert prompt.fitted.dropped and any(CLIP_MARKER.search(d.text) for d in prompt.documents)
+    # The standing document is capped head-first, never query-clipped: identical on the next turn.
+    stable = prompt.stable
+    await responder.respond("emberfall", "Who carried the Vigil Key out of Emberfall?", PLAYERS, chat="x")
+    assert responder.last_prompt.stable == stable

@@ -1,0 +1,136 @@
+"""AnthropicModel through the real ``anthropic`` client against a local Messages API server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from conftest import SAMPLE, close_engine, make_engine
+from fakes.anthropic_server import FakeAnthropic
+
+from liminalis.adapters.anthropic import AnthropicModel
+from liminalis.answer import Responder
+from liminalis.errors import ConfigError, ModelUnavailable
+from liminalis.ports import Message
+
+
+class Sleeps:
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+
+
+def model(fake: FakeAnthropic, **kw) -> AnthropicModel:
+    kw.setdefault("sleep", Sleeps())
+    return AnthropicModel("sk-test-key", base_url=fake.url, models={"reply": "claude-test-reply",
+                                                                     "summarize": "claude-test-small"}, **kw)
+
+
+async def test_request_shape_usage_and_role_models():
+    async with FakeAnthropic(reply="Thirteen times [The Long Winter].") as fake:
+        async with model(fake) as m:
+            done = await m.complete(system=["rules", "standing docs", "recalled"], messages=[Message("user", "q?")],
+                                    cache_upto=2)
+            await m.complete(system=["s"], messages=[Message("user", "sum")], role="summarize")
+    assert done.text == "Thirteen times [The Long Winter]." and done.model == "claude-test-reply"
+    body = fake.requests[0]["body"]
+    assert [b.get("cache_control") for b in body["system"]] == [None, {"type": "ephemeral"}, None]
+    assert body["messages"] == [{"role": "user", "content": "q?"}]
+    assert fake.requests[0]["headers"]["Authorization"] == "Bearer sk-test-key"
+    assert fake.requests[1]["body"]["model"] == "claude-test-small"
+    assert done.usage.cache_creation_input_tokens > 0 and done.usage.cache_read_input_tokens == 0
+    assert set(m.usage_by_role) == {"reply", "summarize"}
+    assert "sk-test-key" not in repr(m)
+
+
+async def test_overloaded_then_ok_is_retried_with_backoff():
+    async with FakeAnthropic() as fake:
+        fake.script = [529, 429]
+        sleeps = Sleeps()
+        async with model(fake, sleep=sleeps, backoff_s=0.01) as m:
+            done = await m.complete(system=["s"], messages=[Message("user", "q")])
+    assert done.text == fake.reply
+    assert len(fake.requests) == 3
+    assert sleeps.delays == [0.01, 0.02]
+
+
+async def test_persistent_overload_gives_the_user_safe_message():
+    async with FakeAnthropic() as fake:
+        fake.script = [529, 529, 529]
+        async with model(fake, max_retries=2) as m:
+            with pytest.raises(ModelUnavailable) as info:
+                await m.complete(system=["s"], messages=[Message("user", "q")])
+    assert len(fake.requests) == 3
+    assert info.value.user_message == ModelUnavailable.default_user_message
+    assert isinstance(info.value.__cause__, Exception)  # translated at the boundary, cause kept
+
+
+async def test_timeout_gives_the_user_safe_message():
+    async with FakeAnthropic() as fake:
+        fake.script = ["hang", "hang"]
+        async with model(fake, timeout_s=0.3, max_retries=1) as m:
+            with pytest.raises(ModelUnavailable) as info:
+                await m.complete(system=["s"], messages=[Message("user", "q")])
+    assert len(fake.requests) == 2
+    assert "busy or unreachable" in info.value.user_message
+    assert "timed out" in str(info.value)
+
+
+async def test_bad_key_is_a_config_error_not_retried():
+    async with FakeAnthropic() as fake:
+        fake.script = [401]
+        async with model(fake) as m:
+            with pytest.raises(ConfigError):
+                await m.complete(system=["s"], messages=[Message("user", "q")])
+    assert len(fake.requests) == 1
+
+
+async def test_stream_yields_text_and_records_cache_read():
+    async with FakeAnthropic(reply="The bell rang thirteen times on the ice.") as fake:
+        fake.script = [529]
+        async with model(fake) as m:
+            for _ in range(2):
+                parts = [t async for t in m.stream(system=["rules", "docs", "vol"], messages=[Message("user", "q")],
+                                                   cache_upto=2)]
+                assert "".join(parts) == fake.reply and len(parts) > 1
+    assert fake.requests[-1]["body"]["stream"] is True
+    assert len(fake.requests) == 3  # the 529 was retried before any text
+    assert m.last_usage.cache_read_input_tokens > 0
+
+
+@pytest.fixture
+async def pinned_engine(tmp_path):
+    root = tmp_path / "campaigns" / "emberfall"
+    shutil.copytree(SAMPLE, root)
+    engine = await make_engine(tmp_path, milvus=False)
+    await engine.ingest("emberfall")
+    await engine.add_pin("emberfall", "The Drowned Bell", frozenset({"players"}))
+    yield engine
+    await close_engine(engine)
+
+
+async def test_two_turns_send_an_identical_stable_prefix_and_read_the_cache(pinned_engine):
+    async with FakeAnthropic() as fake:
+        async with model(fake) as m:
+            responder = Responder(pinned_engine, model=m)
+            first = await responder.respond("emberfall", "Who paid her fine after the Watch arrested her?",
+                                            frozenset({"players"}), chat="discord:42")
+            second = await responder.respond("emberfall", "What did Tobin hear when he touched the crown of the bell?",
+                                             frozenset({"players"}), chat="discord:42")
+    b1, b2 = (r["body"] for r in fake.requests)
+
+    def stable(body):
+        i = next(i for i, b in enumerate(body["system"]) if b.get("cache_control"))
+        return i, json.dumps(body["system"][: i + 1], ensure_ascii=False)
+
+    assert stable(b1) == stable(b2)
+    assert stable(b1)[0] == 1  # instructions, then the standing documents carry the breakpoint
+    assert "The Drowned Bell" in stable(b1)[1]
+    assert b1["system"][2] != b2["system"][2]  # the volatile half moved
+    assert len(b2["messages"]) == 3 and b2["messages"][0]["content"].startswith("Who paid her fine")
+    assert first.usage.cache_creation_input_tokens > 0 and first.usage.cache_read_input_tokens == 0
+    assert second.usage.cache_read_input_tokens > 0 and second.usage.cache_creation_input_tokens == 0
+    assert second.model == "claude-test-reply"

@@ -1,0 +1,186 @@
+"""Recap scheduling with a frozen clock: once per slot, survives restart, never double-posts."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from bot.scheduler import RecapScheduler, latest_slot, parse_cron, parse_target
+from bot.service import BotService, IncomingMessage, Reply
+from conftest import close_engine, make_engine
+from fakes.tiny_campaign import CANARY, make_tiny_campaign
+from liminalis.errors import InvalidInput
+from liminalis.testing import FrozenClock
+
+FRIDAY_18 = dt.datetime(2026, 1, 2, 18, 0, 30, tzinfo=dt.UTC)
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.posts: list[tuple[str, Reply]] = []
+
+    async def __call__(self, channel_id: str, reply: Reply) -> None:
+        self.posts.append((channel_id, reply))
+
+
+@pytest.fixture
+async def setup(tmp_path):
+    root = make_tiny_campaign(tmp_path / "campaigns")
+    toml = (root / "campaign.toml").read_text().replace('cron = ""', 'cron = "0 18 * * 5"').replace(
+        'channel = ""', 'channel = "discord:4242"')
+    (root / "campaign.toml").write_text(toml)
+    engine = await make_engine(tmp_path, milvus=False)
+    await engine.ingest("greyhold")
+    yield tmp_path, engine
+    await close_engine(engine)
+
+
+def scheduler(engine, clock, rec, **kw) -> RecapScheduler:
+    return RecapScheduler(BotService(engine), posters={"discord": rec}, clock=clock, tick_seconds=0, **kw)
+
+
+async def test_fires_once_per_slot_from_campaign_config(setup):
+    _, engine = setup
+    clock = FrozenClock(FRIDAY_18 - dt.timedelta(hours=1))
+    rec = Recorder()
+    s = scheduler(engine, clock, rec)
+    assert await s.run_due() == []  # before the slot
+    clock.set(FRIDAY_18)
+    assert await s.run_due() == [("greyhold", "2026-01-02T18:00Z")]
+    assert await s.run_due() == []  # same slot again
+    clock.advance(minutes=30)
+    assert await s.run_due() == []
+    clock.advance(days=7)
+    assert [p for _, p in await s.run_due()] == ["2026-01-09T18:00Z"]
+    assert [c for c, _ in rec.posts] == ["4242", "4242"]
+    reply = rec.posts[0][1]
+    assert reply.title == "Previously on Greyhold" and "Greyhold keep" in reply.text
+    assert CANARY not in reply.text
+
+
+async def test_restart_neither_loses_nor_double_posts(setup):
+    tmp_path, engine = setup
+    clock = FrozenClock(FRIDAY_18)
+    rec = Recorder()
+    await scheduler(engine, clock, rec).run_due()
+    # restart: a new engine and scheduler on the same database file
+    engine2 = await make_engine(tmp_path, milvus=False)
+    try:
+        s2 = scheduler(engine2, clock, rec)
+        await s2.start()  # start-up catch-up must not repost the slot
+        await s2.close()
+        assert len(rec.posts) == 1
+        # down over the next slot; back up two hours later: the missed slot is posted once
+        clock.set(FRIDAY_18 + dt.timedelta(days=7, hours=2))
+        s3 = scheduler(engine2, clock, rec)
+        await s3.start()
+        assert "recap:greyhold" in s3.jobs()
+        await s3.close()
+        assert len(rec.posts) == 2
+        s4 = scheduler(engine2, clock, rec)
+        await s4.start()
+        await s4.close()
+        assert len(rec.posts) == 2
+        # a slot older than the grace window is skipped, not posted days late
+        clock.set(FRIDAY_18 + dt.timedelta(days=15))
+        assert await scheduler(engine2, clock, rec).run_due() == []
+    finally:
+        await close_engine(engine2)
+
+
+async def test_platform_off_waits_without_claiming(setup):
+    _, engine = setup
+    clock = FrozenClock(FRIDAY_18)
+    rec = Recorder()
+    s = RecapScheduler(BotService(engine), posters={}, clock=clock, tick_seconds=0)
+    assert await s.run_due() == []
+    s.posters["discord"] = rec
+    assert len(await s.run_due()) == 1
+
+
+async def test_failed_post_is_not_retried(setup):
+    _, engine = setup
+    clock = FrozenClock(FRIDAY_18)
+    calls = 0
+
+    async def broken(channel_id: str, reply: Reply) -> None:
+        nonlocal calls
+        calls += 1
+        raise RuntimeError("network down mid-send")
+
+    s = RecapScheduler(BotService(engine), posters={"discord": broken}, clock=clock, tick_seconds=0)
+    assert await s.run_due() == [] and await s.run_due() == []
+    assert calls == 1
+
+
+async def test_recap_schedule_command_persists_and_is_gm_only(setup):
+    tmp_path, engine = setup
+    clock = FrozenClock(dt.datetime(2026, 1, 5, 9, 0, tzinfo=dt.UTC))  # a Monday
+    rec = Recorder()
+    service = BotService(engine)
+    s = RecapScheduler(service, posters={"slack": rec}, clock=clock, tick_seconds=0)
+    service.scheduler = s
+    await service.directory.link("slack", "C9", "greyhold")
+    player = IncomingMessage(platform="slack", channel_id="C9", user_id="UPLAYER", text="/recap schedule 0 9 * * 1")
+    gm = IncomingMessage(platform="slack", channel_id="C9", user_id="UGM00001", text="/recap schedule 0 9 * * 1")
+    assert "Only a GM" in (await service.handle(player)).text
+    bad = await service.handle(IncomingMessage(platform="slack", channel_id="C9", user_id="UGM00001",
+                                               text="/recap schedule every tuesday"))
+    assert bad.error and "cron" in bad.text
+    ok = await service.handle(gm)
+    assert not ok.error and ok.ephemeral and "next Mon 12 Jan 09:00" in ok.text
+    # setting a schedule does not immediately post the slot that just passed (09:00 today)
+    assert await s.run_due() == []
+    clock.advance(days=7)
+    assert await s.run_due() == [("greyhold", "2026-01-12T09:00Z")]
+    assert rec.posts[0][0] == "C9"
+    # a restarted scheduler reads the persisted schedule, which overrides campaign.toml
+    s2 = RecapScheduler(BotService(engine), posters={"slack": rec}, clock=clock, tick_seconds=0)
+    (sched,) = await s2.schedules()
+    assert (sched.cron, sched.platform, sched.channel_id, sched.source) == ("0 9 * * 1", "slack", "C9", "db")
+    off = await service.handle(IncomingMessage(platform="slack", channel_id="C9", user_id="UGM00001", text="/recap schedule off"))
+    assert "removed" in off.text
+    assert (await s2.schedules())[0].source == "config"
+
+
+async def test_tick_ingests_pending_files_and_survives_a_failing_task(setup):
+    tmp_path, engine = setup
+    ran = []
+
+    async def broken() -> None:
+        raise RuntimeError("analysis pass failed")
+
+    async def after() -> None:
+        ran.append(True)
+
+    s = RecapScheduler(BotService(engine), clock=FrozenClock(), tick_seconds=0, tick_tasks=[broken, after])
+    (tmp_path / "campaigns" / "greyhold" / "tower.md").write_text("# The River Tower\n\nA tall tower of black stone.\n")
+    await s.tick()
+    assert ran == [True]
+    titles = [t for _, t in await engine.titles("greyhold", frozenset({"players"}), "tower")]
+    assert "The River Tower" in titles
+
+
+async def test_start_arms_jobs_with_cron_trigger(setup):
+    _, engine = setup
+    s = RecapScheduler(BotService(engine), posters={"discord": Recorder()}, clock=FrozenClock(FRIDAY_18), tick_seconds=60)
+    await s.start()
+    try:
+        assert set(s.jobs()) == {"recap:greyhold", "tick"}
+        job = s._aps.get_job("recap:greyhold")
+        assert str(job.trigger.fields[4]) == "fri" or "5" in str(job.trigger)
+    finally:
+        await s.close()
+
+
+def test_helpers():
+    trig = parse_cron("0 18 * * 5")
+    assert latest_slot(trig, FRIDAY_18, dt.timedelta(hours=1)) == FRIDAY_18.replace(second=0)
+    assert latest_slot(trig, FRIDAY_18 - dt.timedelta(minutes=1), dt.timedelta(hours=1)) is None
+    with pytest.raises(InvalidInput):
+        parse_cron("61 * * * *")
+    with pytest.raises(InvalidInput):
+        parse_cron("* * *")
+    assert parse_target("slack:C1") == ("slack", "C1")
+    assert parse_target("C1") is None and parse_target("irc:x") is None

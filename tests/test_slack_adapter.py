@@ -1,0 +1,207 @@
+"""Slack adapter through slack-bolt's ``AsyncApp.async_dispatch`` with signed requests and a
+local mock Web API (``AsyncWebClient(base_url=...)``), as slack-bolt's own test suite does."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.service import BotService, Reply
+from bot.slack_adapter import ChannelRateLimiter, SlackAdapter, render_blocks
+from conftest import close_engine, make_engine
+from fakes.slack_api import BOT_USER, SIGNING_SECRET, MockSlackApi, command_body, event_body, signed_headers
+from fakes.tiny_campaign import CANARY, SLACK_GM, SLACK_GM_GROUP, make_tiny_campaign
+from liminalis.answer import Responder, Source
+
+PLAYER = "UPLAYER01"
+CHANNEL = "C0TABLE"
+
+
+class GatedResponder(Responder):
+    """The real responder, held at a gate so a test can see what happened before the work."""
+
+    def __init__(self, engine) -> None:
+        super().__init__(engine)
+        self.started = asyncio.Event()
+        self.gate = asyncio.Event()
+        self.gate.set()
+
+    async def respond(self, *args, **kw):
+        self.started.set()
+        await self.gate.wait()
+        return await super().respond(*args, **kw)
+
+
+@pytest.fixture
+async def env(tmp_path):
+    api = MockSlackApi()
+    await api.start()
+    make_tiny_campaign(tmp_path / "campaigns")
+    engine = await make_engine(tmp_path, milvus=False)
+    await engine.ingest("greyhold")
+    responder = GatedResponder(engine)
+    service = BotService(engine, responder=responder)
+    await service.directory.link("slack", CHANNEL, "greyhold")
+    client = AsyncWebClient(token="xoxb-test", base_url=api.api_url)
+    adapter = SlackAdapter(service, client=client, signing_secret=SIGNING_SECRET,
+                           limiter=ChannelRateLimiter(interval=0.0))
+    yield api, adapter, responder
+    await close_engine(engine)
+    await api.close()
+
+
+async def command(adapter: SlackAdapter, api: MockSlackApi, name: str, text: str, *, user: str, channel: str = CHANNEL):
+    body = command_body(name, text, user_id=user, channel_id=channel, response_url=f"{api.url}/respond/{name[1:]}")
+    req = AsyncBoltRequest(body=body, headers=signed_headers(body, content_type="application/x-www-form-urlencoded"))
+    return await adapter.app.async_dispatch(req)
+
+
+async def event(adapter: SlackAdapter, ev: dict):
+    body = event_body(ev)
+    req = AsyncBoltRequest(body=body, headers=signed_headers(body, content_type="application/json"))
+    return await adapter.app.async_dispatch(req)
+
+
+def dump(call) -> str:
+    return json.dumps(call.args, ensure_ascii=False)
+
+
+async def test_unsigned_request_is_rejected(env):
+    api, adapter, _ = env
+    body = command_body("/ask", "baron", user_id=PLAYER, response_url=f"{api.url}/respond/x")
+    headers = signed_headers(body, content_type="application/x-www-form-urlencoded", secret="wrong")
+    resp = await adapter.app.async_dispatch(AsyncBoltRequest(body=body, headers=headers))
+    assert resp.status == 401
+    await asyncio.sleep(0.1)
+    assert not api.find("/respond/")
+
+
+async def test_ack_before_work_then_player_answer_in_channel(env):
+    api, adapter, responder = env
+    responder.gate.clear()
+    resp = await command(adapter, api, "/ask", "What is the truth about the baron?", user=PLAYER)
+    assert resp.status == 200  # acknowledged while the answer is still held at the gate
+    await asyncio.wait_for(responder.started.wait(), 5)
+    assert not api.find("/respond/")
+    responder.gate.set()
+    posted = await api.wait_for("/respond/ask")
+    assert posted[0].args["response_type"] == "in_channel"
+    text = dump(posted[0])
+    assert "baron" in text.lower() and CANARY not in text
+
+
+async def test_gm_by_user_id_gets_ephemeral_secret(env):
+    api, adapter, _ = env
+    await command(adapter, api, "/ask", "What is the truth about the baron?", user=SLACK_GM)
+    posted = await api.wait_for("/respond/ask")
+    assert posted[0].args["response_type"] == "ephemeral"
+    assert CANARY in dump(posted[0])
+
+
+async def test_gm_by_usergroup_and_failed_lookup_falls_back_to_players(env):
+    api, adapter, _ = env
+    api.usergroups = [{"id": SLACK_GM_GROUP, "handle": "gms", "users": ["UGROUPGM1"]}]
+    await command(adapter, api, "/lens", "", user="UGROUPGM1")
+    assert "GM view" in dump((await api.wait_for("/respond/lens"))[0])
+    adapter._groups = (float("-inf"), None)
+    api.usergroups = None  # usergroups.list fails (missing scope)
+    await command(adapter, api, "/lens", "", user="UGROUPGM1")
+    second = (await api.wait_for("/respond/lens", 2))[1]
+    assert "GM view" not in dump(second) and "players" in dump(second)
+
+
+async def test_personal_lens_by_user_list(env):
+    api, adapter, _ = env
+    await command(adapter, api, "/lens", "", user="UMIREL01")
+    assert "mirel" in dump((await api.wait_for("/respond/lens"))[0])
+
+
+async def test_dm_gm_gets_players(env):
+    api, adapter, _ = env
+    service = adapter.service
+    await service.directory.link("slack", "D0DM", "greyhold")
+    await command(adapter, api, "/lens", "", user=SLACK_GM, channel="D0DM")
+    assert "GM view" not in dump((await api.wait_for("/respond/lens"))[0])
+
+
+async def test_gm_only_commands_refused_for_players(env):
+    api, adapter, _ = env
+    service = adapter.service
+    await command(adapter, api, "/explain", "baron", user=PLAYER)
+    await command(adapter, api, "/pin", "add Baron Aldric", user=PLAYER)
+    await command(adapter, api, "/upload", "", user=PLAYER)
+    posted = await api.wait_for("/respond/", 3)
+    assert all("Only a GM" in dump(p) and p.args["response_type"] == "ephemeral" for p in posted)
+    assert await service.engine.pins("greyhold") == []
+
+
+async def test_mention_replies_in_thread_and_gm_mention_is_ephemeral(env):
+    api, adapter, _ = env
+    await event(adapter, {"type": "app_mention", "user": PLAYER, "text": f"<@{BOT_USER}> what about the baron?",
+                          "channel": CHANNEL, "ts": "100.1", "thread_ts": "99.0", "event_ts": "100.1"})
+    post = (await api.wait_for("chat.postMessage"))[0]
+    assert post.args["thread_ts"] == "99.0" and post.args["channel"] == CHANNEL
+    assert CANARY not in dump(post)
+    await event(adapter, {"type": "app_mention", "user": SLACK_GM, "text": f"<@{BOT_USER}> what is the truth about the baron?",
+                          "channel": CHANNEL, "ts": "101.1", "event_ts": "101.1"})
+    eph = (await api.wait_for("chat.postEphemeral"))[0]
+    assert eph.args["user"] == SLACK_GM and eph.args["thread_ts"] == "101.1"
+    assert CANARY in dump(eph)
+    assert len(api.find("chat.postMessage")) == 1  # the GM answer never went to the channel
+
+
+async def test_gm_upload_by_mention_with_file(env):
+    api, adapter, _ = env
+    api.files["notes.md"] = b"# Session 2\n\nThe party found the silver bell.\n"
+    f = {"id": "F1", "name": "notes.md", "size": 50, "url_private_download": f"{api.url}/files/notes.md"}
+    await event(adapter, {"type": "app_mention", "user": PLAYER, "text": f"<@{BOT_USER}> /upload", "channel": CHANNEL,
+                          "ts": "1.1", "event_ts": "1.1", "files": [f]})
+    await event(adapter, {"type": "app_mention", "user": SLACK_GM, "text": f"<@{BOT_USER}> /upload", "channel": CHANNEL,
+                          "ts": "2.1", "event_ts": "2.1", "files": [f]})
+    posts = await api.wait_for("chat.postEphemeral", 2)
+    texts = sorted(dump(p) for p in posts)
+    assert any("Only a GM" in t for t in texts) and any("Ingested 1 file" in t for t in texts)
+    assert len(api.find("/files/notes.md")) == 1  # the player's file was never downloaded
+
+
+async def test_blocks_within_limits_and_sanitized():
+    sources = tuple(Source(f"d{i}", f"Doc {i}") for i in range(300))
+    reply = Reply(text=("<!everyone> @here word " * 6000), sources=sources, title="Recap")
+    msgs = render_blocks(reply)
+    assert len(msgs) > 1
+    for m in msgs:
+        assert len(m.blocks) <= 50
+        for b in m.blocks:
+            if b["type"] == "section":
+                assert len(b["text"]["text"]) <= 3000
+        body = json.dumps(m.blocks)
+        assert "<!everyone>" not in body and "@here" not in body
+
+
+async def test_rate_limiter_spaces_messages_per_channel():
+    now = [0.0]
+    slept: list[float] = []
+
+    async def sleep(d: float) -> None:
+        slept.append(d)
+        now[0] += d
+
+    lim = ChannelRateLimiter(1.0, clock=lambda: now[0], sleep=sleep)
+    await lim.wait("C1")
+    await lim.wait("C1")
+    await lim.wait("C2")  # another channel is not held back
+    now[0] += 5
+    await lim.wait("C1")
+    assert slept == [1.0]
+
+
+async def test_rate_limiter_real_time():
+    lim = ChannelRateLimiter(0.2)
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    await asyncio.gather(lim.wait("C"), lim.wait("C"), lim.wait("C"))
+    assert loop.time() - t0 >= 0.39
