@@ -31,7 +31,7 @@ def sanitize(text: str, *, platform: str = "discord") -> str:
     if platform == "slack":
         out = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
         return _SLACK_MASS.sub(lambda m: f"@{ZWSP}{m.group(1)}", out)
-    out = _DISCORD_MASS.sub(lambda m: f"@{ZWSP}{m.group(1)}", text)
+    out = text
     return _DISCORD_TOKEN.sub(lambda m: f"<{m.group(1)}{ZWSP}{m.group(2)}>", out)
 
 
@@ -55,10 +55,15 @@ def split_text(text: str, limit: int) -> list[str]:
     while len(text) > limit:
         window = text[: limit + 1]
         cut = -1
-        for sep in ("\n\n", "\n", " "):
-            at = window.rfind(sep, 0, limit + 1)
-            if at > limit // 4:  # a break too early would make many tiny chunks
-                cut = at
+        # A break in the first quarter would make many tiny chunks: prefer a later, weaker break,
+        # and take an early one only over cutting a word in half.
+        for floor in (limit // 4, 0):
+            for sep in ("\n\n", "\n", " "):
+                at = window.rfind(sep, 0, limit + 1)
+                if at > floor:
+                    cut = at
+                    break
+            if cut > 0:
                 break
         if cut <= 0:
             head, text = text[:limit], text[limit:]

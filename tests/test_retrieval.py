@@ -195,3 +195,22 @@ async def test_unknown_campaign_is_a_user_error(tiny):
     for slug in ("nope", "../etc", ""):
         with pytest.raises(UnknownCampaign):
             await tiny.retrieve(slug, "bells", players_lens())
+
+
+def test_compiled_bm25_matches_rank_bm25_exactly():
+    import random
+
+    import numpy as np
+
+    from liminalis.retrieval.lexical import BM25Index
+
+    rng = random.Random(3)
+    vocab = [f"w{i}" for i in range(40)]
+    entries = [(f"d{i}", [rng.choice(vocab) for _ in range(rng.randint(1, 30))]) for i in range(200)]
+    index = BM25Index(entries, k1=1.2, b=0.6)
+    for _ in range(20):
+        q = [rng.choice(vocab) for _ in range(rng.randint(1, 6))]
+        assert np.allclose(index.scores(q), index.bm25.get_scores(q))
+        top = index.search(q, top_k=5)
+        ref = sorted(((s, -i) for i, s in enumerate(index.bm25.get_scores(q)) if s > 0), reverse=True)[:5]
+        assert [d for d, _ in top] == [f"d{-i}" for _, i in ref]
