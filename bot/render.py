@@ -31,7 +31,7 @@ def sanitize(text: str, *, platform: str = "discord") -> str:
     if platform == "slack":
         out = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
         return _SLACK_MASS.sub(lambda m: f"@{ZWSP}{m.group(1)}", out)
-    out = text
+    out = _DISCORD_MASS.sub(lambda m: f"@{ZWSP}{m.group(1)}", text)
     return _DISCORD_TOKEN.sub(lambda m: f"<{m.group(1)}{ZWSP}{m.group(2)}>", out)
 
 

@@ -152,6 +152,8 @@ class Engine:
         config = await self.campaign(slug)
         await self._ensure_store(config.slug)
         pinned = await self.pins(config.slug, chat) if use_pins else []
+        if not use_pins:
+            params = replace(params or self.retriever.params, named_keys=False)
         return await self.retriever.retrieve(
             config.slug, query, frozenset(lens), always=config.always_include if use_pins else (),
             pinned=pinned, forced=forced, params=params, trace=trace,

@@ -283,3 +283,10 @@ def test_auto_sharded_when_configured():
 
     assert isinstance(DiscordAdapter(S(), shards=True).client, discord.AutoShardedClient)  # type: ignore[arg-type]
     assert not isinstance(DiscordAdapter(S()).client, discord.AutoShardedClient)  # type: ignore[arg-type]
+
+
+async def test_personal_lens_from_role_name(env):
+    api, adapter, _ = env
+    await invoke(adapter, interaction_payload("lens", user_id=PLAYER, roles=[MIREL_ROLE_ID]))
+    text = all_text(followups(api)[0])
+    assert "mirel" in text and "GM view" not in text

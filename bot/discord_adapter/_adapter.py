@@ -20,7 +20,7 @@ from typing import Any, Literal, TypeVar
 import discord
 from discord import app_commands
 
-from bot.discord_adapter._render import Outgoing, render_reply
+from bot.discord_adapter._render import render_reply
 from bot.service import Attachment, BotService, IncomingMessage, Reply
 
 __all__ = ["DiscordAdapter", "send_with_retry", "build_intents"]

@@ -80,7 +80,7 @@ class SlackAdapter:
         self.app = AsyncApp(client=client, signing_secret=signing_secret or None,
                             request_verification_enabled=bool(signing_secret))
         for name in COMMANDS:
-            self.app.command(f"/{name}")(self._sync_cmd)
+            self.app.command(f"/{name}")(ack=self._ack, lazy=[self._on_command])
         self.app.event("app_mention")(ack=self._ack, lazy=[self._on_mention])
         self.app.event({"type": "message", "channel_type": "im"})(ack=self._ack, lazy=[self._on_dm])
         self.app.error(self._on_error)
@@ -201,8 +201,3 @@ class SlackAdapter:
         for m in render_blocks(reply):
             await self.limiter.wait(channel_id)
             await self.client.chat_postMessage(channel=channel_id, blocks=list(m.blocks), text=m.text)
-
-async def _sync(self, ack, body, respond):
-    await self._on_command(body, respond)
-    await ack()
-SlackAdapter._sync_cmd = _sync

@@ -66,10 +66,12 @@ class Catalog:
     @staticmethod
     def keys_of(doc: Document) -> set[str]:
         """Title, aliases, file name and doc id, normalised; too-generic keys are skipped."""
-        raw = [doc.title, *doc.aliases, PurePosixPath(doc.path).stem, doc.doc_id]
+        named = [doc.title, *doc.aliases]
+        # A one-word file name ("bells.md") is too generic to pin on; titles and aliases are
+        # chosen by the GM and always count.
+        files = [normalize_key(x) for x in (PurePosixPath(doc.path).stem, doc.doc_id)]
         keys = set()
-        for r in raw:
-            k = normalize_key(r)
+        for k in [normalize_key(r) for r in named] + [f for f in files if len(f.split()) > 1]:
             words = k.split()
             if len(k) < 4 or not words or all(w in _KEY_STOP for w in words):
                 continue
