@@ -85,10 +85,10 @@ async def _run(args: argparse.Namespace) -> int:
                 for d in bundle.documents:
                     print(f"## {d.title}{' (pinned)' if d.pinned else ''}\n{d.text}\n")
                 return 0
-            from bot.service import BotService
             from bot.console import ConsoleAdapter, format_reply
+            from bot.main import build_service
 
-            service = BotService(engine, max_upload_bytes=settings.max_upload_bytes, default_campaign=args.campaign)
+            service = build_service(settings, engine)
             reply = await ConsoleAdapter(service, campaign=args.campaign, lens=args.lens).ask(args.question)
             print(format_reply(reply))
             return 1 if reply.error else 0
@@ -98,14 +98,15 @@ async def _run(args: argparse.Namespace) -> int:
             print(ex.render({d: doc.title for d, doc in cat.documents.items()}))
             return 0
         if args.command == "chat":
-            from bot.service import BotService
             from bot.console import ConsoleAdapter
+            from bot.main import build_service
 
             campaign = args.campaign or settings.default_campaign
             if not await engine.is_indexed(campaign):
                 print(f"indexing {campaign} …", file=sys.stderr)
                 await engine.ingest(campaign)
-            service = BotService(engine, max_upload_bytes=settings.max_upload_bytes, default_campaign=campaign)
+            service = build_service(settings, engine)
+            service.default_campaign = campaign
             await ConsoleAdapter(service, campaign=campaign, lens=args.lens).run()
             return 0
     return 2
