@@ -125,16 +125,17 @@ def split(examples: list[Example], *, seed: int, val_share: float = 0.1) -> tupl
 
 
 def _load_model(init: str, layers: int | None) -> tuple[Any, Any]:
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    """A mean-pooling cross-encoder: the bundled MiniLM was trained for mean pooling and its
+    [CLS] state is near-constant, so a [CLS]-pooler head starts dead (loss stuck at
+    ln(1+negatives)); pooling the tokens gives the head a live signal from step one."""
+    from transformers import AutoTokenizer
 
+    from liminalis.adapters.cross_encoder import MeanPoolCrossEncoderModel
     from liminalis.adapters.sentence_transformers import resolve_model_path
 
     path = resolve_model_path(init)
     tokenizer = AutoTokenizer.from_pretrained(path)
-    model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)
-    if layers:
-        model.bert.encoder.layer = model.bert.encoder.layer[:layers]
-        model.config.num_hidden_layers = layers
+    model = MeanPoolCrossEncoderModel.from_encoder(path, layers=layers)
     return model, tokenizer
 
 
@@ -148,7 +149,7 @@ def evaluate(model: Any, tokenizer: Any, examples: list[Example], *, max_length:
         for e in examples:
             texts = [e.positive, *e.negatives]
             enc = tokenizer([e.query] * len(texts), texts, truncation="only_second", max_length=max_length, padding=True, return_tensors="pt")
-            scores = model(**enc).logits.squeeze(-1)
+            scores = model(**enc)
             rank = int((scores > scores[0]).sum().item()) + 1
             rr.append(1.0 / rank)
     model.train()
@@ -169,7 +170,10 @@ def train(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     if args.max_val:
         val_set = val_set[: args.max_val]
     model, tokenizer = _load_model(args.init, args.layers)
-    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    # The new linear head starts from scratch; it gets its own, larger learning rate.
+    head = [p for n, p in model.named_parameters() if n.startswith("head")]
+    body = [p for n, p in model.named_parameters() if not n.startswith("head")]
+    opt = torch.optim.AdamW([{"params": body, "lr": args.lr}, {"params": head, "lr": args.head_lr}], weight_decay=0.01)
     steps = max(1, (len(train_set) * args.epochs) // args.batch)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, steps // 10)) * max(0.0, 1 - s / steps))
     before = evaluate(model, tokenizer, val_set, max_length=args.max_length)
@@ -191,7 +195,7 @@ def train(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
             queries = [e.query for e in batch for _ in range(group)]
             texts = [t for e in batch for t in [e.positive, *e.negatives]]
             enc = tokenizer(queries, texts, truncation="only_second", max_length=args.max_length, padding=True, return_tensors="pt")
-            logits = model(**enc).logits.view(len(batch), group)
+            logits = model(**enc).view(len(batch), group)
             loss = torch.nn.functional.cross_entropy(logits, torch.zeros(len(batch), dtype=torch.long))
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -206,14 +210,14 @@ def train(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
                 m = evaluate(model, tokenizer, val_set, max_length=args.max_length)
                 if m["val_mrr"] > best["val_mrr"]:
                     best = dict(m, step=step)
-                    model.save_pretrained(out_dir)
+                    model.save(out_dir)
                     tokenizer.save_pretrained(out_dir)
     if bar:
         bar.close()
     final = evaluate(model, tokenizer, val_set, max_length=args.max_length)
     if final["val_mrr"] >= best["val_mrr"] or best["step"] == 0:
         best = dict(final, step=step)
-        model.save_pretrained(out_dir)
+        model.save(out_dir)
         tokenizer.save_pretrained(out_dir)
     report = {
         "train_examples": len(train_set), "val_examples": len(val_set), "steps": step, "seconds": round(time.time() - t0, 1),
@@ -262,7 +266,8 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-length", type=int, default=192)
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--batch", type=int, default=8)
-    ap.add_argument("--lr", type=float, default=3e-5)
+    ap.add_argument("--lr", type=float, default=5e-5)
+    ap.add_argument("--head-lr", type=float, default=1e-3)
     ap.add_argument("--eval-every", type=int, default=200)
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--quiet", action="store_true")

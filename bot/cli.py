@@ -86,10 +86,10 @@ async def _run(args: argparse.Namespace) -> int:
                     print(f"## {d.title}{' (pinned)' if d.pinned else ''}\n{d.text}\n")
                 return 0
             from bot.console import ConsoleAdapter, format_reply
-            from bot.main import build_service
+            from bot.main import open_service
 
-            service = build_service(settings, engine)
-            reply = await ConsoleAdapter(service, campaign=args.campaign, lens=args.lens).ask(args.question)
+            async with open_service(settings, engine) as service:
+                reply = await ConsoleAdapter(service, campaign=args.campaign, lens=args.lens).ask(args.question)
             print(format_reply(reply))
             return 1 if reply.error else 0
         if args.command == "explain":
@@ -99,15 +99,15 @@ async def _run(args: argparse.Namespace) -> int:
             return 0
         if args.command == "chat":
             from bot.console import ConsoleAdapter
-            from bot.main import build_service
+            from bot.main import open_service
 
             campaign = args.campaign or settings.default_campaign
             if not await engine.is_indexed(campaign):
                 print(f"indexing {campaign} …", file=sys.stderr)
                 await engine.ingest(campaign)
-            service = build_service(settings, engine)
-            service.default_campaign = campaign
-            await ConsoleAdapter(service, campaign=campaign, lens=args.lens).run()
+            async with open_service(settings, engine) as service:
+                service.default_campaign = campaign
+                await ConsoleAdapter(service, campaign=campaign, lens=args.lens).run()
             return 0
     return 2
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import inspect
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,7 +22,7 @@ if TYPE_CHECKING:
     from bot.service import BotService
     from liminalis.answer import Responder
 
-__all__ = ["build_engine", "build_responder", "build_service", "configure_logging", "load_reranker", "SHIPPED_RERANKER"]
+__all__ = ["open_service", "build_engine", "build_responder", "build_service", "configure_logging", "load_reranker", "SHIPPED_RERANKER"]
 
 _log = logging.getLogger(__name__)
 SHIPPED_RERANKER = Path(__file__).resolve().parent.parent / "models" / "reranker"
@@ -74,36 +73,21 @@ async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
 
 
 def build_responder(settings: Settings, engine: Engine) -> Responder:
-    """The answer path: the Anthropic model when ``ANTHROPIC_API_KEY`` is set, else offline quotes.
-
-    Imported lazily and guarded, so the bot still answers (offline) if the model adapter is not
-    importable or ``Responder`` does not take a model yet.
-    """
+    """The answer path: the Anthropic model when ``ANTHROPIC_API_KEY`` is set, else offline quotes."""
     from liminalis.answer import Responder
 
     if not settings.anthropic_api_key:
         _log.info("answers: offline quotes (ANTHROPIC_API_KEY is not set)")
-        return Responder(engine)
-    params = inspect.signature(Responder).parameters
-    if "model" not in params:
-        _log.warning("answers: offline quotes (this Responder does not accept a language model yet)")
-        return Responder(engine)
-    try:
-        from liminalis.adapters.anthropic import AnthropicModel
+        return Responder(engine, budget_tokens=settings.context_budget_tokens)
+    from liminalis.adapters.anthropic import AnthropicModel
 
-        model = AnthropicModel(
-            settings.anthropic_api_key, base_url=settings.anthropic_base_url or None,
-            models={"reply": settings.model_reply, "summarize": settings.model_summarize},
-            timeout_s=settings.llm_timeout_s,
-        )
-    except Exception:
-        _log.exception("answers: offline quotes (the Anthropic model could not be built)")
-        return Responder(engine)
-    kwargs: dict[str, object] = {"model": model}
-    if "budget_tokens" in params:
-        kwargs["budget_tokens"] = settings.context_budget_tokens
+    model = AnthropicModel(
+        settings.anthropic_api_key, base_url=settings.anthropic_base_url or None,
+        models={"reply": settings.model_reply, "summarize": settings.model_summarize},
+        timeout_s=settings.llm_timeout_s,
+    )
     _log.info("answers: %s via the Messages API", settings.model_reply)
-    return Responder(engine, **kwargs)  # type: ignore[arg-type]
+    return Responder(engine, model=model, budget_tokens=settings.context_budget_tokens)
 
 
 def build_service(settings: Settings, engine: Engine) -> BotService:
@@ -112,3 +96,15 @@ def build_service(settings: Settings, engine: Engine) -> BotService:
 
     return BotService(engine, responder=build_responder(settings, engine), max_upload_bytes=settings.max_upload_bytes,
                       default_campaign=settings.default_campaign)
+
+
+@contextlib.asynccontextmanager
+async def open_service(settings: Settings, engine: Engine) -> AsyncIterator[BotService]:
+    """``build_service`` with a lifetime: the language-model client is closed on exit."""
+    service = build_service(settings, engine)
+    try:
+        yield service
+    finally:
+        close = getattr(service.responder.model, "close", None)
+        if close is not None:
+            await close()

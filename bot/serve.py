@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass
 
 from bot.settings import Settings
@@ -55,41 +56,47 @@ async def serve(settings: Settings, *, out: Callable[[str], None] = print) -> in
         out("No platform has a token; nothing to serve. Try `liminalis chat` for the console adapter.")
         return 1
 
-    from bot.main import build_engine, build_service
-    from bot.scheduler import RecapScheduler
+    from bot.main import build_engine, open_service
 
     async with build_engine(settings) as engine:
         if not await engine.is_indexed(settings.default_campaign):
             out(f"indexing {settings.default_campaign} …")
             await engine.ingest(settings.default_campaign)
-        service = build_service(settings, engine)
-        posters = {}
-        runners = []
-        if "discord" in enabled:
-            from bot.discord_adapter import DiscordAdapter
+        async with open_service(settings, engine) as service:
+            return await _run_platforms(settings, service, enabled, out)
 
-            discord_adapter = DiscordAdapter(service, guild_ids=settings.discord_guild_ids, shards=settings.discord_shards)
-            posters["discord"] = discord_adapter.post
-            runners.append(discord_adapter.run(settings.discord_token))
-        if "slack" in enabled:
-            from slack_sdk.web.async_client import AsyncWebClient
 
-            from bot.slack_adapter import SlackAdapter
+async def _run_platforms(settings: Settings, service: Any, enabled: set[str], out: Callable[[str], None]) -> int:
+    """Run the enabled platform adapters and the recap scheduler until they stop."""
+    from bot.scheduler import RecapScheduler
 
-            slack_adapter = SlackAdapter(service, client=AsyncWebClient(token=settings.slack_bot_token),
-                                         signing_secret=settings.slack_signing_secret)
-            posters["slack"] = slack_adapter.post
-            runners.append(slack_adapter.run(settings.slack_app_token))
-        scheduler = RecapScheduler(service, posters=posters, tick_seconds=settings.tick_seconds)
-        service.scheduler = scheduler
-        failed = False
-        async with scheduler:
-            try:
-                async with asyncio.TaskGroup() as tg:
-                    for coro in runners:
-                        tg.create_task(coro)
-            except* Exception as group:
-                for exc in group.exceptions:
-                    _log.error("platform stopped", exc_info=exc)
-                failed = True
+    posters = {}
+    runners = []
+    if "discord" in enabled:
+        from bot.discord_adapter import DiscordAdapter
+
+        discord_adapter = DiscordAdapter(service, guild_ids=settings.discord_guild_ids, shards=settings.discord_shards)
+        posters["discord"] = discord_adapter.post
+        runners.append(discord_adapter.run(settings.discord_token))
+    if "slack" in enabled:
+        from slack_sdk.web.async_client import AsyncWebClient
+
+        from bot.slack_adapter import SlackAdapter
+
+        slack_adapter = SlackAdapter(service, client=AsyncWebClient(token=settings.slack_bot_token),
+                                     signing_secret=settings.slack_signing_secret)
+        posters["slack"] = slack_adapter.post
+        runners.append(slack_adapter.run(settings.slack_app_token))
+    scheduler = RecapScheduler(service, posters=posters, tick_seconds=settings.tick_seconds)
+    service.scheduler = scheduler
+    failed = False
+    async with scheduler:
+        try:
+            async with asyncio.TaskGroup() as tg:
+                for coro in runners:
+                    tg.create_task(coro)
+        except* Exception as group:
+            for exc in group.exceptions:
+                _log.error("platform stopped", exc_info=exc)
+            failed = True
     return 2 if failed else 0

@@ -229,7 +229,8 @@ class BotService:
         lens = self.lens_of(msg, cfg)
         if not arg.strip():
             raise InvalidInput("empty question", user_message="Ask a question, e.g. `/ask who is the Lantern Queen?`")
-        answer: Answer = await self.responder.respond(cfg.slug, arg, frozenset(lens), chat=msg.chat_key)
+        budget = await self.budget(cfg.slug, msg.chat_key, self.responder.budget_tokens)
+        answer: Answer = await self.responder.respond(cfg.slug, arg, frozenset(lens), chat=msg.chat_key, budget_tokens=budget)
         shared = not msg.is_dm and msg.platform != "console"
         return Reply(
             text=answer.text, sources=answer.sources, ephemeral=lens.is_gm and shared, lens=lens.describe(),

@@ -63,7 +63,7 @@ class Engine:
         params: RetrievalParams = RetrievalParams(),
         ingest_options: IngestOptions = IngestOptions(),
         tokenizer: Tokenizer = Tokenizer(),
-        k1: float = 0.9,
+        k1: float = 0.6,
         b: float = 0.4,
         uploads_dir: Path | None = None,
     ) -> None:

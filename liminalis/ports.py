@@ -8,7 +8,7 @@ Implementations are named after their technology (``SentenceTransformerEmbedder`
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -76,7 +76,9 @@ class VectorHit:
 class VectorStore(Protocol):
     """A per-campaign vector collection. Every search filters by lens inside the store."""
 
-    async def ensure(self, campaign: str, *, dim: int, model_id: str) -> None: ...
+    async def ensure(self, campaign: str, *, dim: int, model_id: str) -> bool:
+        """Create or open the campaign's collection; ``True`` when it was created empty."""
+        ...
 
     async def upsert(self, campaign: str, records: Sequence[VectorRecord]) -> None: ...
 
@@ -91,7 +93,11 @@ class VectorStore(Protocol):
         *,
         lens: frozenset[str],
         top_k: int,
-    ) -> list[VectorHit]: ...
+        visibilities: Iterable[frozenset[str]] | None = None,
+    ) -> list[VectorHit]:
+        """Nearest rows ``lens`` may see. ``visibilities`` (the campaign's distinct document
+        visibility sets) lets a store filter on a scalar key instead of the array field."""
+        ...
 
     async def flush(self, campaign: str) -> None: ...
 

@@ -69,8 +69,10 @@ class MemoryVectorStore:
     def __init__(self) -> None:
         self.rows: dict[str, dict[str, VectorRecord]] = {}
 
-    async def ensure(self, campaign: str, *, dim: int, model_id: str) -> None:
+    async def ensure(self, campaign: str, *, dim: int, model_id: str) -> bool:
+        created = campaign not in self.rows
         self.rows.setdefault(campaign, {})
+        return created
 
     async def upsert(self, campaign: str, records: Sequence[VectorRecord]) -> None:
         for r in records:
@@ -83,7 +85,10 @@ class MemoryVectorStore:
     async def ids(self, campaign: str) -> set[str]:
         return set(self.rows.get(campaign, {}))
 
-    async def search(self, campaign: str, vector: np.ndarray, *, lens: frozenset[str], top_k: int) -> list[VectorHit]:
+    async def search(
+        self, campaign: str, vector: np.ndarray, *, lens: frozenset[str], top_k: int,
+        visibilities: object = None,
+    ) -> list[VectorHit]:
         out = []
         for r in self.rows.get(campaign, {}).values():
             if GM not in lens and not (set(r.visibility) & (set(lens) - {GM})):

@@ -202,3 +202,17 @@ async def test_sigkill_mid_ingest_leaves_previous_state_and_rerun_completes(tmp_
         assert any("brand new closing line" in d.text for d in b.documents)
     finally:
         await close_engine(engine)
+
+
+async def test_an_emptied_vector_store_is_rebuilt_on_next_ingest(tmp_path, campaign_copy):
+    engine = await make_engine(tmp_path)
+    try:
+        await engine.ingest("emberfall")
+        before = await engine.store.ids("emberfall")
+        await engine.store.delete("emberfall", sorted(before))
+        await engine.store.flush("emberfall")
+        report = await engine.ingest("emberfall")
+        assert report.embedded == 0  # vectors come back from the embedding cache
+        assert await engine.store.ids("emberfall") == before
+    finally:
+        await close_engine(engine)

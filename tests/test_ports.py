@@ -40,6 +40,9 @@ async def test_vector_store_contract(store):
     q = np.array([1, 0, 0, 0], dtype=np.float32)
     players = await store.search("c1", q, lens=frozenset({"players"}), top_k=10)
     assert [h.id for h in players] == ["b"]
+    vis = [frozenset({"gm"}), frozenset({"gm", "players"}), frozenset({"gm", "mirel"})]
+    scalar = await store.search("c1", q, lens=frozenset({"players"}), top_k=10, visibilities=vis)
+    assert [h.id for h in scalar] == ["b"]
     both = await store.search("c1", q, lens=frozenset({"players", "mirel"}), top_k=10)
     assert [h.id for h in both] == ["b", "c"] and both[1].kind == "window"
     gm = await store.search("c1", q, lens=frozenset({"gm"}), top_k=10)

@@ -92,7 +92,7 @@ async def tiny(tmp_path):
     root = tmp_path / "campaigns" / "tiny"
     (root / "gm").mkdir(parents=True)
     (root / "lore").mkdir()
-    (root / "campaign.toml").write_text('name = "Tiny"\nlenses = ["mirel"]\ngm_paths = ["gm/**"]\nalways_include = ["overview"]\n')
+    (root / "campaign.toml").write_text('name = "Tiny"\nlenses = ["mirel"]\ngm_paths = ["gm/**"]\nalways_include = ["overview.md"]\n')
     (root / "overview.md").write_text("---\ntitle: Overview\ntype: overview\n---\nThe river city of Vell and its bells.")
     (root / "lore" / "bells.md").write_text("---\ntitle: The Bells\naliases: [Bellhouse]\n---\nNine bells hang in the abbey tower. The ninth rings at dusk.")
     (root / "lore" / "ferry.md").write_text("---\ntitle: The Ferry\n---\nThe ferryman crosses the river at dawn carrying salt and lanterns.")

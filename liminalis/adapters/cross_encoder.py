@@ -14,9 +14,62 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-__all__ = ["CrossEncoderReranker"]
+__all__ = ["CrossEncoderReranker", "MeanPoolCrossEncoderModel", "HEAD_FILE"]
+
+HEAD_FILE = "liminalis_head.pt"
 
 _log = logging.getLogger(__name__)
+
+
+def _mean_pool_model_cls() -> Any:
+    import torch
+
+    class _MeanPool(torch.nn.Module):
+        """Cross-encoder = transformer encoder + mean pooling over tokens + linear head."""
+
+        def __init__(self, encoder: Any) -> None:
+            super().__init__()
+            self.encoder = encoder
+            self.head = torch.nn.Linear(encoder.config.hidden_size, 1)
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any = None) -> Any:
+            out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+            mask = attention_mask.unsqueeze(-1).to(out.last_hidden_state.dtype)
+            pooled = (out.last_hidden_state * mask).sum(1) / mask.sum(1).clamp(min=1)
+            return self.head(pooled).squeeze(-1)
+
+        def save(self, out_dir: Any) -> None:
+            from pathlib import Path
+
+            Path(out_dir).mkdir(parents=True, exist_ok=True)
+            self.encoder.save_pretrained(out_dir)
+            torch.save(self.head.state_dict(), Path(out_dir) / HEAD_FILE)
+
+    return _MeanPool
+
+
+class MeanPoolCrossEncoderModel:
+    """Factory for the project's mean-pooling cross-encoder (torch imported lazily)."""
+
+    @staticmethod
+    def from_encoder(path: str, *, layers: int | None = None) -> Any:
+        from transformers import AutoModel
+
+        encoder = AutoModel.from_pretrained(path, add_pooling_layer=False)
+        if layers:
+            encoder.encoder.layer = encoder.encoder.layer[:layers]
+            encoder.config.num_hidden_layers = layers
+        return _mean_pool_model_cls()(encoder)
+
+    @staticmethod
+    def load(path: str) -> Any:
+        import torch
+        from pathlib import Path
+
+        model = MeanPoolCrossEncoderModel.from_encoder(path)
+        model.head.load_state_dict(torch.load(Path(path) / HEAD_FILE, map_location="cpu"))
+        model.eval()
+        return model
 
 
 class CrossEncoderReranker:
@@ -26,6 +79,8 @@ class CrossEncoderReranker:
         self._batch_size = batch_size
         self._quantize = quantize
         self._model: Any = None
+        self._tokenizer: Any = None
+        self._mean_pool = False
         self._failed: Exception | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rerank")
 
@@ -39,22 +94,47 @@ class CrossEncoderReranker:
         if self._failed is not None:
             raise self._failed
         try:
-            from sentence_transformers import CrossEncoder
+            from pathlib import Path
 
-            model = CrossEncoder(self._name, max_length=self._max_length, device="cpu")
+            if (Path(self._name) / HEAD_FILE).exists():
+                # The project's own mean-pooling cross-encoder (bench/train_reranker.py).
+                from transformers import AutoTokenizer
+
+                self._tokenizer = AutoTokenizer.from_pretrained(self._name)
+                self._model = MeanPoolCrossEncoderModel.load(self._name)
+                self._mean_pool = True
+            else:
+                from sentence_transformers import CrossEncoder
+
+                self._model = CrossEncoder(self._name, max_length=self._max_length, device="cpu")
             if self._quantize:
                 import torch
 
-                model.model = torch.quantization.quantize_dynamic(model.model, {torch.nn.Linear}, dtype=torch.qint8)
-            self._model = model
+                target = self._model if self._mean_pool else self._model.model
+                quantized = torch.quantization.quantize_dynamic(target, {torch.nn.Linear}, dtype=torch.qint8)
+                if self._mean_pool:
+                    self._model = quantized
+                else:
+                    self._model.model = quantized
         except Exception as exc:
             self._failed = exc
             raise
 
     def _score(self, query: str, passages: Sequence[str]) -> list[float]:
         self.load()
-        scores = self._model.predict([(query, p) for p in passages], batch_size=self._batch_size, show_progress_bar=False)
-        return [float(s) for s in scores]
+        if not self._mean_pool:
+            scores = self._model.predict([(query, p) for p in passages], batch_size=self._batch_size, show_progress_bar=False)
+            return [float(s) for s in scores]
+        import torch
+
+        out: list[float] = []
+        with torch.inference_mode():
+            for i in range(0, len(passages), self._batch_size):
+                chunk = list(passages[i : i + self._batch_size])
+                enc = self._tokenizer([query] * len(chunk), chunk, truncation="only_second",
+                                      max_length=self._max_length, padding=True, return_tensors="pt")
+                out.extend(float(x) for x in self._model(**enc))
+        return out
 
     async def score(self, query: str, passages: Sequence[str]) -> list[float]:
         if not passages:

@@ -16,7 +16,7 @@ import asyncio
 import hashlib
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -33,9 +33,17 @@ _log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+SCHEMA_VERSION = 2
+
+
+def visibility_key(visibility: Iterable[str]) -> str:
+    """Canonical scalar form of a visibility set, e.g. ``"gm,players"``."""
+    return ",".join(sorted(visibility))
+
+
 def collection_name(campaign: str, model_id: str) -> str:
     safe = re.sub(r"[^A-Za-z0-9_]", "_", campaign)[:40]
-    tag = hashlib.blake2b(f"{campaign}\x1f{model_id}".encode(), digest_size=5).hexdigest()
+    tag = hashlib.blake2b(f"{campaign}\x1f{model_id}\x1fv{SCHEMA_VERSION}".encode(), digest_size=5).hexdigest()
     return f"lim_{safe}_{tag}"
 
 
@@ -79,29 +87,34 @@ class MilvusVectorStore:
         except KeyError:
             raise StoreError(f"collection for campaign {campaign!r} not ensured") from None
 
-    async def ensure(self, campaign: str, *, dim: int, model_id: str) -> None:
+    async def ensure(self, campaign: str, *, dim: int, model_id: str) -> bool:
         name = collection_name(campaign, model_id)
 
-        def create() -> None:
+        def create() -> bool:
             from pymilvus import DataType
 
             c = self._client
             if c.has_collection(name):
                 c.load_collection(name)
-                return
+                return False
             schema = c.create_schema(auto_id=False)
             schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=512)
             schema.add_field("passage_id", DataType.VARCHAR, max_length=512)
             schema.add_field("doc_id", DataType.VARCHAR, max_length=512)
             schema.add_field("kind", DataType.VARCHAR, max_length=16)
             schema.add_field("vis", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=64, max_length=64)
+            # Scalar copy of ``vis`` for filtering: Milvus Lite evaluates array_contains_any in
+            # Python row by row (1.8 s at 25k rows) but ``vkey in [...]`` vectorised (~+15 ms).
+            schema.add_field("vkey", DataType.VARCHAR, max_length=1024)
             schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
             index = c.prepare_index_params()
             index.add_index(field_name="vector", index_type="AUTOINDEX", metric_type="IP")
             c.create_collection(name, schema=schema, index_params=index)
+            return True
 
-        await self._run(create)
+        created = await self._run(create)
         self._collections[campaign] = name
+        return created
 
     async def upsert(self, campaign: str, records: Sequence[VectorRecord]) -> None:
         if not records:
@@ -110,7 +123,7 @@ class MilvusVectorStore:
         rows = [
             {
                 "id": r.id, "passage_id": r.passage_id, "doc_id": r.doc_id, "kind": r.kind,
-                "vis": sorted(r.visibility), "vector": np.asarray(r.vector, dtype=np.float32).tolist(),
+                "vis": sorted(r.visibility), "vkey": visibility_key(r.visibility), "vector": np.asarray(r.vector, dtype=np.float32).tolist(),
             }
             for r in records
         ]
@@ -150,7 +163,8 @@ class MilvusVectorStore:
         return await self._run(go)
 
     async def search(
-        self, campaign: str, vector: np.ndarray, *, lens: frozenset[str], top_k: int
+        self, campaign: str, vector: np.ndarray, *, lens: frozenset[str], top_k: int,
+        visibilities: Iterable[frozenset[str]] | None = None,
     ) -> list[VectorHit]:
         name = self._name(campaign)
         kwargs: dict[str, Any] = {}
@@ -158,7 +172,13 @@ class MilvusVectorStore:
             names = sorted(lens - {GM})
             if not names:
                 return []
-            kwargs["filter"] = "array_contains_any(vis, {names})".format(names=str(names).replace("'", '"'))
+            if visibilities is not None:
+                keys = sorted({visibility_key(v) for v in visibilities if set(v) & set(names)})
+                if not keys:
+                    return []
+                kwargs["filter"] = "vkey in {keys}".format(keys=str(keys).replace("'", '"'))
+            else:
+                kwargs["filter"] = "array_contains_any(vis, {names})".format(names=str(names).replace("'", '"'))
 
         def go() -> list[VectorHit]:
             res = self._client.search(

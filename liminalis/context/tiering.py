@@ -7,9 +7,13 @@ every gap marked. Four guards decide when *not* to tier:
 1. **Matched passages are always kept** — a document with no matched span is left as rendered.
 2. **Per-type exemption** — types in ``exempt_types`` (a character sheet, a stat block) are
    never summarized: their value is the table, not the gist. Prose types are tiered.
-3. **Compression guard** — a summary larger than the text it replaces (rendered minus matched
-   passages), or a tiered block no smaller than the rendered one, is refused.
-4. **Pins and the strongest hits** (the first ``keep_full`` recalled documents) are never tiered.
+3. **Compression guard** — a summary larger than the text it replaces (the full text minus the
+   matched passages) is refused, and so is a tiered block no smaller than the full text.
+4. **Pins and the strongest hits** (the first ``keep_full`` recalled documents) are never tiered;
+   the strongest hits read at full fidelity (their whole text, up to ``whole_cap_tokens``).
+
+Full fidelity is the baseline: a background document costs its summary plus its matched
+passages as retrieval rendered them (or the exact matched spans when it rendered whole).
 
 Summaries come from the summarization pass when one is supplied (``summaries``), else from an
 offline extractive summary: Luhn (1958) sentence significance, score(s) = Σ_{t∈s} f(t) / |s|
@@ -44,6 +48,8 @@ class TierParams:
 
     enabled: bool = True
     keep_full: int = 2
+    strongest_whole: bool = True
+    whole_cap_tokens: int = 3000
     exempt_types: frozenset[str] = frozenset({"sheet", "statblock", "stats", "table"})
     summary_tokens: int = 80
 
@@ -138,22 +144,31 @@ def tier_documents(
             guard = "exempt type"
         elif full is None or not spans or any(s.end > len(full) for s in spans):
             guard = "no matched passages"
+        if guard == "strongest" and params.strongest_whole and full is not None and d.tier == "rendered":
+            # Full fidelity for the strongest hits: their whole text, when it is not huge.
+            if d.text != full and c.count(full) <= params.whole_cap_tokens:
+                out.append(d.with_text(full, "whole"))
+                refused.append((d.doc_id, guard))
+                continue
         if guard:
             out.append(d)
             refused.append((d.doc_id, guard))
             continue
         assert full is not None
-        passages = render_spans(full, spans)
+        # The matched passages as retrieval rendered them (expanded to paragraph edges), or the
+        # exact spans when retrieval rendered the document whole.
+        whole = d.text.strip() == full.strip()
+        passages = render_spans(full, spans) if whole else d.text
         summary = (summaries or {}).get(d.doc_id) or extractive_summary(full, params.summary_tokens)
-        rendered_tokens = c.count(d.text)
+        full_tokens = c.count(full)
         passage_tokens = c.count(passages)
         summary_tokens = c.count(summary)
-        if summary and summary_tokens >= rendered_tokens - passage_tokens:
+        if summary and summary_tokens >= full_tokens - passage_tokens:
             # The summary would cost more than the text it replaces: refuse it.
             refused.append((d.doc_id, "compression: summary"))
             summary = ""
         text = f"Summary: {summary}\n\n{passages}" if summary else passages
-        if c.count(text) >= rendered_tokens:
+        if c.count(text) >= full_tokens or text == d.text:
             out.append(d)
             refused.append((d.doc_id, "compression"))
             continue

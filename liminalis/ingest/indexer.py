@@ -157,7 +157,10 @@ class Indexer:
         slug = config.slug
         await self.db.upsert_campaign(slug, config.name, str(config.root))
         await self.store.ensure(slug, dim=self.embedder.dim, model_id=self.embedder.model_id)
-        await self._reset_if_model_changed(slug)
+        existing_vectors = await self.store.ids(slug)
+        # An empty collection beside stored passages (new schema, wiped store) needs a re-index.
+        empty_store = not existing_vectors and bool(await self.db.passage_ids(slug))
+        await self._reset_if_model_changed(slug, force=empty_store)
         stored = await self.db.document_hashes(slug)
         stored_rows = await self.db.passages(slug)
         stored_by_doc: dict[str, list[str]] = {}
@@ -165,7 +168,6 @@ class Indexer:
         for r in stored_rows:
             stored_by_doc.setdefault(r["doc_id"], []).append(r["passage_id"])
             stored_tokens[r["passage_id"]] = r["tokens"]
-        existing_vectors = await self.store.ids(slug)
 
         seen: set[str] = set()
         todo: list[Document] = []
@@ -245,11 +247,13 @@ class Indexer:
         report.seconds = time.perf_counter() - t0
         return report
 
-    async def _reset_if_model_changed(self, slug: str) -> None:
+    async def _reset_if_model_changed(self, slug: str, *, force: bool = False) -> None:
         row = await self.db.campaign_row(slug)
         model = self.embedder.model_id
-        if row is not None and row["model_id"] and row["model_id"] != model:
-            _log.warning("embedder changed for %s (%s -> %s): full re-embed", slug, row["model_id"], model)
+        if force or (row is not None and row["model_id"] and row["model_id"] != model):
+            # A new embedder or a new (empty) collection: every document is re-prepared; vectors
+            # come from the embedding cache where the text is unchanged.
+            _log.info("full re-index of %s (embedder %s, new collection: %s)", slug, model, force)
             # Forget content hashes so every document is re-prepared into the new collection.
             await self.db.execute("UPDATE documents SET content_hash = '' WHERE campaign = ?", (slug,))
         await self.db.set_campaign_model(slug, model)

@@ -53,10 +53,15 @@ class Catalog:
     passages: dict[str, PassageInfo]
     by_doc: dict[str, list[str]]
     tokenizer: Tokenizer
-    k1: float = 0.9
+    k1: float = 0.6
     b: float = 0.4
     _lexical: dict[frozenset[str], BM25Index] = field(default_factory=dict)
     _keys: dict[str, set[str]] = field(default_factory=dict)
+
+    @property
+    def visibilities(self) -> set[frozenset[str]]:
+        """The distinct visibility sets of this campaign's documents (for store filters)."""
+        return {d.visibility for d in self.documents.values()}
 
     def __post_init__(self) -> None:
         for doc in self.documents.values():
@@ -119,7 +124,10 @@ class Catalog:
         k = normalize_key(key)
         hits = [d for d in self._keys.get(k, set()) if self.visible_doc(d, lens)]
         if not hits:
-            hits = [d for d in self.documents if normalize_key(d) == k and self.visible_doc(d, lens)]
+            # A path with or without its suffix ("overview.md", "lore/bells") names the document id.
+            stem = key.strip().removeprefix("./")
+            stem = stem.rsplit(".", 1)[0] if PurePosixPath(stem).suffix.lower() in {".md", ".markdown", ".txt"} else stem
+            hits = [d for d in self.documents if (d == stem or normalize_key(d) == k) and self.visible_doc(d, lens)]
         return sorted(hits)
 
     def named_in(self, query: str, lens: frozenset[str]) -> list[str]:

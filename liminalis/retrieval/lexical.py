@@ -89,7 +89,7 @@ class BM25Index:
     identical to ``BM25Okapi.get_scores`` (a test checks it).
     """
 
-    def __init__(self, entries: Sequence[tuple[str, list[str]]], *, k1: float = 0.9, b: float = 0.4) -> None:
+    def __init__(self, entries: Sequence[tuple[str, list[str]]], *, k1: float = 0.6, b: float = 0.4) -> None:
         self.ids = [e[0] for e in entries]
         self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         docs = [e[1] if e[1] else ["\x00"] for e in entries]

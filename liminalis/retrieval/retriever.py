@@ -38,11 +38,11 @@ class RetrievalParams:
     lexical_enabled: bool = True
     rerank_enabled: bool = True
     named_keys: bool = True
-    dense_top_k: int = 120
+    dense_top_k: int = 40
     lexical_top_k: int = 120
     dense_floor: float = 0.05
-    rrf_k: float = 60.0
-    w_dense: float = 1.0
+    rrf_k: float = 5.0
+    w_dense: float = 0.15
     w_lexical: float = 1.0
     pool: int = 40
     rerank_keep: int = 8
@@ -87,7 +87,7 @@ class Retriever:
         *,
         tokenizer: Tokenizer = Tokenizer(),
         params: RetrievalParams = RetrievalParams(),
-        k1: float = 0.9,
+        k1: float = 0.6,
         b: float = 0.4,
     ) -> None:
         self.db = db
@@ -125,7 +125,7 @@ class Retriever:
     async def _dense(self, cat: Catalog, query: str, lens: frozenset[str], p: RetrievalParams) -> list[str]:
         assert self.embedder is not None
         vec = await self.embedder.embed_query(query)
-        hits = await self.store.search(cat.campaign, vec, lens=lens, top_k=p.dense_top_k)
+        hits = await self.store.search(cat.campaign, vec, lens=lens, top_k=p.dense_top_k, visibilities=cat.visibilities)
         ranking: list[str] = []
         for h in hits:
             if h.score < p.dense_floor:
