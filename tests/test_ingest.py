@@ -216,3 +216,18 @@ async def test_an_emptied_vector_store_is_rebuilt_on_next_ingest(tmp_path, campa
         assert await engine.store.ids("emberfall") == before
     finally:
         await close_engine(engine)
+
+
+async def test_retitling_a_document_replaces_its_vectors(tmp_path, campaign_copy):
+    engine = await make_engine(tmp_path)
+    try:
+        await engine.ingest("emberfall")
+        kettle = campaign_copy / "places" / "the-copper-kettle.md"
+        before = {i for i in await engine.store.ids("emberfall") if "places/the-copper-kettle" in i}
+        kettle.write_text(kettle.read_text().replace("title: The Copper Kettle", "title: The Tin Kettle", 1))
+        await engine.ingest("emberfall")
+        after = {i for i in await engine.store.ids("emberfall") if "places/the-copper-kettle" in i}
+        assert before and after and len(after) == len(before)
+        assert before != after
+    finally:
+        await close_engine(engine)

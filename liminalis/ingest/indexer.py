@@ -230,8 +230,16 @@ class Indexer:
             await self.store.upsert(slug, new_records)
             await self.store.flush(slug)
             existing_vectors.update(r.id for r in new_records)
+            superseded: list[str] = []
             for prep in batch:
                 await self.db.replace_document(slug, prep.doc, prep.passages, prep.tokens)
+                # Same passage, new context (e.g. a retitled document): drop the old vectors now.
+                current = {vid for vid, *_ in prep.records}
+                prefixes = (f"p:{prep.doc.doc_id}#", f"w:{prep.doc.doc_id}#", f"t:{prep.doc.doc_id}:")
+                superseded += [v for v in existing_vectors if v.startswith(prefixes) and v not in current]
+            if superseded:
+                await self.store.delete(slug, superseded)
+                existing_vectors.difference_update(superseded)
             if bar is not None:
                 bar.update(len(batch))
         if bar is not None:
@@ -259,20 +267,20 @@ class Indexer:
         await self.db.set_campaign_model(slug, model)
 
     async def collect_garbage(self, slug: str) -> int:
-        """Delete vectors that no current passage refers to (left by edits or a killed run)."""
-        live_passages = await self.db.passage_ids(slug)
-        ids = await self.store.ids(slug)
-        stale = [i for i in ids if i.split(":", 1)[1].rsplit(":", 1)[0].split("@")[0] not in live_passages
-                 and not (i.startswith("t:") and await self._title_live(slug, i))]
+        """Delete vectors that no current passage or title refers to (left by edits or a killed run)."""
+        live = await self.db.passage_ids(slug)
+        live |= {
+            vector_id("title", d.doc_id, content_hash(title_text(d.title, d.aliases, d.synopsis)))
+            for d in await self.db.documents(slug)
+        }
+
+        def owner(vid: str) -> str:
+            if vid.startswith("t:"):
+                return vid
+            return vid.split(":", 1)[1].rsplit(":", 1)[0].split("@")[0]
+
+        stale = [i for i in await self.store.ids(slug) if owner(i) not in live]
         if stale:
             await self.store.delete(slug, stale)
             await self.store.flush(slug)
         return len(stale)
-
-    async def _title_live(self, slug: str, vid: str) -> bool:
-        doc_id = vid.split(":", 1)[1].rsplit(":", 1)[0]
-        doc = await self.db.document(slug, doc_id)
-        if doc is None:
-            return False
-        th = content_hash(title_text(doc.title, doc.aliases, doc.synopsis))
-        return vid == vector_id("title", doc_id, th)

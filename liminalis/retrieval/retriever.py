@@ -184,8 +184,9 @@ class Retriever:
             rankings.append(lexical)
             weights.append(p.w_lexical)
         t = time.perf_counter()
-        fused = [pid for pid, _ in rrf(*rankings, rrf_k=p.rrf_k, weights=weights)] if rankings else []
-        fused_scores = dict(rrf(*rankings, rrf_k=p.rrf_k, weights=weights)) if rankings else {}
+        fused_pairs = rrf(*rankings, rrf_k=p.rrf_k, weights=weights) if rankings else []
+        fused = [pid for pid, _ in fused_pairs]
+        fused_scores = dict(fused_pairs)
         timings["fusion"] = (time.perf_counter() - t) * 1000
 
         pool = [Hit(pid, cat.passages[pid].doc_id, fused_scores[pid]) for pid in fused[: p.pool]]
