@@ -148,7 +148,7 @@ def evaluate(model: Any, tokenizer: Any, examples: list[Example], *, max_length:
     with torch.no_grad():
         for e in examples:
             texts = [e.positive, *e.negatives]
-            enc = tokenizer([e.query] * len(texts), texts, truncation="only_second", max_length=max_length, padding=True, return_tensors="pt")
+            enc = tokenizer([e.query] * len(texts), texts, truncation="longest_first", max_length=max_length, padding=True, return_tensors="pt")
             scores = model(**enc)
             rank = int((scores > scores[0]).sum().item()) + 1
             rr.append(1.0 / rank)
@@ -194,7 +194,7 @@ def train(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
             group = 1 + args.negatives
             queries = [e.query for e in batch for _ in range(group)]
             texts = [t for e in batch for t in [e.positive, *e.negatives]]
-            enc = tokenizer(queries, texts, truncation="only_second", max_length=args.max_length, padding=True, return_tensors="pt")
+            enc = tokenizer(queries, texts, truncation="longest_first", max_length=args.max_length, padding=True, return_tensors="pt")
             logits = model(**enc).view(len(batch), group)
             loss = torch.nn.functional.cross_entropy(logits, torch.zeros(len(batch), dtype=torch.long))
             loss.backward()

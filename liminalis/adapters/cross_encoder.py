@@ -131,7 +131,7 @@ class CrossEncoderReranker:
         with torch.inference_mode():
             for i in range(0, len(passages), self._batch_size):
                 chunk = list(passages[i : i + self._batch_size])
-                enc = self._tokenizer([query] * len(chunk), chunk, truncation="only_second",
+                enc = self._tokenizer([query] * len(chunk), chunk, truncation="longest_first",
                                       max_length=self._max_length, padding=True, return_tensors="pt")
                 out.extend(float(x) for x in self._model(**enc))
         return out
