@@ -25,6 +25,9 @@ def make_train_dir(root: Path) -> Path:
         ("Who caught the fox?", "fox-s01", "until the dog caught him"),
         ("What did the ferryman carry?", "ferry-s01", "The ferryman crossed the river at dawn with salt, lanterns"),
         ("When did the bell ring?", "bell-s01", "It rang at dusk every day."),
+        # a CRD3-style query longer than --max-length on its own
+        (" ".join(["The party argued about the bell and the river and the ferryman."] * 12), "bell-s02",
+         "the bell fell through the ice and was lost"),
     ]
     (root / "queries.jsonl").write_text("\n".join(
         json.dumps({"id": f"q{i}", "query": q, "relevant": [d], "answers": [], "passages": [p]}) for i, (q, d, p) in enumerate(qs)
@@ -37,7 +40,7 @@ async def test_train_command_end_to_end_on_a_tiny_slice(tmp_path):
 
     data = make_train_dir(tmp_path / "train")
     out = tmp_path / "model"
-    rc = main(["--train", str(data), "--out", str(out), "--max-queries", "6", "--layers", "1", "--max-length", "64",
+    rc = main(["--train", str(data), "--out", str(out), "--max-queries", "7", "--layers", "1", "--max-length", "64",
                "--batch", "2", "--negatives", "1", "--eval-every", "0", "--quiet", "--lr", "1e-4", "--epochs", "2"])
     assert rc == 0
     for f in ("config.json", "README.md", "training.json"):
@@ -49,3 +52,5 @@ async def test_train_command_end_to_end_on_a_tiny_slice(tmp_path):
     ce = CrossEncoderReranker(str(out), max_length=64)
     scores = await ce.score("What did the fox steal?", ["A red fox stole eggs.", "The bell rang."])
     assert len(scores) == 2
+    long_query = " ".join(["Which bell fell through the river ice that winter?"] * 20)
+    assert len(await ce.score(long_query, ["The bell fell through the ice."])) == 1
