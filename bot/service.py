@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import re
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -422,10 +421,3 @@ class BotService:
             tmp.replace(cfg.uploads_root / name)
             saved.append(name)
         return saved, skipped
-
-
-def split_args(text: str) -> list[str]:
-    try:
-        return shlex.split(text)
-    except ValueError:
-        return text.split()

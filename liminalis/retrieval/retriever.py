@@ -14,7 +14,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from liminalis.lens import visible
 from liminalis.ports import Embedder, Reranker, VectorStore
 from liminalis.retrieval.catalog import Catalog, PassageInfo
 from liminalis.retrieval.fusion import dedupe_ranking, rrf
@@ -264,6 +263,3 @@ class Retriever:
             doc_id=doc_id, title=doc.title, type=doc.type, text=render_spans(doc.text, chosen), pinned=pinned,
             score=score, headings=headings, matched=tuple(spans), whole=whole,
         )
-
-    def visible_documents(self, cat: Catalog, lens: frozenset[str]) -> list[str]:
-        return [d for d, doc in cat.documents.items() if visible(doc.visibility, lens)]
