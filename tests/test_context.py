@@ -58,12 +58,22 @@ def test_drops_down_to_floor_then_clips_largest_with_markers():
     docs = [doc("a", rank=0, paras=12), doc("b", rank=1, paras=4), doc("c", rank=2, paras=4), doc("d", rank=3, paras=4)]
     sizes = count_blocks(docs)
     budget = sizes[0] // 2 + sizes[1] + 10
-    fitted = fit_budget(docs, budget, params=BudgetParams(doc_floor=2, clip_floor=100))
+    fitted = fit_budget(docs, budget, params=BudgetParams(doc_floor=2, clip_floor=100, clip_weakest_first=False))
     assert fitted.dropped == ("d", "c")  # weakest first, stopping at the floor of 2
     assert fitted.clipped[0] == "a"  # the largest is clipped first
     a = next(d for d in fitted.documents if d.doc_id == "a")
     assert a.tier == "clipped" and CLIP_MARKER.search(a.text)
     assert fitted.total <= budget and not fitted.over_budget
+
+
+def test_clips_weakest_first_and_leaves_the_strongest_hit_whole():
+    docs = [doc("a", rank=0, paras=12), doc("b", rank=1, paras=6), doc("c", rank=2, paras=6)]
+    sizes = count_blocks(docs)
+    budget = sum(sizes) - sizes[2] // 2
+    fitted = fit_budget(docs, budget, params=BudgetParams(doc_floor=3, clip_floor=100, clip_weakest_first=True))
+    assert fitted.dropped == () and fitted.clipped == ("c",)
+    assert fitted.documents[0] == docs[0]  # the strongest (and largest) hit reads in full
+    assert CLIP_MARKER.search(fitted.documents[2].text) and fitted.total <= budget
 
 
 def test_too_small_budget_returns_more_than_asked_and_says_so():
@@ -87,6 +97,21 @@ def test_clip_keeps_what_matches_the_question():
     assert n == count_tokens(out) and n < count_tokens(text)
 
 
+def test_clip_keeps_a_scene_together():
+    scene = [
+        "Wren met the ferryman at the old bell tower at dusk.",
+        "He said nothing for a long while; the water slapped at the stones below them.",
+        "Then Wren paid the ferryman in river silver, and he took her across.",
+    ]
+    text = "\n\n".join([para(i) for i in range(4)] + scene + [para(i) for i in range(4, 8)])
+    query = "What did Wren pay the ferryman?"
+    out, _ = clip_text(text, 90, query=query)
+    assert all(s in out for s in scene)  # the connective line between the matches survives
+    assert len(CLIP_MARKER.findall(out)) == 2  # one contiguous run
+    scattered, _ = clip_text(text, 90, query=query, contiguous=False)
+    assert scene[1] not in scattered  # what the old unit-by-unit choice lost
+
+
 # -- tiering -----------------------------------------------------------------------------------
 
 MATCH = "Corran Vey went down into the river with the Drowned Bell and never came back."
@@ -108,7 +133,7 @@ def run_tiering(docs: list[tuple[ContextDoc, str, Span]], **kw):
 
 def test_background_prose_becomes_summary_plus_matched_passage():
     docs = [background("strong", rank=0), background("bg", rank=1)]
-    out, report = run_tiering(docs, keep_full=1)
+    out, report = run_tiering(docs, keep_full=1, context_chars=0)
     assert report.tiered == ("bg",)
     bg = out[1]
     assert bg.tier == "tiered" and bg.text.startswith("Summary: ")
@@ -116,6 +141,16 @@ def test_background_prose_becomes_summary_plus_matched_passage():
     assert "characters omitted" in bg.text
     assert count_tokens(bg.text) < count_tokens(docs[1][0].text) / 2
     assert out[0] == docs[0][0]  # guard 4: the strongest hit is untouched
+
+
+def test_background_passage_is_widened_to_its_neighbouring_paragraphs():
+    docs = [background("strong", rank=0), background("bg", rank=1)]
+    out, report = run_tiering(docs, keep_full=1, context_chars=200)
+    bg = out[1].text
+    assert report.tiered == ("bg",)
+    assert MATCH in bg and para(3) in bg and para(4) in bg  # the paragraphs either side
+    assert "Paragraph 2." not in bg and "Paragraph 5." not in bg
+    assert bg.count("characters omitted") == 2
 
 
 def test_character_sheet_is_exempt_but_prose_is_not():
@@ -187,6 +222,28 @@ def test_stable_half_is_byte_identical_and_breakpoint_fixed():
     assert "Where?" not in p2.stable and "story so far" not in p2.stable
     assert [m.role for m in p2.messages] == ["user", "assistant", "user"]
     assert p2.messages[-1].content == "Where?"
+
+
+def test_budget_tiers_the_second_hit_before_clipping_the_first():
+    volatile = []
+    texts = {}
+    matched = {}
+    for i, name in enumerate(["first", "second", "third"]):
+        full = "\n\n".join([para(j) for j in range(6)] + [f"{MATCH} ({name})"] + [para(j) for j in range(6, 12)])
+        texts[name] = full
+        start = full.index(MATCH)
+        matched[name] = (Span(start, start + len(MATCH)),)
+        volatile.append(ContextDoc(name, name.title(), "lore", full, rank=i))
+    whole = count_tokens(texts["first"])
+    p = build_prompt(instructions="Rules.", stable=[], volatile=volatile, question="Who went into the river?",
+                     texts=texts, matched=matched, budget=whole + 900, tier=TierParams(keep_full=3, context_chars=0))
+    first = p.documents[0]
+    assert first.doc_id == "first" and first.text == texts["first"]  # read whole, not clipped
+    assert [d.tier for d in p.documents[1:]] == ["tiered", "tiered"]
+    assert p.tokens <= whole + 900 and not (p.fitted and p.fitted.clipped)
+    unbudgeted = build_prompt(instructions="Rules.", stable=[], volatile=volatile, question="q", texts=texts,
+                              matched=matched, tier=TierParams(keep_full=3, context_chars=0))
+    assert all(d.text == texts[d.doc_id] for d in unbudgeted.documents)  # no budget: all three whole
 
 
 def test_budget_counts_the_whole_prompt():

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from liminalis.context.budget import BudgetParams, Fitted, clip_text, fit_budget
-from liminalis.context.material import ContextDoc, from_rendered
+from liminalis.context.material import ContextDoc, count_blocks, from_rendered
 from liminalis.context.tiering import TierParams, TierReport, tier_documents
 from liminalis.context.tokens import TokenCounter, default_counter
 from liminalis.ports import Message
@@ -120,6 +120,29 @@ def _material(docs: Sequence[ContextDoc]) -> str:
     return "\n\n".join(d.block() for d in docs)
 
 
+def _tier_to_fit(
+    volatile: Sequence[ContextDoc], texts: Mapping[str, str], matched: Mapping[str, Sequence[Span]],
+    summaries: Mapping[str, str] | None, tier: TierParams, room: int | None, c: TokenCounter,
+) -> tuple[list[ContextDoc], TierReport]:
+    """Tier ``volatile``; under a budget, first lower how many strongest hits read whole.
+
+    Tiering is the gentlest degradation: a whole strongest hit that the budget would clip anyway
+    is better tiered (its matched passages, widened, survive intact) than clipped, and clipping the
+    top hit loses more than tiering the second. So with ``room`` tokens for documents, ``keep_full``
+    steps down (never below ``min_full``) until the tiered set fits; the budget then drops and clips what
+    still does not.
+    """
+    docs, report = tier_documents(volatile, texts, matched, summaries=summaries, params=tier, counter=c)
+    if room is None or not tier.enabled:
+        return docs, report
+    keep = tier.keep_full
+    while keep > tier.min_full and sum(count_blocks(docs, c)) > room:
+        keep -= 1
+        docs, report = tier_documents(volatile, texts, matched, summaries=summaries,
+                                      params=replace(tier, keep_full=keep), counter=c)
+    return docs, report
+
+
 def build_prompt(
     *,
     instructions: str,
@@ -150,15 +173,14 @@ def build_prompt(
     stable_blocks = [instructions]
     if stable:
         stable_blocks.append("# Standing documents\n\n" + _material(stable))
-    docs, report = tier_documents(
-        volatile, texts or {}, matched or {}, summaries=summaries, params=tier, counter=c,
-    )
     story_block = f"# The story so far\n\n{story.strip()}" if story.strip() else ""
     messages = [*recent, Message("user", question)]
+    reserved = sum(c.count(b) for b in stable_blocks) + c.count(story_block)
+    reserved += sum(c.count(m.content) for m in messages) + 16
+    docs, report = _tier_to_fit(volatile, texts or {}, matched or {}, summaries, tier,
+                                None if budget is None else budget - reserved, c)
     fitted: Fitted | None = None
     if budget is not None:
-        reserved = sum(c.count(b) for b in stable_blocks) + c.count(story_block)
-        reserved += sum(c.count(m.content) for m in messages) + 16
         fitted = fit_budget(docs, budget, reserved=reserved, query=clip_query or question, params=budget_params, counter=c)
         docs = list(fitted.documents)
     volatile_parts = []

@@ -13,7 +13,10 @@ every gap marked. Four guards decide when *not* to tier:
    the strongest hits read at full fidelity (their whole text, up to ``whole_cap_tokens``).
 
 Full fidelity is the baseline: a background document costs its summary plus its matched
-passages as retrieval rendered them (or the exact matched spans when it rendered whole).
+passages, each widened by ``context_chars`` on both sides to paragraph edges. Evidence in
+narrative text runs across neighbouring passages (a scene spans several exchanges; CRD3-dev
+evidence spans a median 1,760 characters), so a lone matched passage loses the detail a
+question asks about; a little surrounding text recovers it far more cheaply than the whole.
 
 Summaries come from the summarization pass when one is supplied (``summaries``), else from an
 offline extractive summary: Luhn (1958) sentence significance, score(s) = Σ_{t∈s} f(t) / |s|
@@ -36,7 +39,7 @@ from liminalis.retrieval.lexical import Tokenizer
 from liminalis.retrieval.render import render_spans
 from liminalis.types import Span
 
-__all__ = ["TierParams", "TierReport", "tier_documents", "extractive_summary"]
+__all__ = ["TierParams", "TierReport", "tier_documents", "extractive_summary", "widen"]
 
 _log = logging.getLogger(__name__)
 _TOKENIZER = Tokenizer()
@@ -47,11 +50,13 @@ class TierParams:
     """Which documents may be tiered and how long their summaries are."""
 
     enabled: bool = True
-    keep_full: int = 2
+    keep_full: int = 3
     strongest_whole: bool = True
-    whole_cap_tokens: int = 3000
+    whole_cap_tokens: int = 4000
     exempt_types: frozenset[str] = frozenset({"sheet", "statblock", "stats", "table"})
     summary_tokens: int = 80
+    context_chars: int = 400
+    min_full: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +101,26 @@ def extractive_summary(text: str, max_tokens: int = 80) -> str:
             words = words[: max(1, len(words) * 3 // 4)]
         out = " ".join(words) + " …"
     return out
+
+
+def widen(text: str, span: Span, chars: int) -> Span:
+    """``span`` grown by ``chars`` on each side, then out to the enclosing paragraph edges
+    (or, inside a paragraph longer than ``chars`` again, to the nearest whitespace)."""
+    n = len(text)
+    start, end = max(0, span.start - chars), min(n, span.end + chars)
+    para = text.rfind("\n\n", 0, start)
+    para = 0 if para < 0 else para + 2
+    if start - para <= chars:
+        start = para
+    elif (ws := text.rfind(" ", 0, start)) >= 0:
+        start = ws + 1
+    para = text.find("\n\n", end)
+    para = n if para < 0 else para
+    if para - end <= chars:
+        end = para
+    elif (ws := text.find(" ", end)) >= 0:
+        end = ws
+    return Span(min(start, span.start), max(end, span.end))
 
 
 def _merge(spans: Sequence[Span]) -> list[Span]:
@@ -155,10 +180,13 @@ def tier_documents(
             refused.append((d.doc_id, guard))
             continue
         assert full is not None
-        # The matched passages as retrieval rendered them (expanded to paragraph edges), or the
-        # exact spans when retrieval rendered the document whole.
-        whole = d.text.strip() == full.strip()
-        passages = render_spans(full, spans) if whole else d.text
+        # The matched passages widened by their surroundings (or, with no widening, as
+        # retrieval rendered them; the exact spans when retrieval rendered the document whole).
+        if params.context_chars > 0:
+            passages = render_spans(full, _merge([widen(full, s, params.context_chars) for s in spans]))
+        else:
+            whole = d.text.strip() == full.strip()
+            passages = render_spans(full, spans) if whole else d.text
         summary = (summaries or {}).get(d.doc_id) or extractive_summary(full, params.summary_tokens)
         full_tokens = c.count(full)
         passage_tokens = c.count(passages)
