@@ -1,6 +1,6 @@
 """Ingest benchmark: throughput of a fresh ingest and the cost of a one-paragraph edit.
 
-    python -m bench.ingest [DIR] [--limit N] [--no-windows] [--json]
+    python -m bench.ingest [DIR] [--limit N] [--windows] [--json]
 
 Copies the corpus into a temporary campaign (no embedding cache), ingests it with the real
 embedder into Milvus Lite, then edits one paragraph in the middle of the longest document and
@@ -77,10 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.ingest")
     ap.add_argument("dir", nargs="?", type=Path, default=DEFAULT)
     ap.add_argument("--limit", type=int, default=None, help="first N documents")
-    ap.add_argument("--no-windows", action="store_true")
+    ap.add_argument("--windows", action="store_true", help="also embed sentence windows (off in the product)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    r = asyncio.run(run(args.dir, limit=args.limit, windows=not args.no_windows))
+    r = asyncio.run(run(args.dir, limit=args.limit, windows=args.windows))
     if args.json:
         print(json.dumps(r))
     else:

@@ -128,7 +128,7 @@ class Engine:
 
     async def is_indexed(self, slug: str) -> bool:
         row = await self.db.campaign_row(validate_slug(slug))
-        return row is not None and row["model_id"] == self.embedder.model_id and await self.db.generation(slug) > 0
+        return row is not None and row["model_id"] == self.indexer.profile() and await self.db.generation(slug) > 0
 
     # -- retrieval ---------------------------------------------------------------------------
 

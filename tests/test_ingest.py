@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from liminalis.ingest.indexer import IngestOptions
 from liminalis.lens import gm_lens, players_lens
 from liminalis.testing import HashEmbedder
 
@@ -229,5 +230,24 @@ async def test_retitling_a_document_replaces_its_vectors(tmp_path, campaign_copy
         after = {i for i in await engine.store.ids("emberfall") if "places/the-copper-kettle" in i}
         assert before and after and len(after) == len(before)
         assert before != after
+    finally:
+        await close_engine(engine)
+
+
+async def test_changing_what_is_embedded_reindexes_without_re_embedding(tmp_path, campaign_copy):
+    from dataclasses import replace
+
+    engine = await make_engine(tmp_path, ingest_options=IngestOptions(progress=False, windows=True))
+    try:
+        first = await engine.ingest("emberfall")
+        assert first.windows_embedded > 0
+        assert any(i.startswith("w:") for i in await engine.store.ids("emberfall"))
+        engine.indexer.options = replace(engine.indexer.options, windows=False)
+        assert not await engine.is_indexed("emberfall")  # built with another profile
+        report = await engine.ingest("emberfall")
+        assert report.embedded == 0  # passages come back from the embedding cache
+        ids = await engine.store.ids("emberfall")
+        assert ids and not any(i.startswith("w:") for i in ids)
+        assert await engine.is_indexed("emberfall")
     finally:
         await close_engine(engine)

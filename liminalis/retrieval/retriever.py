@@ -41,7 +41,7 @@ class RetrievalParams:
     lexical_top_k: int = 120
     dense_floor: float = 0.05
     rrf_k: float = 5.0
-    w_dense: float = 0.1
+    w_dense: float = 0.05
     w_lexical: float = 1.0
     pool: int = 40
     rerank_keep: int = 8
