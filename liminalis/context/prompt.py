@@ -175,8 +175,10 @@ def build_prompt(
         stable_blocks.append("# Standing documents\n\n" + _material(stable))
     story_block = f"# The story so far\n\n{story.strip()}" if story.strip() else ""
     messages = [*recent, Message("user", question)]
-    reserved = sum(c.count(b) for b in stable_blocks) + c.count(story_block)
-    reserved += sum(c.count(m.content) for m in messages) + 16
+    reserved = 0
+    if budget is not None:
+        reserved = sum(c.count(b) for b in stable_blocks) + c.count(story_block)
+        reserved += sum(c.count(m.content) for m in messages) + 16
     docs, report = _tier_to_fit(volatile, texts or {}, matched or {}, summaries, tier,
                                 None if budget is None else budget - reserved, c)
     fitted: Fitted | None = None
