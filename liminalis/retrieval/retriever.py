@@ -37,7 +37,7 @@ class RetrievalParams:
     lexical_enabled: bool = True
     rerank_enabled: bool = True
     named_keys: bool = True
-    dense_top_k: int = 40
+    dense_top_k: int = 20
     lexical_top_k: int = 120
     dense_floor: float = 0.05
     rrf_k: float = 5.0
