@@ -2,7 +2,8 @@
 
     python -m bench.retrieval DIR [DIR ...] [--config NAME ...] [--out results.json] [--limit N]
 
-Rungs: ``bm25``, ``dense``, ``dense+contextual``, ``hybrid``, ``hybrid+contextual``,
+Rungs: ``bm25`` (the passage-level lexical arm alone), ``lexical`` (passage + document-level
+lexical arms), ``dense``, ``dense+contextual``, ``hybrid``, ``hybrid+contextual``,
 ``hybrid+rerank``, ``full`` (hybrid + contextual + rerank). A rung may carry overrides of
 :class:`~liminalis.retrieval.retriever.RetrievalParams`, e.g.
 ``hybrid+contextual:rrf_k=20,w_dense=0.4``. Rerank rungs are skipped with a clear line when no
@@ -30,7 +31,7 @@ from liminalis.retrieval.retriever import RetrievalParams
 
 __all__ = ["LADDER", "parse_config", "run", "main"]
 
-LADDER = ["bm25", "dense", "dense+contextual", "hybrid", "hybrid+contextual", "hybrid+rerank", "full"]
+LADDER = ["bm25", "lexical", "dense", "dense+contextual", "hybrid", "hybrid+contextual", "hybrid+rerank", "full"]
 COLUMNS = ["recall@5", "recall@10", "hit@1", "hit@10", "mrr", "tokens", "detail_recall", "p50_ms", "p95_ms"]
 
 
@@ -38,7 +39,8 @@ def parse_config(spec: str) -> tuple[str, bool, bool, dict[str, Any]]:
     """``name[:k=v,...]`` → (name, contextual, rerank, RetrievalParams overrides)."""
     name, _, over = spec.partition(":")
     base = {
-        "bm25": (False, dict(dense_enabled=False, lexical_enabled=True, rerank_enabled=False)),
+        "bm25": (False, dict(dense_enabled=False, lexical_enabled=True, doc_lexical_enabled=False, rerank_enabled=False)),
+        "lexical": (False, dict(dense_enabled=False, lexical_enabled=True, rerank_enabled=False)),
         "dense": (False, dict(dense_enabled=True, lexical_enabled=False, rerank_enabled=False)),
         "dense+contextual": (True, dict(dense_enabled=True, lexical_enabled=False, rerank_enabled=False)),
         "hybrid": (False, dict(rerank_enabled=False)),
@@ -54,7 +56,10 @@ def parse_config(spec: str) -> tuple[str, bool, bool, dict[str, Any]]:
         k, _, v = item.partition("=")
         if k not in fields:
             raise SystemExit(f"unknown parameter {k!r}")
-        params[k] = (v.lower() in {"1", "true", "yes"}) if fields[k] == "bool" else (int(v) if fields[k] == "int" else float(v))
+        if v.lower() == "none" and "None" in str(fields[k]):
+            params[k] = None
+        else:
+            params[k] = (v.lower() in {"1", "true", "yes"}) if fields[k] == "bool" else (int(v) if fields[k] == "int" else float(v))
     return name, contextual, bool(params.get("rerank_enabled")), params
 
 

@@ -144,6 +144,9 @@ class RenderedDocument:
     headings: tuple[str, ...] = ()
     matched: tuple[Span, ...] = ()
     whole: bool = False
+    #: Spans of this document's further passages in the candidate pool (below the kept hits):
+    #: not rendered here, but tiering shows them, since evidence often spans several passages.
+    related: tuple[Span, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -214,3 +214,77 @@ def test_compiled_bm25_matches_rank_bm25_exactly():
         top = index.search(q, top_k=5)
         ref = sorted(((s, -i) for i, s in enumerate(index.bm25.get_scores(q)) if s > 0), reverse=True)[:5]
         assert [d for d, _ in top] == [f"d{-i}" for _, i in ref]
+
+
+async def test_further_pool_passages_of_a_document_ride_along_as_related_spans(tiny):
+    text, _ = long_doc()
+    paras = text.split("\n\n")
+    for i in (3, 9, 15):  # three separate passages of one long document mention the keeper
+        paras[i] = f"The lighthouse keeper Oswin tends the lamp. {paras[i]}"
+    root = tiny.campaigns_dir / "tiny" / "lore"
+    (root / "keeper.md").write_text("---\ntitle: The Keeper\n---\n" + "\n\n".join(paras))
+    await tiny.ingest("tiny")
+    p = RetrievalParams(rerank_keep=1, max_documents=1, render_related_docs=0)
+    b = await tiny.retrieve("tiny", "lighthouse keeper Oswin lamp", players_lens(), use_pins=False, params=p)
+    doc = next(d for d in b.documents if d.doc_id == "lore/keeper")
+    full = (root / "keeper.md").read_text().split("---\n", 2)[2]
+    assert len(doc.matched) == 1 and len(doc.related) >= 1
+    assert all(s.start >= 0 and s.end <= len(full) + 1 for s in doc.related)
+    assert not set(doc.related) & set(doc.matched)
+    shown = {i for i in (3, 9, 15) for s in doc.matched + doc.related if s.start <= full.find(paras[i][:60]) < s.end}
+    assert len(shown) >= 2  # evidence beyond the one kept hit is handed on
+    none = await tiny.retrieve("tiny", "lighthouse keeper Oswin lamp", players_lens(), use_pins=False,
+                               params=RetrievalParams(rerank_keep=1, max_documents=1, related_per_doc=0))
+    assert next(d for d in none.documents if d.doc_id == "lore/keeper").related == ()
+    top = await tiny.retrieve("tiny", "lighthouse keeper Oswin lamp", players_lens(), use_pins=False,
+                              params=RetrievalParams(rerank_keep=1, max_documents=1, render_related_docs=1))
+    strongest = next(d for d in top.documents if d.doc_id == "lore/keeper")
+    assert strongest.related == () and set(strongest.matched) == set(doc.matched + doc.related)  # rendered instead
+
+
+def test_mix_scores_keeps_the_fused_prior_and_lets_a_confident_reranker_win():
+    from liminalis.retrieval.rerank import mix_scores
+
+    assert mix_scores([0.1, 0.9, 0.5], None) == [0.1, 0.9, 0.5]  # the reranker alone
+    weak = mix_scores([0.0, 0.1, 0.0, 0.0], 0.25)  # a near-tie: fused order stands
+    assert max(range(4), key=weak.__getitem__) == 0
+    sure = mix_scores([0.0, 0.0, 0.0, 9.0], 2.0)  # one passage far above the rest: it rises
+    assert max(range(4), key=sure.__getitem__) == 3
+    assert mix_scores([1.0, 1.0], 1.0) == pytest.approx([0.0, -0.6931], abs=1e-4)  # equal scores: prior only
+
+
+async def test_rerank_depth_limits_what_the_reranker_sees(tiny):
+    seen: list[int] = []
+
+    class Counting(KeywordReranker):
+        async def score(self, query, passages):
+            seen.append(len(passages))
+            return await super().score(query, passages)
+
+    tiny.retriever.reranker = Counting("ferryman")
+    b = await tiny.retrieve("tiny", "river bells ferry dusk salt", players_lens(), use_pins=False,
+                            params=RetrievalParams(rerank_depth=2, rerank_mix=None))
+    assert seen == [2] and b.ranked_doc_ids
+    tiny.retriever.reranker = None
+
+
+async def test_document_level_arm_lifts_a_scene_whose_terms_spread_over_passages(tiny):
+    text, _ = long_doc()
+    paras = text.split("\n\n")
+    clues = ["The smuggler hid by the harbor wall.", "At low tide the lantern signal came.",
+             "Captain Rusk paid the smuggler in harbor coin.", "The tide turned and the lantern went dark."]
+    for i, clue in zip((2, 8, 14, 20), clues, strict=True):
+        paras[i] = f"{clue} {paras[i]}"
+    root = tiny.campaigns_dir / "tiny" / "lore"
+    (root / "scene.md").write_text("---\ntitle: Night at the Docks\n---\n" + "\n\n".join(paras))
+    (root / "signal.md").write_text("---\ntitle: Signals\n---\nA smuggler's lantern signal is a harbor custom.")
+    await tiny.ingest("tiny")
+    q = "smuggler lantern signal harbor tide Rusk"
+    passages_only = await tiny.retrieve("tiny", q, players_lens(), use_pins=False,
+                                        params=RetrievalParams(dense_enabled=False, doc_lexical_enabled=False))
+    # RRF is rank-only: a document first in one arm and second in the other ties with its mirror
+    # image, so the document arm's weight breaks the tie here.
+    both = await tiny.retrieve("tiny", q, players_lens(), use_pins=False, params=RetrievalParams(dense_enabled=False, w_doc=1.5))
+    assert passages_only.ranked_doc_ids[0] == "lore/signal"  # one dense passage wins at passage level
+    assert both.ranked_doc_ids[0] == "lore/scene"  # the whole scene matches the question better
+    assert both.timings_ms["doc_lexical"] >= 0

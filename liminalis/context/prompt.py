@@ -101,7 +101,12 @@ def stable_document(doc: ContextDoc, full_text: str, *, cap_tokens: int, counter
 def split_bundle(
     bundle: Bundle, texts: Mapping[str, str], *, stable_doc_tokens: int = 1500, counter: TokenCounter | None = None,
 ) -> tuple[list[ContextDoc], list[ContextDoc], dict[str, tuple[Span, ...]]]:
-    """Standing documents (stable half), the rest (volatile half), and matched spans by doc."""
+    """Standing documents (stable half), the rest (volatile half), and matched spans by doc.
+
+    The matched spans include each document's ``related`` passages (its further candidates in
+    the retrieval pool): tiering keeps every passage of a background document that retrieval
+    found relevant, not only the few that made the kept hits.
+    """
     c = counter or default_counter()
     reasons = {h.doc_id: h.pin_reason for h in bundle.hits if h.pinned}
     stable: list[ContextDoc] = []
@@ -112,7 +117,7 @@ def split_bundle(
             stable.append(stable_document(cd, texts[d.doc_id], cap_tokens=stable_doc_tokens, counter=c))
         else:
             volatile.append(cd)
-    matched = {d.doc_id: d.matched for d in bundle.documents}
+    matched = {d.doc_id: d.matched + d.related for d in bundle.documents}
     return stable, volatile, matched
 
 

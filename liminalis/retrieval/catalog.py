@@ -56,6 +56,7 @@ class Catalog:
     k1: float = 0.6
     b: float = 0.4
     _lexical: dict[frozenset[str], BM25Index] = field(default_factory=dict)
+    _doc_lexical: dict[tuple[frozenset[str], float, float], BM25Index] = field(default_factory=dict)
     _keys: dict[str, set[str]] = field(default_factory=dict)
 
     @property
@@ -117,6 +118,32 @@ class Catalog:
                         entries.append((pid, list(p.tokens)))
             index = BM25Index(entries, k1=self.k1, b=self.b)
             self._lexical[key] = index
+        return index
+
+    def doc_lexical(self, lens: frozenset[str], *, k1: float = 0.6, b: float = 0.3) -> BM25Index:
+        """BM25 over whole documents ``lens`` may see: the title entry plus every passage's
+        tokens, one entry per document (built once per lens and setting).
+
+        The passage index rewards the one passage densest in query terms; this one rewards a
+        document whose terms are spread over many passages, which is how a recap or summary
+        question matches a long scene.
+        """
+        key = (frozenset(lens), k1, b)
+        index = self._doc_lexical.get(key)
+        if index is None:
+            entries: list[tuple[str, list[str]]] = []
+            for doc_id, pids in self.by_doc.items():
+                doc = self.documents[doc_id]
+                if not visible(doc.visibility, lens):
+                    continue
+                tokens = self.tokenizer(" ".join([doc.title, *doc.aliases]))
+                for pid in pids:
+                    p = self.passages[pid]
+                    if visible(p.visibility, lens):
+                        tokens.extend(p.tokens)
+                entries.append((doc_id, tokens))
+            index = BM25Index(entries, k1=k1, b=b)
+            self._doc_lexical[key] = index
         return index
 
     def resolve_key(self, key: str, lens: frozenset[str]) -> list[str]:

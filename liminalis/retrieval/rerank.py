@@ -3,18 +3,25 @@
 Any reranker error or timeout returns the fused order unchanged and logs once per reranker
 instance, so a broken model degrades quality, never availability. Pinned hits are never passed
 through here, so they can never be reordered or dropped by it.
+
+Mixing: with ``mix=None`` the reranker's score alone orders the candidates. With a weight, the
+order is ``mix · z(score) − ln(fused position)``: the reranker's scores standardised within the
+query, added to a log-rank prior from fusion. A small reranker trained on little data is a noisy
+judge; the prior keeps fusion's strong lexical order and lets the reranker overturn it only where
+it is confident (the weight is chosen on the dev sets by ``bench.rerank_sweep``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Sequence
 
 from liminalis.ports import Reranker
 from liminalis.types import Hit
 
-__all__ = ["rerank_hits"]
+__all__ = ["rerank_hits", "mix_scores"]
 
 _log = logging.getLogger(__name__)
 _warned: set[int] = set()
@@ -27,6 +34,7 @@ async def rerank_hits(
     texts: Sequence[str],
     *,
     timeout_s: float = 5.0,
+    mix: float | None = None,
 ) -> tuple[list[Hit], bool]:
     """Reorder ``hits`` by the reranker's score; returns ``(hits, reranked)``.
 
@@ -47,7 +55,16 @@ async def rerank_hits(
         else:
             _log.debug("reranker failed again: %s", exc)
         return list(hits), False
-    order = sorted(range(len(hits)), key=lambda i: (-float(scores[i]), i))
-    return [
-        Hit(passage_id=hits[i].passage_id, doc_id=hits[i].doc_id, score=float(scores[i])) for i in order
-    ], True
+    final = mix_scores([float(s) for s in scores], mix)
+    order = sorted(range(len(hits)), key=lambda i: (-final[i], i))
+    return [Hit(passage_id=hits[i].passage_id, doc_id=hits[i].doc_id, score=final[i]) for i in order], True
+
+
+def mix_scores(scores: Sequence[float], mix: float | None) -> list[float]:
+    """Reranker scores (in fused order) combined with the fused log-rank prior; see module doc."""
+    if mix is None:
+        return list(scores)
+    n = len(scores)
+    mean = sum(scores) / n
+    sd = math.sqrt(sum((s - mean) ** 2 for s in scores) / n) or 1.0
+    return [mix * (s - mean) / sd - math.log(i + 1) for i, s in enumerate(scores)]

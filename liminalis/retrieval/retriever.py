@@ -43,9 +43,25 @@ class RetrievalParams:
     rrf_k: float = 5.0
     w_dense: float = 0.05
     w_lexical: float = 1.0
+    #: The document-level lexical arm (whole documents as BM25 units; see Catalog.doc_lexical).
+    doc_lexical_enabled: bool = True
+    w_doc: float = 1.0
+    doc_top_k: int = 60
+    doc_k1: float = 0.6
+    doc_b: float = 0.3
     pool: int = 40
     rerank_keep: int = 8
+    #: Candidates (from the top of the fused pool) the reranker scores; the rest keep fused order.
+    rerank_depth: int = 20
+    #: Weight of the reranker against the fused order (None: the reranker's order alone).
+    rerank_mix: float | None = None
     max_documents: int = 8
+    #: Further pool passages per rendered document handed to tiering as ``related`` spans.
+    related_per_doc: int = 4
+    #: The strongest recalled documents (this many) also render their related passages: with the
+    #: document-level arm, the kept hits spread over more documents, one passage each, and the
+    #: top documents' evidence usually spans several passages.
+    render_related_docs: int = 1
     rerank_timeout_s: float = 5.0
     render: RenderParams = field(default_factory=RenderParams)
 
@@ -136,6 +152,22 @@ class Retriever:
                 ranking.append(pid)
         return dedupe_ranking(ranking)
 
+    def _doc_lexical(self, cat: Catalog, query: str, lens: frozenset[str], p: RetrievalParams,
+                     lexical: Sequence[str]) -> list[str]:
+        """The document-level ranking, each document stood for by its best passage (its first
+        in the passage-level ``lexical`` ranking, else its first passage), so fusion stays at
+        passage level and a document's arms meet on the same passage."""
+        index = cat.doc_lexical(lens, k1=p.doc_k1, b=p.doc_b)
+        best: dict[str, str] = {}
+        for pid in lexical:
+            best.setdefault(cat.passages[pid].doc_id, pid)
+        ranking: list[str] = []
+        for doc_id, _score in index.search(self.tokenizer(query), top_k=p.doc_top_k):
+            pid = best.get(doc_id) or cat.first_passage(doc_id)
+            if pid and cat.visible_passage(pid, lens):
+                ranking.append(pid)
+        return ranking
+
     def _lexical(self, cat: Catalog, query: str, lens: frozenset[str], p: RetrievalParams) -> list[str]:
         index = cat.lexical(lens)
         ranking: list[str] = []
@@ -182,6 +214,12 @@ class Retriever:
             timings["lexical"] = (time.perf_counter() - t) * 1000
             rankings.append(lexical)
             weights.append(p.w_lexical)
+            if p.doc_lexical_enabled and p.w_doc > 0:
+                t = time.perf_counter()
+                documents = self._doc_lexical(cat, search_query, lens, p, lexical)
+                timings["doc_lexical"] = (time.perf_counter() - t) * 1000
+                rankings.append(documents)
+                weights.append(p.w_doc)
         t = time.perf_counter()
         fused_pairs = rrf(*rankings, rrf_k=p.rrf_k, weights=weights) if rankings else []
         fused = [pid for pid, _ in fused_pairs]
@@ -192,8 +230,11 @@ class Retriever:
         reranked = False
         if p.rerank_enabled and self.reranker is not None and pool:
             t = time.perf_counter()
-            texts = [cat.passage_text(h.passage_id) for h in pool]
-            pool, reranked = await rerank_hits(self.reranker, search_query, pool, texts, timeout_s=p.rerank_timeout_s)
+            head, rest = pool[: p.rerank_depth], pool[p.rerank_depth :]
+            texts = [cat.passage_text(h.passage_id) for h in head]
+            head, reranked = await rerank_hits(self.reranker, search_query, head, texts, timeout_s=p.rerank_timeout_s,
+                                               mix=p.rerank_mix)
+            pool = head + rest
             timings["rerank"] = (time.perf_counter() - t) * 1000
         tail = [Hit(pid, cat.passages[pid].doc_id, fused_scores[pid]) for pid in fused[p.pool :]]
         ranked_hits = pool + tail
@@ -210,14 +251,23 @@ class Retriever:
         matched: dict[str, list[str]] = {}
         for h in kept:
             matched.setdefault(h.doc_id, []).append(h.passage_id)
+        related: dict[str, list[str]] = {}
+        for h in ranked_hits[p.rerank_keep : p.pool]:
+            if h.doc_id in doc_order and len(rel := related.setdefault(h.doc_id, [])) < p.related_per_doc:
+                rel.append(h.passage_id)
         best: dict[str, float] = {}
         for h in ranked_hits:
             best.setdefault(h.doc_id, h.score)
         pin_reason = {pin.doc_id: pin.reason for pin in pins}
         rendered: list[RenderedDocument] = []
+        recalled = [d for d in doc_order if d not in pin_reason]
         for doc_id in doc_order:
             pids = matched.get(doc_id) or self._fallback_passages(cat, doc_id, search_query)
-            rendered.append(self._render(cat, doc_id, pids, pinned=doc_id in pin_reason, score=best.get(doc_id, 0.0), p=p))
+            extra = related.get(doc_id, [])
+            if doc_id in recalled[: p.render_related_docs]:
+                pids, extra = [*pids, *extra], []
+            rendered.append(self._render(cat, doc_id, pids, pinned=doc_id in pin_reason, score=best.get(doc_id, 0.0), p=p,
+                                         related=extra))
         timings["render"] = (time.perf_counter() - t) * 1000
 
         non_always = [pin.doc_id for pin in pins if pin.reason != "always"]
@@ -252,7 +302,8 @@ class Retriever:
         return chosen or pids[:1]
 
     def _render(
-        self, cat: Catalog, doc_id: str, pids: Sequence[str], *, pinned: bool, score: float, p: RetrievalParams
+        self, cat: Catalog, doc_id: str, pids: Sequence[str], *, pinned: bool, score: float, p: RetrievalParams,
+        related: Sequence[str] = (),
     ) -> RenderedDocument:
         doc = cat.documents[doc_id]
         spans = [Span(cat.passages[x].start, cat.passages[x].end) for x in pids if x in cat.passages]
@@ -262,4 +313,5 @@ class Retriever:
         return RenderedDocument(
             doc_id=doc_id, title=doc.title, type=doc.type, text=render_spans(doc.text, chosen), pinned=pinned,
             score=score, headings=headings, matched=tuple(spans), whole=whole,
+            related=tuple(Span(cat.passages[x].start, cat.passages[x].end) for x in related if x in cat.passages),
         )
