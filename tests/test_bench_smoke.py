@@ -56,3 +56,16 @@ async def test_bench_sweep_smoke(tiny_set, tmp_path):
     res = await sweep_set(tiny_set, HashEmbedder(), cache_dir=tmp_path / "cache")
     assert res["lexical"] and set(res["fusion"]) == {"plain", "contextual"}
     assert max(r["mrr"] for r in res["lexical"]) == 1.0
+
+
+async def test_bench_rerank_sweep_smoke(tiny_set, tmp_path):
+    from bench.rerank_sweep import collect, grid
+    from liminalis.testing import KeywordReranker
+
+    rows = await collect(tiny_set, KeywordReranker("ferryman"), embedder=HashEmbedder(), progress=False,
+                         cache_dir=tmp_path / "cache")
+    assert len(rows) == 2 and all(len(r["docs"]) == len(r["scores"]) for r in rows)
+    g = {(r["depth"], r["mix"]): r for r in grid(rows)}
+    assert g[(0, "none")]["mrr"] == 1.0  # the fused order, no reranker
+    # the keyword reranker puts the ferry first for every query: the bells question loses its answer
+    assert g[(40, "none")]["mrr"] < 1.0

@@ -54,3 +54,14 @@ async def test_train_command_end_to_end_on_a_tiny_slice(tmp_path):
     assert len(scores) == 2
     long_query = " ".join(["Which bell fell through the river ice that winter?"] * 20)
     assert len(await ce.score(long_query, ["The bell fell through the ice."])) == 1
+    # shipped weights are fp16 (half the repo size) and load back as fp32 with the same scores
+    from safetensors import safe_open
+
+    with safe_open(str(out / "model.safetensors"), "pt") as f:
+        assert {str(f.get_tensor(k).dtype) for k in f.keys()} == {"torch.float16"}
+    full = tmp_path / "fp32"
+    assert main(["--train", str(data), "--out", str(full), "--max-queries", "7", "--layers", "1", "--max-length", "64",
+                 "--batch", "2", "--negatives", "1", "--eval-every", "0", "--quiet", "--lr", "1e-4", "--epochs", "2",
+                 "--fp32"]) == 0
+    ref = await CrossEncoderReranker(str(full), max_length=64).score("What did the fox steal?", ["A red fox stole eggs.", "The bell rang."])
+    assert scores == __import__("pytest").approx(ref, abs=2e-2)  # same seed, same model, half precision

@@ -38,11 +38,15 @@ def _mean_pool_model_cls() -> Any:
             pooled = (out.last_hidden_state * mask).sum(1) / mask.sum(1).clamp(min=1)
             return self.head(pooled).squeeze(-1)
 
-        def save(self, out_dir: Any) -> None:
+        def save(self, out_dir: Any, *, half: bool = False) -> None:
+            """Write the encoder (fp16 with ``half``: half the size to commit, loaded back as
+            fp32) and the head."""
+            import copy
             from pathlib import Path
 
             Path(out_dir).mkdir(parents=True, exist_ok=True)
-            self.encoder.save_pretrained(out_dir)
+            encoder = copy.deepcopy(self.encoder).half() if half else self.encoder
+            encoder.save_pretrained(out_dir)
             torch.save(self.head.state_dict(), Path(out_dir) / HEAD_FILE)
 
     return _MeanPool
@@ -53,9 +57,11 @@ class MeanPoolCrossEncoderModel:
 
     @staticmethod
     def from_encoder(path: str, *, layers: int | None = None) -> Any:
+        import torch
         from transformers import AutoModel
 
-        encoder = AutoModel.from_pretrained(path, add_pooling_layer=False)
+        # fp32 on the CPU whatever the stored dtype (the shipped weights are fp16 to halve the repo).
+        encoder = AutoModel.from_pretrained(path, add_pooling_layer=False, dtype=torch.float32)
         if layers:
             encoder.encoder.layer = encoder.encoder.layer[:layers]
             encoder.config.num_hidden_layers = layers
