@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -100,22 +101,24 @@ class Catalog:
         ids = self.by_doc.get(doc_id)
         return ids[0] if ids else None
 
+    def _visible(self, lens: frozenset[str]) -> Iterator[tuple[Document, list[PassageInfo]]]:
+        """Each document ``lens`` may see, with its passages ``lens`` may see (the one rule both
+        lexical indexes are built from)."""
+        for doc_id, pids in self.by_doc.items():
+            doc = self.documents[doc_id]
+            if visible(doc.visibility, lens):
+                yield doc, [p for p in (self.passages[x] for x in pids) if visible(p.visibility, lens)]
+
     def lexical(self, lens: frozenset[str]) -> BM25Index:
         """BM25 over the passages and title entries ``lens`` may see (built once per lens)."""
         key = frozenset(lens)
         index = self._lexical.get(key)
         if index is None:
             entries: list[tuple[str, list[str]]] = []
-            for doc_id, pids in self.by_doc.items():
-                doc = self.documents[doc_id]
-                if not visible(doc.visibility, lens):
-                    continue
+            for doc, passages in self._visible(lens):
                 title_text = " ".join([doc.title, *doc.aliases, PurePosixPath(doc.path).stem])
-                entries.append((title_entry_id(doc_id), self.tokenizer(title_text)))
-                for pid in pids:
-                    p = self.passages[pid]
-                    if visible(p.visibility, lens):
-                        entries.append((pid, list(p.tokens)))
+                entries.append((title_entry_id(doc.doc_id), self.tokenizer(title_text)))
+                entries.extend((p.passage_id, list(p.tokens)) for p in passages)
             index = BM25Index(entries, k1=self.k1, b=self.b)
             self._lexical[key] = index
         return index
@@ -132,16 +135,11 @@ class Catalog:
         index = self._doc_lexical.get(key)
         if index is None:
             entries: list[tuple[str, list[str]]] = []
-            for doc_id, pids in self.by_doc.items():
-                doc = self.documents[doc_id]
-                if not visible(doc.visibility, lens):
-                    continue
+            for doc, passages in self._visible(lens):
                 tokens = self.tokenizer(" ".join([doc.title, *doc.aliases]))
-                for pid in pids:
-                    p = self.passages[pid]
-                    if visible(p.visibility, lens):
-                        tokens.extend(p.tokens)
-                entries.append((doc_id, tokens))
+                for p in passages:
+                    tokens.extend(p.tokens)
+                entries.append((doc.doc_id, tokens))
             index = BM25Index(entries, k1=k1, b=b)
             self._doc_lexical[key] = index
         return index
