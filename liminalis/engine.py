@@ -41,7 +41,8 @@ class Explanation:
         for st in self.stages:
             lines.append(
                 f"- {titles.get(st.doc_id, st.doc_id)} [{st.doc_id}]: {st.verdict()} — pin={st.pinned or '-'}, "
-                f"dense={st.dense_rank or '-'}, lexical={st.lexical_rank or '-'}, fused={st.fused_rank or '-'}, "
+                f"dense={st.dense_rank or '-'}, lexical={st.lexical_rank or '-'}, "
+                f"document={st.document_rank or '-'}, fused={st.fused_rank or '-'}, "
                 f"reranked={st.reranked_rank or '-'}, rendered={'yes' if st.rendered else 'no'}"
             )
         t = ", ".join(f"{k} {v:.0f} ms" for k, v in self.bundle.timings_ms.items())

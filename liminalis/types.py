@@ -157,6 +157,7 @@ class StageTrace:
     pinned: str | None = None
     dense_rank: int | None = None
     lexical_rank: int | None = None
+    document_rank: int | None = None
     fused_rank: int | None = None
     reranked_rank: int | None = None
     rendered: bool = False
@@ -166,7 +167,7 @@ class StageTrace:
             return "rendered"
         if self.pinned or self.fused_rank is not None:
             return "retrieved but cut"
-        if self.dense_rank is not None or self.lexical_rank is not None:
+        if self.dense_rank is not None or self.lexical_rank is not None or self.document_rank is not None:
             return "recalled but lost in fusion"
         return "never retrieved"
 

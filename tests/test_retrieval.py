@@ -176,6 +176,7 @@ async def test_explain_classifies_stages(tiny):
     ex = await tiny.explain("tiny", "ferryman salt lanterns", relevant=["lore/ferry", "lore/mirel"], lens=players_lens())
     by = {s.doc_id: s for s in ex.stages}
     assert by["lore/ferry"].verdict() == "rendered" and by["lore/ferry"].lexical_rank == 1
+    assert by["lore/ferry"].document_rank == 1 and "document=1" in ex.render({})
     assert by["lore/mirel"].verdict() == "never retrieved"
 
 

@@ -73,6 +73,7 @@ class Trace:
     pins: list[Pin] = field(default_factory=list)
     dense_docs: list[str] = field(default_factory=list)
     lexical_docs: list[str] = field(default_factory=list)
+    document_docs: list[str] = field(default_factory=list)
     fused_docs: list[str] = field(default_factory=list)
     reranked_docs: list[str] = field(default_factory=list)
     rendered_docs: list[str] = field(default_factory=list)
@@ -85,6 +86,7 @@ class Trace:
         pin = next((p.reason for p in self.pins if p.doc_id == doc_id), None)
         return StageTrace(
             doc_id=doc_id, pinned=pin, dense_rank=rank(self.dense_docs), lexical_rank=rank(self.lexical_docs),
+            document_rank=rank(self.document_docs),
             fused_rank=rank(self.fused_docs), reranked_rank=rank(self.reranked_docs) if self.reranked else None,
             rendered=doc_id in self.rendered_docs,
         )
@@ -202,6 +204,7 @@ class Retriever:
         weights: list[float] = []
         dense: list[str] = []
         lexical: list[str] = []
+        documents: list[str] = []
         if p.dense_enabled and self.embedder is not None:
             t = time.perf_counter()
             dense = await self._dense(cat, search_query, lens, p)
@@ -281,6 +284,7 @@ class Retriever:
             trace.pins = pins
             trace.dense_docs = dedupe_ranking(cat.passages[x].doc_id for x in dense)
             trace.lexical_docs = dedupe_ranking(cat.passages[x].doc_id for x in lexical)
+            trace.document_docs = dedupe_ranking(cat.passages[x].doc_id for x in documents)
             trace.fused_docs = dedupe_ranking(cat.passages[x].doc_id for x in fused)
             trace.reranked_docs = dedupe_ranking(h.doc_id for h in pool) if reranked else []
             trace.reranked = reranked
