@@ -49,7 +49,8 @@ async def test_train_command_end_to_end_on_a_tiny_slice(tmp_path):
     assert "CC BY-SA 4.0" in card and "--max-queries" in card
     report = json.loads((out / "training.json").read_text())
     assert report["train_examples"] + report["val_examples"] >= 4
-    ce = CrossEncoderReranker(str(out), max_length=64)
+    ce = CrossEncoderReranker(str(out))
+    assert ce._max_length == 64  # scores at the length it was trained at (training.json)
     scores = await ce.score("What did the fox steal?", ["A red fox stole eggs.", "The bell rang."])
     assert len(scores) == 2
     long_query = " ".join(["Which bell fell through the river ice that winter?"] * 20)

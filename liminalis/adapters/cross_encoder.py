@@ -78,10 +78,23 @@ class MeanPoolCrossEncoderModel:
         return model
 
 
+def _trained_length(model: str) -> int | None:
+    """``--max-length`` of a model trained by bench/train_reranker.py (scoring longer inputs
+    than it was trained on costs time and moves scores off what validation measured)."""
+    import json
+    from pathlib import Path
+
+    try:
+        return int(json.loads((Path(model) / "training.json").read_text())["args"]["max_length"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 class CrossEncoderReranker:
-    def __init__(self, model: str, *, max_length: int = 256, batch_size: int = 32, quantize: bool = False) -> None:
+    def __init__(self, model: str, *, max_length: int | None = None, batch_size: int = 32, quantize: bool = False) -> None:
         self._name = model
-        self._max_length = max_length
+        # None: the length the model was trained at (its training.json), else 256.
+        self._max_length = max_length or _trained_length(model) or 256
         self._batch_size = batch_size
         self._quantize = quantize
         self._model: Any = None
