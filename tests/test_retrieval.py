@@ -126,9 +126,16 @@ def leaked(bundle) -> list[str]:
     ],
 )
 async def test_gm_only_never_reaches_players_through_any_arm(tiny, query):
-    for params in (RetrievalParams(), RetrievalParams(dense_enabled=False), RetrievalParams(lexical_enabled=False)):
-        b = await tiny.retrieve("tiny", query, players_lens(), params=params, forced=["gm/plot", "Obsidian Ledger"])
+    arms = (RetrievalParams(), RetrievalParams(dense_enabled=False), RetrievalParams(lexical_enabled=False),
+            RetrievalParams(dense_enabled=False, w_lexical=0.0, render_related_docs=8))  # the document arm alone
+    for params in arms:
+        trace = Trace()
+        b = await tiny.retrieve("tiny", query, players_lens(), params=params, forced=["gm/plot", "Obsidian Ledger"],
+                                trace=trace)
         assert leaked(b) == [], (query, params)
+        assert not [d for d in trace.document_docs + trace.lexical_docs if d.startswith("gm/")], (query, params)
+        # related spans index into the document's own text: only documents the lens may see
+        assert all(d.doc_id in b.ranked_doc_ids or d.pinned for d in b.documents if d.related)
     await tiny.db.execute("INSERT OR IGNORE INTO pins VALUES ('tiny', 'campaign', 'gm/plot', 0)")
     b = await tiny.retrieve("tiny", query, players_lens())
     assert leaked(b) == []
