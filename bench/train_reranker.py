@@ -10,13 +10,14 @@ the evidence text; negatives are (a) passages of other documents drawn uniformly
 ``POOL_DEPTH`` (40, the rerank pool) under the project's lexical arm (tuned BM25 over passages +
 title entries) and (b) a passage of the relevant document that holds no evidence.
 
-Why uniform over the pool: negatives taken from the *head* of the BM25 ranking are on average
-more lexically similar to the query than the positives are (BM25 puts the positive first only
-~70-80% of the time), so a small model learns "high overlap → wrong" and, at inference, prefers
-the weakest candidates. Measured on the dev sets with a checkpoint trained that way: reranker
-order alone gave MRR 0.12 (fairytaleqa) and 0.26 (crd3) over the top 40, below the fused order
-(0.83 / 0.92 on the same 150 queries). Drawing negatives from the pool the reranker will
-actually see removes that shortcut. Queries are split by story/episode into train and validation (10%), so a
+Why uniform over the pool: negatives taken only from the *head* of the BM25 ranking are on
+average more lexically similar to the query than the positives are (BM25 puts the positive first
+only ~70-80% of the time), which invites a "high overlap → wrong" shortcut; drawing them from
+the pool the reranker will actually see matches training to inference. It is not enough on its
+own: on 2 CPU cores neither mining learned within the steps that fit (held-out validation MRR
+over 5 candidates stopped improving after 100-150 steps), and both checkpoints ordered the dev
+pool worse than chance (reranker order alone, top 40: MRR 0.11-0.26). Train on a GPU, for many
+more steps, and choose depth and mix with ``bench.rerank_sweep`` before shipping. Queries are split by story/episode into train and validation (10%), so a
 validation story is never seen in training; checkpoints are chosen on that validation split only.
 
 Model: a cross-encoder initialised from the bundled all-MiniLM-L6-v2 weights (optionally cut to
