@@ -8,7 +8,8 @@ Mixing: with ``mix=None`` the reranker's score alone orders the candidates. With
 order is ``mix · z(score) − ln(fused position)``: the reranker's scores standardised within the
 query, added to a log-rank prior from fusion. A small reranker trained on little data is a noisy
 judge; the prior keeps fusion's strong lexical order and lets the reranker overturn it only where
-it is confident (the weight is chosen on the dev sets by ``bench.rerank_sweep``).
+it is confident. Choose the weight on the dev sets with ``bench.rerank_sweep``; the default
+(``RetrievalParams.rerank_mix`` None) stays the reranker's order until a shipped model is swept.
 """
 
 from __future__ import annotations
