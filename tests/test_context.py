@@ -197,6 +197,13 @@ def test_extractive_summary_leads_and_fits():
     assert count_tokens(s) <= 40
 
 
+def test_extractive_summary_of_zero_or_one_token_terminates():
+    # A summary budget of 0 (summaries off) once looped forever on the lead-cutting step.
+    text = "Emberfall is a river city of bells, old and drowned. " + FILLER * 5
+    assert extractive_summary(text, 0) == ""
+    assert extractive_summary(text, 1).endswith("…")
+
+
 def test_summary_from_the_pass_is_preferred():
     docs = [background("strong", rank=0), background("bg", rank=1)]
     out, _ = tier_documents(

@@ -72,6 +72,8 @@ class TierReport:
 @functools.lru_cache(maxsize=1024)
 def extractive_summary(text: str, max_tokens: int = 80) -> str:
     """The lead sentence plus the most significant sentences of ``text`` (Luhn), in order."""
+    if max_tokens <= 0:
+        return ""
     counter = default_counter()
     sents: list[tuple[int, str]] = []
     for s, e, _ in split_sentences(text):
@@ -99,7 +101,7 @@ def extractive_summary(text: str, max_tokens: int = 80) -> str:
     out = " ".join(sents[i][1] for i in sorted(chosen))
     if used > max_tokens:  # the lead alone is over: cut it at a word edge
         words = out.split()
-        while words and counter.count(" ".join(words)) > max_tokens:
+        while len(words) > 1 and counter.count(" ".join(words)) > max_tokens:
             words = words[: max(1, len(words) * 3 // 4)]
         out = " ".join(words) + " …"
     return out
