@@ -20,6 +20,7 @@ from typing import Any
 
 from bench.common import bench_engine, doc_metrics, load_set, mean
 from liminalis.retrieval.fusion import dedupe_ranking, rrf
+from liminalis.retrieval.learned import Signals
 from liminalis.retrieval.lexical import BM25Index, Tokenizer, title_entry_id
 from liminalis.retrieval.retriever import RetrievalParams
 
@@ -52,7 +53,7 @@ async def sweep_set(path: Path, embedder: Any, cache_dir: Path | None = None) ->
         async with bench_engine(bench, embedder=embedder, contextual=contextual, progress=cache_dir is None, **kw) as (engine, slug):
             cat = await engine.retriever.catalog(slug)
             params = RetrievalParams(dense_top_k=120)
-            dense = [await engine.retriever._dense(cat, q["query"], lens, params) for q in bench.queries]
+            dense = [await engine.retriever._dense(cat, q["query"], lens, params, Signals()) for q in bench.queries]
             if not contextual:
                 texts = {pid: cat.passage_text(pid) for pid in cat.passages}
                 token_cache: dict[tuple[bool, bool], list[tuple[str, list[str]]]] = {}

@@ -17,6 +17,7 @@ from liminalis.errors import InvalidInput, NotFound, UnknownCampaign
 from liminalis.ingest.indexer import Indexer, IngestOptions
 from liminalis.lens import GM, visible
 from liminalis.ports import Embedder, Reranker, VectorStore
+from liminalis.retrieval.learned import DocumentRanker
 from liminalis.retrieval.lexical import Tokenizer
 from liminalis.retrieval.retriever import RetrievalParams, Retriever, Trace
 from liminalis.store.sqlite import Database
@@ -43,7 +44,7 @@ class Explanation:
                 f"- {titles.get(st.doc_id, st.doc_id)} [{st.doc_id}]: {st.verdict()} — pin={st.pinned or '-'}, "
                 f"dense={st.dense_rank or '-'}, lexical={st.lexical_rank or '-'}, "
                 f"document={st.document_rank or '-'}, fused={st.fused_rank or '-'}, "
-                f"reranked={st.reranked_rank or '-'}, rendered={'yes' if st.rendered else 'no'}"
+                f"learned={st.learned_rank or '-'}, reranked={st.reranked_rank or '-'}, rendered={'yes' if st.rendered else 'no'}"
             )
         t = ", ".join(f"{k} {v:.0f} ms" for k, v in self.bundle.timings_ms.items())
         lines.append(f"timings: {t}")
@@ -60,6 +61,7 @@ class Engine:
         store: VectorStore,
         embedder: Embedder,
         reranker: Reranker | None = None,
+        ranker: DocumentRanker | None = None,
         campaigns_dir: Path = Path("campaigns"),
         params: RetrievalParams = RetrievalParams(),
         ingest_options: IngestOptions = IngestOptions(),
@@ -75,7 +77,8 @@ class Engine:
         self.reranker = reranker
         self.campaigns_dir = campaigns_dir
         self.indexer = Indexer(db, store, embedder, tokenizer=tokenizer, options=ingest_options)
-        self.retriever = Retriever(db, store, embedder, reranker, tokenizer=tokenizer, params=params, k1=k1, b=b)
+        self.retriever = Retriever(db, store, embedder, reranker, tokenizer=tokenizer, params=params, k1=k1, b=b,
+                                   ranker=ranker)
         self._configs: dict[str, tuple[float, CampaignConfig]] = {}
         self._ensured: set[str] = set()
 

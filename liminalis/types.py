@@ -159,6 +159,7 @@ class StageTrace:
     lexical_rank: int | None = None
     document_rank: int | None = None
     fused_rank: int | None = None
+    learned_rank: int | None = None
     reranked_rank: int | None = None
     rendered: bool = False
 

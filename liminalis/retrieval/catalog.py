@@ -59,6 +59,9 @@ class Catalog:
     _lexical: dict[frozenset[str], BM25Index] = field(default_factory=dict)
     _doc_lexical: dict[tuple[frozenset[str], float, float], BM25Index] = field(default_factory=dict)
     _keys: dict[str, set[str]] = field(default_factory=dict)
+    _titles: dict[str, frozenset[str]] = field(default_factory=dict)
+    _bigrams: dict[tuple[frozenset[str], str], frozenset[tuple[str, str]]] = field(default_factory=dict)
+    _doc_view: dict[tuple[frozenset[str], str], tuple[tuple[str, ...], frozenset[str], int]] = field(default_factory=dict)
 
     @property
     def visibilities(self) -> set[frozenset[str]]:
@@ -108,6 +111,38 @@ class Catalog:
             doc = self.documents[doc_id]
             if visible(doc.visibility, lens):
                 yield doc, [p for p in (self.passages[x] for x in pids) if visible(p.visibility, lens)]
+
+    def doc_view(self, doc_id: str, lens: frozenset[str]) -> tuple[tuple[str, ...], frozenset[str], int]:
+        """The passages of ``doc_id`` that ``lens`` may see, their term set and token count
+        (cached; the learned ranker's coverage features read only what the lens may see)."""
+        key = (frozenset(lens), doc_id)
+        view = self._doc_view.get(key)
+        if view is None:
+            pids = tuple(x for x in self.by_doc.get(doc_id, ()) if self.visible_passage(x, lens))
+            tokens = [t for x in pids for t in self.passages[x].tokens]
+            view = (pids, frozenset(tokens), len(tokens))
+            self._doc_view[key] = view
+        return view
+
+    def doc_bigrams(self, doc_id: str, lens: frozenset[str]) -> frozenset[tuple[str, str]]:
+        """Adjacent token pairs (stop words already dropped) of the passages ``lens`` may see."""
+        key = (frozenset(lens), doc_id)
+        pairs = self._bigrams.get(key)
+        if pairs is None:
+            pairs = set()
+            for x in self.doc_view(doc_id, lens)[0]:
+                toks = self.passages[x].tokens
+                pairs.update(zip(toks, toks[1:], strict=False))
+            pairs = self._bigrams[key] = frozenset(pairs)
+        return pairs
+
+    def title_terms(self, doc_id: str) -> frozenset[str]:
+        """Tokens of a document's title and aliases (cached)."""
+        terms = self._titles.get(doc_id)
+        if terms is None:
+            doc = self.documents[doc_id]
+            terms = self._titles[doc_id] = frozenset(self.tokenizer(" ".join([doc.title, *doc.aliases])))
+        return terms
 
     def lexical(self, lens: frozenset[str]) -> BM25Index:
         """BM25 over the passages and title entries ``lens`` may see (built once per lens)."""

@@ -16,9 +16,10 @@ query.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -113,6 +114,16 @@ class BM25Index:
     def __len__(self) -> int:
         return len(self.ids)
 
+    @functools.cached_property
+    def positions(self) -> dict[str, int]:
+        """entry id → row of :meth:`scores`."""
+        return {e: i for i, e in enumerate(self.ids)}
+
+    @property
+    def idf(self) -> Mapping[str, float]:
+        """IDF by term (rank-bm25's, with its ε floor for very common terms)."""
+        return self.bm25.idf if self.bm25 is not None else {}
+
     def scores(self, query_tokens: Sequence[str]) -> np.ndarray:
         out = np.zeros(len(self.ids), dtype=np.float64)
         for t in query_tokens:
@@ -121,11 +132,15 @@ class BM25Index:
                 np.add.at(out, p[0], p[1])
         return out
 
-    def search(self, query_tokens: Sequence[str], *, top_k: int) -> list[tuple[str, float]]:
-        """Return up to ``top_k`` ``(entry_id, score)`` with a positive score, best first."""
+    def search(
+        self, query_tokens: Sequence[str], *, top_k: int, scores: np.ndarray | None = None,
+    ) -> list[tuple[str, float]]:
+        """Return up to ``top_k`` ``(entry_id, score)`` with a positive score, best first
+        (``scores``: this query's :meth:`scores`, when the caller already has them)."""
         if self.bm25 is None or not query_tokens:
             return []
-        scores = self.scores(query_tokens)
+        if scores is None:
+            scores = self.scores(query_tokens)
         nz = np.flatnonzero(scores > 0)
         if len(nz) > top_k:
             kth = -np.partition(-scores[nz], top_k - 1)[top_k - 1]

@@ -14,9 +14,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+
 from liminalis.ports import Embedder, Reranker, VectorStore
 from liminalis.retrieval.catalog import Catalog, PassageInfo
 from liminalis.retrieval.fusion import dedupe_ranking, rrf
+from liminalis.retrieval.learned import DocumentRanker, Signals, doc_features
 from liminalis.retrieval.lexical import Tokenizer
 from liminalis.retrieval.pins import Pin, resolve_pins, strip_mentions
 from liminalis.retrieval.render import RenderParams, render_spans, select_spans
@@ -36,6 +39,8 @@ class RetrievalParams:
     dense_enabled: bool = True
     lexical_enabled: bool = True
     rerank_enabled: bool = True
+    #: The learned document ranker (liminalis.retrieval.learned), when one is loaded.
+    learned_enabled: bool = True
     named_keys: bool = True
     dense_top_k: int = 20
     lexical_top_k: int = 120
@@ -75,9 +80,14 @@ class Trace:
     lexical_docs: list[str] = field(default_factory=list)
     document_docs: list[str] = field(default_factory=list)
     fused_docs: list[str] = field(default_factory=list)
+    learned_docs: list[str] = field(default_factory=list)
     reranked_docs: list[str] = field(default_factory=list)
     rendered_docs: list[str] = field(default_factory=list)
     reranked: bool = False
+    #: Set to collect the learned ranker's candidates and features (training, bench/train_ranker).
+    collect_features: bool = False
+    candidates: list[str] = field(default_factory=list)
+    features: np.ndarray | None = None
 
     def stage(self, doc_id: str) -> StageTrace:
         def rank(xs: list[str]) -> int | None:
@@ -87,7 +97,8 @@ class Trace:
         return StageTrace(
             doc_id=doc_id, pinned=pin, dense_rank=rank(self.dense_docs), lexical_rank=rank(self.lexical_docs),
             document_rank=rank(self.document_docs),
-            fused_rank=rank(self.fused_docs), reranked_rank=rank(self.reranked_docs) if self.reranked else None,
+            fused_rank=rank(self.fused_docs), learned_rank=rank(self.learned_docs) if self.learned_docs else None,
+            reranked_rank=rank(self.reranked_docs) if self.reranked else None,
             rendered=doc_id in self.rendered_docs,
         )
 
@@ -106,8 +117,11 @@ class Retriever:
         params: RetrievalParams = RetrievalParams(),
         k1: float = 0.6,
         b: float = 0.4,
+        ranker: DocumentRanker | None = None,
     ) -> None:
         self.db = db
+        self.ranker = ranker
+        self._ranker_warned: set[int] = set()
         self.store = store
         self.embedder = embedder
         self.reranker = reranker
@@ -139,7 +153,7 @@ class Retriever:
         self._catalogs[campaign] = cat
         return cat
 
-    async def _dense(self, cat: Catalog, query: str, lens: frozenset[str], p: RetrievalParams) -> list[str]:
+    async def _dense(self, cat: Catalog, query: str, lens: frozenset[str], p: RetrievalParams, sig: Signals) -> list[str]:
         assert self.embedder is not None
         vec = await self.embedder.embed_query(query)
         hits = await self.store.search(cat.campaign, vec, lens=lens, top_k=p.dense_top_k, visibilities=cat.visibilities)
@@ -152,10 +166,11 @@ class Retriever:
             # anything the lens may not see are dropped here (the second wall).
             if pid in cat.passages and cat.visible_passage(pid, lens):
                 ranking.append(pid)
+                sig.dense.setdefault(pid, h.score)
         return dedupe_ranking(ranking)
 
-    def _doc_lexical(self, cat: Catalog, query: str, lens: frozenset[str], p: RetrievalParams,
-                     lexical: Sequence[str]) -> list[str]:
+    def _doc_lexical(self, cat: Catalog, lens: frozenset[str], p: RetrievalParams, lexical: Sequence[str],
+                     sig: Signals) -> list[str]:
         """The document-level ranking, each document stood for by its best passage (its first
         in the passage-level ``lexical`` ranking, else its first passage), so fusion stays at
         passage level and a document's arms meet on the same passage."""
@@ -164,20 +179,55 @@ class Retriever:
         for pid in lexical:
             best.setdefault(cat.passages[pid].doc_id, pid)
         ranking: list[str] = []
-        for doc_id, _score in index.search(self.tokenizer(query), top_k=p.doc_top_k):
+        for doc_id, score in index.search(sig.query_tokens, top_k=p.doc_top_k):
             pid = best.get(doc_id) or cat.first_passage(doc_id)
             if pid and cat.visible_passage(pid, lens):
                 ranking.append(pid)
+                sig.documents[doc_id] = score
         return ranking
 
-    def _lexical(self, cat: Catalog, query: str, lens: frozenset[str], p: RetrievalParams) -> list[str]:
+    def _lexical(self, cat: Catalog, lens: frozenset[str], p: RetrievalParams, sig: Signals) -> list[str]:
         index = cat.lexical(lens)
+        sig.idf = index.idf
+        sig.passage_scores = index.scores(sig.query_tokens) if sig.query_tokens else None
         ranking: list[str] = []
-        for entry, _score in index.search(self.tokenizer(query), top_k=p.lexical_top_k):
+        for entry, score in index.search(sig.query_tokens, top_k=p.lexical_top_k, scores=sig.passage_scores):
             pid = cat.first_passage(entry[6:]) if entry.startswith("title:") else entry
             if pid and cat.visible_passage(pid, lens):
                 ranking.append(pid)
+                sig.lexical.setdefault(pid, score)
         return dedupe_ranking(ranking)
+
+    def _learned(self, cat: Catalog, lens: frozenset[str], p: RetrievalParams, sig: Signals,
+                 fused_pairs: Sequence[tuple[str, float]], trace: Trace | None) -> list[str] | None:
+        """The fused ranking with the pool's documents re-ordered by the learned ranker: each
+        document's best passage in the new document order, then the pool's other passages and
+        the tail in fused order. None when no ranker is loaded or it fails (fused order kept)."""
+        collect = trace is not None and trace.collect_features
+        if not fused_pairs or not (collect or (self.ranker is not None and p.learned_enabled)):
+            return None
+        pool = list(fused_pairs[: p.pool])
+        docs = dedupe_ranking(cat.passages[pid].doc_id for pid, _ in pool)
+        try:
+            features = doc_features(cat, lens, sig, pool, docs)
+            if trace is not None and collect:
+                trace.candidates, trace.features = docs, features
+            if self.ranker is None or not p.learned_enabled:
+                return None
+            scores = self.ranker.score(features)
+        except Exception as exc:  # fail-soft: a broken model keeps the fused order, logged once
+            if id(self.ranker) not in self._ranker_warned:
+                self._ranker_warned.add(id(self.ranker))
+                _log.warning("learned ranker %s failed (%s); keeping the fused order",
+                             getattr(self.ranker, "model_id", "?"), exc)
+            return None
+        order = sorted(range(len(docs)), key=lambda i: (-float(scores[i]), i))
+        heads: dict[str, str] = {}
+        for pid, _ in pool:
+            heads.setdefault(cat.passages[pid].doc_id, pid)
+        lead = [heads[docs[i]] for i in order]
+        chosen = set(lead)
+        return lead + [pid for pid, _ in fused_pairs if pid not in chosen]
 
     async def retrieve(
         self,
@@ -205,21 +255,22 @@ class Retriever:
         dense: list[str] = []
         lexical: list[str] = []
         documents: list[str] = []
+        sig = Signals(query_tokens=self.tokenizer(search_query))
         if p.dense_enabled and self.embedder is not None:
             t = time.perf_counter()
-            dense = await self._dense(cat, search_query, lens, p)
+            dense = await self._dense(cat, search_query, lens, p, sig)
             timings["dense"] = (time.perf_counter() - t) * 1000
             rankings.append(dense)
             weights.append(p.w_dense)
         if p.lexical_enabled:
             t = time.perf_counter()
-            lexical = self._lexical(cat, search_query, lens, p)
+            lexical = self._lexical(cat, lens, p, sig)
             timings["lexical"] = (time.perf_counter() - t) * 1000
             rankings.append(lexical)
             weights.append(p.w_lexical)
             if p.doc_lexical_enabled and p.w_doc > 0:
                 t = time.perf_counter()
-                documents = self._doc_lexical(cat, search_query, lens, p, lexical)
+                documents = self._doc_lexical(cat, lens, p, lexical, sig)
                 timings["doc_lexical"] = (time.perf_counter() - t) * 1000
                 rankings.append(documents)
                 weights.append(p.w_doc)
@@ -228,6 +279,12 @@ class Retriever:
         fused = [pid for pid, _ in fused_pairs]
         fused_scores = dict(fused_pairs)
         timings["fusion"] = (time.perf_counter() - t) * 1000
+        fused_order = fused
+        t = time.perf_counter()
+        learned = self._learned(cat, lens, p, sig, fused_pairs, trace)
+        if learned is not None:
+            fused = learned
+            timings["learned"] = (time.perf_counter() - t) * 1000
 
         pool = [Hit(pid, cat.passages[pid].doc_id, fused_scores[pid]) for pid in fused[: p.pool]]
         reranked = False
@@ -285,7 +342,8 @@ class Retriever:
             trace.dense_docs = dedupe_ranking(cat.passages[x].doc_id for x in dense)
             trace.lexical_docs = dedupe_ranking(cat.passages[x].doc_id for x in lexical)
             trace.document_docs = dedupe_ranking(cat.passages[x].doc_id for x in documents)
-            trace.fused_docs = dedupe_ranking(cat.passages[x].doc_id for x in fused)
+            trace.fused_docs = dedupe_ranking(cat.passages[x].doc_id for x in fused_order)
+            trace.learned_docs = dedupe_ranking(cat.passages[x].doc_id for x in fused) if learned is not None else []
             trace.reranked_docs = dedupe_ranking(h.doc_id for h in pool) if reranked else []
             trace.reranked = reranked
             trace.rendered_docs = [d.doc_id for d in rendered]

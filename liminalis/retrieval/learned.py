@@ -1,0 +1,199 @@
+"""A learned document ranker over retrieval's own signals (learning to rank, listwise).
+
+Fusion (weighted RRF) sees only each arm's *rank*. It cannot tell a document whose one passage
+happens to be dense in query terms from one that covers the question across a whole scene, or
+a confident arm from a barely-scoring one. This stage re-orders the documents of the fused
+pool by a small model over features retrieval already computed, per (query, document):
+
+* each arm's evidence: best passage BM25, document BM25, best dense cosine, their ranks, and
+  the fused rank and score (scores relative to the query's best, so they compare across queries);
+* how the document covers the question: the IDF-weighted share of query terms found in the
+  document, in its best passage, in its best three-passage window and in its title; the share
+  of the query's adjacent term pairs found adjacent in the document (phrases, names); the best
+  window's BM25; its second-best passage; how many pool passages it holds; its length.
+
+The model is linear in standardised features (:data:`FEATURES`), trained listwise (softmax
+cross-entropy over each query's candidates, Cao et al., ICML 2007, "ListNet" top-one) on the
+training split in shared/bench/train (``python -m bench.train_ranker``), never on an evaluation
+set. It ships as a few hundred bytes of JSON, costs about a millisecond a query, and loads with
+nothing but numpy. Cross-encoders trained on two CPU cores did not learn (see bench/train_reranker);
+this model learns from the same data in seconds.
+
+Lens safety: every feature is computed from the lens's own indexes and the lens-visible
+candidates that fusion produced; this stage only re-orders, it cannot add a document.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from liminalis.retrieval.catalog import Catalog
+
+__all__ = ["FEATURES", "Signals", "DocumentRanker", "LearnedRanker", "doc_features", "load_ranker"]
+
+_log = logging.getLogger(__name__)
+
+FEATURES: tuple[str, ...] = (
+    "fused_inv_rank", "fused_log_rank", "fused_rel",
+    "lex_rel", "lex_log_rank", "lex_present",
+    "doc_rel", "doc_log_rank", "doc_present",
+    "dense_cos", "dense_gap", "dense_log_rank", "dense_present",
+    "pool_count", "coverage", "window_coverage", "title_coverage",
+    "window_rel", "second_rel", "log_length", "passage_coverage", "bigram_coverage",
+)
+
+
+@dataclass(slots=True)
+class Signals:
+    """What the arms scored for one query (lens-scoped), kept for the learned stage."""
+
+    query_tokens: list[str] = field(default_factory=list)
+    dense: dict[str, float] = field(default_factory=dict)  # passage id → cosine, arm order
+    lexical: dict[str, float] = field(default_factory=dict)  # passage id → BM25, arm order
+    documents: dict[str, float] = field(default_factory=dict)  # doc id → document BM25, arm order
+    passage_scores: np.ndarray | None = None  # BM25 of every entry of the lens's passage index
+    idf: Mapping[str, float] = field(default_factory=dict)
+
+
+def _doc_ranks(cat: Catalog, scored: Mapping[str, float], *, by_doc: bool = False) -> dict[str, tuple[int, float]]:
+    """doc id → (1-based rank, best score) from a best-first passage (or document) mapping."""
+    out: dict[str, tuple[int, float]] = {}
+    for key, score in scored.items():
+        doc = key if by_doc else cat.passages[key].doc_id
+        if doc not in out:
+            out[doc] = (len(out) + 1, score)
+    return out
+
+
+def doc_features(
+    cat: Catalog, lens: frozenset[str], sig: Signals, fused: Sequence[tuple[str, float]], docs: Sequence[str],
+) -> np.ndarray:
+    """Feature matrix (len(docs) × len(FEATURES)) for the candidate ``docs`` of one query.
+
+    ``fused`` is the fused passage ranking with scores (best first); ``docs`` its documents.
+    """
+    index = cat.lexical(lens)
+    pos = index.positions
+    q = list(dict.fromkeys(sig.query_tokens))
+    w = {t: max(0.0, float(sig.idf.get(t, 0.0))) for t in q}
+    wsum = sum(w.values()) or 1.0
+    fused_docs = _doc_ranks(cat, dict(fused))
+    lex = _doc_ranks(cat, sig.lexical)
+    dense = _doc_ranks(cat, sig.dense)
+    docr = _doc_ranks(cat, sig.documents, by_doc=True)
+    top_fused = fused[0][1] if fused else 1.0
+    top_lex = max(sig.lexical.values(), default=0.0) or 1.0
+    top_doc = max(sig.documents.values(), default=0.0) or 1.0
+    top_dense = max(sig.dense.values(), default=0.0)
+    pool_count: dict[str, int] = {}
+    for pid, _ in fused:
+        d = cat.passages[pid].doc_id
+        pool_count[d] = pool_count.get(d, 0) + 1
+    scores = sig.passage_scores
+    windows: dict[str, tuple[float, float, float, float]] = {}
+    seq = list(sig.query_tokens)
+    pairs = set(zip(seq, seq[1:], strict=False))
+    for d in docs:
+        pids = cat.doc_view(d, lens)[0]
+        ps = [float(scores[pos[p]]) if scores is not None and p in pos else 0.0 for p in pids]
+        best_i, best_w = 0, -1.0
+        for i in range(len(ps)):
+            s = sum(ps[max(0, i - 1) : i + 2])
+            if s > best_w:
+                best_i, best_w = i, s
+        terms: set[str] = set()
+        for p in pids[max(0, best_i - 1) : best_i + 2]:
+            terms.update(cat.passages[p].tokens)
+        ranked = sorted(range(len(ps)), key=lambda i: -ps[i])
+        second = ps[ranked[1]] if len(ps) > 1 else 0.0
+        top_terms = set(cat.passages[pids[ranked[0]]].tokens) if pids else set()
+        windows[d] = (max(best_w, 0.0), sum(w[t] for t in q if t in terms) / wsum, second,
+                      sum(w[t] for t in q if t in top_terms) / wsum)
+    top_window = max((v[0] for v in windows.values()), default=0.0) or 1.0
+    rows = []
+    for d in docs:
+        fr, fs = fused_docs.get(d, (len(fused_docs) + 1, 0.0))
+        lr, ls = lex.get(d, (0, 0.0))
+        dr, ds = docr.get(d, (0, 0.0))
+        nr, ns = dense.get(d, (0, 0.0))
+        _, terms, length = cat.doc_view(d, lens)
+        title = cat.title_terms(d)
+        win, win_cov, second, top_cov = windows[d]
+        bigrams = cat.doc_bigrams(d, lens)
+        rows.append([
+            1.0 / fr, math.log(fr), fs / top_fused if top_fused else 0.0,
+            ls / top_lex, math.log(lr or 121), float(lr > 0),
+            ds / top_doc, math.log(dr or 61), float(dr > 0),
+            ns, (ns - top_dense) if nr else -1.0, math.log(nr or 21), float(nr > 0),
+            math.log1p(pool_count.get(d, 0)),
+            sum(w[t] for t in q if t in terms) / wsum, win_cov, sum(w[t] for t in q if t in title) / wsum,
+            win / top_window, second / top_lex, math.log1p(length), top_cov,
+            sum(1 for x in pairs if x in bigrams) / len(pairs) if pairs else 0.0,
+        ])
+    return np.asarray(rows, dtype=np.float64).reshape(len(docs), len(FEATURES))
+
+
+class DocumentRanker(Protocol):
+    """Scores the rows of a :func:`doc_features` matrix; higher ranks first."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    def score(self, x: np.ndarray) -> np.ndarray: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LearnedRanker:
+    """A linear scorer over standardised :data:`FEATURES` (weights, mean, scale from training)."""
+
+    weights: np.ndarray
+    mean: np.ndarray
+    scale: np.ndarray
+    features: tuple[str, ...] = FEATURES
+    model_id: str = "learned-ranker"
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        return ((x - self.mean) / self.scale) @ self.weights
+
+    def to_json(self, **meta: object) -> str:
+        return json.dumps({
+            "model_id": self.model_id, "features": list(self.features), "weights": self.weights.round(6).tolist(),
+            "mean": self.mean.round(6).tolist(), "scale": self.scale.round(6).tolist(), **meta,
+        }, indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> LearnedRanker:
+        data = json.loads(text)
+        feats = tuple(data["features"])
+        if feats != FEATURES:
+            raise ValueError(f"ranker features {feats} do not match this version's {FEATURES}")
+        arrays = [np.asarray(data[k], dtype=np.float64) for k in ("weights", "mean", "scale")]
+        if any(a.shape != (len(FEATURES),) for a in arrays):
+            raise ValueError("ranker arrays do not match the feature count")
+        return cls(*arrays, features=feats, model_id=str(data.get("model_id", "learned-ranker")))
+
+
+def load_ranker(path: str | Path | None) -> LearnedRanker | None:
+    """The ranker at ``path`` (a JSON file or a folder holding ``ranker.json``), or None.
+
+    A missing or unreadable model logs once and returns None: retrieval then keeps the fused
+    order (quality degrades, availability does not).
+    """
+    if not path:
+        return None
+    p = Path(path)
+    if p.is_dir():
+        p = p / "ranker.json"
+    try:
+        return LearnedRanker.from_json(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        _log.warning("learned ranker at %s not loaded (%s); keeping the fused order", p, exc)
+        return None
