@@ -48,12 +48,13 @@ BUDGETS: dict[str, tuple[bool, int | None]] = {
 async def run_set(
     bench: BenchSet, *, embedder: Embedder, contextual: bool = True, cache_dir: Path = CACHE_DIR,
     tier: TierParams = TierParams(), budget_params: BudgetParams = BudgetParams(), progress: bool = True,
+    ranker: Any = None,
 ) -> dict[str, dict[str, float]]:
     """Per-budget means for one bench folder."""
     counter = default_counter()
     rows: dict[str, dict[str, list[float]]] = {b: {"tokens": [], "detail": [], "recall@5": [], "mrr": []} for b in BUDGETS}
     async with bench_engine(bench, embedder=embedder, contextual=contextual, cache_dir=cache_dir,
-                            progress=progress) as (engine, slug):
+                            progress=progress, ranker=ranker) as (engine, slug):
         catalog = await engine.retriever.catalog(slug)
         instructions = instructions_for(bench.name)
         t0 = time.perf_counter()
@@ -108,11 +109,14 @@ async def _main(args: argparse.Namespace, embedder: Embedder | None, cache_dir: 
         from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
 
         embedder = SentenceTransformerEmbedder()
+    from bot.main import load_learned_ranker
+
+    ranker = load_learned_ranker(args.ranker)
     results: dict[str, Any] = {}
     for d in args.dirs:
         bench = load_set(d, limit=args.limit)
         results[bench.name] = await run_set(bench, embedder=embedder, contextual=not args.plain, cache_dir=cache_dir,
-                                            progress=not args.quiet)
+                                            progress=not args.quiet, ranker=ranker)
     return results
 
 
@@ -124,6 +128,7 @@ def main(argv: Sequence[str] | None = None, *, embedder: Embedder | None = None,
     ap.add_argument("--limit", type=int)
     ap.add_argument("--plain", action="store_true", help="index without contextual passage text")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--ranker", default="auto", help="learned ranker: auto (models/ranker), none, or a ranker.json")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

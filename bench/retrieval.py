@@ -4,10 +4,12 @@
 
 Rungs: ``bm25`` (the passage-level lexical arm alone), ``lexical`` (passage + document-level
 lexical arms), ``dense``, ``dense+contextual``, ``hybrid``, ``hybrid+contextual``,
-``hybrid+rerank``, ``full`` (hybrid + contextual + rerank). A rung may carry overrides of
+``learned`` (hybrid + contextual + the learned document ranker), ``hybrid+rerank``, ``full``
+(hybrid + contextual + learned ranker + cross-encoder rerank). A rung may carry overrides of
 :class:`~liminalis.retrieval.retriever.RetrievalParams`, e.g.
 ``hybrid+contextual:rrf_k=20,w_dense=0.4``. Rerank rungs are skipped with a clear line when no
-reranker is configured (``--reranker PATH`` or the shipped model).
+reranker is configured (``--reranker PATH`` or the shipped model), the ``learned`` rung when no
+learned ranker is (``--ranker PATH`` or the shipped ``models/ranker``).
 
 Metrics are document-level over the de-duplicated ranked documents (always-include pins
 excluded), with rendered tokens (the project's one token counter), context detail recall and
@@ -31,7 +33,7 @@ from liminalis.retrieval.retriever import RetrievalParams
 
 __all__ = ["LADDER", "parse_config", "run", "main"]
 
-LADDER = ["bm25", "lexical", "dense", "dense+contextual", "hybrid", "hybrid+contextual", "hybrid+rerank", "full"]
+LADDER = ["bm25", "lexical", "dense", "dense+contextual", "hybrid", "hybrid+contextual", "learned", "hybrid+rerank", "full"]
 COLUMNS = ["recall@5", "recall@10", "hit@1", "hit@10", "mrr", "tokens", "detail_recall", "p50_ms", "p95_ms"]
 
 
@@ -39,14 +41,17 @@ def parse_config(spec: str) -> tuple[str, bool, bool, dict[str, Any]]:
     """``name[:k=v,...]`` → (name, contextual, rerank, RetrievalParams overrides)."""
     name, _, over = spec.partition(":")
     base = {
-        "bm25": (False, dict(dense_enabled=False, lexical_enabled=True, doc_lexical_enabled=False, rerank_enabled=False)),
-        "lexical": (False, dict(dense_enabled=False, lexical_enabled=True, rerank_enabled=False)),
-        "dense": (False, dict(dense_enabled=True, lexical_enabled=False, rerank_enabled=False)),
-        "dense+contextual": (True, dict(dense_enabled=True, lexical_enabled=False, rerank_enabled=False)),
-        "hybrid": (False, dict(rerank_enabled=False)),
-        "hybrid+contextual": (True, dict(rerank_enabled=False)),
-        "hybrid+rerank": (False, dict(rerank_enabled=True)),
-        "full": (True, dict(rerank_enabled=True)),
+        "bm25": (False, dict(dense_enabled=False, lexical_enabled=True, doc_lexical_enabled=False, rerank_enabled=False,
+                             learned_enabled=False)),
+        "lexical": (False, dict(dense_enabled=False, lexical_enabled=True, rerank_enabled=False, learned_enabled=False)),
+        "dense": (False, dict(dense_enabled=True, lexical_enabled=False, rerank_enabled=False, learned_enabled=False)),
+        "dense+contextual": (True, dict(dense_enabled=True, lexical_enabled=False, rerank_enabled=False,
+                                        learned_enabled=False)),
+        "hybrid": (False, dict(rerank_enabled=False, learned_enabled=False)),
+        "hybrid+contextual": (True, dict(rerank_enabled=False, learned_enabled=False)),
+        "learned": (True, dict(rerank_enabled=False, learned_enabled=True)),
+        "hybrid+rerank": (False, dict(rerank_enabled=True, learned_enabled=False)),
+        "full": (True, dict(rerank_enabled=True, learned_enabled=True)),
     }
     if name not in base:
         raise SystemExit(f"unknown config {name!r}; choose from {', '.join(LADDER)}")
@@ -93,7 +98,7 @@ async def _run_config(engine: Any, slug: str, bench: BenchSet, params: Retrieval
 
 async def run(
     dirs: list[Path], configs: list[str], *, limit: int | None = None, reranker_spec: str = "auto",
-    progress: bool = True, embedder: Any = None, cache_dir: Path | None = None,
+    ranker_spec: str = "auto", progress: bool = True, embedder: Any = None, cache_dir: Path | None = None,
 ) -> dict[str, dict[str, dict[str, float]]]:
     if embedder is None:
         from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
@@ -104,6 +109,11 @@ async def run(
         from bot.main import load_reranker
 
         reranker = load_reranker(reranker_spec)
+    ranker = None
+    if any(parse_config(c)[3].get("learned_enabled") for c in configs):
+        from bot.main import load_learned_ranker
+
+        ranker = load_learned_ranker(ranker_spec)
     results: dict[str, dict[str, dict[str, float]]] = {}
     for d in dirs:
         bench = load_set(d, limit=limit)
@@ -112,13 +122,18 @@ async def run(
             chosen = [c for c in configs if parse_config(c)[1] == contextual]
             if not chosen:
                 continue
-            kw = {"cache_dir": cache_dir} if cache_dir else {}
-            async with bench_engine(bench, embedder=embedder, contextual=contextual, reranker=reranker, progress=progress, **kw) as (engine, slug):
+            kw: dict[str, Any] = {"cache_dir": cache_dir} if cache_dir else {}
+            async with bench_engine(bench, embedder=embedder, contextual=contextual, reranker=reranker, progress=progress,
+                                    ranker=ranker, **kw) as (engine, slug):
                 await engine.retrieve(slug, "warm up", frozenset({"players"}))
                 for spec in chosen:
                     _, _, rerank, over = parse_config(spec)
                     if rerank and reranker is None:
                         print(f"[{bench.name}] {spec}: skipped — no reranker configured (train one: liminalis train-reranker)", file=sys.stderr)
+                        continue
+                    if over.get("learned_enabled") and ranker is None and not rerank:
+                        print(f"[{bench.name}] {spec}: skipped — no learned ranker (python -m bench.train_ranker)",
+                              file=sys.stderr)
                         continue
                     params = dataclasses.replace(engine.retriever.params, **over)
                     results[bench.name][spec] = await _run_config(engine, slug, bench, params, progress)
@@ -145,10 +160,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--limit", type=int, default=None, help="first N queries per set")
     ap.add_argument("--reranker", default="auto")
+    ap.add_argument("--ranker", default="auto", help="learned ranker: auto (models/ranker), none, or a ranker.json")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
     configs = args.config or LADDER
-    results = asyncio.run(run(args.dirs, configs, limit=args.limit, reranker_spec=args.reranker, progress=not args.no_progress))
+    results = asyncio.run(run(args.dirs, configs, limit=args.limit, reranker_spec=args.reranker,
+                          ranker_spec=args.ranker, progress=not args.no_progress))
     print_table(results)
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))

@@ -1,4 +1,4 @@
-"""``liminalis`` command line: ingest, ask, chat, explain, serve, train-reranker."""
+"""``liminalis`` command line: ingest, ask, chat, explain, serve, train-reranker, train-ranker."""
 
 from __future__ import annotations
 
@@ -45,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
 
     tr = sub.add_parser("train-reranker", help="train the project's cross-encoder reranker")
     tr.add_argument("args", nargs=argparse.REMAINDER)
+    tl = sub.add_parser("train-ranker", help="train the learned document ranker (models/ranker)")
+    tl.add_argument("args", nargs=argparse.REMAINDER)
     return p
 
 
@@ -118,6 +120,11 @@ def main(argv: list[str] | None = None) -> int:
         from bench.train_reranker import main as train_main
 
         return train_main(args.args)
+    if args.command == "train-ranker":
+        from bench.train_ranker import main as train_ranker_main
+
+        train_ranker_main(args.args)
+        return 0
     try:
         return asyncio.run(_run(args))
     except LiminalisError as exc:

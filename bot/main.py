@@ -21,11 +21,16 @@ from liminalis.store.sqlite import Database
 if TYPE_CHECKING:
     from bot.service import BotService
     from liminalis.answer import Responder
+    from liminalis.retrieval.learned import DocumentRanker
 
-__all__ = ["open_service", "build_engine", "build_responder", "build_service", "configure_logging", "load_reranker", "SHIPPED_RERANKER"]
+__all__ = [
+    "open_service", "build_engine", "build_responder", "build_service", "configure_logging", "load_reranker",
+    "load_learned_ranker", "SHIPPED_RERANKER", "SHIPPED_RANKER",
+]
 
 _log = logging.getLogger(__name__)
 SHIPPED_RERANKER = Path(__file__).resolve().parent.parent / "models" / "reranker"
+SHIPPED_RANKER = Path(__file__).resolve().parent.parent / "models" / "ranker"
 
 
 def configure_logging(level: str = "INFO") -> None:
@@ -51,6 +56,16 @@ def load_reranker(spec: str) -> Reranker | None:
     return CrossEncoderReranker(path)
 
 
+def load_learned_ranker(spec: str) -> DocumentRanker | None:
+    """``auto`` → the shipped ranker (models/ranker); ``none`` → off; else a ranker.json path.
+    A missing or broken model logs once and leaves the fused order."""
+    from liminalis.retrieval.learned import load_ranker
+
+    if spec.lower() in {"none", "off", ""}:
+        return None
+    return load_ranker(SHIPPED_RANKER if spec == "auto" else spec)
+
+
 @contextlib.asynccontextmanager
 async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
     """Open the database, vector store and models; close them all on exit."""
@@ -63,6 +78,7 @@ async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
         embedder = SentenceTransformerEmbedder(settings.embedder)
         engine = Engine(
             db=db, store=store, embedder=embedder, reranker=load_reranker(settings.reranker),
+            ranker=load_learned_ranker(settings.ranker),
             campaigns_dir=settings.campaigns_dir, uploads_dir=settings.data_dir / "uploads",
             ingest_options=IngestOptions(contextual=settings.contextual, max_bytes=settings.max_upload_bytes),
         )

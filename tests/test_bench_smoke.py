@@ -34,7 +34,8 @@ async def test_bench_retrieval_smoke(tiny_set, tmp_path, capsys):
 
     res = await run([tiny_set], LADDER, progress=False, embedder=HashEmbedder(), cache_dir=tmp_path / "cache", reranker_spec="none")
     rows = res["tinyset"]
-    assert set(rows) == {"bm25", "lexical", "dense", "dense+contextual", "hybrid", "hybrid+contextual"}  # rerank rungs skipped
+    # rerank rungs skipped (no cross-encoder); the learned rung runs on the shipped ranker
+    assert set(rows) == {"bm25", "lexical", "dense", "dense+contextual", "hybrid", "hybrid+contextual", "learned"}
     assert rows["bm25"]["mrr"] == 1.0 and rows["bm25"]["detail_recall"] == 1.0
     assert rows["hybrid"]["tokens"] > 0 and rows["hybrid"]["p95_ms"] >= rows["hybrid"]["p50_ms"]
     print_table(res)

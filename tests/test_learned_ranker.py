@@ -1,0 +1,113 @@
+"""The learned document ranker: ships in the repo, ranks, fails soft, holds the GM wall, trains."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bot.main import SHIPPED_RANKER, load_learned_ranker
+from liminalis.lens import players_lens
+from liminalis.retrieval.learned import FEATURES, LearnedRanker, load_ranker
+from liminalis.retrieval.retriever import RetrievalParams, Trace
+
+from test_retrieval import leaked, tiny  # noqa: F401  (the tiny campaign fixture)
+from test_train_reranker import make_train_dir
+
+
+def row(**values: float) -> np.ndarray:
+    x = np.zeros(len(FEATURES))
+    for k, v in values.items():
+        x[FEATURES.index(k)] = v
+    return x
+
+
+def test_shipped_ranker_loads_offline_and_prefers_the_document_that_covers_the_question():
+    ranker = load_learned_ranker("auto")
+    assert ranker is not None, f"no shipped ranker at {SHIPPED_RANKER}"
+    # Fusion put B first on one dense passage; A holds every query term, in one scene, and leads
+    # the document-level arm. A model that learned anything ranks A above B.
+    common = dict(lex_present=1, doc_present=1, dense_present=1, dense_cos=0.4, log_length=7.0)
+    a = row(fused_inv_rank=0.5, fused_log_rank=np.log(2), fused_rel=0.8, lex_rel=0.9, lex_log_rank=np.log(2),
+            doc_rel=1.0, doc_log_rank=0.0, dense_gap=0.0, dense_log_rank=0.0, pool_count=np.log1p(4),
+            coverage=1.0, window_coverage=1.0, title_coverage=0.3, window_rel=1.0, second_rel=0.8,
+            passage_coverage=0.8, bigram_coverage=0.6, **common)
+    b = row(fused_inv_rank=1.0, fused_log_rank=0.0, fused_rel=1.0, lex_rel=1.0, lex_log_rank=0.0,
+            doc_rel=0.3, doc_log_rank=np.log(12), dense_gap=-0.2, dense_log_rank=np.log(9), pool_count=np.log1p(1),
+            coverage=0.35, window_coverage=0.3, title_coverage=0.0, window_rel=0.4, second_rel=0.05,
+            passage_coverage=0.35, bigram_coverage=0.0, **common)
+    scores = ranker.score(np.stack([a, b]))
+    assert scores[0] > scores[1]
+
+
+def test_missing_or_broken_ranker_loads_as_none_and_says_so(tmp_path, caplog):
+    caplog.set_level(logging.WARNING)
+    assert load_ranker(tmp_path / "nowhere") is None
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "ranker.json").write_text("{not json")
+    assert load_ranker(tmp_path / "bad") is None
+    stale = LearnedRanker(np.ones(3), np.zeros(3), np.ones(3), features=("a", "b", "c")).to_json()
+    (tmp_path / "stale.json").write_text(stale)
+    assert load_ranker(tmp_path / "stale.json") is None
+    assert caplog.text.count("keeping the fused order") == 3
+    assert load_learned_ranker("none") is None
+
+
+class ExplodingRanker:
+    model_id = "exploding"
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        raise RuntimeError("weights on fire")
+
+
+async def test_ranker_reorders_documents_and_a_failing_one_keeps_the_fused_order(tiny, caplog):  # noqa: F811
+    q = "river bells ferry dusk"
+    base = await tiny.retrieve("tiny", q, players_lens(), use_pins=False)
+    # A hand-set model that prefers a lower fused rank: the fused order reversed.
+    n = len(FEATURES)
+    reverse = LearnedRanker(row(fused_log_rank=1.0), np.zeros(n), np.ones(n))
+    tiny.retriever.ranker = reverse
+    trace = Trace()
+    got = await tiny.retrieve("tiny", q, players_lens(), use_pins=False, trace=trace)
+    pool_docs = trace.fused_docs
+    assert trace.learned_docs == pool_docs[::-1] and got.ranked_doc_ids[: len(pool_docs)] == tuple(pool_docs[::-1])
+    assert sorted(got.ranked_doc_ids) == sorted(base.ranked_doc_ids)  # re-ordered, nothing added
+    ex = await tiny.explain("tiny", q, relevant=[pool_docs[-1]], lens=players_lens())
+    assert ex.stages[0].learned_rank == 1 and "learned=1" in ex.render({})
+    off = await tiny.retrieve("tiny", q, players_lens(), use_pins=False, params=RetrievalParams(learned_enabled=False))
+    assert off.ranked_doc_ids == base.ranked_doc_ids
+    caplog.set_level(logging.WARNING)
+    tiny.retriever.ranker = ExplodingRanker()
+    for _ in range(2):
+        broken = await tiny.retrieve("tiny", q, players_lens(), use_pins=False)
+        assert broken.ranked_doc_ids == base.ranked_doc_ids
+    assert caplog.text.count("keeping the fused order") == 1  # logged once, not per query
+    tiny.retriever.ranker = None
+
+
+@pytest.mark.parametrize("query", ["saltborn compact drown ferry", "Obsidian Ledger bribes", "hollow crown plot bells"])
+async def test_the_learned_stage_cannot_surface_gm_only_documents(tiny, query):  # noqa: F811
+    n = len(FEATURES)
+    for weights in (row(fused_log_rank=1.0), row(coverage=5.0, title_coverage=5.0), -row(coverage=5.0)):
+        tiny.retriever.ranker = LearnedRanker(weights, np.zeros(n), np.ones(n))
+        trace = Trace(collect_features=True)
+        b = await tiny.retrieve("tiny", query, players_lens(), trace=trace)
+        assert leaked(b) == []
+        assert not [d for d in trace.candidates + trace.learned_docs if d.startswith("gm/")]
+    tiny.retriever.ranker = None
+
+
+def test_train_ranker_end_to_end_on_a_tiny_slice(tmp_path: Path, real_embedder):
+    from bench.train_ranker import main
+
+    make_train_dir(tmp_path / "train" / "fairytaleqa-train")
+    out = tmp_path / "model"
+    report = main(["--train-root", str(tmp_path / "train"), "--groups-dir", str(tmp_path / "groups"), "--valid",
+                   "--l2", "0.001", "--steps", "30", "--out", str(out), "--quiet"],
+                  embedder=real_embedder, cache_dir=tmp_path / "cache")
+    assert sum(report["groups"].values()) >= 5
+    model = load_ranker(out)
+    assert model is not None and model.weights.shape == (len(FEATURES),) and np.isfinite(model.weights).all()
+    assert 0.0 < report["validation_mrr"]["0.001"] <= 1.0
