@@ -119,6 +119,8 @@ def doc_features(
                       sum(w[t] for t in q if t in top_terms) / wsum)
     top_window = max((v[0] for v in windows.values()), default=0.0) or 1.0
     rows = []
+    # An arm that did not return a document ranks it one past its default depth (lexical 120,
+    # document 60, dense 20): the shipped model was trained against those depths.
     for d in docs:
         fr, fs = fused_docs.get(d, (len(fused_docs) + 1, 0.0))
         lr, ls = lex.get(d, (0, 0.0))
