@@ -207,7 +207,10 @@ class Retriever:
         if not fused_pairs or not (collect or (self.ranker is not None and p.learned_enabled)):
             return None
         pool = list(fused_pairs[: p.pool])
-        docs = dedupe_ranking(cat.passages[pid].doc_id for pid, _ in pool)
+        heads: dict[str, str] = {}  # each pool document's best passage, in fused order
+        for pid, _ in pool:
+            heads.setdefault(cat.passages[pid].doc_id, pid)
+        docs = list(heads)
         try:
             features = doc_features(cat, lens, sig, pool, docs)
             if trace is not None and collect:
@@ -222,9 +225,6 @@ class Retriever:
                              getattr(self.ranker, "model_id", "?"), exc)
             return None
         order = sorted(range(len(docs)), key=lambda i: (-float(scores[i]), i))
-        heads: dict[str, str] = {}
-        for pid, _ in pool:
-            heads.setdefault(cat.passages[pid].doc_id, pid)
         lead = [heads[docs[i]] for i in order]
         chosen = set(lead)
         return lead + [pid for pid, _ in fused_pairs if pid not in chosen]
