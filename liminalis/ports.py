@@ -94,9 +94,11 @@ class VectorStore(Protocol):
         lens: frozenset[str],
         top_k: int,
         visibilities: Iterable[frozenset[str]] | None = None,
+        doc_ids: Sequence[str] | None = None,
     ) -> list[VectorHit]:
         """Nearest rows ``lens`` may see. ``visibilities`` (the campaign's distinct document
-        visibility sets) lets a store filter on a scalar key instead of the array field."""
+        visibility sets) lets a store filter on a scalar key instead of the array field;
+        ``doc_ids`` restricts the search to those documents' rows, and makes it exact."""
         ...
 
     async def flush(self, campaign: str) -> None: ...

@@ -87,10 +87,13 @@ class MemoryVectorStore:
 
     async def search(
         self, campaign: str, vector: np.ndarray, *, lens: frozenset[str], top_k: int,
-        visibilities: object = None,
+        visibilities: object = None, doc_ids: Sequence[str] | None = None,
     ) -> list[VectorHit]:
         out = []
+        only = set(doc_ids) if doc_ids is not None else None
         for r in self.rows.get(campaign, {}).values():
+            if only is not None and r.doc_id not in only:
+                continue
             if GM not in lens and not (set(r.visibility) & (set(lens) - {GM})):
                 continue
             out.append(VectorHit(r.id, r.passage_id, r.doc_id, r.kind, float(np.dot(r.vector, vector))))

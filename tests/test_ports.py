@@ -96,3 +96,71 @@ async def test_reranker_contract_fake_and_cross_encoder():
     broken = CrossEncoderReranker("/nonexistent/model")
     with pytest.raises(Exception):
         await broken.score("q", ["x"])
+
+
+
+def _clustered(n: int, dim: int) -> list[VectorRecord]:
+    """Ten rows per document, documents in 20 tight clusters; every tenth row GM-only."""
+    rng = np.random.default_rng(7)
+    centers = rng.normal(size=(20, dim))
+    recs = []
+    for i in range(n):
+        v = (centers[(i // 10) % 20] * 3 + rng.normal(size=dim)).astype(np.float32)
+        recs.append(VectorRecord(id=f"r{i}", passage_id=f"p{i}", doc_id=f"d{i // 10}", kind="passage",
+                                 visibility=frozenset({"gm"} if i % 10 == 9 else {"gm", "players"}),
+                                 vector=v / np.linalg.norm(v)))
+    return recs
+
+
+async def _check_restricted(store, recs: list[VectorRecord]) -> None:
+    q = recs[0].vector
+    far = sorted({r.doc_id for r in recs}, key=lambda d: max(float(r.vector @ q) for r in recs if r.doc_id == d))[:3]
+    hits = await store.search("c", q, lens=frozenset({"players"}), top_k=1000, doc_ids=far)
+    want = sorted((r for r in recs if r.doc_id in far and "players" in r.visibility), key=lambda r: -float(r.vector @ q))
+    assert len(want) == 27 and [h.id for h in hits] == [r.id for r in want]
+    assert [h.score for h in hits] == pytest.approx([float(r.vector @ q) for r in want], abs=1e-4)
+    assert len(await store.search("c", q, lens=frozenset({"gm"}), top_k=1000, doc_ids=far)) == 30
+    assert len(await store.search("c", q, lens=frozenset({"players"}), top_k=5, doc_ids=far)) == 5
+    assert await store.search("c", q, lens=frozenset({"players"}), top_k=10, doc_ids=[]) == []
+
+
+async def test_vector_store_search_restricted_to_documents(store):
+    """The learned ranker's candidate search: every row of the named documents the lens may
+    see, scored exactly, best first; never a GM-only row for players."""
+    recs = _clustered(300, 16)
+    await store.ensure("c", dim=16, model_id="m")
+    await store.upsert("c", recs)
+    await store.flush("c")
+    await _check_restricted(store, recs)
+    # A write reaches the next restricted search (no stale rows, e.g. a row made GM-only).
+    doc = recs[0].doc_id
+    before = {h.id for h in await store.search("c", recs[0].vector, lens=frozenset({"players"}), top_k=100, doc_ids=[doc])}
+    assert recs[0].id in before
+    await store.upsert("c", [VectorRecord(recs[0].id, recs[0].passage_id, doc, "passage", frozenset({"gm"}), recs[0].vector)])
+    await store.flush("c")
+    after = {h.id for h in await store.search("c", recs[0].vector, lens=frozenset({"players"}), top_k=100, doc_ids=[doc])}
+    assert after == before - {recs[0].id}
+    await store.delete("c", [recs[1].id])
+    await store.flush("c")
+    after = {h.id for h in await store.search("c", recs[0].vector, lens=frozenset({"players"}), top_k=100, doc_ids=[doc])}
+    assert after == before - {recs[0].id, recs[1].id}
+
+
+async def test_milvus_restricted_search_is_exact_after_reopening(tmp_path):
+    """A reopened Milvus Lite collection searches an approximate index that filters after
+    probing: documents far from the query came back empty (0 of 27 rows when this was a
+    filtered search). The restricted search must score their rows exactly."""
+    from liminalis.adapters.milvus import MilvusVectorStore
+
+    recs = _clustered(2000, 384)
+    s = MilvusVectorStore(str(tmp_path / "m.db"))
+    await s.ensure("c", dim=384, model_id="m")
+    await s.upsert("c", recs)
+    await s.flush("c")
+    await s.close()
+    s = MilvusVectorStore(str(tmp_path / "m.db"))
+    try:
+        await s.ensure("c", dim=384, model_id="m")
+        await _check_restricted(s, recs)
+    finally:
+        await s.close()

@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import logging
 import re
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -47,6 +51,20 @@ def collection_name(campaign: str, model_id: str) -> str:
     return f"lim_{safe}_{tag}"
 
 
+@dataclass(frozen=True, slots=True)
+class _DocRows:
+    ids: tuple[str, ...]
+    passage_ids: tuple[str, ...]
+    kinds: tuple[str, ...]
+    vis: tuple[frozenset[str], ...]
+    vectors: np.ndarray
+
+
+#: Documents whose rows the restricted search keeps in memory, per collection (a few MB).
+DOC_ROWS_CACHE = 4096
+DOC_ROWS_TTL_S = 600.0
+
+
 class MilvusVectorStore:
     """Milvus (Lite or server) vector store, one collection per campaign and model."""
 
@@ -56,6 +74,12 @@ class MilvusVectorStore:
         self._client: Any = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="milvus")
         self._collections: dict[str, str] = {}
+        #: collection → doc id → its rows (ids, passage ids, kinds, visibilities, unit vectors),
+        #: for restricted searches. Touched only on the store's one worker thread. A collection's
+        #: entries are dropped on every write through this store, and after ``DOC_ROWS_TTL_S``
+        #: (writes by another process to a shared server).
+        self._doc_rows: dict[str, OrderedDict[str, _DocRows]] = {}
+        self._doc_rows_born: dict[str, float] = {}
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         def call() -> T:
@@ -129,6 +153,7 @@ class MilvusVectorStore:
         ]
 
         def go() -> None:
+            self._doc_rows.pop(name, None)
             for i in range(0, len(rows), 1000):
                 self._client.upsert(name, rows[i : i + 1000])
 
@@ -141,6 +166,7 @@ class MilvusVectorStore:
         ids = list(ids)
 
         def go() -> None:
+            self._doc_rows.pop(name, None)
             for i in range(0, len(ids), 1000):
                 self._client.delete(name, ids=ids[i : i + 1000])
 
@@ -165,9 +191,14 @@ class MilvusVectorStore:
     async def search(
         self, campaign: str, vector: np.ndarray, *, lens: frozenset[str], top_k: int,
         visibilities: Iterable[frozenset[str]] | None = None,
+        doc_ids: Sequence[str] | None = None,
     ) -> list[VectorHit]:
         name = self._name(campaign)
         kwargs: dict[str, Any] = {}
+        if doc_ids is not None:
+            if not doc_ids:
+                return []
+            kwargs["filter"] = "doc_id in {ids}".format(ids=json.dumps(sorted(set(doc_ids))))
         if GM not in lens:
             names = sorted(lens - {GM})
             if not names:
@@ -176,9 +207,55 @@ class MilvusVectorStore:
                 keys = sorted({visibility_key(v) for v in visibilities if set(v) & set(names)})
                 if not keys:
                     return []
-                kwargs["filter"] = "vkey in {keys}".format(keys=str(keys).replace("'", '"'))
+                lens_filter = "vkey in {keys}".format(keys=str(keys).replace("'", '"'))
             else:
-                kwargs["filter"] = "array_contains_any(vis, {names})".format(names=str(names).replace("'", '"'))
+                lens_filter = "array_contains_any(vis, {names})".format(names=str(names).replace("'", '"'))
+            kwargs["filter"] = f"({kwargs['filter']}) and ({lens_filter})" if "filter" in kwargs else lens_filter
+
+        def exact() -> list[VectorHit]:
+            # A search restricted to a few documents is exact: the index's approximate search
+            # applies the filter after probing, so a document far from the query's clusters
+            # would return nothing. Those documents' rows are fetched once (then cached until
+            # the collection is written) and scored here: a few hundred dot products.
+            now = time.monotonic()
+            if now - self._doc_rows_born.get(name, now) > DOC_ROWS_TTL_S:
+                self._doc_rows.pop(name, None)
+            if name not in self._doc_rows:
+                self._doc_rows_born[name] = now
+            cache = self._doc_rows.setdefault(name, OrderedDict())
+            wanted = sorted(set(doc_ids or ()))
+            missing = [d for d in wanted if d not in cache]
+            for i in range(0, len(missing), 256):
+                part = missing[i : i + 256]
+                got: dict[str, list[dict[str, Any]]] = {d: [] for d in part}
+                rows = self._client.query(name, filter="doc_id in {ids}".format(ids=json.dumps(part)), limit=16384,
+                                          output_fields=["id", "passage_id", "doc_id", "kind", "vis", "vector"])
+                for r in rows:
+                    got.setdefault(r["doc_id"], []).append(r)
+                for d, rs in got.items():
+                    cache[d] = _DocRows(
+                        ids=tuple(r["id"] for r in rs), passage_ids=tuple(r["passage_id"] for r in rs),
+                        kinds=tuple(r["kind"] for r in rs), vis=tuple(frozenset(r.get("vis") or ()) for r in rs),
+                        vectors=np.asarray([r["vector"] for r in rs], dtype=np.float32).reshape(len(rs), -1),
+                    )
+            q = np.asarray(vector, dtype=np.float32)
+            see = lens - {GM}
+            hits: list[VectorHit] = []
+            for d in wanted:
+                rows = cache[d]
+                cache.move_to_end(d)
+                if not rows.ids:
+                    continue
+                scores = rows.vectors @ q
+                hits.extend(
+                    VectorHit(id=rows.ids[k], passage_id=rows.passage_ids[k], doc_id=d, kind=rows.kinds[k], score=float(scores[k]))
+                    for k in range(len(rows.ids))
+                    if GM in lens or rows.vis[k] & see
+                )
+            while len(cache) > DOC_ROWS_CACHE:
+                cache.popitem(last=False)
+            hits.sort(key=lambda h: -h.score)
+            return hits[:top_k]
 
         def go() -> list[VectorHit]:
             res = self._client.search(
@@ -196,7 +273,7 @@ class MilvusVectorStore:
                 )
             return hits
 
-        return await self._run(go)
+        return await self._run(exact if doc_ids is not None else go)
 
     async def flush(self, campaign: str) -> None:
         name = self._name(campaign)
@@ -205,7 +282,11 @@ class MilvusVectorStore:
     async def drop(self, campaign: str) -> None:
         name = self._collections.pop(campaign, None)
         if name:
-            await self._run(lambda: self._client.drop_collection(name))
+            def go() -> None:
+                self._doc_rows.pop(name, None)
+                self._client.drop_collection(name)
+
+            await self._run(go)
 
     async def close(self) -> None:
         def go() -> None:
