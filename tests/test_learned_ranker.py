@@ -90,12 +90,16 @@ async def test_ranker_reorders_documents_and_a_failing_one_keeps_the_fused_order
 @pytest.mark.parametrize("query", ["saltborn compact drown ferry", "Obsidian Ledger bribes", "hollow crown plot bells"])
 async def test_the_learned_stage_cannot_surface_gm_only_documents(tiny, query):  # noqa: F811
     n = len(FEATURES)
-    for weights in (row(fused_log_rank=1.0), row(coverage=5.0, title_coverage=5.0), -row(coverage=5.0)):
+    for weights in (row(fused_log_rank=1.0), row(coverage=5.0, title_coverage=5.0), -row(coverage=5.0),
+                    row(cand_dense_gap=5.0, cand_dense_log_rank=-5.0)):
         tiny.retriever.ranker = LearnedRanker(weights, np.zeros(n), np.ones(n))
         trace = Trace(collect_features=True)
         b = await tiny.retrieve("tiny", query, players_lens(), trace=trace)
         assert leaked(b) == []
         assert not [d for d in trace.candidates + trace.learned_docs if d.startswith("gm/")]
+        # The candidate dense search scored every candidate (the arm's top 20 would not have).
+        if trace.candidates:  # (players may see nothing at all for a GM-only question)
+            assert trace.features is not None and (trace.features[:, FEATURES.index("cand_dense_gap")] > -1).all()
     tiny.retriever.ranker = None
 
 

@@ -10,7 +10,10 @@ pool by a small model over features retrieval already computed, per (query, docu
 * how the document covers the question: the IDF-weighted share of query terms found in the
   document, in its best passage, in its best three-passage window and in its title; the share
   of the query's adjacent term pairs found adjacent in the document (phrases, names); the best
-  window's BM25; its second-best passage; how many pool passages it holds; its length.
+  window's BM25; its second-best passage; how many pool passages it holds; its length;
+* every candidate's best dense cosine over *all* its rows (passages, windows, title), from one
+  exact vector search restricted to the candidates: the dense arm's top 20 leaves about half
+  the candidates without a dense score, which the features above can only mark as absent.
 
 The model is linear in standardised features (:data:`FEATURES`), trained listwise (softmax
 cross-entropy over each query's candidates, Cao et al., ICML 2007, "ListNet" top-one) on the
@@ -48,6 +51,7 @@ FEATURES: tuple[str, ...] = (
     "dense_cos", "dense_gap", "dense_log_rank", "dense_present",
     "pool_count", "coverage", "window_coverage", "title_coverage",
     "window_rel", "second_rel", "log_length", "passage_coverage", "bigram_coverage",
+    "cand_dense_gap", "cand_dense_log_rank",
 )
 
 
@@ -61,6 +65,11 @@ class Signals:
     documents: dict[str, float] = field(default_factory=dict)  # doc id → document BM25, arm order
     passage_scores: np.ndarray | None = None  # BM25 of every entry of the lens's passage index
     idf: Mapping[str, float] = field(default_factory=dict)
+    query_vector: np.ndarray | None = None
+    #: doc id → best cosine over *all* of the candidate document's rows (passages, windows,
+    #: title), from a second dense search restricted to the candidates: the dense arm's top 20
+    #: leaves most candidates without a dense score.
+    candidate_dense: dict[str, float] = field(default_factory=dict)
 
 
 def _doc_ranks(cat: Catalog, scored: Mapping[str, float], *, by_doc: bool = False) -> dict[str, tuple[int, float]]:
@@ -118,6 +127,9 @@ def doc_features(
         windows[d] = (max(best_w, 0.0), sum(w[t] for t in q if t in terms) / wsum, second,
                       sum(w[t] for t in q if t in top_terms) / wsum)
     top_window = max((v[0] for v in windows.values()), default=0.0) or 1.0
+    cd = sig.candidate_dense
+    top_cd = max((cd[d] for d in docs if d in cd), default=0.0)
+    cd_rank = {d: i + 1 for i, d in enumerate(sorted((d for d in docs if d in cd), key=lambda d: -cd[d]))}
     rows = []
     # An arm that did not return a document ranks it one past its default depth (lexical 120,
     # document 60, dense 20): the shipped model was trained against those depths.
@@ -139,6 +151,7 @@ def doc_features(
             sum(w[t] for t in q if t in terms) / wsum, win_cov, sum(w[t] for t in q if t in title) / wsum,
             win / top_window, second / top_lex, math.log1p(length), top_cov,
             sum(1 for x in pairs if x in bigrams) / len(pairs) if pairs else 0.0,
+            (cd[d] - top_cd) if d in cd else -1.0, math.log(cd_rank.get(d, len(docs) + 1)),
         ])
     return np.asarray(rows, dtype=np.float64).reshape(len(docs), len(FEATURES))
 

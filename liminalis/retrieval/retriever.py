@@ -156,6 +156,7 @@ class Retriever:
     async def _dense(self, cat: Catalog, query: str, lens: frozenset[str], p: RetrievalParams, sig: Signals) -> list[str]:
         assert self.embedder is not None
         vec = await self.embedder.embed_query(query)
+        sig.query_vector = vec
         hits = await self.store.search(cat.campaign, vec, lens=lens, top_k=p.dense_top_k, visibilities=cat.visibilities)
         ranking: list[str] = []
         for h in hits:
@@ -198,7 +199,23 @@ class Retriever:
                 sig.lexical.setdefault(pid, score)
         return dedupe_ranking(ranking)
 
-    def _learned(self, cat: Catalog, lens: frozenset[str], p: RetrievalParams, sig: Signals,
+    async def _candidate_dense(self, cat: Catalog, lens: frozenset[str], docs: Sequence[str], sig: Signals) -> None:
+        """Each candidate document's best cosine over all its rows (one search restricted to
+        the candidates). Rows the lens may not see are filtered by the store and re-checked."""
+        if sig.query_vector is None or not docs:
+            return
+        limit = sum(2 * len(cat.by_doc.get(d, ())) + 1 for d in docs)
+        hits = await self.store.search(cat.campaign, sig.query_vector, lens=lens, top_k=max(1, min(limit, 16000)),
+                                       visibilities=cat.visibilities, doc_ids=list(docs))
+        wanted = set(docs)
+        for h in hits:
+            if h.doc_id not in wanted or h.doc_id in sig.candidate_dense:
+                continue
+            pid = h.passage_id if h.kind != "title" else (cat.first_passage(h.doc_id) or h.passage_id)
+            if pid in cat.passages and cat.visible_passage(pid, lens):
+                sig.candidate_dense[h.doc_id] = h.score
+
+    async def _learned(self, cat: Catalog, lens: frozenset[str], p: RetrievalParams, sig: Signals,
                  fused_pairs: Sequence[tuple[str, float]], trace: Trace | None) -> list[str] | None:
         """The fused ranking with the pool's documents re-ordered by the learned ranker: each
         document's best passage in the new document order, then the pool's other passages and
@@ -212,6 +229,7 @@ class Retriever:
             heads.setdefault(cat.passages[pid].doc_id, pid)
         docs = list(heads)
         try:
+            await self._candidate_dense(cat, lens, docs, sig)
             features = doc_features(cat, lens, sig, pool, docs)
             if trace is not None and collect:
                 trace.candidates, trace.features = docs, features
@@ -281,7 +299,7 @@ class Retriever:
         timings["fusion"] = (time.perf_counter() - t) * 1000
         fused_order = fused
         t = time.perf_counter()
-        learned = self._learned(cat, lens, p, sig, fused_pairs, trace)
+        learned = await self._learned(cat, lens, p, sig, fused_pairs, trace)
         if learned is not None:
             fused = learned
             timings["learned"] = (time.perf_counter() - t) * 1000
