@@ -204,8 +204,9 @@ class Retriever:
         the candidates). Rows the lens may not see are filtered by the store and re-checked."""
         if sig.query_vector is None or not docs:
             return
-        limit = sum(2 * len(cat.by_doc.get(d, ())) + 1 for d in docs)
-        hits = await self.store.search(cat.campaign, sig.query_vector, lens=lens, top_k=max(1, min(limit, 16000)),
+        # Every row of the candidates (a passage has a vector and may have several windows):
+        # a tighter limit could cut off a whole document whose rows all score low.
+        hits = await self.store.search(cat.campaign, sig.query_vector, lens=lens, top_k=16384,
                                        visibilities=cat.visibilities, doc_ids=list(docs))
         wanted = set(docs)
         for h in hits:
