@@ -195,10 +195,8 @@ class MilvusVectorStore:
     ) -> list[VectorHit]:
         name = self._name(campaign)
         kwargs: dict[str, Any] = {}
-        if doc_ids is not None:
-            if not doc_ids:
-                return []
-            kwargs["filter"] = "doc_id in {ids}".format(ids=json.dumps(sorted(set(doc_ids))))
+        if doc_ids is not None and not doc_ids:
+            return []
         if GM not in lens:
             names = sorted(lens - {GM})
             if not names:
@@ -207,16 +205,16 @@ class MilvusVectorStore:
                 keys = sorted({visibility_key(v) for v in visibilities if set(v) & set(names)})
                 if not keys:
                     return []
-                lens_filter = "vkey in {keys}".format(keys=str(keys).replace("'", '"'))
+                kwargs["filter"] = "vkey in {keys}".format(keys=str(keys).replace("'", '"'))
             else:
-                lens_filter = "array_contains_any(vis, {names})".format(names=str(names).replace("'", '"'))
-            kwargs["filter"] = f"({kwargs['filter']}) and ({lens_filter})" if "filter" in kwargs else lens_filter
+                kwargs["filter"] = "array_contains_any(vis, {names})".format(names=str(names).replace("'", '"'))
 
         def exact() -> list[VectorHit]:
             # A search restricted to a few documents is exact: the index's approximate search
             # applies the filter after probing, so a document far from the query's clusters
             # would return nothing. Those documents' rows are fetched once (then cached until
-            # the collection is written) and scored here: a few hundred dot products.
+            # the collection is written) and scored here: a few hundred dot products. The rows
+            # carry their visibility, checked against the lens exactly as ``go`` checks hits.
             now = time.monotonic()
             if now - self._doc_rows_born.get(name, now) > DOC_ROWS_TTL_S:
                 self._doc_rows.pop(name, None)
