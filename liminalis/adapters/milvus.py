@@ -60,8 +60,10 @@ class _DocRows:
     vectors: np.ndarray
 
 
-#: Documents whose rows the restricted search keeps in memory, per collection (a few MB).
-DOC_ROWS_CACHE = 4096
+#: Documents whose rows the restricted search keeps in memory, per collection. A row is a
+#: 384-float vector (1.5 KB); a long transcript window has about 20 rows, so 1,024 documents
+#: cost at most about 30 MB, and a 500-document campaign fits whole.
+DOC_ROWS_CACHE = 1024
 DOC_ROWS_TTL_S = 600.0
 
 
