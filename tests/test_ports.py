@@ -164,3 +164,30 @@ async def test_milvus_restricted_search_is_exact_after_reopening(tmp_path):
         await _check_restricted(s, recs)
     finally:
         await s.close()
+
+
+async def test_milvus_lite_does_not_print_its_unimplemented_rpc_tracebacks(tmp_path, caplog):
+    """Milvus Lite answers an RPC pymilvus probes (AllocTimestamp) with "Method not implemented"
+    and grpc logs a full traceback at ERROR, which a GM saw on every ingest. The call itself
+    succeeds; the store filters exactly that record and nothing else."""
+    import logging
+
+    from liminalis.adapters.milvus import MilvusVectorStore
+
+    caplog.set_level(logging.ERROR)
+    s = MilvusVectorStore(str(tmp_path / "m.db"))
+    try:
+        await s.ensure("c", dim=16, model_id="m")
+        recs = _clustered(30, 16)
+        await s.upsert("c", recs)
+        await s.flush("c")
+        assert len(await s.ids("c")) == 30
+        assert await s.search("c", recs[0].vector, lens=frozenset({"players"}), top_k=3, doc_ids=["d0"])
+        await s.delete("c", [recs[0].id])
+        await s.flush("c")
+    finally:
+        await s.close()
+    assert not [r for r in caplog.records if "not implemented" in r.getMessage().lower() or
+                (r.exc_info and isinstance(r.exc_info[1], NotImplementedError))]
+    logging.getLogger("grpc._server").error("a real grpc server error")
+    assert "a real grpc server error" in caplog.text

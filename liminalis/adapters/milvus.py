@@ -67,6 +67,18 @@ DOC_ROWS_CACHE = 1024
 DOC_ROWS_TTL_S = 600.0
 
 
+class _UnimplementedRpcFilter(logging.Filter):
+    """Drops grpc's ERROR traceback for an RPC Milvus Lite does not implement (pymilvus probes
+    AllocTimestamp; the call it belongs to succeeds). Every other grpc record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(exc, NotImplementedError) and "not implemented" in record.getMessage().lower())
+
+
+_RPC_FILTER = _UnimplementedRpcFilter()
+
+
 class MilvusVectorStore:
     """Milvus (Lite or server) vector store, one collection per campaign and model."""
 
@@ -100,8 +112,11 @@ class MilvusVectorStore:
             return
         from pymilvus import MilvusClient
 
-        if "://" not in self._uri:
+        if "://" not in self._uri:  # Milvus Lite, in-process
             Path(self._uri).parent.mkdir(parents=True, exist_ok=True)
+            grpc_log = logging.getLogger("grpc._server")
+            if _RPC_FILTER not in grpc_log.filters:
+                grpc_log.addFilter(_RPC_FILTER)
         kwargs = {"uri": self._uri}
         if self._token:
             kwargs["token"] = self._token
