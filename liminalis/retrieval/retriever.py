@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from liminalis.ports import Embedder, Reranker, VectorStore
+from liminalis.ports import Embedder, Reranker, VectorHit, VectorStore
 from liminalis.retrieval.catalog import Catalog, PassageInfo
 from liminalis.retrieval.fusion import dedupe_ranking, rrf
 from liminalis.retrieval.learned import DocumentRanker, Signals, doc_features
@@ -103,6 +103,14 @@ class Trace:
         )
 
 
+def _visible_row(cat: Catalog, hit: VectorHit, lens: frozenset[str]) -> str | None:
+    """The passage a vector row stands for (a title row: the document's first passage), when it
+    is in the current snapshot and ``lens`` may see it; else None. Stale vectors from an
+    interrupted ingest and anything the lens may not see stop here (the second wall)."""
+    pid = hit.passage_id if hit.kind != "title" else (cat.first_passage(hit.doc_id) or hit.passage_id)
+    return pid if pid in cat.passages and cat.visible_passage(pid, lens) else None
+
+
 class Retriever:
     """Builds a :class:`Bundle` for (campaign, lens, query)."""
 
@@ -162,10 +170,7 @@ class Retriever:
         for h in hits:
             if h.score < p.dense_floor:
                 continue
-            pid = h.passage_id if h.kind != "title" else (cat.first_passage(h.doc_id) or h.passage_id)
-            # Join against the current snapshot: stale vectors from an interrupted ingest and
-            # anything the lens may not see are dropped here (the second wall).
-            if pid in cat.passages and cat.visible_passage(pid, lens):
+            if pid := _visible_row(cat, h, lens):
                 ranking.append(pid)
                 sig.dense.setdefault(pid, h.score)
         return dedupe_ranking(ranking)
@@ -210,14 +215,11 @@ class Retriever:
                                        visibilities=cat.visibilities, doc_ids=list(docs))
         wanted = set(docs)
         for h in hits:
-            if h.doc_id not in wanted or h.doc_id in sig.candidate_dense:
-                continue
-            pid = h.passage_id if h.kind != "title" else (cat.first_passage(h.doc_id) or h.passage_id)
-            if pid in cat.passages and cat.visible_passage(pid, lens):
+            if h.doc_id in wanted and h.doc_id not in sig.candidate_dense and _visible_row(cat, h, lens):
                 sig.candidate_dense[h.doc_id] = h.score
 
     async def _learned(self, cat: Catalog, lens: frozenset[str], p: RetrievalParams, sig: Signals,
-                 fused_pairs: Sequence[tuple[str, float]], trace: Trace | None) -> list[str] | None:
+                       fused_pairs: Sequence[tuple[str, float]], trace: Trace | None) -> list[str] | None:
         """The fused ranking with the pool's documents re-ordered by the learned ranker: each
         document's best passage in the new document order, then the pool's other passages and
         the tail in fused order. None when no ranker is loaded or it fails (fused order kept)."""
@@ -341,7 +343,7 @@ class Retriever:
         rendered: list[RenderedDocument] = []
         recalled = [d for d in doc_order if d not in pin_reason]
         for doc_id in doc_order:
-            pids = matched.get(doc_id) or self._fallback_passages(cat, doc_id, search_query)
+            pids = matched.get(doc_id) or self._fallback_passages(cat, doc_id, sig.query_tokens)
             extra = related.get(doc_id, [])
             if doc_id in recalled[: p.render_related_docs]:
                 pids, extra = [*pids, *extra], []
@@ -374,10 +376,10 @@ class Retriever:
             ranked_doc_ids=tuple(ranked_docs), timings_ms=timings, notes=tuple(notes),
         )
 
-    def _fallback_passages(self, cat: Catalog, doc_id: str, query: str) -> list[str]:
+    def _fallback_passages(self, cat: Catalog, doc_id: str, query_tokens: Sequence[str]) -> list[str]:
         """For a pinned document nothing matched in: its passages sharing most query terms."""
         pids = cat.by_doc.get(doc_id, [])
-        q = set(self.tokenizer(query))
+        q = set(query_tokens)
         scored = sorted(((len(q & set(cat.passages[x].tokens)), -i, x) for i, x in enumerate(pids)), reverse=True)
         chosen = [x for n, _, x in scored[:2] if n > 0]
         return chosen or pids[:1]
