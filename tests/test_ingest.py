@@ -251,3 +251,24 @@ async def test_changing_what_is_embedded_reindexes_without_re_embedding(tmp_path
         assert await engine.is_indexed("emberfall")
     finally:
         await close_engine(engine)
+
+
+async def test_a_changed_tokenizer_retokenizes_the_stored_bm25_tokens(tmp_path, campaign_copy):
+    """Stored tokens made by another tokenizer would never match the new query tokens: the
+    tokenizer is part of the index profile, and a profile change rebuilds the tokens."""
+    from liminalis.retrieval.lexical import Tokenizer
+
+    engine = await make_engine(tmp_path)
+    try:
+        await engine.ingest("emberfall")
+        stemmed = {r["tokens"] for r in await engine.db.fetchall("SELECT tokens FROM passages WHERE campaign = ?", ("emberfall",))}
+        assert any("carri" in t.split() for t in stemmed)  # "carries" stemmed
+        engine.indexer.tokenizer = Tokenizer(stem=False)
+        assert not await engine.is_indexed("emberfall")
+        report = await engine.ingest("emberfall")
+        assert report.embedded == 0  # no model work: vectors come from the cache
+        plain = {r["tokens"] for r in await engine.db.fetchall("SELECT tokens FROM passages WHERE campaign = ?", ("emberfall",))}
+        assert not any("carri" in t.split() for t in plain) and any("carries" in t.split() for t in plain)
+        assert await engine.is_indexed("emberfall")
+    finally:
+        await close_engine(engine)

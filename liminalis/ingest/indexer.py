@@ -261,8 +261,9 @@ class Indexer:
         return report
 
     def profile(self) -> str:
-        """What the campaign's vectors were built with: embedder and embedding options."""
-        return f"{self.embedder.model_id}|ctx={int(self.options.contextual)}|win={int(self.options.windows)}"
+        """What the campaign's index was built with: embedder, embedding options, tokenizer."""
+        return (f"{self.embedder.model_id}|ctx={int(self.options.contextual)}|win={int(self.options.windows)}"
+                f"|{self.tokenizer.tag}")
 
     async def _reset_if_model_changed(self, slug: str, *, force: bool = False) -> None:
         row = await self.db.campaign_row(slug)
@@ -276,6 +277,8 @@ class Indexer:
             _log.info("full re-index of %s (profile %s, new collection: %s)", slug, model, force)
             # Forget content hashes so every document is re-prepared into the new collection.
             await self.db.execute("UPDATE documents SET content_hash = '' WHERE campaign = ?", (slug,))
+            # Stored BM25 tokens may come from another tokenizer: re-tokenize (cheap; no model).
+            await self.db.execute("UPDATE passages SET tokens = '' WHERE campaign = ?", (slug,))
         await self.db.set_campaign_model(slug, model)
 
     async def collect_garbage(self, slug: str) -> int:

@@ -17,6 +17,7 @@ query.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 import unicodedata
 from collections.abc import Mapping, Sequence
@@ -38,6 +39,11 @@ STOP_WORDS = frozenset(
     they this those through to too under until up very was we were what when where which while who
     whom why will with would you your yours yourself yourselves s t d ll m o re ve y""".split()
 )
+
+#: Bump when tokenization changes in a way the fields and the stop-word list do not show (the
+#: regular expressions, folding, the stemmer): stored tokens from another version are rebuilt.
+TOKENIZER_VERSION = 1
+_STOP_HASH = hashlib.blake2b(" ".join(sorted(STOP_WORDS)).encode(), digest_size=3).hexdigest()
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -78,7 +84,10 @@ class Tokenizer:
 
     @property
     def tag(self) -> str:
-        return f"tok:stem={int(self.stem)},stop={int(self.stop_words)}"
+        """What stored tokens were made with. Part of the index profile: a campaign tokenized with
+        another tag is re-tokenized on its next ingest, since BM25 needs the query and the
+        entries tokenized alike."""
+        return f"tok{TOKENIZER_VERSION}:stem={int(self.stem)},stop={_STOP_HASH if self.stop_words else 0}"
 
 
 class BM25Index:
