@@ -47,6 +47,19 @@ GROUPING = {
 PLAYERS = frozenset({"players"})
 
 
+def feature_key() -> str:
+    """A hash of what decides a group's features: the feature list and the source of the modules
+    that compute the candidates and their features (any edit there, docstrings too, recollects)."""
+    import hashlib
+
+    import liminalis.retrieval.learned as learned
+
+    h = hashlib.blake2b(",".join(FEATURES).encode(), digest_size=4)
+    for name in ("learned", "retriever", "fusion", "lexical", "catalog"):
+        h.update((Path(learned.__file__).parent / f"{name}.py").read_bytes())
+    return h.hexdigest()
+
+
 def make_groups(train_root: Path, out_root: Path) -> list[Path]:
     """Cut each training corpus into campaign-sized groups (a copy of the corpus files, since
     ingest never follows a link out of a campaign, plus the queries whose relevant documents all
@@ -172,8 +185,9 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     data: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     cached: list[str] = []
     for g in groups:
-        # Features are cached per group and feature set, so refitting never re-retrieves.
-        saved = g / f"features-{len(FEATURES)}-{args.limit or 'all'}.pkl"
+        # Features are cached per group and per version of the code that computes them, so
+        # refitting never re-retrieves and an edited feature or retrieval stage never reads stale ones.
+        saved = g / f"features-{len(FEATURES)}-{feature_key()}-{args.limit or 'all'}.pkl"
         if saved.exists():
             data[g.name] = pickle.loads(saved.read_bytes())
             cached.append(g.name)
