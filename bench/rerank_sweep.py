@@ -1,6 +1,7 @@
 """Sweep the rerank stage offline: candidate depth × mixing weight, on dev sets only.
 
     python -m bench.rerank_sweep DIR [DIR ...] [--reranker PATH] [--out sweep.json] [--limit N]
+    python -m bench.rerank_sweep --pools POOLS_DIR --scores dev-scores.json [--out sweep.json]
 
 The reranker scores the top 40 of each query's fused pool once (players lens, the shipped
 retrieval settings); every (depth, mix) setting is then scored offline from those scores, so
@@ -9,6 +10,12 @@ score against the fused log-rank prior (:func:`liminalis.retrieval.rerank.mix_sc
 is the reranker's order alone. Latency is the measured reranker time for 40 candidates scaled by
 depth (scoring is linear in candidates); confirm the chosen point with ``bench.retrieval``.
 Choose settings that win on *both* sets; never tune on single queries.
+
+The second form sweeps scores computed elsewhere (``bench.train_reranker --score`` on a GPU
+machine) over the pools ``bench.rerank_data`` mined here. With ``--reranker PATH --latency N``
+it also times that model here, on this CPU, scoring the first N pools of each set at every
+depth (``--quantize``: int8 dynamic quantization), and fills the p50/p95 columns with those
+times: the MRR-and-latency curve per model variant.
 """
 
 from __future__ import annotations
@@ -54,8 +61,13 @@ async def collect(path: Path, reranker: Any, *, embedder: Any, limit: int | None
     bench = load_set(path, limit=limit)
     rec = _Recorder(reranker)
     rows: list[dict[str, Any]] = []
-    kw = {"cache_dir": cache_dir} if cache_dir else {}
-    async with bench_engine(bench, embedder=embedder, contextual=False, reranker=rec, progress=progress, **kw) as (engine, slug):
+    from bot.main import load_learned_ranker
+
+    # The product's pool: contextual embeddings and the shipped learned ranker's order.
+    kw: dict[str, Any] = {"ranker": load_learned_ranker("auto")}
+    if cache_dir:
+        kw["cache_dir"] = cache_dir
+    async with bench_engine(bench, embedder=embedder, reranker=rec, progress=progress, **kw) as (engine, slug):
         cat = await engine.retriever.catalog(slug)
         by_text = {}
         for pid, p in cat.passages.items():
@@ -100,14 +112,83 @@ def grid(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def offline_rows(pools: Path, scores: dict[str, list[list[float]]]) -> dict[str, list[dict[str, Any]]]:
+    """Rows for :func:`grid` from mined pools and their precomputed scores (no timing)."""
+    from bench.rerank_data import read
+
+    out = {}
+    for name, per_query in scores.items():
+        rows, _ = read(pools / f"dev-{name}.jsonl.gz")
+        if len(rows) != len(per_query):
+            raise SystemExit(f"{name}: {len(per_query)} score lists for {len(rows)} pools")
+        out[name] = [{"docs": r["docs"], "scores": s, "ms": 0.0, "relevant": r["relevant"]} for r, s in zip(rows, per_query)]
+    return out
+
+
+async def latency(reranker: Any, pools: Path, name: str, n: int, depths: Sequence[int] = DEPTHS) -> dict[int, list[float]]:
+    """Milliseconds to score the top ``depth`` passages of the first ``n`` pools, per depth."""
+    from bench.rerank_data import read
+
+    rows, passages = read(pools / f"dev-{name}.jsonl.gz")
+    await reranker.score(rows[0]["query"], [passages[rows[0]["pool"][0]]])  # load outside the clock
+    out: dict[int, list[float]] = {d: [] for d in depths}
+    for r in rows[:n]:
+        for d in depths:
+            t = time.perf_counter()
+            await reranker.score(r["query"], [passages[k] for k in r["pool"][:d]])
+            out[d].append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def _with_latency(table: list[dict[str, Any]], ms: dict[int, list[float]]) -> list[dict[str, Any]]:
+    for g in table:
+        if g["depth"] in ms:
+            g["rerank_p50_ms"] = round(percentile(ms[g["depth"]], 50), 1)
+            g["rerank_p95_ms"] = round(percentile(ms[g["depth"]], 95), 1)
+    return table
+
+
+def _print(name: str, table: list[dict[str, Any]], n: int) -> None:
+    print(f"\n{name} ({n} queries; depth 0 = fused order, no reranker)")
+    print(f"{'depth':>5} {'mix':>5} {'MRR':>7} {'R@5':>7} {'R@10':>7} {'hit@1':>7} {'p50 ms':>7} {'p95 ms':>7}")
+    for g in table:
+        print(f"{g['depth']:>5} {g['mix']!s:>5} {g['mrr']:>7.4f} {g['recall@5']:>7.4f} {g['recall@10']:>7.4f} "
+              f"{g['hit@1']:>7.4f} {g['rerank_p50_ms']:>7.0f} {g['rerank_p95_ms']:>7.0f}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.rerank_sweep", description=__doc__.split("\n")[0])
-    ap.add_argument("dirs", nargs="+", type=Path)
+    ap.add_argument("dirs", nargs="*", type=Path)
+    ap.add_argument("--pools", type=Path, help="a bench.rerank_data output folder (with --scores)")
+    ap.add_argument("--scores", type=Path, help="dev-scores.json written by bench.train_reranker --score")
+    ap.add_argument("--latency", type=int, default=0, help="with --scores: time --reranker on this many pools per set")
+    ap.add_argument("--quantize", action="store_true", help="int8 dynamic quantization of the reranker's linear layers")
     ap.add_argument("--reranker", default="auto", help="auto (the shipped model), or a CrossEncoder name/path")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--limit", type=int)
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
+    results: dict[str, Any] = {}
+    if args.scores:
+        if not args.pools:
+            ap.error("--scores needs --pools")
+        timer = None
+        if args.latency:
+            from liminalis.adapters.cross_encoder import CrossEncoderReranker
+
+            if args.reranker in {"auto", "none"}:
+                ap.error("--latency needs --reranker PATH (the model whose scores these are)")
+            timer = CrossEncoderReranker(args.reranker, quantize=args.quantize)
+        for name, rows in offline_rows(args.pools, json.loads(args.scores.read_text())).items():
+            results[name] = grid(rows)
+            if timer is not None:
+                _with_latency(results[name], asyncio.run(latency(timer, args.pools, name, args.latency)))
+            _print(name, results[name], len(rows))
+        if args.out:
+            args.out.write_text(json.dumps(results, indent=2))
+        return 0
+    if not args.dirs:
+        ap.error("give dev set folders, or --pools and --scores")
     from bot.main import load_reranker
     from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
 
@@ -116,15 +197,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("no reranker configured: train one (liminalis train-reranker) or pass --reranker PATH", file=sys.stderr)
         return 2
     embedder = SentenceTransformerEmbedder()
-    results: dict[str, Any] = {}
     for d in args.dirs:
         rows = asyncio.run(collect(d, reranker, embedder=embedder, limit=args.limit, progress=not args.no_progress))
         results[d.name] = grid(rows)
-        print(f"\n{d.name} ({len(rows)} queries; depth 0 = fused order, no reranker)")
-        print(f"{'depth':>5} {'mix':>5} {'MRR':>7} {'R@5':>7} {'R@10':>7} {'hit@1':>7} {'p50 ms':>7} {'p95 ms':>7}")
-        for g in results[d.name]:
-            print(f"{g['depth']:>5} {g['mix']!s:>5} {g['mrr']:>7.4f} {g['recall@5']:>7.4f} {g['recall@10']:>7.4f} "
-                  f"{g['hit@1']:>7.4f} {g['rerank_p50_ms']:>7.0f} {g['rerank_p95_ms']:>7.0f}")
+        _print(d.name, results[d.name], len(rows))
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))
     return 0

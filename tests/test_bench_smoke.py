@@ -70,3 +70,25 @@ async def test_bench_rerank_sweep_smoke(tiny_set, tmp_path):
     assert g[(0, "none")]["mrr"] == 1.0  # the fused order, no reranker
     # the keyword reranker puts the ferry first for every query: the bells question loses its answer
     assert g[(40, "none")]["mrr"] < 1.0
+
+
+async def test_bench_rerank_data_mines_the_products_pool(tiny_set, tmp_path):
+    """Training rows name the evidence passage as positive; dev pools round-trip through the
+    portable file and sweep offline against precomputed scores."""
+    from bench.rerank_data import mine, read, write
+    from bench.rerank_sweep import grid, offline_rows
+
+    rows, passages = await mine(tiny_set, embedder=HashEmbedder(), train=True, progress=False, cache_dir=tmp_path / "cache")
+    assert len(rows) == 2
+    for r in rows:
+        assert r["positive"] in passages and r["docs"][r["pool"].index(r["positive"])] in r["relevant"]
+        assert len(r["pool"]) == len(r["docs"]) == 3  # the whole (tiny) corpus is the pool
+    bells = next(r for r in rows if r["relevant"] == ["bells"])
+    assert "ninth rings at dusk" in passages[bells["positive"]]
+    write(tmp_path / "pools" / "dev-tinyset.jsonl.gz", rows, passages)
+    again, texts = read(tmp_path / "pools" / "dev-tinyset.jsonl.gz")
+    assert again == rows and texts == passages
+    # scores that put the relevant document last: the reranker's own order loses, fused keeps
+    scores = {"tinyset": [[-1.0 if d in r["relevant"] else 1.0 for d in r["docs"]] for r in rows]}
+    g = {(x["depth"], x["mix"]): x for x in grid(offline_rows(tmp_path / "pools", scores)["tinyset"])}
+    assert g[(0, "none")]["mrr"] == 1.0 and g[(40, "none")]["mrr"] < 1.0

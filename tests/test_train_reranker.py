@@ -66,3 +66,45 @@ async def test_train_command_end_to_end_on_a_tiny_slice(tmp_path):
                  "--fp32"]) == 0
     ref = await CrossEncoderReranker(str(full), max_length=64).score("What did the fox steal?", ["A red fox stole eggs.", "The bell rang."])
     assert scores == __import__("pytest").approx(ref, abs=2e-2)  # same seed, same model, half precision
+
+
+async def test_train_from_mined_pools_with_a_teacher_and_score_dev_pools(tmp_path):
+    """The GPU path (``--examples`` from bench.rerank_data, distillation, ``--score``) on CPU."""
+    from bench.rerank_data import write
+    from bench.train_reranker import main
+
+    texts = {
+        "s/bell1": "The smith cast a great bell of bronze for the abbey.", "s/bell2": "The bell fell through the ice.",
+        "s/fox1": "A red fox stole eggs from the miller.", "s/ferry1": "The ferryman crossed the river with salt.",
+        "s/cat1": "A grey cat slept by the mill wheel.", "s/oak1": "An old oak stood on the hill by the abbey.",
+    }
+    docs = {k: k.split("/")[1].rstrip("0123456789") for k in texts}
+    qs = [("What did the smith cast?", "s/bell1"), ("What did the fox steal?", "s/fox1"),
+          ("Who crossed the river?", "s/ferry1"), ("Where did the cat sleep?", "s/cat1"),
+          ("What stood on the hill?", "s/oak1"), ("What fell through the ice?", "s/bell2")]
+    rows = [{"id": f"q{i}", "query": q, "relevant": [docs[pos]], "pool": list(texts), "docs": [docs[k] for k in texts],
+             "positive": pos, "group": f"g{i}"} for i, (q, pos) in enumerate(qs)]
+    write(tmp_path / "pools" / "train.jsonl.gz", rows, texts)
+    write(tmp_path / "pools" / "dev-tiny.jsonl.gz", [{k: v for k, v in r.items() if k not in {"positive", "group"}} for r in rows], texts)
+    common = ["--examples", str(tmp_path / "pools" / "train.jsonl.gz"), "--max-queries", "0", "--layers", "1",
+              "--max-length", "48", "--batch", "2", "--negatives", "3", "--eval-every", "0", "--quiet", "--epochs", "1",
+              "--device", "cpu"]
+    assert main([*common, "--out", str(tmp_path / "teacher")]) == 0
+    assert main([*common, "--out", str(tmp_path / "student"), "--teacher", str(tmp_path / "teacher"),
+                 "--score", str(tmp_path / "pools" / "dev-tiny.jsonl.gz")]) == 0
+    report = json.loads((tmp_path / "student" / "training.json").read_text())
+    assert report["train_examples"] + report["val_examples"] == len(qs)
+    assert report["args"]["teacher"].endswith("teacher")
+    scores = json.loads((tmp_path / "student" / "dev-scores.json").read_text())
+    assert list(scores) == ["tiny"] and [len(s) for s in scores["tiny"]] == [len(texts)] * len(qs)
+    # the word embeddings stayed frozen: identical to the base model's
+    from safetensors import safe_open
+
+    from liminalis.adapters.sentence_transformers import resolve_model_path
+
+    key = "embeddings.word_embeddings.weight"
+    with safe_open(str(tmp_path / "student" / "model.safetensors"), "pt") as f, \
+            safe_open(str(Path(resolve_model_path("bundled:all-MiniLM-L6-v2")) / "model.safetensors"), "pt") as g:
+        assert (f.get_tensor(key).float() - g.get_tensor(key).half().float()).abs().max().item() == 0.0
+    ce = CrossEncoderReranker(str(tmp_path / "student"))
+    assert len(await ce.score("What did the fox steal?", list(texts.values()))) == len(texts)
