@@ -49,12 +49,13 @@ async def run_set(
     bench: BenchSet, *, embedder: Embedder, contextual: bool = True, cache_dir: Path = CACHE_DIR,
     tier: TierParams = TierParams(), budget_params: BudgetParams = BudgetParams(), progress: bool = True,
     ranker: Any = None,
+    reranker: Any = None,
 ) -> dict[str, dict[str, float]]:
     """Per-budget means for one bench folder."""
     counter = default_counter()
     rows: dict[str, dict[str, list[float]]] = {b: {"tokens": [], "detail": [], "recall@5": [], "mrr": []} for b in BUDGETS}
     async with bench_engine(bench, embedder=embedder, contextual=contextual, cache_dir=cache_dir,
-                            progress=progress, ranker=ranker) as (engine, slug):
+                            progress=progress, ranker=ranker, reranker=reranker) as (engine, slug):
         catalog = await engine.retriever.catalog(slug)
         instructions = instructions_for(bench.name)
         t0 = time.perf_counter()
@@ -109,14 +110,15 @@ async def _main(args: argparse.Namespace, embedder: Embedder | None, cache_dir: 
         from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
 
         embedder = SentenceTransformerEmbedder()
-    from bot.main import load_learned_ranker
+    from bot.main import load_learned_ranker, load_reranker
 
     ranker = load_learned_ranker(args.ranker)
+    reranker = load_reranker(args.reranker)
     results: dict[str, Any] = {}
     for d in args.dirs:
         bench = load_set(d, limit=args.limit)
         results[bench.name] = await run_set(bench, embedder=embedder, contextual=not args.plain, cache_dir=cache_dir,
-                                            progress=not args.quiet, ranker=ranker)
+                                            progress=not args.quiet, ranker=ranker, reranker=reranker)
     return results
 
 
@@ -129,6 +131,7 @@ def main(argv: Sequence[str] | None = None, *, embedder: Embedder | None = None,
     ap.add_argument("--plain", action="store_true", help="index without contextual passage text")
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--ranker", default="auto", help="learned ranker: auto (models/ranker), none, or a ranker.json")
+    ap.add_argument("--reranker", default="auto", help="cross-encoder: auto (models/reranker), none, or a path")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -41,8 +41,11 @@ def configure_logging(level: str = "INFO") -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def load_reranker(spec: str) -> Reranker | None:
-    """``auto`` → the shipped model when present; ``none`` → off; else a CrossEncoder name/path."""
+def load_reranker(spec: str, *, int8: bool = False) -> Reranker | None:
+    """``auto`` → the shipped model when present; ``none`` → off; else a CrossEncoder name/path.
+    ``int8``: dynamic int8 quantization of its linear layers. About 1.5x faster on a CPU, but on
+    the shipped model it moves the scores enough (rank correlation with fp32 0.85–0.88 over a
+    query's candidates) to lose most of the stage's gain, so it is off by default."""
     if spec.lower() in {"none", "off", ""}:
         return None
     path = spec
@@ -53,7 +56,7 @@ def load_reranker(spec: str) -> Reranker | None:
         path = str(SHIPPED_RERANKER)
     from liminalis.adapters.cross_encoder import CrossEncoderReranker
 
-    return CrossEncoderReranker(path)
+    return CrossEncoderReranker(path, quantize=int8)
 
 
 def load_learned_ranker(spec: str) -> DocumentRanker | None:
@@ -77,7 +80,7 @@ async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
         store = MilvusVectorStore(settings.resolved_milvus_uri, token=settings.milvus_token)
         embedder = SentenceTransformerEmbedder(settings.embedder)
         engine = Engine(
-            db=db, store=store, embedder=embedder, reranker=load_reranker(settings.reranker),
+            db=db, store=store, embedder=embedder, reranker=load_reranker(settings.reranker, int8=settings.reranker_int8),
             ranker=load_learned_ranker(settings.ranker),
             campaigns_dir=settings.campaigns_dir, uploads_dir=settings.data_dir / "uploads",
             ingest_options=IngestOptions(contextual=settings.contextual, max_bytes=settings.max_upload_bytes),

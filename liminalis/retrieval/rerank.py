@@ -5,11 +5,13 @@ instance, so a broken model degrades quality, never availability. Pinned hits ar
 through here, so they can never be reordered or dropped by it.
 
 Mixing: with ``mix=None`` the reranker's score alone orders the candidates. With a weight, the
-order is ``mix · z(score) − ln(fused position)``: the reranker's scores standardised within the
-query, added to a log-rank prior from fusion. A small reranker trained on little data is a noisy
-judge; the prior keeps fusion's strong lexical order and lets the reranker overturn it only where
-it is confident. Choose the weight on the dev sets with ``bench.rerank_sweep``; the default
-(``RetrievalParams.rerank_mix`` None) stays the reranker's order until a shipped model is swept.
+order is ``prior + mix · z(score)``: the reranker's scores standardised within the query, added
+to a prior from the stage before. The prior is the learned document ranker's score of each
+candidate's document when that stage ran (the product path), else ``−ln(fused position)``. A
+small cross-encoder trained on little data is a noisy judge on its own (below the learned ranker
+on both dev sets); as a correction to the learned score it helps on both (bench/results/
+rerank.json). The weight is chosen on the dev sets with ``bench.rerank_sweep`` and belongs to the
+shipped ranker's score scale: retraining either model means sweeping it again.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ async def rerank_hits(
     *,
     timeout_s: float = 5.0,
     mix: float | None = None,
+    prior: Sequence[float] | None = None,
 ) -> tuple[list[Hit], bool]:
     """Reorder ``hits`` by the reranker's score; returns ``(hits, reranked)``.
 
@@ -56,16 +59,18 @@ async def rerank_hits(
         else:
             _log.debug("reranker failed again: %s", exc)
         return list(hits), False
-    final = mix_scores([float(s) for s in scores], mix)
+    final = mix_scores([float(s) for s in scores], mix, prior)
     order = sorted(range(len(hits)), key=lambda i: (-final[i], i))
     return [Hit(passage_id=hits[i].passage_id, doc_id=hits[i].doc_id, score=final[i]) for i in order], True
 
 
-def mix_scores(scores: Sequence[float], mix: float | None) -> list[float]:
-    """Reranker scores (in fused order) combined with the fused log-rank prior; see module doc."""
+def mix_scores(scores: Sequence[float], mix: float | None, prior: Sequence[float] | None = None) -> list[float]:
+    """Reranker scores (in the given order) combined with a prior; see module doc. ``prior``
+    defaults to the log-rank of the given order."""
     if mix is None:
         return list(scores)
     n = len(scores)
     mean = sum(scores) / n
     sd = math.sqrt(sum((s - mean) ** 2 for s in scores) / n) or 1.0
-    return [mix * (s - mean) / sd - math.log(i + 1) for i, s in enumerate(scores)]
+    base = list(prior) if prior is not None else [-math.log(i + 1) for i in range(n)]
+    return [base[i] + mix * (s - mean) / sd for i, s in enumerate(scores)]
