@@ -35,8 +35,8 @@ tokenizer and a model card (data, licences, attribution, command, validation num
 
 Measured (2026-11-30, one H200, 10,042 mined training queries): a 6-layer model trained in
 222 s (3 epochs, 15 negatives, batch 32, lr 7e-5) took held-out validation MRR from 0.121 to
-0.586, still rising. On the dev pools its order alone reached MRR 0.747 (fairytaleqa) and
-0.742 (crd3), below the learned ranker's 0.812 / 0.930; added to the learned ranker's score
+0.586, still rising. On the dev pools its order alone (the 40-passage pool) reached MRR 0.749 (fairytaleqa) and
+0.755 (crd3), below the learned ranker's 0.812 / 0.930; added to the learned ranker's score
 (``rerank_mix``) it gains on both sets. That model ships in models/reranker; see its card,
 bench/results/rerank.json and the README.
 """
