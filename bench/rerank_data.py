@@ -83,6 +83,7 @@ async def mine(folder: Path, *, embedder: Any, train: bool, limit: int | None = 
     key (``<set>/<passage id>``) to its text. Training rows also name their positive."""
     # Imported here: ``read`` must work where only torch and transformers are installed.
     from bench.common import CACHE_DIR, bench_engine, load_set
+    from liminalis.retrieval.retriever import Trace
 
     bench = load_set(folder, limit=limit)
     rec = _PoolRecorder()
@@ -102,13 +103,16 @@ async def mine(folder: Path, *, embedder: Any, train: bool, limit: int | None = 
         t0 = time.perf_counter()
         for n, q in enumerate(bench.queries):
             rec.last = None
-            await engine.retrieve(slug, q["query"], PLAYERS, params=params)
+            trace = Trace()
+            await engine.retrieve(slug, q["query"], PLAYERS, params=params, trace=trace)
             if not rec.last:
                 continue
             pids = [key_of[t] for t in rec.last]
             row: dict[str, Any] = {
                 "id": q.get("id"), "query": q["query"], "relevant": q["relevant"],
                 "pool": [f"{bench.name}/{p}" for p in pids], "docs": [cat.passages[p].doc_id for p in pids],
+                # the rerank stage's prior (see liminalis.retrieval.rerank); empty without a ranker
+                "learned": {d: round(x, 6) for d, x in trace.learned_scores.items()},
             }
             if train:
                 rel = [d for d in q["relevant"] if d in cat.by_doc]

@@ -3,11 +3,11 @@
     python -m bench.rerank_sweep DIR [DIR ...] [--reranker PATH] [--out sweep.json] [--limit N]
     python -m bench.rerank_sweep --pools POOLS_DIR --scores dev-scores.json [--out sweep.json]
 
-The reranker scores the top 40 of each query's fused pool once (players lens, the shipped
-retrieval settings); every (depth, mix) setting is then scored offline from those scores, so
-the sweep costs one reranker pass per query. ``mix`` is the weight of the standardised reranker
-score against the fused log-rank prior (:func:`liminalis.retrieval.rerank.mix_scores`); ``none``
-is the reranker's order alone. Latency is the measured reranker time for 40 candidates scaled by
+The reranker scores the top 40 of each query's pool once (players lens, the shipped retrieval
+settings and learned ranker); every (depth, mix) setting is then scored offline from those
+scores, so the sweep costs one reranker pass per query. ``mix`` is the weight of the
+standardised reranker score added to the product's prior, the learned ranker's document score
+(:func:`liminalis.retrieval.rerank.mix_scores`); ``none`` is the reranker's order alone. Latency is the measured reranker time for 40 candidates scaled by
 depth (scoring is linear in candidates); confirm the chosen point with ``bench.retrieval``.
 Choose settings that win on *both* sets; never tune on single queries.
 
@@ -33,11 +33,12 @@ from typing import Any
 from bench.common import bench_engine, doc_metrics, load_set, mean, percentile
 from liminalis.retrieval.fusion import dedupe_ranking
 from liminalis.retrieval.rerank import mix_scores
+from liminalis.retrieval.retriever import Trace
 
 __all__ = ["DEPTHS", "MIXES", "collect", "grid", "main"]
 
-DEPTHS = (10, 20, 40)
-MIXES: tuple[float | None, ...] = (0.25, 0.5, 1.0, 2.0, None)
+DEPTHS = (6, 10, 20, 40)
+MIXES: tuple[float | None, ...] = (0.25, 0.5, 0.75, 1.0, 2.0, None)
 
 
 class _Recorder:
@@ -80,11 +81,13 @@ async def collect(path: Path, reranker: Any, *, embedder: Any, limit: int | None
             bar = tqdm(total=len(bench.queries), desc=f"rerank {bench.name}", unit="q", file=sys.stderr)
         for q in bench.queries:
             rec.last = None
-            await engine.retrieve(slug, q["query"], frozenset({"players"}), params=params)
+            trace = Trace()
+            await engine.retrieve(slug, q["query"], frozenset({"players"}), params=params, trace=trace)
             if rec.last is None:
                 raise SystemExit("the reranker failed (see the log): nothing to sweep")
             texts, scores, ms = rec.last
-            rows.append({"docs": [by_text[t] for t in texts], "scores": scores, "ms": ms, "relevant": q["relevant"]})
+            rows.append({"docs": [by_text[t] for t in texts], "scores": scores, "ms": ms, "relevant": q["relevant"],
+                         "learned": trace.learned_scores})
             if bar:
                 bar.update(1)
         if bar:
@@ -100,7 +103,11 @@ def grid(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         metrics = []
         for r in rows:
             n = min(depth, len(r["docs"]))
-            head = mix_scores(r["scores"][:n], mix) if n else []
+            # The product's prior: the learned score of each candidate's document when the pool
+            # came with them, else the log-rank of the pool order (liminalis.retrieval.rerank).
+            learned = r.get("learned") or {}
+            prior = [learned.get(d, min(learned.values()) - 1.0) for d in r["docs"][:n]] if learned else None
+            head = mix_scores(r["scores"][:n], mix, prior) if n else []
             order = sorted(range(n), key=lambda i: (-head[i], i)) + list(range(n, len(r["docs"])))
             metrics.append(doc_metrics(dedupe_ranking(r["docs"][i] for i in order), r["relevant"]))
         scale = depth / max(DEPTHS)
@@ -121,7 +128,8 @@ def offline_rows(pools: Path, scores: dict[str, list[list[float]]]) -> dict[str,
         rows, _ = read(pools / f"dev-{name}.jsonl.gz")
         if len(rows) != len(per_query):
             raise SystemExit(f"{name}: {len(per_query)} score lists for {len(rows)} pools")
-        out[name] = [{"docs": r["docs"], "scores": s, "ms": 0.0, "relevant": r["relevant"]} for r, s in zip(rows, per_query)]
+        out[name] = [{"docs": r["docs"], "scores": s, "ms": 0.0, "relevant": r["relevant"], "learned": r.get("learned", {})}
+                     for r, s in zip(rows, per_query)]
     return out
 
 

@@ -92,3 +92,13 @@ async def test_bench_rerank_data_mines_the_products_pool(tiny_set, tmp_path):
     scores = {"tinyset": [[-1.0 if d in r["relevant"] else 1.0 for d in r["docs"]] for r in rows]}
     g = {(x["depth"], x["mix"]): x for x in grid(offline_rows(tmp_path / "pools", scores)["tinyset"])}
     assert g[(0, "none")]["mrr"] == 1.0 and g[(40, "none")]["mrr"] < 1.0
+    # the mix adds the reranker to the product's prior: a confident learned score holds its order,
+    # the log-rank prior alone (no learned scores) does not
+    sure = [{**r, "learned": {d: (50.0 if d in r["relevant"] else 0.0) for d in r["docs"]}} for r in again]
+    write(tmp_path / "sure" / "dev-tinyset.jsonl.gz", sure, passages)
+    g = {(x["depth"], x["mix"]): x for x in grid(offline_rows(tmp_path / "sure", scores)["tinyset"])}
+    assert g[(40, 0.5)]["mrr"] == 1.0
+    bare = [{**r, "learned": {}} for r in again]
+    write(tmp_path / "bare" / "dev-tinyset.jsonl.gz", bare, passages)
+    g = {(x["depth"], x["mix"]): x for x in grid(offline_rows(tmp_path / "bare", scores)["tinyset"])}
+    assert g[(40, 0.5)]["mrr"] < 1.0

@@ -20,8 +20,8 @@ cross-entropy over each query's candidates, Cao et al., ICML 2007, "ListNet" top
 training split in shared/bench/train (``python -m bench.train_ranker``), never on an evaluation
 set. It ships as a few hundred bytes of JSON, costs about a millisecond a query, and loads with
 nothing but numpy. A MiniLM cross-encoder trained on a GPU from the same data ranks below it
-on the dev sets and costs hundreds of milliseconds a query on two cores (see
-bench/train_reranker); this model learns in seconds.
+on the dev sets on its own; the rerank stage therefore adds its score to this model's document
+scores rather than replacing them (liminalis.retrieval.rerank).
 
 Lens safety: every feature is computed from the lens's own indexes and the lens-visible
 candidates that fusion produced; this stage only re-orders, it cannot add a document.

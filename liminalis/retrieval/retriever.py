@@ -91,6 +91,8 @@ class Trace:
     #: Set to collect the learned ranker's candidates and features (training, bench/train_ranker).
     collect_features: bool = False
     candidates: list[str] = field(default_factory=list)
+    #: The learned ranker's score of each pool document (the rerank stage's prior), when it ran.
+    learned_scores: dict[str, float] = field(default_factory=dict)
     features: np.ndarray | None = None
 
     def stage(self, doc_id: str) -> StageTrace:
@@ -312,6 +314,8 @@ class Retriever:
         doc_scores: dict[str, float] | None = None
         if learned is not None:
             fused, doc_scores = learned
+            if trace is not None:
+                trace.learned_scores = doc_scores
             timings["learned"] = (time.perf_counter() - t) * 1000
 
         pool = [Hit(pid, cat.passages[pid].doc_id, fused_scores[pid]) for pid in fused[: p.pool]]
