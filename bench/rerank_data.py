@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["POOL", "mine", "evidence_passage", "main"]
+__all__ = ["POOL", "mine", "evidence_passage", "evidence_score", "group_of", "normalize", "read", "write", "main"]
 
 ROOT = Path(__file__).resolve().parent.parent
 POOL = 40
@@ -44,21 +44,32 @@ PLAYERS = frozenset({"players"})
 _WS = re.compile(r"\s+")
 
 
-def _norm(t: str) -> str:
+def normalize(t: str) -> str:
     return _WS.sub(" ", t).strip().lower()
 
 
-def evidence_passage(texts: dict[str, str], evidence: Sequence[str]) -> str | None:
-    """The passage id (of ``texts``: one document's passages) holding most evidence characters.
+def group_of(doc_id: str) -> str:
+    """The story or episode of a training document (fairytaleqa ``<story>-sNN``, crd3
+    ``C1E0NN_MM``): validation holds out whole groups."""
+    return re.sub(r"(-s\d+|_\d+)$", "", doc_id)
+
+
+def evidence_score(text: str, evidence: Sequence[str]) -> int:
+    """Evidence characters a passage holds; ``evidence`` normalised with :func:`normalize`.
 
     Evidence strings are verbatim substrings of the document; a passage boundary may cut one, so
     a passage is credited for an evidence string when either holds the other's first 200
     characters."""
-    ev = [_norm(e) for e in evidence if e.strip()]
+    t = normalize(text)
+    return sum(min(len(e), 400) for e in evidence if e[:200] in t or t[:200] in e)
+
+
+def evidence_passage(texts: dict[str, str], evidence: Sequence[str]) -> str | None:
+    """The passage id (of ``texts``: one document's passages) holding most evidence characters."""
+    ev = [normalize(e) for e in evidence if e.strip()]
     best, best_score = None, 0
     for pid, text in texts.items():
-        t = _norm(text)
-        score = sum(min(len(e), 400) for e in ev if e[:200] in t or t[:200] in e)
+        score = evidence_score(text, ev)
         if score > best_score:
             best, best_score = pid, score
     return best
@@ -121,7 +132,7 @@ async def mine(folder: Path, *, embedder: Any, train: bool, limit: int | None = 
                 if pos is None:
                     continue
                 row["positive"] = f"{bench.name}/{pos}"
-                row["group"] = f"{bench.name}/{re.sub(r'(-s[0-9]+|_[0-9]+)$', '', cat.passages[pos].doc_id)}"
+                row["group"] = f"{bench.name}/{group_of(cat.passages[pos].doc_id)}"
                 passages[row["positive"]] = texts[pos]
             for p, key in zip(pids, row["pool"]):
                 passages[key] = cat.passage_text(p)

@@ -46,7 +46,6 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import re
 import sys
 import time
 from dataclasses import dataclass
@@ -56,7 +55,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 POOL_DEPTH = 40
 DEFAULT_TRAIN = [ROOT.parent / "shared" / "bench" / "train" / "fairytaleqa-train", ROOT.parent / "shared" / "bench" / "train" / "crd3-train"]
-_WS = re.compile(r"\s+")
 
 
 @dataclass
@@ -68,17 +66,9 @@ class Example:
     relevant: list[str]
 
 
-def _norm(t: str) -> str:
-    return _WS.sub(" ", t).strip().lower()
-
-
-def _group_of(doc_id: str) -> str:
-    # fairytaleqa: "<story>-sNN"; crd3: "C1E0NN_MM" → the story or the episode
-    return re.sub(r"(-s\d+|_\d+)$", "", doc_id)
-
-
 def build_examples(train_dirs: list[Path], *, max_queries: int | None, negatives: int, seed: int, progress: bool = True) -> list[Example]:
     """Passage-level training examples with hard negatives from the project's lexical arm."""
+    from bench.rerank_data import evidence_score, group_of, normalize
     from liminalis.ingest.chunking import chunk_document
     from liminalis.ingest.loaders import normalize_text
     from liminalis.retrieval.lexical import BM25Index, Tokenizer
@@ -111,13 +101,12 @@ def build_examples(train_dirs: list[Path], *, max_queries: int | None, negatives
             it = tqdm(queries, desc=f"mine {d.name}", unit="q", file=sys.stderr)
         for q in it:
             rel = set(q["relevant"])
-            ev = [_norm(p) for p in q.get("passages", []) if p.strip()]
+            ev = [normalize(p) for p in q.get("passages", []) if p.strip()]
             best, best_score = None, 0.0
             same_doc_negs = []
             for doc in rel:
                 for i in by_doc.get(doc, []):
-                    pt = _norm(passages[i][1])
-                    score = sum(min(len(e), 400) for e in ev if e[:200] in pt or pt[:200] in e)
+                    score = evidence_score(passages[i][1], ev)
                     if score > best_score:
                         best, best_score = i, score
                     elif score == 0:
@@ -138,7 +127,7 @@ def build_examples(train_dirs: list[Path], *, max_queries: int | None, negatives
             negs = pool[:negatives]
             if len(negs) < negatives:
                 continue
-            out.append(Example(q["query"], passages[best][1], [passages[i][1] for i in negs], _group_of(next(iter(rel))), sorted(rel)))
+            out.append(Example(q["query"], passages[best][1], [passages[i][1] for i in negs], group_of(next(iter(rel))), sorted(rel)))
     return out
 
 
