@@ -253,6 +253,34 @@ def test_budget_tiers_the_second_hit_before_clipping_the_first():
     assert all(d.text == texts[d.doc_id] for d in unbudgeted.documents)  # no budget: all three whole
 
 
+def _three_hits() -> tuple[list[ContextDoc], dict[str, str], dict[str, tuple[Span, ...]]]:
+    volatile, texts, matched = [], {}, {}
+    for i, name in enumerate(["first", "second", "third"]):
+        full = "\n\n".join([para(j) for j in range(6)] + [f"{MATCH} ({name})"] + [para(j) for j in range(6, 12)])
+        texts[name] = full
+        start = full.index(MATCH)
+        matched[name] = (Span(start, start + len(MATCH)),)
+        volatile.append(ContextDoc(name, name.title(), "lore", full, rank=i))
+    return volatile, texts, matched
+
+
+def test_budget_drops_background_summaries_before_clipping_passages():
+    volatile, texts, matched = _three_hits()
+    kw = dict(instructions="Rules.", stable=[], volatile=volatile, question="Who went into the river?", texts=texts,
+              matched=matched)
+    with_summaries = build_prompt(**kw, tier=TierParams(keep_full=1, context_chars=0)).tokens
+    without = build_prompt(**kw, tier=TierParams(keep_full=1, context_chars=0, summary_tokens=0)).tokens
+    assert with_summaries - without > 60  # two summaries to give up
+    budget = (with_summaries + without) // 2
+    p = build_prompt(**kw, budget=budget, tier=TierParams(keep_full=1, context_chars=0))
+    assert p.documents[0].text == texts["first"]
+    for d in p.documents[1:]:
+        assert d.tier == "tiered" and "Summary:" not in d.text and MATCH in d.text
+    assert not (p.fitted and p.fitted.clipped) and p.tokens <= budget
+    kept = build_prompt(**kw, budget=budget, tier=TierParams(keep_full=1, context_chars=0, drop_summaries_to_fit=False))
+    assert kept.fitted is not None and kept.fitted.clipped  # keeping the summaries costs a clip
+
+
 def test_budget_counts_the_whole_prompt():
     volatile = [doc(c, rank=i, paras=10) for i, c in enumerate("abcdefg")]
     p = build_prompt(instructions="Rules.", stable=[], volatile=volatile, question="q", budget=1500,

@@ -134,8 +134,9 @@ def _tier_to_fit(
     Tiering is the gentlest degradation: a whole strongest hit that the budget would clip anyway
     is better tiered (its matched passages, widened, survive intact) than clipped, and clipping the
     top hit loses more than tiering the second. So with ``room`` tokens for documents, ``keep_full``
-    steps down (never below ``min_full``) until the tiered set fits; the budget then drops and clips what
-    still does not.
+    steps down (never below ``min_full``) until the tiered set fits; if it still does not, the
+    background documents lose their summaries (``drop_summaries_to_fit``); the budget then drops and
+    clips what still does not.
     """
     docs, report = tier_documents(volatile, texts, matched, summaries=summaries, params=tier, counter=c)
     if room is None or not tier.enabled:
@@ -145,6 +146,11 @@ def _tier_to_fit(
         keep -= 1
         docs, report = tier_documents(volatile, texts, matched, summaries=summaries,
                                       params=replace(tier, keep_full=keep), counter=c)
+    if tier.drop_summaries_to_fit and tier.summary_tokens and sum(count_blocks(docs, c)) > room:
+        # Still over: a background summary orients, its matched passages hold the evidence, so
+        # the summaries go before the budget clips any passage.
+        docs, report = tier_documents(volatile, texts, matched, summaries={},
+                                      params=replace(tier, keep_full=keep, summary_tokens=0), counter=c)
     return docs, report
 
 

@@ -59,6 +59,9 @@ class TierParams:
     #: (full 0.943) for 41% instead of 44% fewer tokens than full (bench.context, all queries).
     context_chars: int = 600
     min_full: int = 1
+    #: Under a budget that tiering at ``min_full`` still exceeds, tier again without summaries:
+    #: a summary orients, the matched passages hold the evidence, so it goes before any clip.
+    drop_summaries_to_fit: bool = True
 
 
 @dataclass(frozen=True, slots=True)
