@@ -231,16 +231,19 @@ def test_stable_half_is_byte_identical_and_breakpoint_fixed():
     assert p2.messages[-1].content == "Where?"
 
 
-def test_budget_tiers_the_second_hit_before_clipping_the_first():
-    volatile = []
-    texts = {}
-    matched = {}
+def _three_hits() -> tuple[list[ContextDoc], dict[str, str], dict[str, tuple[Span, ...]]]:
+    volatile, texts, matched = [], {}, {}
     for i, name in enumerate(["first", "second", "third"]):
         full = "\n\n".join([para(j) for j in range(6)] + [f"{MATCH} ({name})"] + [para(j) for j in range(6, 12)])
         texts[name] = full
         start = full.index(MATCH)
         matched[name] = (Span(start, start + len(MATCH)),)
         volatile.append(ContextDoc(name, name.title(), "lore", full, rank=i))
+    return volatile, texts, matched
+
+
+def test_budget_tiers_the_second_hit_before_clipping_the_first():
+    volatile, texts, matched = _three_hits()
     whole = count_tokens(texts["first"])
     p = build_prompt(instructions="Rules.", stable=[], volatile=volatile, question="Who went into the river?",
                      texts=texts, matched=matched, budget=whole + 900, tier=TierParams(keep_full=3, context_chars=0))
@@ -251,17 +254,6 @@ def test_budget_tiers_the_second_hit_before_clipping_the_first():
     unbudgeted = build_prompt(instructions="Rules.", stable=[], volatile=volatile, question="q", texts=texts,
                               matched=matched, tier=TierParams(keep_full=3, context_chars=0))
     assert all(d.text == texts[d.doc_id] for d in unbudgeted.documents)  # no budget: all three whole
-
-
-def _three_hits() -> tuple[list[ContextDoc], dict[str, str], dict[str, tuple[Span, ...]]]:
-    volatile, texts, matched = [], {}, {}
-    for i, name in enumerate(["first", "second", "third"]):
-        full = "\n\n".join([para(j) for j in range(6)] + [f"{MATCH} ({name})"] + [para(j) for j in range(6, 12)])
-        texts[name] = full
-        start = full.index(MATCH)
-        matched[name] = (Span(start, start + len(MATCH)),)
-        volatile.append(ContextDoc(name, name.title(), "lore", full, rank=i))
-    return volatile, texts, matched
 
 
 def test_budget_drops_background_summaries_before_clipping_passages():
