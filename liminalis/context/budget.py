@@ -46,10 +46,10 @@ class BudgetParams:
     #: (``max_documents``), so a budget never moves recall@5 or MRR; lower it to drop outright.
     doc_floor: int = 8
     #: Tokens a clipped document keeps at least: its best-matching exchange or paragraph. Lower
-    #: floors leave more of a tight budget to the strongest hits; on crd3-dev (bench.context,
-    #: all 389 queries, background summaries dropped first) detail recall at 6k / 3k tokens was
-    #: 0.913 / 0.807 at 250 (before the summary drop: 0.910 / 0.779), 0.918 / 0.807 at 150 and
-    #: 0.918 / 0.825 at 100.
+    #: floors leave more of a tight budget to the strongest hits. On crd3-dev (bench.context, all
+    #: 389 queries, 600-character widening) detail recall at 6k / 3k tokens: 0.910 / 0.779 at 250
+    #: with summaries kept; with summaries dropped first 0.913 at 250 and 200, 0.918 / 0.807 at
+    #: 150, 0.918 / 0.825 at 100.
     clip_floor: int = 100
     unit_tokens: int = 120
     contiguous: bool = True
