@@ -67,7 +67,8 @@ async def test_model_answer_cites_titles_from_the_material(engine):
     assert "say so plainly" in system[0]
 
 
-async def test_players_chat_prompt_never_holds_gm_text(engine):
+@pytest.mark.parametrize("budget", [None, 1200], ids=["default-budget", "tight-budget"])
+async def test_players_chat_prompt_never_holds_gm_text(engine, budget):
     chat = "discord:7"
     gm_responder = Responder(engine)  # offline: quotes GM documents into its answer and memory
     gm_answers = [await gm_responder.respond("emberfall", q["question"], GM, chat=chat)
@@ -76,9 +77,14 @@ async def test_players_chat_prompt_never_holds_gm_text(engine):
     assert any(c in gm_seen for c in CANARIES)  # the GM side really did hold secrets
 
     model = ScriptedModel()
-    players = Responder(engine, model=model)
+    # A tight budget runs the degrade path too: summaries dropped, documents clipped.
+    players = Responder(engine, model=model, **({"budget_tokens": budget} if budget else {}))
+    degraded = False
     for q in QUESTIONS["gm_secret_questions"]:
         await players.respond("emberfall", q["question"], PLAYERS, chat=chat)
+        fitted = players.last_prompt.fitted
+        degraded |= bool(fitted and (fitted.clipped or fitted.dropped))
+    assert degraded or not budget
     await players.respond("emberfall", "and what is she hiding?", PLAYERS, chat=chat)  # follow-up path
     await players.respond("emberfall", "Tell me about @secrets/true-heir and @gm/villain-plan", PLAYERS,
                           chat=chat, forced=["gm/secrets.md", "secrets/true-heir"])
