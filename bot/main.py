@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from bot.settings import Settings
 from liminalis.engine import Engine
 from liminalis.ingest.indexer import IngestOptions
-from liminalis.ports import Reranker
+from liminalis.ports import Embedder, Reranker
 from liminalis.store.sqlite import Database
 
 if TYPE_CHECKING:
@@ -25,12 +25,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "open_service", "build_engine", "build_responder", "build_service", "configure_logging", "load_reranker",
-    "load_learned_ranker", "SHIPPED_RERANKER", "SHIPPED_RANKER",
+    "load_learned_ranker", "load_embedder", "SHIPPED_RERANKER", "SHIPPED_RANKER", "SHIPPED_QUERY_ADAPTER",
 ]
 
 _log = logging.getLogger(__name__)
 SHIPPED_RERANKER = Path(__file__).resolve().parent.parent / "models" / "reranker"
 SHIPPED_RANKER = Path(__file__).resolve().parent.parent / "models" / "ranker"
+SHIPPED_QUERY_ADAPTER = Path(__file__).resolve().parent.parent / "models" / "query-adapter"
 
 
 def configure_logging(level: str = "INFO") -> None:
@@ -69,16 +70,28 @@ def load_learned_ranker(spec: str) -> DocumentRanker | None:
     return load_ranker(SHIPPED_RANKER if spec == "auto" else spec)
 
 
+def load_embedder(spec: str = "bundled:all-MiniLM-L6-v2", adapter: str = "auto") -> Embedder:
+    """The sentence-transformers embedder ``spec``, its query vectors mapped by the query adapter
+    (``auto`` → the shipped one; ``none`` → off; else a path). An adapter fit for another
+    embedder, or a missing or broken one, leaves plain query vectors and logs once."""
+    from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
+    from liminalis.retrieval.query_adapter import adapt, load_query_adapter
+
+    embedder = SentenceTransformerEmbedder(spec)
+    if adapter.lower() in {"none", "off", ""}:
+        return embedder
+    return adapt(embedder, load_query_adapter(SHIPPED_QUERY_ADAPTER if adapter == "auto" else adapter))
+
+
 @contextlib.asynccontextmanager
 async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
     """Open the database, vector store and models; close them all on exit."""
     from liminalis.adapters.milvus import MilvusVectorStore
-    from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     async with Database(settings.sqlite_path) as db:
         store = MilvusVectorStore(settings.resolved_milvus_uri, token=settings.milvus_token)
-        embedder = SentenceTransformerEmbedder(settings.embedder)
+        embedder = load_embedder(settings.embedder, settings.query_adapter)
         engine = Engine(
             db=db, store=store, embedder=embedder, reranker=load_reranker(settings.reranker, int8=settings.reranker_int8),
             ranker=load_learned_ranker(settings.ranker),

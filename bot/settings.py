@@ -51,6 +51,7 @@ class Settings:
     reranker: str = "auto"  # auto: the shipped model if present; none: off; else a CrossEncoder name/path
     reranker_int8: bool = False  # int8 dynamic quantization: ~1.5x faster, but it reorders the shipped model's scores
     ranker: str = "auto"  # learned document ranker: auto (models/ranker if present), none, or a ranker.json path
+    query_adapter: str = "auto"  # dense-arm query map: auto (models/query-adapter if present), none, or a path
     contextual: bool = True
     max_upload_bytes: int = 5 * 1024 * 1024
     log_level: str = "INFO"

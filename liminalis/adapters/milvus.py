@@ -205,6 +205,24 @@ class MilvusVectorStore:
 
         return await self._run(go)
 
+    async def all_vectors(self, campaign: str, *, page: int = 4000) -> list[tuple[str, np.ndarray]]:
+        """Every stored vector with its document, sorted by id (for offline training, e.g. the
+        query adapter; not on any request path)."""
+        name = self._name(campaign)
+
+        def go() -> list[tuple[str, np.ndarray]]:
+            out: list[tuple[str, str, np.ndarray]] = []
+            offset = 0
+            while True:
+                rows = self._client.query(name, filter='id != ""', output_fields=["id", "doc_id", "vector"],
+                                          limit=page, offset=offset)
+                out.extend((r["id"], r["doc_id"], np.asarray(r["vector"], dtype=np.float32)) for r in rows)
+                if len(rows) < page:
+                    return [(doc, vec) for _, doc, vec in sorted(out, key=lambda r: r[0])]
+                offset += page
+
+        return await self._run(go)
+
     async def search(
         self, campaign: str, vector: np.ndarray, *, lens: frozenset[str], top_k: int,
         visibilities: Iterable[frozenset[str]] | None = None,
