@@ -106,11 +106,10 @@ def _table(results: dict[str, dict[str, dict[str, float]]]) -> str:
 
 
 async def _main(args: argparse.Namespace, embedder: Embedder | None, cache_dir: Path) -> dict[str, Any]:
-    if embedder is None:
-        from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
+    from bot.main import load_embedder, load_learned_ranker, load_reranker
 
-        embedder = SentenceTransformerEmbedder()
-    from bot.main import load_learned_ranker, load_reranker
+    if embedder is None:
+        embedder = load_embedder(adapter=args.query_adapter)
 
     ranker = load_learned_ranker(args.ranker)
     reranker = load_reranker(args.reranker)
@@ -132,6 +131,7 @@ def main(argv: Sequence[str] | None = None, *, embedder: Embedder | None = None,
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--ranker", default="auto", help="learned ranker: auto (models/ranker), none, or a ranker.json")
     ap.add_argument("--reranker", default="auto", help="cross-encoder: auto (models/reranker), none, or a path")
+    ap.add_argument("--query-adapter", default="auto", help="dense-arm query adapter: auto, none, or a path")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -99,12 +99,12 @@ async def _run_config(engine: Any, slug: str, bench: BenchSet, params: Retrieval
 async def run(
     dirs: list[Path], configs: list[str], *, limit: int | None = None, reranker_spec: str = "auto",
     ranker_spec: str = "auto", progress: bool = True, embedder: Any = None, cache_dir: Path | None = None,
-    reranker_int8: bool = False,
+    reranker_int8: bool = False, query_adapter_spec: str = "auto",
 ) -> dict[str, dict[str, dict[str, float]]]:
     if embedder is None:
-        from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
+        from bot.main import load_embedder
 
-        embedder = SentenceTransformerEmbedder()
+        embedder = load_embedder(adapter=query_adapter_spec)
     reranker = None
     if any(parse_config(c)[2] for c in configs):
         from bot.main import load_reranker
@@ -163,11 +163,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reranker", default="auto")
     ap.add_argument("--reranker-int8", action="store_true", help="score with int8 dynamic quantization")
     ap.add_argument("--ranker", default="auto", help="learned ranker: auto (models/ranker), none, or a ranker.json")
+    ap.add_argument("--query-adapter", default="auto",
+                    help="dense-arm query adapter: auto (models/query-adapter), none, or a path")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
     configs = args.config or LADDER
     results = asyncio.run(run(args.dirs, configs, limit=args.limit, reranker_spec=args.reranker,
-                          ranker_spec=args.ranker, progress=not args.no_progress, reranker_int8=args.reranker_int8))
+                          ranker_spec=args.ranker, progress=not args.no_progress, reranker_int8=args.reranker_int8,
+                          query_adapter_spec=args.query_adapter))
     print_table(results)
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))

@@ -170,6 +170,9 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     ap.add_argument("--l2", type=float, nargs="*", default=[1e-4, 1e-3, 1e-2, 1e-1])
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--out", type=Path, default=ROOT / "models" / "ranker")
+    ap.add_argument("--query-adapter-folds", type=Path,
+                    help="out-of-fold query adapters, <group>.npz each (bench.train_query_adapter --folds): "
+                         "each group's dense features come from the adapter fit without it")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -185,14 +188,15 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     data: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     cached: list[str] = []
     for g in groups:
+        group_embedder, tag = _group_embedder(embedder, args.query_adapter_folds, g.name)
         # Features are cached per group and per version of the code that computes them, so
         # refitting never re-retrieves and an edited feature or retrieval stage never reads stale ones.
-        saved = g / f"features-{len(FEATURES)}-{feature_key()}-{args.limit or 'all'}.pkl"
+        saved = g / f"features-{len(FEATURES)}-{feature_key()}{tag}-{args.limit or 'all'}.pkl"
         if saved.exists():
             data[g.name] = pickle.loads(saved.read_bytes())
             cached.append(g.name)
         else:
-            data[g.name] = asyncio.run(collect(g, embedder=embedder, limit=args.limit, progress=not args.quiet,
+            data[g.name] = asyncio.run(collect(g, embedder=group_embedder, limit=args.limit, progress=not args.quiet,
                                                cache_dir=cache_dir))
             saved.write_bytes(pickle.dumps(data[g.name]))
         print(f"{g.name}: {len(data[g.name])} queries", file=sys.stderr)
@@ -213,6 +217,7 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
         "validation_fused_mrr": round(evaluate(None, valid), 4) if valid else None,
         "validation_by_group": by_group,
         "features_from_cache": cached,
+        "query_adapter_folds": str(args.query_adapter_folds) if args.query_adapter_folds else None,
         "groups": {k: len(v) for k, v in data.items()}, "valid_groups": [g for g in args.valid if g in data],
         "seconds": round(time.perf_counter() - t0, 1),
         "command": "python -m bench.train_ranker " + " ".join(argv if argv is not None else sys.argv[1:]),
@@ -222,6 +227,23 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     write_card(args.out, report, final)
     print(json.dumps(report, indent=2))
     return report
+
+
+def _group_embedder(embedder: Any, folds: Path | None, group: str) -> tuple[Any, str]:
+    """The embedder a group's features are collected with, and a cache-name tag for it: with
+    ``folds``, the group's out-of-fold query adapter on top (stacking without leakage)."""
+    if folds is None:
+        return embedder, ""
+    import hashlib
+
+    from liminalis.retrieval.query_adapter import AdaptedEmbedder, QueryAdapter
+
+    path = folds / f"{group}.npz"
+    adapter = QueryAdapter.load(path)
+    if adapter.base_model != embedder.model_id:
+        raise SystemExit(f"{path} was fit for {adapter.base_model}, not {embedder.model_id}")
+    tag = hashlib.blake2b(path.read_bytes(), digest_size=4).hexdigest()
+    return AdaptedEmbedder(embedder, adapter), f"-qa{tag}"
 
 
 def write_card(out: Path, report: dict[str, Any], model: LearnedRanker) -> None:
@@ -252,7 +274,7 @@ A linear listwise ranker (ListNet top-one) over {len(FEATURES)} retrieval featur
 ## Command
 `{report["command"]}`
 
-## Validation (held-out groups; MRR over each query's fused-pool documents)
+{"## Dense features" + chr(10) + "Each group's features were collected with the query adapter fit on the *other* groups (" + chr(96) + "bench.train_query_adapter --folds" + chr(96) + "), so the dense scores it learned to weigh are out-of-fold, as on a campaign it never saw." + chr(10) + chr(10) if report.get("query_adapter_folds") else ""}## Validation (held-out groups; MRR over each query's fused-pool documents)
 - fused order: {report["validation_fused_mrr"]}
 - learned: {valid} (chosen: l2 {report["l2"]:g})
 - by held-out group (fused → learned): {by_group}
