@@ -81,6 +81,8 @@ class SentenceTransformerEmbedder:
             self._model = SentenceTransformer(self._path, device="cpu")
         except Exception as exc:
             raise ConfigError(f"cannot load embedding model {self._name!r}: {exc}") from exc
+        # Weights stored in fp16 (half the size) are upcast: CPU matmuls in fp16 are slow or missing.
+        self._model.float()
         if self._max_seq_length:
             self._model.max_seq_length = self._max_seq_length
         getter = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
