@@ -190,8 +190,12 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
 
 
 def write_card(out: Path, report: dict[str, Any]) -> None:
-    rows = "\n".join(f"| {k} | " + " | ".join(f"{v:.4f}" for v in r.values()) + " |"
-                     for k, r in report["validation_dense_mrr"].items())
+    # Columns by group name, rows identity first then by lam: a report read back from the
+    # adapter's metadata has its keys sorted.
+    table = report["validation_dense_mrr"]
+    order = sorted(table, key=lambda k: (k != "identity", -float(k) if k != "identity" else 0.0))
+    rows = "\n".join(f"| {k} | " + " | ".join(f"{table[k][g]:.4f}" for g in report["valid_groups"]) + " |"
+                     for k in order)
     head = " | ".join(report["valid_groups"])
     (out / "README.md").write_text(f"""# Liminalis query adapter
 
@@ -211,7 +215,8 @@ re-embedded. Trained by `bench/train_query_adapter.py`; numpy only at run time.
   adapter is fit on every group.
 
 ## Command
-`{report["command"]}` ({report["seconds"]} s on 2 CPU cores, group vectors cached)
+`{report["command"]}` ({report["seconds"]} s on 2 CPU cores, including the ingest and embedding of any group not yet
+cached under bench/.cache; each fit alone takes about a minute)
 
 ## Validation (held-out groups; dense-only document MRR over the whole group)
 | lam | {head} |

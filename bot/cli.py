@@ -1,4 +1,5 @@
-"""``liminalis`` command line: ingest, ask, chat, explain, serve, train-reranker, train-ranker."""
+"""``liminalis`` command line: ingest, ask, chat, explain, serve, train-reranker, train-ranker,
+train-query-adapter."""
 
 from __future__ import annotations
 
@@ -47,6 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("args", nargs=argparse.REMAINDER)
     tl = sub.add_parser("train-ranker", help="train the learned document ranker (models/ranker)")
     tl.add_argument("args", nargs=argparse.REMAINDER)
+    tq = sub.add_parser("train-query-adapter", help="fit the dense arm's query adapter (models/query-adapter)")
+    tq.add_argument("args", nargs=argparse.REMAINDER)
     return p
 
 
@@ -124,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
         from bench.train_ranker import main as train_ranker_main
 
         train_ranker_main(args.args)
+        return 0
+    if args.command == "train-query-adapter":
+        from bench.train_query_adapter import main as train_adapter_main
+
+        train_adapter_main(args.args)
         return 0
     try:
         return asyncio.run(_run(args))
