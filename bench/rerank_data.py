@@ -170,12 +170,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--dev", nargs="*", type=Path, default=[])
     ap.add_argument("--limit", type=int, help="queries per set (a quick run)")
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--query-adapter", default="auto",
+                    help="dense-arm query adapter: auto (models/query-adapter, as the product), none, or a path")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
+    from bot.main import load_embedder
 
-    embedder = SentenceTransformerEmbedder()
+    # As the product retrieves. On the training groups the shipped adapter has seen their
+    # questions, so their dense arm is a little stronger than on a new campaign; the pool is
+    # mostly lexical (dense weight 0.05), so the mined data barely shifts.
+    embedder = load_embedder(adapter=args.query_adapter)
     if not args.no_train:
         rows: list[dict[str, Any]] = []
         passages: dict[str, str] = {}

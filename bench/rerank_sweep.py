@@ -175,6 +175,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--limit", type=int)
     ap.add_argument("--no-progress", action="store_true")
+    ap.add_argument("--query-adapter", default="auto",
+                    help="dense-arm query adapter: auto (models/query-adapter, as the product), none, or a path")
     args = ap.parse_args(argv)
     results: dict[str, Any] = {}
     if args.scores:
@@ -197,14 +199,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not args.dirs:
         ap.error("give dev set folders, or --pools and --scores")
-    from bot.main import load_reranker
-    from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
+    from bot.main import load_embedder, load_reranker
 
     reranker = load_reranker(args.reranker)
     if reranker is None:
         print("no reranker configured: train one (liminalis train-reranker) or pass --reranker PATH", file=sys.stderr)
         return 2
-    embedder = SentenceTransformerEmbedder()
+    embedder = load_embedder(adapter=args.query_adapter)
     for d in args.dirs:
         rows = asyncio.run(collect(d, reranker, embedder=embedder, limit=args.limit, progress=not args.no_progress))
         results[d.name] = grid(rows)

@@ -102,10 +102,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.sweep")
     ap.add_argument("dirs", nargs="+", type=Path)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--query-adapter", default="auto",
+                    help="dense-arm query adapter: auto (models/query-adapter, as the product), none, or a path")
     args = ap.parse_args(argv)
-    from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
+    from bot.main import load_embedder
 
-    emb = SentenceTransformerEmbedder()
+    emb = load_embedder(adapter=args.query_adapter)
     results = {}
     for d in args.dirs:
         res = asyncio.run(sweep_set(d, emb))
