@@ -42,13 +42,15 @@ class QueryAdapter:
         m = self.matrix
         if m.ndim != 2 or m.shape[0] != m.shape[1] or not np.isfinite(m).all():
             raise ValueError(f"a query adapter is a finite square matrix, not {m.shape}")
+        # float32 once here, not a 384x384 copy on every query
+        object.__setattr__(self, "matrix", np.ascontiguousarray(m, dtype=np.float32))
 
     @property
     def dim(self) -> int:
         return int(self.matrix.shape[0])
 
     def apply(self, vec: np.ndarray) -> np.ndarray:
-        out = np.asarray(vec, dtype=np.float32) @ self.matrix.astype(np.float32)
+        out = np.asarray(vec, dtype=np.float32) @ self.matrix
         norm = float(np.linalg.norm(out))
         return (out / norm if norm > 0 else out).astype(np.float32)
 
@@ -58,7 +60,7 @@ class QueryAdapter:
             p.mkdir(parents=True, exist_ok=True)
             p = p / ADAPTER_FILE
         info = json.dumps({"base_model": self.base_model, **meta}, sort_keys=True, default=str)
-        np.savez_compressed(p, matrix=self.matrix.astype(np.float32), meta=np.asarray(info))
+        np.savez_compressed(p, matrix=self.matrix, meta=np.asarray(info))
         return p
 
     @classmethod
@@ -68,7 +70,7 @@ class QueryAdapter:
             p = p / ADAPTER_FILE
         with np.load(p, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
-            return cls(matrix=np.array(z["matrix"], dtype=np.float32), base_model=str(meta["base_model"]))
+            return cls(matrix=np.array(z["matrix"]), base_model=str(meta["base_model"]))
 
 
 def load_query_adapter(path: str | Path | None) -> QueryAdapter | None:
