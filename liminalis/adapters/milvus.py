@@ -19,7 +19,7 @@ import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +79,17 @@ class _UnimplementedRpcFilter(logging.Filter):
 _RPC_FILTER = _UnimplementedRpcFilter()
 
 
+class _LiteIteratorTsFilter(logging.Filter):
+    """Drops pymilvus's warning that Milvus Lite has no server timestamp for a query iterator
+    (it falls back to the client's clock, which is right for an in-process store)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "failed to get mvccTs" not in record.getMessage()
+
+
+_TS_FILTER = _LiteIteratorTsFilter()
+
+
 class MilvusVectorStore:
     """Milvus (Lite or server) vector store, one collection per campaign and model."""
 
@@ -114,9 +125,10 @@ class MilvusVectorStore:
 
         if "://" not in self._uri:  # Milvus Lite, in-process
             Path(self._uri).parent.mkdir(parents=True, exist_ok=True)
-            grpc_log = logging.getLogger("grpc._server")
-            if _RPC_FILTER not in grpc_log.filters:
-                grpc_log.addFilter(_RPC_FILTER)
+            for logger, flt in (("grpc._server", _RPC_FILTER),
+                                ("pymilvus.client.iterator.query_iterator", _TS_FILTER)):
+                if flt not in logging.getLogger(logger).filters:
+                    logging.getLogger(logger).addFilter(flt)
         kwargs = {"uri": self._uri}
         if self._token:
             kwargs["token"] = self._token
@@ -193,33 +205,28 @@ class MilvusVectorStore:
         name = self._name(campaign)
 
         def go() -> set[str]:
-            # Paged plain queries: Milvus Lite lacks the timestamp RPC query_iterator wants.
-            out: set[str] = set()
-            offset, page = 0, 16000
-            while True:
-                rows = self._client.query(name, filter='id != ""', output_fields=["id"], limit=page, offset=offset)
-                out.update(row["id"] for row in rows)
-                if len(rows) < page:
-                    return out
-                offset += page
+            return {row["id"] for row in self._scan(name, ["id"])}
 
         return await self._run(go)
 
-    async def all_vectors(self, campaign: str, *, page: int = 4000) -> list[tuple[str, np.ndarray]]:
+    def _scan(self, name: str, fields: list[str], *, batch: int = 4000) -> Iterator[dict[str, Any]]:
+        """Every row of a collection. An iterator, not offset paging: a Milvus server refuses
+        offset + limit above 16,384, so paging would break a large campaign on a server."""
+        it = self._client.query_iterator(name, batch_size=batch, filter='id != ""', output_fields=fields)
+        try:
+            while rows := it.next():
+                yield from rows
+        finally:
+            it.close()
+
+    async def all_vectors(self, campaign: str) -> list[tuple[str, np.ndarray]]:
         """Every stored vector with its document, sorted by id (for offline training, e.g. the
         query adapter; not on any request path)."""
         name = self._name(campaign)
 
         def go() -> list[tuple[str, np.ndarray]]:
-            out: list[tuple[str, str, np.ndarray]] = []
-            offset = 0
-            while True:
-                rows = self._client.query(name, filter='id != ""', output_fields=["id", "doc_id", "vector"],
-                                          limit=page, offset=offset)
-                out.extend((r["id"], r["doc_id"], np.asarray(r["vector"], dtype=np.float32)) for r in rows)
-                if len(rows) < page:
-                    return [(doc, vec) for _, doc, vec in sorted(out, key=lambda r: r[0])]
-                offset += page
+            rows = sorted(self._scan(name, ["id", "doc_id", "vector"]), key=lambda r: r["id"])
+            return [(r["doc_id"], np.asarray(r["vector"], dtype=np.float32)) for r in rows]
 
         return await self._run(go)
 
