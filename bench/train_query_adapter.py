@@ -28,6 +28,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +43,15 @@ __all__ = ["GroupData", "group_data", "fit", "dense_mrr", "main"]
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@dataclass(frozen=True)
 class GroupData:
     """One group's stored vectors (``vec``, ``doc`` index per vector), queries (``q``) and
     relevance (``rel``: queries × documents)."""
 
-    def __init__(self, vec: np.ndarray, doc: np.ndarray, q: np.ndarray, rel: np.ndarray) -> None:
-        self.vec, self.doc, self.q, self.rel = vec, doc, q, rel
+    vec: np.ndarray
+    doc: np.ndarray
+    q: np.ndarray
+    rel: np.ndarray
 
     @property
     def n_docs(self) -> int:

@@ -255,6 +255,9 @@ def write_card(out: Path, report: dict[str, Any], model: LearnedRanker) -> None:
     cache_note = (f" (features of {len(report['features_from_cache'])} groups read from an earlier run's cache; "
                   "a run from scratch ingests and embeds every group first, about 35 minutes)"
                   if report["features_from_cache"] else " (ingest and embedding of the groups included)")
+    dense_note = ("## Dense features\nEach group's features were collected with the query adapter fit on the "
+                  "*other* groups (`bench.train_query_adapter --folds`), so the dense scores it learned to weigh "
+                  "are out-of-fold, as on a campaign it never saw.\n\n" if report.get("query_adapter_folds") else "")
     (out / "README.md").write_text(f"""# Liminalis learned document ranker
 
 A linear listwise ranker (ListNet top-one) over {len(FEATURES)} retrieval features
@@ -274,7 +277,7 @@ A linear listwise ranker (ListNet top-one) over {len(FEATURES)} retrieval featur
 ## Command
 `{report["command"]}`
 
-{"## Dense features" + chr(10) + "Each group's features were collected with the query adapter fit on the *other* groups (" + chr(96) + "bench.train_query_adapter --folds" + chr(96) + "), so the dense scores it learned to weigh are out-of-fold, as on a campaign it never saw." + chr(10) + chr(10) if report.get("query_adapter_folds") else ""}## Validation (held-out groups; MRR over each query's fused-pool documents)
+{dense_note}## Validation (held-out groups; MRR over each query's fused-pool documents)
 - fused order: {report["validation_fused_mrr"]}
 - learned: {valid} (chosen: l2 {report["l2"]:g})
 - by held-out group (fused → learned): {by_group}

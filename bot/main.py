@@ -42,12 +42,17 @@ def configure_logging(level: str = "INFO") -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
+def _off(spec: str) -> bool:
+    """A model setting that turns its stage off."""
+    return spec.lower() in {"none", "off", ""}
+
+
 def load_reranker(spec: str, *, int8: bool = False) -> Reranker | None:
     """``auto`` → the shipped model when present; ``none`` → off; else a CrossEncoder name/path.
     ``int8``: dynamic int8 quantization of its linear layers. About 1.5x faster on a CPU, but on
     the shipped model it moves the scores enough (rank correlation with fp32 0.85–0.88 over a
     query's candidates) to lose most of the stage's gain, so it is off by default."""
-    if spec.lower() in {"none", "off", ""}:
+    if _off(spec):
         return None
     path = spec
     if spec == "auto":
@@ -65,7 +70,7 @@ def load_learned_ranker(spec: str) -> DocumentRanker | None:
     A missing or broken model logs once and leaves the fused order."""
     from liminalis.retrieval.learned import load_ranker
 
-    if spec.lower() in {"none", "off", ""}:
+    if _off(spec):
         return None
     return load_ranker(SHIPPED_RANKER if spec == "auto" else spec)
 
@@ -78,7 +83,7 @@ def load_embedder(spec: str = "bundled:all-MiniLM-L6-v2", adapter: str = "auto")
     from liminalis.retrieval.query_adapter import adapt, load_query_adapter
 
     embedder = SentenceTransformerEmbedder(spec)
-    if adapter.lower() in {"none", "off", ""}:
+    if _off(adapter):
         return embedder
     return adapt(embedder, load_query_adapter(SHIPPED_QUERY_ADAPTER if adapter == "auto" else adapter))
 
