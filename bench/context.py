@@ -109,7 +109,7 @@ async def _main(args: argparse.Namespace, embedder: Embedder | None, cache_dir: 
     from bot.main import load_embedder, load_learned_ranker, load_reranker
 
     if embedder is None:
-        embedder = load_embedder(adapter=args.query_adapter)
+        embedder = load_embedder(args.embedder, adapter=args.query_adapter)
 
     ranker = load_learned_ranker(args.ranker)
     reranker = load_reranker(args.reranker)
@@ -132,6 +132,8 @@ def main(argv: Sequence[str] | None = None, *, embedder: Embedder | None = None,
     ap.add_argument("--ranker", default="auto", help="learned ranker: auto (models/ranker), none, or a ranker.json")
     ap.add_argument("--reranker", default="auto", help="cross-encoder: auto (models/reranker), none, or a path")
     ap.add_argument("--query-adapter", default="auto", help="dense-arm query adapter: auto, none, or a path")
+    ap.add_argument("--embedder", default="bundled:all-MiniLM-L6-v2",
+                    help="sentence-transformers name or path (a fine-tuned one: bench.train_embedder)")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

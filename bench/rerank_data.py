@@ -172,6 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--query-adapter", default="auto",
                     help="dense-arm query adapter: auto (models/query-adapter, as the product), none, or a path")
+    ap.add_argument("--embedder", default="bundled:all-MiniLM-L6-v2",
+                    help="sentence-transformers name or path (a fine-tuned one: bench.train_embedder)")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -180,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # As the product retrieves. On the training groups the shipped adapter has seen their
     # questions, so their dense arm is a little stronger than on a new campaign; the pool is
     # mostly lexical (dense weight 0.05), so the mined data barely shifts.
-    embedder = load_embedder(adapter=args.query_adapter)
+    embedder = load_embedder(args.embedder, adapter=args.query_adapter)
     if not args.no_train:
         rows: list[dict[str, Any]] = []
         passages: dict[str, str] = {}

@@ -99,12 +99,12 @@ async def _run_config(engine: Any, slug: str, bench: BenchSet, params: Retrieval
 async def run(
     dirs: list[Path], configs: list[str], *, limit: int | None = None, reranker_spec: str = "auto",
     ranker_spec: str = "auto", progress: bool = True, embedder: Any = None, cache_dir: Path | None = None,
-    reranker_int8: bool = False, query_adapter_spec: str = "auto",
+    reranker_int8: bool = False, query_adapter_spec: str = "auto", embedder_spec: str = "bundled:all-MiniLM-L6-v2",
 ) -> dict[str, dict[str, dict[str, float]]]:
     if embedder is None:
         from bot.main import load_embedder
 
-        embedder = load_embedder(adapter=query_adapter_spec)
+        embedder = load_embedder(embedder_spec, adapter=query_adapter_spec)
     reranker = None
     if any(parse_config(c)[2] for c in configs):
         from bot.main import load_reranker
@@ -165,12 +165,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ranker", default="auto", help="learned ranker: auto (models/ranker), none, or a ranker.json")
     ap.add_argument("--query-adapter", default="auto",
                     help="dense-arm query adapter: auto (models/query-adapter), none, or a path")
+    ap.add_argument("--embedder", default="bundled:all-MiniLM-L6-v2",
+                    help="sentence-transformers name or path (a fine-tuned one: bench.train_embedder)")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
     configs = args.config or LADDER
     results = asyncio.run(run(args.dirs, configs, limit=args.limit, reranker_spec=args.reranker,
                           ranker_spec=args.ranker, progress=not args.no_progress, reranker_int8=args.reranker_int8,
-                          query_adapter_spec=args.query_adapter))
+                          query_adapter_spec=args.query_adapter, embedder_spec=args.embedder))
     print_table(results)
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))

@@ -173,6 +173,8 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     ap.add_argument("--query-adapter-folds", type=Path,
                     help="out-of-fold query adapters, <group>.npz each (bench.train_query_adapter --folds): "
                          "each group's dense features come from the adapter fit without it")
+    ap.add_argument("--embedder", default="bundled:all-MiniLM-L6-v2",
+                    help="sentence-transformers name or path (a fine-tuned one: bench.train_embedder)")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -180,7 +182,7 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     if embedder is None:
         from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
 
-        embedder = SentenceTransformerEmbedder()
+        embedder = SentenceTransformerEmbedder(args.embedder)
     t0 = time.perf_counter()
     groups = make_groups(args.train_root, args.groups_dir)
     if args.only:
@@ -189,6 +191,7 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     cached: list[str] = []
     for g in groups:
         group_embedder, tag = _group_embedder(embedder, args.query_adapter_folds, g.name)
+        tag = _embedder_tag(embedder) + tag
         # Features are cached per group and per version of the code that computes them, so
         # refitting never re-retrieves and an edited feature or retrieval stage never reads stale ones.
         saved = g / f"features-{len(FEATURES)}-{feature_key()}{tag}-{args.limit or 'all'}.pkl"
@@ -227,6 +230,17 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     write_card(args.out, report, final)
     print(json.dumps(report, indent=2))
     return report
+
+
+def _embedder_tag(embedder: Any) -> str:
+    """A cache-name tag for the embedder the dense features come from. Empty for the bundled
+    model, whose caches predate the tag; any other (a fine-tuned one) gets its own files."""
+    import hashlib
+
+    model_id = getattr(embedder, "model_id", "")
+    if model_id.startswith("bundled:all-MiniLM-L6-v2@"):
+        return ""
+    return "-e" + hashlib.blake2b(model_id.encode(), digest_size=4).hexdigest()
 
 
 def _group_embedder(embedder: Any, folds: Path | None, group: str) -> tuple[Any, str]:
