@@ -132,8 +132,8 @@ def main(argv: Sequence[str] | None = None, *, embedder: Embedder | None = None,
     ap.add_argument("--ranker", default="auto", help="learned ranker: auto (models/ranker), none, or a ranker.json")
     ap.add_argument("--reranker", default="auto", help="cross-encoder: auto (models/reranker), none, or a path")
     ap.add_argument("--query-adapter", default="auto", help="dense-arm query adapter: auto, none, or a path")
-    ap.add_argument("--embedder", default="bundled:all-MiniLM-L6-v2",
-                    help="sentence-transformers name or path (a fine-tuned one: bench.train_embedder)")
+    ap.add_argument("--embedder", default="auto",
+                    help="auto (as the product: models/embedder, else the bundled MiniLM), or a sentence-transformers name/path")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

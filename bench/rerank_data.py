@@ -172,8 +172,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--query-adapter", default="auto",
                     help="dense-arm query adapter: auto (models/query-adapter, as the product), none, or a path")
-    ap.add_argument("--embedder", default="bundled:all-MiniLM-L6-v2",
-                    help="sentence-transformers name or path (a fine-tuned one: bench.train_embedder)")
+    ap.add_argument("--embedder", default="auto",
+                    help="auto (as the product: models/embedder, else the bundled MiniLM), or a sentence-transformers name/path")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

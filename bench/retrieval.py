@@ -99,7 +99,7 @@ async def _run_config(engine: Any, slug: str, bench: BenchSet, params: Retrieval
 async def run(
     dirs: list[Path], configs: list[str], *, limit: int | None = None, reranker_spec: str = "auto",
     ranker_spec: str = "auto", progress: bool = True, embedder: Any = None, cache_dir: Path | None = None,
-    reranker_int8: bool = False, query_adapter_spec: str = "auto", embedder_spec: str = "bundled:all-MiniLM-L6-v2",
+    reranker_int8: bool = False, query_adapter_spec: str = "auto", embedder_spec: str = "auto",
 ) -> dict[str, dict[str, dict[str, float]]]:
     if embedder is None:
         from bot.main import load_embedder
@@ -165,8 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ranker", default="auto", help="learned ranker: auto (models/ranker), none, or a ranker.json")
     ap.add_argument("--query-adapter", default="auto",
                     help="dense-arm query adapter: auto (models/query-adapter), none, or a path")
-    ap.add_argument("--embedder", default="bundled:all-MiniLM-L6-v2",
-                    help="sentence-transformers name or path (a fine-tuned one: bench.train_embedder)")
+    ap.add_argument("--embedder", default="auto",
+                    help="auto (as the product: models/embedder, else the bundled MiniLM), or a sentence-transformers name/path")
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
     configs = args.config or LADDER

@@ -149,15 +149,16 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--out", type=Path, default=ROOT / "models" / "query-adapter")
     ap.add_argument("--folds", type=Path, help="also write out-of-fold adapters, one per group, here")
-    ap.add_argument("--embedder", default="bundled:all-MiniLM-L6-v2",
-                    help="sentence-transformers name or path (a fine-tuned one: bench.train_embedder)")
+    ap.add_argument("--embedder", default="auto",
+                    help="auto (as the product: models/embedder, else the bundled MiniLM), or a sentence-transformers name/path")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if embedder is None:
+        from bot.main import resolve_embedder
         from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
 
-        embedder = SentenceTransformerEmbedder(args.embedder)
+        embedder = SentenceTransformerEmbedder(resolve_embedder(args.embedder))
     t0 = time.perf_counter()
     folders = make_groups(args.train_root, args.groups_dir)
     if args.only:

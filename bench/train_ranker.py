@@ -173,16 +173,17 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     ap.add_argument("--query-adapter-folds", type=Path,
                     help="out-of-fold query adapters, <group>.npz each (bench.train_query_adapter --folds): "
                          "each group's dense features come from the adapter fit without it")
-    ap.add_argument("--embedder", default="bundled:all-MiniLM-L6-v2",
-                    help="sentence-transformers name or path (a fine-tuned one: bench.train_embedder)")
+    ap.add_argument("--embedder", default="auto",
+                    help="auto (as the product: models/embedder, else the bundled MiniLM), or a sentence-transformers name/path")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if embedder is None:
+        from bot.main import resolve_embedder
         from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
 
-        embedder = SentenceTransformerEmbedder(args.embedder)
+        embedder = SentenceTransformerEmbedder(resolve_embedder(args.embedder))
     t0 = time.perf_counter()
     groups = make_groups(args.train_root, args.groups_dir)
     if args.only:

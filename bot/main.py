@@ -26,12 +26,14 @@ if TYPE_CHECKING:
 __all__ = [
     "open_service", "build_engine", "build_responder", "build_service", "configure_logging", "load_reranker",
     "load_learned_ranker", "load_embedder", "SHIPPED_RERANKER", "SHIPPED_RANKER", "SHIPPED_QUERY_ADAPTER",
+    "SHIPPED_EMBEDDER", "resolve_embedder",
 ]
 
 _log = logging.getLogger(__name__)
 SHIPPED_RERANKER = Path(__file__).resolve().parent.parent / "models" / "reranker"
 SHIPPED_RANKER = Path(__file__).resolve().parent.parent / "models" / "ranker"
 SHIPPED_QUERY_ADAPTER = Path(__file__).resolve().parent.parent / "models" / "query-adapter"
+SHIPPED_EMBEDDER = Path(__file__).resolve().parent.parent / "models" / "embedder"
 
 
 def configure_logging(level: str = "INFO") -> None:
@@ -75,17 +77,34 @@ def load_learned_ranker(spec: str) -> DocumentRanker | None:
     return load_ranker(SHIPPED_RANKER if spec == "auto" else spec)
 
 
-def load_embedder(spec: str = "bundled:all-MiniLM-L6-v2", adapter: str = "auto") -> Embedder:
-    """The sentence-transformers embedder ``spec``, its query vectors mapped by the query adapter
-    (``auto`` → the shipped one; ``none`` → off; else a path). An adapter fit for another
+def resolve_embedder(spec: str) -> str:
+    """``auto`` → the shipped fine-tuned embedder (models/embedder) when present, else the
+    bundled all-MiniLM-L6-v2; anything else is a sentence-transformers name or path."""
+    if spec != "auto":
+        return spec
+    if (SHIPPED_EMBEDDER / "modules.json").exists():
+        return str(SHIPPED_EMBEDDER)
+    _log.info("no shipped embedder at %s: the bundled all-MiniLM-L6-v2", SHIPPED_EMBEDDER)
+    return "bundled:all-MiniLM-L6-v2"
+
+
+def load_embedder(spec: str = "auto", adapter: str = "auto") -> Embedder:
+    """The sentence-transformers embedder ``spec`` (see :func:`resolve_embedder`), its query
+    vectors mapped by the query adapter (``auto`` → the shipped one, if it was fit for this
+    embedder; ``none`` → off; else a path). An explicitly named adapter fit for another
     embedder, or a missing or broken one, leaves plain query vectors and logs once."""
     from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
     from liminalis.retrieval.query_adapter import adapt, load_query_adapter
 
-    embedder = SentenceTransformerEmbedder(spec)
+    embedder = SentenceTransformerEmbedder(resolve_embedder(spec))
     if _off(adapter):
         return embedder
-    return adapt(embedder, load_query_adapter(SHIPPED_QUERY_ADAPTER if adapter == "auto" else adapter))
+    loaded = load_query_adapter(SHIPPED_QUERY_ADAPTER if adapter == "auto" else adapter)
+    if adapter == "auto" and loaded is not None and loaded.base_model != embedder.model_id:
+        # The shipped adapter serves the bundled embedder; the shipped fine-tuned one needs none.
+        _log.info("shipped query adapter is for %s: plain query vectors", loaded.base_model)
+        return embedder
+    return adapt(embedder, loaded)
 
 
 @contextlib.asynccontextmanager

@@ -47,7 +47,7 @@ class Settings:
     default_campaign: str = "emberfall"
     milvus_uri: str = ""  # default: <data_dir>/milvus.db (Milvus Lite); http://host:19530 for a server
     milvus_token: str = field(default="", repr=False)
-    embedder: str = "bundled:all-MiniLM-L6-v2"
+    embedder: str = "auto"  # auto: models/embedder if present, else bundled:all-MiniLM-L6-v2; or a name/path
     reranker: str = "auto"  # auto: the shipped model if present; none: off; else a CrossEncoder name/path
     reranker_int8: bool = False  # int8 dynamic quantization: ~1.5x faster, but it reorders the shipped model's scores
     ranker: str = "auto"  # learned document ranker: auto (models/ranker if present), none, or a ranker.json path

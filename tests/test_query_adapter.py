@@ -59,7 +59,7 @@ def test_shipped_adapter_is_fit_for_the_bundled_embedder():
     this test is the alarm."""
     adapter = load_query_adapter(SHIPPED_QUERY_ADAPTER)
     assert adapter is not None, f"no shipped query adapter at {SHIPPED_QUERY_ADAPTER}"
-    emb = load_embedder()
+    emb = load_embedder("bundled:all-MiniLM-L6-v2")
     assert isinstance(emb, AdaptedEmbedder), (adapter.base_model, emb.model_id)
     assert adapter.dim == 384
     # a learned correction, not a new space: near the identity, yet not it
