@@ -258,10 +258,12 @@ class RecapScheduler:
     # -- tick --------------------------------------------------------------------------------
 
     async def ingest_pending(self) -> None:
-        """Incrementally ingest every indexed campaign (new uploads, edited files)."""
+        """Incrementally ingest every indexed campaign (new uploads, edited files), and re-index
+        one built with an older embedder or options (after an upgrade that ships a new embedder,
+        every campaign is re-embedded on the first tick, not only the default one)."""
         engine = self.service.engine
         for slug in await engine.list_campaigns():
-            if not await engine.is_indexed(slug):
+            if not await engine.was_indexed(slug):
                 continue
             report = await engine.ingest(slug)
             if report.passages_added or report.passages_removed:

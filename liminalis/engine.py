@@ -131,8 +131,15 @@ class Engine:
         return report
 
     async def is_indexed(self, slug: str) -> bool:
+        """Indexed with the current embedder and options (ready to answer)."""
         row = await self.db.campaign_row(validate_slug(slug))
         return row is not None and row["model_id"] == self.indexer.profile() and await self.db.generation(slug) > 0
+
+    async def was_indexed(self, slug: str) -> bool:
+        """Indexed at some point, perhaps with another embedder or options: a campaign someone
+        set up, which the next ingest brings up to the current profile (a full re-embed after an
+        embedder change)."""
+        return await self.db.generation(validate_slug(slug)) > 0
 
     # -- retrieval ---------------------------------------------------------------------------
 

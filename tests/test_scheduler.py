@@ -162,6 +162,26 @@ async def test_tick_ingests_pending_files_and_survives_a_failing_task(setup):
     assert "The River Tower" in titles
 
 
+async def test_tick_reindexes_a_campaign_built_with_another_embedder(tmp_path):
+    """A release that ships a new embedder: the first tick re-embeds every set-up campaign."""
+    from liminalis.testing import HashEmbedder
+
+    make_tiny_campaign(tmp_path / "campaigns")
+    old = await make_engine(tmp_path, milvus=False)
+    try:
+        await old.ingest("greyhold")
+    finally:
+        await close_engine(old)
+    upgraded = await make_engine(tmp_path, milvus=False, embedder=HashEmbedder(model_id="hash-256-v2"))
+    try:
+        assert await upgraded.was_indexed("greyhold") and not await upgraded.is_indexed("greyhold")
+        await RecapScheduler(BotService(upgraded), clock=FrozenClock(), tick_seconds=0).tick()
+        assert await upgraded.is_indexed("greyhold")
+        assert not await upgraded.was_indexed("never-set-up")
+    finally:
+        await close_engine(upgraded)
+
+
 async def test_start_arms_jobs_with_cron_trigger(setup):
     _, engine = setup
     s = RecapScheduler(BotService(engine), posters={"discord": Recorder()}, clock=FrozenClock(FRIDAY_18), tick_seconds=60)
