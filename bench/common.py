@@ -26,6 +26,12 @@ from liminalis.store.sqlite import Database
 __all__ = ["BenchSet", "load_set", "bench_engine", "doc_metrics", "detail_hit", "percentile", "CACHE_DIR", "mean"]
 
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
+
+
+def add_embedder_arg(ap: Any) -> None:
+    """``--embedder``, as every bench reads it (default: what the product uses)."""
+    ap.add_argument("--embedder", default="auto",
+                    help="auto (as the product: models/embedder, else the bundled MiniLM), or a sentence-transformers name/path")
 _WS = re.compile(r"\s+")
 
 

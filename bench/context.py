@@ -28,7 +28,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.common import CACHE_DIR, BenchSet, answerable, bench_engine, detail_hit, doc_metrics, load_set, mean
+from bench.common import (
+    CACHE_DIR,
+    BenchSet,
+    add_embedder_arg,
+    answerable,
+    bench_engine,
+    detail_hit,
+    doc_metrics,
+    load_set,
+    mean,
+)
 from liminalis.context.budget import BudgetParams
 from liminalis.context.prompt import build_prompt, instructions_for, split_bundle
 from liminalis.context.tiering import TierParams
@@ -132,8 +142,7 @@ def main(argv: Sequence[str] | None = None, *, embedder: Embedder | None = None,
     ap.add_argument("--ranker", default="auto", help="learned ranker: auto (models/ranker), none, or a ranker.json")
     ap.add_argument("--reranker", default="auto", help="cross-encoder: auto (models/reranker), none, or a path")
     ap.add_argument("--query-adapter", default="auto", help="dense-arm query adapter: auto, none, or a path")
-    ap.add_argument("--embedder", default="auto",
-                    help="auto (as the product: models/embedder, else the bundled MiniLM), or a sentence-transformers name/path")
+    add_embedder_arg(ap)
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

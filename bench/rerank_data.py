@@ -159,7 +159,7 @@ def read(path: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from bench.common import CACHE_DIR
+    from bench.common import CACHE_DIR, add_embedder_arg
     from bench.train_ranker import DEFAULT_TRAIN, make_groups
 
     ap = argparse.ArgumentParser(prog="python -m bench.rerank_data", description=__doc__.split("\n\n")[0])
@@ -172,8 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--quiet", action="store_true")
     ap.add_argument("--query-adapter", default="auto",
                     help="dense-arm query adapter: auto (models/query-adapter, as the product), none, or a path")
-    ap.add_argument("--embedder", default="auto",
-                    help="auto (as the product: models/embedder, else the bundled MiniLM), or a sentence-transformers name/path")
+    add_embedder_arg(ap)
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -27,7 +27,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import BenchSet, answerable, bench_engine, detail_hit, doc_metrics, load_set, mean, percentile
+from bench.common import (
+    BenchSet,
+    add_embedder_arg,
+    answerable,
+    bench_engine,
+    detail_hit,
+    doc_metrics,
+    load_set,
+    mean,
+    percentile,
+)
 from liminalis.context.tokens import count_tokens
 from liminalis.retrieval.retriever import RetrievalParams
 
@@ -165,8 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ranker", default="auto", help="learned ranker: auto (models/ranker), none, or a ranker.json")
     ap.add_argument("--query-adapter", default="auto",
                     help="dense-arm query adapter: auto (models/query-adapter), none, or a path")
-    ap.add_argument("--embedder", default="auto",
-                    help="auto (as the product: models/embedder, else the bundled MiniLM), or a sentence-transformers name/path")
+    add_embedder_arg(ap)
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
     configs = args.config or LADDER

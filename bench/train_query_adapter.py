@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from bench.common import CACHE_DIR, load_set
-from bench.train_ranker import DEFAULT_TRAIN, make_groups
+from bench.train_ranker import add_group_args, plain_embedder, selected_groups
 from liminalis.retrieval.query_adapter import QueryAdapter
 
 __all__ = ["GroupData", "group_data", "fit", "dense_mrr", "main"]
@@ -141,28 +141,17 @@ def dense_mrr(g: GroupData, matrix: np.ndarray | None) -> float:
 
 def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: Path = CACHE_DIR) -> dict[str, Any]:
     ap = argparse.ArgumentParser(prog="python -m bench.train_query_adapter", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--train-root", type=Path, default=DEFAULT_TRAIN)
-    ap.add_argument("--groups-dir", type=Path, default=CACHE_DIR / "train-groups")
-    ap.add_argument("--valid", nargs="*", default=["fairytaleqa-train-g4", "crd3-train-g3"])
-    ap.add_argument("--only", nargs="*", help="use only these groups (a quick run)")
+    add_group_args(ap)
     ap.add_argument("--lam", type=float, nargs="*", default=[0.1, 0.03, 0.01, 0.003])
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--out", type=Path, default=ROOT / "models" / "query-adapter")
     ap.add_argument("--folds", type=Path, help="also write out-of-fold adapters, one per group, here")
-    ap.add_argument("--embedder", default="auto",
-                    help="auto (as the product: models/embedder, else the bundled MiniLM), or a sentence-transformers name/path")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    if embedder is None:
-        from bot.main import resolve_embedder
-        from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
-
-        embedder = SentenceTransformerEmbedder(resolve_embedder(args.embedder))
+    embedder = embedder or plain_embedder(args.embedder)
     t0 = time.perf_counter()
-    folders = make_groups(args.train_root, args.groups_dir)
-    if args.only:
-        folders = [g for g in folders if g.name in args.only]
+    folders = selected_groups(args)
     data = {f.name: group_data(f, embedder=embedder, cache_dir=cache_dir, progress=not args.quiet) for f in folders}
     train = [g for n, g in data.items() if n not in args.valid]
     valid = {n: g for n, g in data.items() if n in args.valid}

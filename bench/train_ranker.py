@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import CACHE_DIR, load_set
+from bench.common import CACHE_DIR, add_embedder_arg, load_set
 from liminalis.retrieval.learned import FEATURES, LearnedRanker
 
 __all__ = ["make_groups", "collect", "fit", "evaluate", "main"]
@@ -88,6 +88,28 @@ def make_groups(train_root: Path, out_root: Path) -> list[Path]:
             (root / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in sel))
             out.append(root)
     return out
+
+
+def add_group_args(ap: argparse.ArgumentParser) -> None:
+    """The arguments of every tool that trains on the campaign-sized groups."""
+    ap.add_argument("--train-root", type=Path, default=DEFAULT_TRAIN)
+    ap.add_argument("--groups-dir", type=Path, default=CACHE_DIR / "train-groups")
+    ap.add_argument("--valid", nargs="*", default=["fairytaleqa-train-g4", "crd3-train-g3"])
+    ap.add_argument("--only", nargs="*", help="use only these groups")
+    add_embedder_arg(ap)
+
+
+def selected_groups(args: argparse.Namespace) -> list[Path]:
+    groups = make_groups(args.train_root, args.groups_dir)
+    return [g for g in groups if g.name in args.only] if args.only else groups
+
+
+def plain_embedder(spec: str) -> Any:
+    """The embedder without any query adapter: training tools choose adapters themselves."""
+    from bot.main import resolve_embedder
+    from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(resolve_embedder(spec))
 
 
 async def collect(folder: Path, *, embedder: Any, limit: int | None = None, progress: bool = True,
@@ -162,10 +184,7 @@ def evaluate(model: LearnedRanker | None, examples: Sequence[tuple[np.ndarray, n
 
 def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: Path = CACHE_DIR) -> dict[str, Any]:
     ap = argparse.ArgumentParser(prog="python -m bench.train_ranker", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--train-root", type=Path, default=DEFAULT_TRAIN)
-    ap.add_argument("--groups-dir", type=Path, default=CACHE_DIR / "train-groups")
-    ap.add_argument("--valid", nargs="*", default=["fairytaleqa-train-g4", "crd3-train-g3"])
-    ap.add_argument("--only", nargs="*", help="use only these groups (a quick run)")
+    add_group_args(ap)
     ap.add_argument("--limit", type=int, help="queries per group (a quick run)")
     ap.add_argument("--l2", type=float, nargs="*", default=[1e-4, 1e-3, 1e-2, 1e-1])
     ap.add_argument("--steps", type=int, default=400)
@@ -173,21 +192,13 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     ap.add_argument("--query-adapter-folds", type=Path,
                     help="out-of-fold query adapters, <group>.npz each (bench.train_query_adapter --folds): "
                          "each group's dense features come from the adapter fit without it")
-    ap.add_argument("--embedder", default="auto",
-                    help="auto (as the product: models/embedder, else the bundled MiniLM), or a sentence-transformers name/path")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if embedder is None:
-        from bot.main import resolve_embedder
-        from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
-
-        embedder = SentenceTransformerEmbedder(resolve_embedder(args.embedder))
+    embedder = embedder or plain_embedder(args.embedder)
     t0 = time.perf_counter()
-    groups = make_groups(args.train_root, args.groups_dir)
-    if args.only:
-        groups = [g for g in groups if g.name in args.only]
+    groups = selected_groups(args)
     data: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     cached: list[str] = []
     for g in groups:
