@@ -115,3 +115,17 @@ def test_train_ranker_end_to_end_on_a_tiny_slice(tmp_path: Path, real_embedder):
     model = load_ranker(out)
     assert model is not None and model.weights.shape == (len(FEATURES),) and np.isfinite(model.weights).all()
     assert 0.0 < report["validation_mrr"]["0.001"] <= 1.0
+
+
+def test_ranker_feature_caches_are_keyed_by_a_fine_tuned_embedder():
+    """Dense features from two embedders must never share a cache file (a refit after switching
+    embedders would otherwise read the old model's features)."""
+    from bench.train_ranker import _embedder_tag
+    from liminalis.testing import HashEmbedder
+
+    class Bundled:
+        model_id = "bundled:all-MiniLM-L6-v2@b422673dc1bc"
+
+    assert _embedder_tag(Bundled()) == ""  # the caches written before the tag existed stay valid
+    a, b = _embedder_tag(HashEmbedder(model_id="embedder@1")), _embedder_tag(HashEmbedder(model_id="embedder@2"))
+    assert a.startswith("-e") and b.startswith("-e") and a != b
