@@ -16,6 +16,7 @@ from liminalis.adapters.shared_weights import SHARED_FILE
 from liminalis.lens import players_lens
 
 from conftest import close_engine, make_engine
+from test_sample_campaign import QUESTIONS
 
 QUESTION = "What does the ferryman carry across the river?"
 PASSAGES = [
@@ -69,6 +70,14 @@ async def test_switching_to_the_shipped_embedder_reembeds_the_whole_campaign(tmp
         assert await engine.store.ids("emberfall")
         bundle = await engine.retrieve("emberfall", "Who keeps the ferry?", players_lens())
         assert bundle.ranked_doc_ids
+        # The GM-only wall with the product's default embedder: the secret questions and the GM
+        # canaries themselves, asked through the players lens, return no GM text.
+        canaries = [c.lower() for c in QUESTIONS["gm_canaries"]]
+        for q in [item["question"] for item in QUESTIONS["gm_secret_questions"]] + canaries:
+            b = await engine.retrieve("emberfall", q, players_lens())
+            text = (b.text + " ".join(b.ranked_doc_ids) + " ".join(h.passage_id for h in b.hits)).lower()
+            assert not [c for c in canaries if c in text], q
+            assert not [d for d in b.ranked_doc_ids if d.startswith(("gm/", "secrets/"))], q
     finally:
         await close_engine(engine)
         shipped.close()
