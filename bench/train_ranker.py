@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import pickle
@@ -226,7 +227,7 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     chosen = fit(train, l2=best_l2, steps=args.steps)
     by_group = {name: {"fused": round(evaluate(None, data[name]), 4), "learned": round(evaluate(chosen, data[name]), 4)}
                 for name in args.valid if name in data}
-    final = fit(train + valid, l2=best_l2, steps=args.steps)
+    final = dataclasses.replace(fit(train + valid, l2=best_l2, steps=args.steps), embedder=embedder.model_id)
     report = {
         "l2": best_l2, "steps": args.steps, "validation_mrr": dict((f"{k:g}", round(v, 4)) for k, v in rows),
         "validation_fused_mrr": round(evaluate(None, valid), 4) if valid else None,

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "open_service", "build_engine", "build_responder", "build_service", "configure_logging", "load_reranker",
     "load_learned_ranker", "load_embedder", "SHIPPED_RERANKER", "SHIPPED_RANKER", "SHIPPED_QUERY_ADAPTER",
-    "SHIPPED_EMBEDDER", "resolve_embedder",
+    "SHIPPED_EMBEDDER", "resolve_embedder", "check_ranker_embedder",
 ]
 
 _log = logging.getLogger(__name__)
@@ -107,6 +107,18 @@ def load_embedder(spec: str = "auto", adapter: str = "auto") -> Embedder:
     return adapt(embedder, loaded)
 
 
+def check_ranker_embedder(ranker: DocumentRanker | None, embedder: Embedder) -> bool:
+    """Whether the learned ranker was fit on this embedder's dense scores; logs a warning if
+    not. The ranker still runs (its lexical features carry most of its weight), but its dense
+    weights are calibrated to another model: refit it with ``bench.train_ranker --embedder``."""
+    trained_on = getattr(ranker, "embedder", "")
+    if not trained_on or trained_on == embedder.model_id:
+        return True
+    _log.warning("learned ranker was fit on %s's dense scores, this service embeds with %s: "
+                 "refit it (python -m bench.train_ranker --embedder ...)", trained_on, embedder.model_id)
+    return False
+
+
 @contextlib.asynccontextmanager
 async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
     """Open the database, vector store and models; close them all on exit."""
@@ -116,9 +128,11 @@ async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
     async with Database(settings.sqlite_path) as db:
         store = MilvusVectorStore(settings.resolved_milvus_uri, token=settings.milvus_token)
         embedder = load_embedder(settings.embedder, settings.query_adapter)
+        ranker = load_learned_ranker(settings.ranker)
+        check_ranker_embedder(ranker, embedder)
         engine = Engine(
             db=db, store=store, embedder=embedder, reranker=load_reranker(settings.reranker, int8=settings.reranker_int8),
-            ranker=load_learned_ranker(settings.ranker),
+            ranker=ranker,
             campaigns_dir=settings.campaigns_dir, uploads_dir=settings.data_dir / "uploads",
             ingest_options=IngestOptions(contextual=settings.contextual, max_bytes=settings.max_upload_bytes),
         )

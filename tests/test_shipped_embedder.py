@@ -54,8 +54,9 @@ def test_auto_falls_back_to_the_bundled_model_without_a_shipped_one(tmp_path, mo
     assert resolve_embedder("some/other-model") == "some/other-model"
 
 
-async def test_switching_to_the_shipped_embedder_reembeds_the_whole_campaign(tmp_path, campaign_copy, real_embedder):
-    engine = await make_engine(tmp_path, embedder=real_embedder)
+async def test_switching_to_the_shipped_embedder_reembeds_the_whole_campaign(tmp_path, campaign_copy):
+    # Its own bundled embedder: closing an engine closes its embedder, and the session one is shared.
+    engine = await make_engine(tmp_path, embedder=SentenceTransformerEmbedder())
     try:
         first = await engine.ingest("emberfall")
         assert first.embedded > 0
@@ -80,4 +81,20 @@ async def test_switching_to_the_shipped_embedder_reembeds_the_whole_campaign(tmp
             assert not [d for d in b.ranked_doc_ids if d.startswith(("gm/", "secrets/"))], q
     finally:
         await close_engine(engine)
+        shipped.close()
+
+
+def test_the_shipped_ranker_was_fit_on_the_shipped_embedder(caplog):
+    """The pair ships together: a retrained embedder without a refit ranker fails here, and a
+    service configured with another embedder says so once at start."""
+    from bot.main import check_ranker_embedder, load_learned_ranker
+
+    ranker = load_learned_ranker("auto")
+    shipped = load_embedder()
+    try:
+        assert ranker is not None and check_ranker_embedder(ranker, shipped)
+        caplog.set_level(logging.WARNING)
+        assert not check_ranker_embedder(ranker, SentenceTransformerEmbedder())
+        assert "refit it" in caplog.text
+    finally:
         shipped.close()

@@ -175,13 +175,17 @@ class LearnedRanker:
     scale: np.ndarray
     features: tuple[str, ...] = FEATURES
     model_id: str = "learned-ranker"
+    #: ``model_id`` of the embedder whose dense scores it was fit on ("" if not recorded): its
+    #: dense weights are calibrated to that model's scores.
+    embedder: str = ""
 
     def score(self, x: np.ndarray) -> np.ndarray:
         return ((x - self.mean) / self.scale) @ self.weights
 
     def to_json(self, **meta: object) -> str:
         return json.dumps({
-            "model_id": self.model_id, "features": list(self.features), "weights": self.weights.round(6).tolist(),
+            "model_id": self.model_id, "embedder": self.embedder, "features": list(self.features),
+            "weights": self.weights.round(6).tolist(),
             "mean": self.mean.round(6).tolist(), "scale": self.scale.round(6).tolist(), **meta,
         }, indent=2)
 
@@ -194,7 +198,8 @@ class LearnedRanker:
         arrays = [np.asarray(data[k], dtype=np.float64) for k in ("weights", "mean", "scale")]
         if any(a.shape != (len(FEATURES),) for a in arrays):
             raise ValueError("ranker arrays do not match the feature count")
-        return cls(*arrays, features=feats, model_id=str(data.get("model_id", "learned-ranker")))
+        return cls(*arrays, features=feats, model_id=str(data.get("model_id", "learned-ranker")),
+                   embedder=str(data.get("embedder", "")))
 
 
 def load_ranker(path: str | Path | None) -> LearnedRanker | None:
