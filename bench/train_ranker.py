@@ -250,8 +250,10 @@ def _embedder_tag(embedder: Any) -> str:
     model, whose caches predate the tag; any other (a fine-tuned one) gets its own files."""
     import hashlib
 
+    from liminalis.adapters.sentence_transformers import BUNDLED_MINILM
+
     model_id = getattr(embedder, "model_id", "")
-    if model_id.startswith("bundled:all-MiniLM-L6-v2@"):
+    if model_id.startswith(BUNDLED_MINILM + "@"):
         return ""
     return "-e" + hashlib.blake2b(model_id.encode(), digest_size=4).hexdigest()
 

@@ -30,10 +30,11 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
-SHIPPED_RERANKER = Path(__file__).resolve().parent.parent / "models" / "reranker"
-SHIPPED_RANKER = Path(__file__).resolve().parent.parent / "models" / "ranker"
-SHIPPED_QUERY_ADAPTER = Path(__file__).resolve().parent.parent / "models" / "query-adapter"
-SHIPPED_EMBEDDER = Path(__file__).resolve().parent.parent / "models" / "embedder"
+MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
+SHIPPED_RERANKER = MODELS_DIR / "reranker"
+SHIPPED_RANKER = MODELS_DIR / "ranker"
+SHIPPED_QUERY_ADAPTER = MODELS_DIR / "query-adapter"
+SHIPPED_EMBEDDER = MODELS_DIR / "embedder"
 
 
 def configure_logging(level: str = "INFO") -> None:
@@ -80,12 +81,14 @@ def load_learned_ranker(spec: str) -> DocumentRanker | None:
 def resolve_embedder(spec: str) -> str:
     """``auto`` → the shipped fine-tuned embedder (models/embedder) when present, else the
     bundled all-MiniLM-L6-v2; anything else is a sentence-transformers name or path."""
+    from liminalis.adapters.sentence_transformers import BUNDLED_MINILM
+
     if spec != "auto":
         return spec
     if (SHIPPED_EMBEDDER / "modules.json").exists():
         return str(SHIPPED_EMBEDDER)
-    _log.info("no shipped embedder at %s: the bundled all-MiniLM-L6-v2", SHIPPED_EMBEDDER)
-    return "bundled:all-MiniLM-L6-v2"
+    _log.info("no shipped embedder at %s: %s", SHIPPED_EMBEDDER, BUNDLED_MINILM)
+    return BUNDLED_MINILM
 
 
 def load_embedder(spec: str = "auto", adapter: str = "auto") -> Embedder:

@@ -50,12 +50,13 @@ def _model_id(name: str, path: str) -> str:
     p = Path(path)
     if not p.is_dir():
         return name
-    if name != BUNDLED_MINILM:
+    by_content = name != BUNDLED_MINILM
+    if by_content:
         name = p.resolve().name
     h = hashlib.blake2b(digest_size=6)
     for f in sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin")) + sorted(p.glob("liminalis_shared.json")):
         h.update(f"{f.name}:{f.stat().st_size}".encode())
-        if name != BUNDLED_MINILM:
+        if by_content:
             with f.open("rb") as fh:
                 for block in iter(lambda: fh.read(1 << 20), b""):
                     h.update(block)
@@ -89,11 +90,10 @@ class SentenceTransformerEmbedder:
         """Load the weights (blocking). Called lazily from the worker thread."""
         if self._model is not None:
             return
+        import torch
         from sentence_transformers import SentenceTransformer
 
         from liminalis.adapters.shared_weights import quiet_missing_weights, restore_word_embeddings, shared_spec
-
-        import torch
 
         # fp32 whatever the stored dtype: weights committed in fp16 (half the size) load upcast,
         # since CPU matmuls in fp16 are slow or missing.
@@ -109,7 +109,7 @@ class SentenceTransformerEmbedder:
                 model = SentenceTransformer(self._path, **kw)
         except Exception as exc:
             raise ConfigError(f"cannot load embedding model {self._name!r}: {exc}") from exc
-        self._model = model.float()
+        self._model = model
         if self._max_seq_length:
             self._model.max_seq_length = self._max_seq_length
         getter = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
