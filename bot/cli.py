@@ -9,8 +9,12 @@ import json
 import logging
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from liminalis.errors import LiminalisError
+
+if TYPE_CHECKING:
+    from liminalis.engine import Engine
 
 __all__ = ["main"]
 
@@ -85,6 +89,7 @@ async def _run(args: argparse.Namespace) -> int:
             return 0
         if args.command == "ask":
             lens = _lens(args.lens)
+            await _ensure_indexed(engine, args.campaign)
             if args.passages:
                 bundle = await engine.retrieve(args.campaign, args.question, lens)
                 for d in bundle.documents:
@@ -107,14 +112,20 @@ async def _run(args: argparse.Namespace) -> int:
             from bot.main import open_service
 
             campaign = args.campaign or settings.default_campaign
-            if not await engine.is_indexed(campaign):
-                print(f"indexing {campaign} …", file=sys.stderr)
-                await engine.ingest(campaign)
+            await _ensure_indexed(engine, campaign)
             async with open_service(settings, engine) as service:
                 service.default_campaign = campaign
                 await ConsoleAdapter(service, campaign=campaign, lens=args.lens).run()
             return 0
     return 2
+
+
+async def _ensure_indexed(engine: Engine, campaign: str) -> None:
+    """The console commands answer from a local folder: index it first if it never was (or was
+    built with another embedder), rather than answer from an empty index."""
+    if not await engine.is_indexed(campaign):
+        print(f"indexing {campaign} …", file=sys.stderr)
+        await engine.ingest(campaign)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -304,8 +304,11 @@ class RecapScheduler:
         for sched in await self.schedules():
             self._arm(sched)
         if self.tick_seconds > 0:
+            # The first tick runs at start: campaigns built with an older embedder are re-indexed
+            # (and files changed while the bot was down picked up) now, not one period later.
             self._aps.add_job(self.tick, IntervalTrigger(seconds=self.tick_seconds), id="tick",
-                              coalesce=True, max_instances=1, replace_existing=True)
+                              coalesce=True, max_instances=1, replace_existing=True,
+                              next_run_time=dt.datetime.now(dt.UTC))
         self._aps.start()
         _log.info("scheduler: %d recap schedule(s), tick every %ss", len(self._aps.get_jobs()) - (self.tick_seconds > 0),
                   self.tick_seconds)

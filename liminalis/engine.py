@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from liminalis.campaign import CampaignConfig, load_campaign, validate_slug
-from liminalis.errors import InvalidInput, NotFound, UnknownCampaign
+from liminalis.errors import InvalidInput, NotFound, NotReady, UnknownCampaign
 from liminalis.ingest.indexer import Indexer, IngestOptions
 from liminalis.lens import GM, visible
 from liminalis.ports import Embedder, Reranker, VectorStore
@@ -81,6 +81,9 @@ class Engine:
                                    ranker=ranker)
         self._configs: dict[str, tuple[float, CampaignConfig]] = {}
         self._ensured: set[str] = set()
+        #: campaigns whose ingest is re-embedding them under a new profile right now: their new
+        #: collection is partly filled, so questions wait rather than get a partial answer.
+        self._rebuilding: set[str] = set()
 
     # -- campaigns ---------------------------------------------------------------------------
 
@@ -126,7 +129,13 @@ class Engine:
         config = await self.campaign(slug)
         if slug in self._configs and self._configs[slug][1].root != config.root:
             config = self._configs[slug][1]
-        report = await self.indexer.ingest(config, path)
+        rebuild = await self.was_indexed(config.slug) and not await self.is_indexed(config.slug)
+        if rebuild:
+            self._rebuilding.add(config.slug)
+        try:
+            report = await self.indexer.ingest(config, path)
+        finally:
+            self._rebuilding.discard(config.slug)
         self._ensured.add(config.slug)
         return report
 
@@ -140,6 +149,21 @@ class Engine:
         set up, which the next ingest brings up to the current profile (a full re-embed after an
         embedder change)."""
         return await self.db.generation(validate_slug(slug)) > 0
+
+    async def require_index(self, slug: str) -> None:
+        """Raise :class:`NotReady` unless ``slug`` is indexed under the current profile and not
+        being rebuilt: a question before the first ingest, or between an embedder upgrade and the
+        re-index, would otherwise meet an empty collection and be told "nothing matches"."""
+        row = await self.db.campaign_row(slug)
+        built = row is not None and int(row["generation"]) > 0
+        if slug in self._rebuilding or (built and row["model_id"] != self.indexer.profile()):
+            raise NotReady(f"{slug}: index being rebuilt under {self.indexer.profile()}",
+                           user_message="This campaign's index is being rebuilt after an update. "
+                                        "Please try again in a minute.")
+        if not built:
+            raise NotReady(f"{slug}: never indexed",
+                           user_message="This campaign has no indexed documents yet. "
+                                        "A GM can add session notes or lore with `/upload`.")
 
     # -- retrieval ---------------------------------------------------------------------------
 
@@ -161,6 +185,7 @@ class Engine:
         if len(query) > MAX_QUERY_CHARS:
             raise InvalidInput("query too long", user_message=f"Questions are limited to {MAX_QUERY_CHARS:,} characters.")
         config = await self.campaign(slug)
+        await self.require_index(config.slug)
         await self._ensure_store(config.slug)
         pinned = await self.pins(config.slug, chat) if use_pins else []
         if not use_pins:

@@ -14,6 +14,7 @@ Tree::
     │   └── UploadRejected     a file that cannot be ingested (binary, too big, bad UTF-8)
     ├── PermissionDenied       a players-lens member tried a GM-only command
     ├── NotFound               a document key that does not exist *for this lens*
+    ├── NotReady               the campaign has no index yet, or it is being rebuilt
     ├── ModelUnavailable       the language model timed out, was overloaded or refused
     └── StoreError             the vector store or database failed
 """
@@ -28,6 +29,7 @@ __all__ = [
     "UploadRejected",
     "PermissionDenied",
     "NotFound",
+    "NotReady",
     "ModelUnavailable",
     "StoreError",
 ]
@@ -75,6 +77,12 @@ class NotFound(LiminalisError):
     # Deliberately identical whether the thing is missing or merely hidden from the lens,
     # so an error never reveals that a GM-only document exists.
     default_user_message = "I could not find a document by that name."
+
+
+class NotReady(LiminalisError):
+    # Said instead of "I found nothing": an empty answer from an index that does not exist yet
+    # (or is mid-rebuild after an embedder upgrade) would read as "the documents do not say".
+    default_user_message = "This campaign's documents are not indexed yet. Please try again in a minute."
 
 
 class ModelUnavailable(LiminalisError):

@@ -1,0 +1,97 @@
+"""A question to a campaign without a usable index says so, rather than "I found nothing".
+
+Two real situations: a campaign linked before its first ingest, and the window after an upgrade
+that ships a new embedder, while the campaign is re-embedded into its new collection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+
+import pytest
+
+from bot.scheduler import RecapScheduler
+from bot.service import BotService, IncomingMessage
+from conftest import close_engine, make_engine
+from fakes.tiny_campaign import CANARY, make_tiny_campaign
+from liminalis.errors import NotReady
+from liminalis.testing import FrozenClock, HashEmbedder
+
+PLAYERS = frozenset({"players"})
+QUESTION = "who guards the Greyhold keep?"
+
+
+class GatedEmbedder(HashEmbedder):
+    """A hash embedder whose passage embedding waits for a gate: an ingest held mid-way."""
+
+    def __init__(self, model_id: str) -> None:
+        super().__init__(model_id=model_id)
+        self.entered = asyncio.Event()
+        self.gate = asyncio.Event()
+
+    async def embed_passages(self, texts):
+        self.entered.set()
+        await self.gate.wait()
+        return await super().embed_passages(texts)
+
+
+def ask(text: str) -> IncomingMessage:
+    return IncomingMessage(platform="discord", channel_id="C1", user_id="9", text=text)
+
+
+async def test_question_before_the_first_ingest_says_not_indexed(tmp_path):
+    make_tiny_campaign(tmp_path / "campaigns")
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        svc = BotService(engine)
+        await svc.directory.link("discord", "C1", "greyhold")
+        reply = await svc.handle(ask(f"/ask {QUESTION}"))
+        assert reply.error and "no indexed documents yet" in reply.text
+        assert "found nothing" not in reply.text
+        await engine.ingest("greyhold")
+        reply = await svc.handle(ask(f"/ask {QUESTION}"))
+        assert not reply.error and "Greyhold" in reply.text and CANARY not in reply.text
+    finally:
+        await close_engine(engine)
+
+
+async def test_question_while_an_upgrade_re_embeds_says_rebuilding(tmp_path):
+    make_tiny_campaign(tmp_path / "campaigns")
+    old = await make_engine(tmp_path, milvus=False)
+    try:
+        await old.ingest("greyhold")
+    finally:
+        await close_engine(old)
+    embedder = GatedEmbedder("hash-256-v2")
+    upgraded = await make_engine(tmp_path, milvus=False, embedder=embedder)
+    try:
+        # Before the tick: the campaign's new collection is empty.
+        with pytest.raises(NotReady, match="rebuilt"):
+            await upgraded.retrieve("greyhold", QUESTION, PLAYERS)
+        tick = asyncio.create_task(RecapScheduler(BotService(upgraded), clock=FrozenClock(), tick_seconds=0).tick())
+        await asyncio.wait_for(embedder.entered.wait(), 30)
+        # Mid-way: the profile is already recorded as the new one, the collection is partial.
+        with pytest.raises(NotReady, match="rebuilt") as caught:
+            await upgraded.retrieve("greyhold", QUESTION, PLAYERS)
+        assert CANARY not in caught.value.user_message
+        embedder.gate.set()
+        await asyncio.wait_for(tick, 60)
+        bundle = await upgraded.retrieve("greyhold", QUESTION, PLAYERS)
+        assert bundle.documents and all(CANARY not in d.text for d in bundle.documents)
+    finally:
+        embedder.gate.set()
+        await close_engine(upgraded)
+
+
+async def test_scheduler_start_runs_the_first_tick_at_once(tmp_path):
+    make_tiny_campaign(tmp_path / "campaigns")
+    engine = await make_engine(tmp_path, milvus=False)
+    s = RecapScheduler(BotService(engine), clock=FrozenClock(), tick_seconds=300)
+    try:
+        await s.start()
+        when = s._aps.get_job("tick").next_run_time
+        assert when <= dt.datetime.now(dt.UTC) + dt.timedelta(seconds=5)
+    finally:
+        await s.close()
+        await close_engine(engine)
