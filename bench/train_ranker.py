@@ -287,6 +287,14 @@ def write_card(out: Path, report: dict[str, Any], model: LearnedRanker) -> None:
     dense_note = ("## Dense features\nEach group's features were collected with the query adapter fit on the "
                   "*other* groups (`bench.train_query_adapter --folds`), so the dense scores it learned to weigh "
                   "are out-of-fold, as on a campaign it never saw.\n\n" if report.get("query_adapter_folds") else "")
+    from liminalis.adapters.sentence_transformers import BUNDLED_MINILM
+
+    if model.embedder and not model.embedder.startswith(BUNDLED_MINILM + "@"):
+        dense_note += (f"## Dense features: a fine-tuned embedder\nThe dense features come from `{model.embedder}` "
+                       "(`--embedder`). Fit the ranker only on groups that embedder was *not* trained on (its card "
+                       "lists them), so its scores are what it gives on a campaign it never saw: a ranker fit on the "
+                       "embedder's own training groups learns to over-trust the dense arm. `ranker.json` records the "
+                       "embedder's `model_id`; a service configured with another embedder logs a warning at start.\n\n")
     (out / "README.md").write_text(f"""# Liminalis learned document ranker
 
 A linear listwise ranker (ListNet top-one) over {len(FEATURES)} retrieval features

@@ -129,3 +129,47 @@ def test_ranker_feature_caches_are_keyed_by_a_fine_tuned_embedder():
     assert _embedder_tag(Bundled()) == ""  # the caches written before the tag existed stay valid
     a, b = _embedder_tag(HashEmbedder(model_id="embedder@1")), _embedder_tag(HashEmbedder(model_id="embedder@2"))
     assert a.startswith("-e") and b.startswith("-e") and a != b
+
+
+def test_best_span_finds_query_terms_together():
+    from liminalis.retrieval.learned import _best_span
+
+    weight = {"bells": 1.0, "dusk": 2.0, "ferry": 4.0}
+    # bells and dusk meet at 40-45; ferry is alone far away.
+    positions = {"bells": [0, 40], "dusk": [45], "ferry": [200]}
+    assert _best_span(positions, weight, 12) == 4.0  # ferry alone outweighs bells + dusk
+    assert _best_span({"bells": [0, 40], "dusk": [45]}, weight, 12) == 3.0
+    assert _best_span({"bells": [0], "dusk": [45]}, weight, 12) == 2.0  # too far apart to count together
+    assert _best_span({}, weight, 12) == 0.0
+
+
+async def test_pool_features_tell_apart_candidates_that_share_the_hero(tmp_path):
+    """Every candidate that matches the question names the hero (Vell): weighted by the pool,
+    that term counts for less than its corpus-wide rarity says, and the document holding the
+    question's other terms close together scores highest on proximity."""
+    from conftest import close_engine, make_engine
+
+    root = tmp_path / "campaigns" / "saga"
+    root.mkdir(parents=True)
+    (root / "campaign.toml").write_text('name = "Saga"\n')
+    filler = " ".join(f"word{i}" for i in range(60))
+    (root / "near.md").write_text("# One\n\nVell heard the abbey bells ring at dusk over the river.")
+    (root / "far.md").write_text(f"# Two\n\nVell heard the abbey bells. {filler}. Later came dusk.")
+    (root / "hero.md").write_text("# Three\n\nVell walked the salt road to the harbour alone.")
+    (root / "other.md").write_text("# Four\n\nVell sold lanterns at the market for copper.")
+    for i in range(30):  # the rest of the campaign: Vell is a rare name corpus-wide
+        (root / f"misc{i}.md").write_text(f"# Misc {i}\n\nA ledger of grain{i} and timber{i} in storehouse{i}.")
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        await engine.ingest("saga")
+        trace = Trace(collect_features=True)
+        await engine.retrieve("saga", "when did Vell hear the bells at dusk", players_lens(), trace=trace, use_pins=False)
+        assert trace.features is not None
+        f = {d: dict(zip(FEATURES, x, strict=True)) for d, x in zip(trace.candidates, trace.features, strict=True)}
+        assert {"near", "far", "hero", "other"} <= set(f)
+        assert f["hero"]["coverage"] > 0.1
+        assert f["hero"]["pool_coverage"] < 0.9 * f["hero"]["coverage"]
+        assert f["near"]["pool_coverage"] == pytest.approx(f["far"]["pool_coverage"]) == pytest.approx(1.0)
+        assert f["near"]["span_coverage"] > f["far"]["span_coverage"] > 0
+    finally:
+        await close_engine(engine)

@@ -62,6 +62,7 @@ class Catalog:
     _titles: dict[str, frozenset[str]] = field(default_factory=dict)
     _bigrams: dict[tuple[frozenset[str], str], frozenset[tuple[str, str]]] = field(default_factory=dict)
     _doc_view: dict[tuple[frozenset[str], str], tuple[tuple[str, ...], frozenset[str], int]] = field(default_factory=dict)
+    _positions: dict[tuple[frozenset[str], str], dict[str, tuple[int, ...]]] = field(default_factory=dict)
 
     @property
     def visibilities(self) -> set[frozenset[str]]:
@@ -135,6 +136,19 @@ class Catalog:
                 pairs.update(zip(toks, toks[1:], strict=False))
             pairs = self._bigrams[key] = frozenset(pairs)
         return pairs
+
+    def doc_positions(self, doc_id: str, lens: frozenset[str]) -> dict[str, tuple[int, ...]]:
+        """term → its token positions in the passages of ``doc_id`` that ``lens`` may see, read
+        as one sequence (passages do not overlap): the learned ranker's proximity feature."""
+        key = (frozenset(lens), doc_id)
+        found = self._positions.get(key)
+        if found is None:
+            acc: dict[str, list[int]] = {}
+            tokens = (t for x in self.doc_view(doc_id, lens)[0] for t in self.passages[x].tokens)
+            for i, t in enumerate(tokens):
+                acc.setdefault(t, []).append(i)
+            found = self._positions[key] = {t: tuple(v) for t, v in acc.items()}
+        return found
 
     def title_terms(self, doc_id: str) -> frozenset[str]:
         """Tokens of a document's title and aliases (cached)."""

@@ -11,6 +11,10 @@ pool by a small model over features retrieval already computed, per (query, docu
   document, in its best passage, in its best three-passage window and in its title; the share
   of the query's adjacent term pairs found adjacent in the document (phrases, names); the best
   window's BM25; its second-best passage; how many pool passages it holds; its length;
+* two that tell candidates *of one pool* apart: coverage with query terms weighted by how few
+  candidates hold them as well (a term every candidate shares, a story's hero, separates them
+  little, however rare it is corpus-wide), and proximity, the IDF-weighted share of query terms found
+  together within a span of about three sentences;
 * every candidate's best dense cosine over *all* its rows (passages, windows, title), from one
   exact vector search restricted to the candidates: the dense arm's top 20 leaves about half
   the candidates without a dense score, which the features above can only mark as absent.
@@ -53,7 +57,35 @@ FEATURES: tuple[str, ...] = (
     "pool_count", "coverage", "window_coverage", "title_coverage",
     "window_rel", "second_rel", "log_length", "passage_coverage", "bigram_coverage",
     "cand_dense_gap", "cand_dense_log_rank",
+    "pool_coverage", "span_coverage",
 )
+
+#: Tokens (stop words already dropped) of the proximity feature's span: about three sentences.
+#: Swept with 12 on the training groups; 36 helped more.
+SPAN = 36
+
+
+def _best_span(positions: Mapping[str, Sequence[int]], weight: Mapping[str, float], span: int) -> float:
+    """The largest total ``weight`` of distinct terms found together within ``span`` consecutive
+    tokens (two pointers over the terms' merged positions)."""
+    events = sorted((i, t) for t, ps in positions.items() if weight.get(t, 0.0) > 0 for i in ps)
+    inside: dict[str, int] = {}
+    total = best = 0.0
+    left = 0
+    for pos, term in events:
+        while events[left][0] <= pos - span:
+            gone = events[left][1]
+            inside[gone] -= 1
+            if not inside[gone]:
+                del inside[gone]
+                total -= weight[gone]
+            left += 1
+        if term not in inside:
+            inside[term] = 0
+            total += weight[term]
+        inside[term] += 1
+        best = max(best, total)
+    return best
 
 
 @dataclass(slots=True)
@@ -127,6 +159,12 @@ def doc_features(
         top_terms = set(cat.passages[pids[ranked[0]]].tokens) if pids else set()
         windows[d] = (max(best_w, 0.0), sum(w[t] for t in q if t in terms) / wsum, second,
                       sum(w[t] for t in q if t in top_terms) / wsum)
+    # Pool-local weights: a query term every candidate shares (a story's hero, the party's name)
+    # tells the candidates apart little, however rare it is corpus-wide: IDF × log(1 + N/df).
+    n_docs = len(docs)
+    df = {t: sum(1 for d in docs if t in cat.doc_view(d, lens)[1]) for t in q}
+    c = {t: w[t] * math.log1p(n_docs / df[t]) if df[t] else 0.0 for t in q}
+    csum = sum(c.values()) or 1.0
     top_window = max((v[0] for v in windows.values()), default=0.0) or 1.0
     cd = sig.candidate_dense
     top_cd = max((cd[d] for d in docs if d in cd), default=0.0)
@@ -142,6 +180,7 @@ def doc_features(
         _, terms, length = cat.doc_view(d, lens)
         title = cat.title_terms(d)
         win, win_cov, second, top_cov = windows[d]
+        where = cat.doc_positions(d, lens)
         bigrams = cat.doc_bigrams(d, lens)
         rows.append([
             1.0 / fr, math.log(fr), fs / top_fused if top_fused else 0.0,
@@ -153,6 +192,8 @@ def doc_features(
             win / top_window, second / top_lex, math.log1p(length), top_cov,
             sum(1 for x in pairs if x in bigrams) / len(pairs) if pairs else 0.0,
             (cd[d] - top_cd) if d in cd else -1.0, math.log(cd_rank.get(d, len(docs) + 1)),
+            sum(c[t] for t in q if t in terms) / csum,
+            _best_span({t: where[t] for t in q if t in where}, w, SPAN) / wsum,
         ])
     return np.asarray(rows, dtype=np.float64).reshape(len(docs), len(FEATURES))
 
