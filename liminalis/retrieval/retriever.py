@@ -57,9 +57,12 @@ class RetrievalParams:
     pool: int = 40
     rerank_keep: int = 8
     #: Candidates (from the top of the pool) the cross-encoder scores; the rest keep their order.
-    #: 6: the shipped 6-layer model costs ~50 ms a candidate on 2 cores (fp32), and on the dev
-    #: sets depths 6 to 12 gained alike while 20 or 40 gained nothing more (bench/results/rerank.json).
-    rerank_depth: int = 6
+    #: After the learned ranker the pool leads with each document's best passage, so 5 means the
+    #: cross-encoder re-orders the learned top 5 *documents* and cannot push one out of them. On
+    #: the dev sets 5 kept MRR and hit@1 of depth 6 (within 0.0005) and lost none of the learned
+    #: ranker's recall@5 (depth 6: −0.004 / −0.001); the model costs ~20 ms a candidate on 2
+    #: cores (fp32), and 20 or 40 gained nothing more (bench/results/rerank.json, rerank-depth.json).
+    rerank_depth: int = 5
     #: Weight of the reranker's standardised score added to the learned ranker's score (or to the
     #: fused log-rank when no learned ranker ran); None: the reranker's order alone. 0.125: with
     #: the fine-tuned embedder's learned ranker the best MRR on both dev sets of {0.125, 0.25,
