@@ -22,7 +22,7 @@ pool by a small model over features retrieval already computed, per (query, docu
 The model is linear in standardised features (:data:`FEATURES`), trained listwise (softmax
 cross-entropy over each query's candidates, Cao et al., ICML 2007, "ListNet" top-one) on the
 training split in shared/bench/train (``python -m bench.train_ranker``), never on an evaluation
-set. It ships as a few hundred bytes of JSON, costs about a millisecond a query, and loads with
+set. It ships as a few hundred bytes of JSON, costs a few milliseconds a query, and loads with
 nothing but numpy. A MiniLM cross-encoder trained on a GPU from the same data ranks below it
 on the dev sets on its own; the rerank stage therefore adds its score to this model's document
 scores rather than replacing them (liminalis.retrieval.rerank).
