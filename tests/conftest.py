@@ -62,6 +62,20 @@ async def close_engine(engine: Engine) -> None:
     await engine.db.close()
 
 
+async def upgraded_engine(tmp_path: Path, embedder) -> Engine:
+    """The tiny campaign indexed with the default embedder, then an engine over the same data
+    directory with ``embedder``: the state right after an upgrade that ships a new embedder."""
+    from fakes.tiny_campaign import make_tiny_campaign
+
+    make_tiny_campaign(tmp_path / "campaigns")
+    old = await make_engine(tmp_path, milvus=False)
+    try:
+        await old.ingest("greyhold")
+    finally:
+        await close_engine(old)
+    return await make_engine(tmp_path, milvus=False, embedder=embedder)
+
+
 @pytest.fixture(scope="session")
 async def sample_engine(tmp_path_factory, real_embedder) -> AsyncIterator[Engine]:
     """The sample campaign ingested once with the real model into real Milvus Lite."""

@@ -91,7 +91,7 @@ async def test_ranker_reorders_documents_and_a_failing_one_keeps_the_fused_order
 async def test_the_learned_stage_cannot_surface_gm_only_documents(tiny, query):  # noqa: F811
     n = len(FEATURES)
     for weights in (row(fused_log_rank=1.0), row(coverage=5.0, title_coverage=5.0), -row(coverage=5.0),
-                    row(cand_dense_gap=5.0, cand_dense_log_rank=-5.0)):
+                    row(cand_dense_gap=5.0, cand_dense_log_rank=-5.0), row(pool_coverage=5.0, span_coverage=5.0)):
         tiny.retriever.ranker = LearnedRanker(weights, np.zeros(n), np.ones(n))
         trace = Trace(collect_features=True)
         b = await tiny.retrieve("tiny", query, players_lens(), trace=trace)

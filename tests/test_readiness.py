@@ -13,7 +13,7 @@ import pytest
 
 from bot.scheduler import RecapScheduler
 from bot.service import BotService, IncomingMessage
-from conftest import close_engine, make_engine
+from conftest import close_engine, make_engine, upgraded_engine
 from fakes.tiny_campaign import CANARY, make_tiny_campaign
 from liminalis.errors import NotReady
 from liminalis.testing import FrozenClock, HashEmbedder
@@ -57,14 +57,8 @@ async def test_question_before_the_first_ingest_says_not_indexed(tmp_path):
 
 
 async def test_question_while_an_upgrade_re_embeds_says_rebuilding(tmp_path):
-    make_tiny_campaign(tmp_path / "campaigns")
-    old = await make_engine(tmp_path, milvus=False)
-    try:
-        await old.ingest("greyhold")
-    finally:
-        await close_engine(old)
     embedder = GatedEmbedder("hash-256-v2")
-    upgraded = await make_engine(tmp_path, milvus=False, embedder=embedder)
+    upgraded = await upgraded_engine(tmp_path, embedder)
     try:
         # Before the tick: the campaign's new collection is empty.
         with pytest.raises(NotReady, match="rebuilt"):

@@ -8,7 +8,7 @@ import pytest
 
 from bot.scheduler import RecapScheduler, latest_slot, parse_cron, parse_target
 from bot.service import BotService, IncomingMessage, Reply
-from conftest import close_engine, make_engine
+from conftest import close_engine, make_engine, upgraded_engine
 from fakes.tiny_campaign import CANARY, make_tiny_campaign
 from liminalis.errors import InvalidInput
 from liminalis.testing import FrozenClock
@@ -166,13 +166,7 @@ async def test_tick_reindexes_a_campaign_built_with_another_embedder(tmp_path):
     """A release that ships a new embedder: the first tick re-embeds every set-up campaign."""
     from liminalis.testing import HashEmbedder
 
-    make_tiny_campaign(tmp_path / "campaigns")
-    old = await make_engine(tmp_path, milvus=False)
-    try:
-        await old.ingest("greyhold")
-    finally:
-        await close_engine(old)
-    upgraded = await make_engine(tmp_path, milvus=False, embedder=HashEmbedder(model_id="hash-256-v2"))
+    upgraded = await upgraded_engine(tmp_path, HashEmbedder(model_id="hash-256-v2"))
     try:
         assert await upgraded.was_indexed("greyhold") and not await upgraded.is_indexed("greyhold")
         await RecapScheduler(BotService(upgraded), clock=FrozenClock(), tick_seconds=0).tick()
