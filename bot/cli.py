@@ -123,6 +123,7 @@ async def _run(args: argparse.Namespace) -> int:
 async def _ensure_indexed(engine: Engine, campaign: str) -> None:
     """The console commands answer from a local folder: index it first if it never was (or was
     built with another embedder), rather than answer from an empty index."""
+    await engine.campaign(campaign)  # an unknown campaign says so before anything is indexed
     if not await engine.is_indexed(campaign):
         print(f"indexing {campaign} …", file=sys.stderr)
         await engine.ingest(campaign)

@@ -47,4 +47,12 @@ def test_ingest_json_then_ask_and_chat_by_lens(tmp_path):
     assert gm.returncode == 0 and any(c in gm.stdout.lower() for c in canaries)
     bad = cli(["ask", "--campaign", "no-such-campaign", "hello"], tmp_path)
     assert bad.returncode != 0 and "no campaign" in (bad.stdout + bad.stderr).lower()
-    assert "Traceback" not in bad.stderr
+    assert "Traceback" not in bad.stderr and "indexing" not in bad.stderr
+
+
+def test_ask_on_a_fresh_data_dir_indexes_first_and_answers(tmp_path):
+    """`liminalis ask` before any ingest: it indexes the campaign, then answers from it (it used
+    to answer "I found nothing" from the empty index)."""
+    r = cli(["ask", "--campaign", "emberfall", "--lens", "players", "Who carried the Vigil Key?"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "indexing emberfall" in r.stderr and "Pell Wickery" in r.stdout and "Sources:" in r.stdout
