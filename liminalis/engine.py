@@ -129,8 +129,7 @@ class Engine:
         config = await self.campaign(slug)
         if slug in self._configs and self._configs[slug][1].root != config.root:
             config = self._configs[slug][1]
-        rebuild = await self.was_indexed(config.slug) and not await self.is_indexed(config.slug)
-        if rebuild:
+        if await self._index_state(config.slug) == "stale":
             self._rebuilding.add(config.slug)
         try:
             report = await self.indexer.ingest(config, path)
@@ -139,28 +138,34 @@ class Engine:
         self._ensured.add(config.slug)
         return report
 
+    async def _index_state(self, slug: str) -> str:
+        """"ready" (indexed under the current embedder and options), "stale" (indexed under
+        others: the next ingest re-embeds it in full) or "none" (never indexed)."""
+        row = await self.db.campaign_row(validate_slug(slug))
+        if row is None or int(row["generation"]) == 0:
+            return "none"
+        return "ready" if row["model_id"] == self.indexer.profile() else "stale"
+
     async def is_indexed(self, slug: str) -> bool:
         """Indexed with the current embedder and options (ready to answer)."""
-        row = await self.db.campaign_row(validate_slug(slug))
-        return row is not None and row["model_id"] == self.indexer.profile() and await self.db.generation(slug) > 0
+        return await self._index_state(slug) == "ready"
 
     async def was_indexed(self, slug: str) -> bool:
         """Indexed at some point, perhaps with another embedder or options: a campaign someone
         set up, which the next ingest brings up to the current profile (a full re-embed after an
         embedder change)."""
-        return await self.db.generation(validate_slug(slug)) > 0
+        return await self._index_state(slug) != "none"
 
     async def require_index(self, slug: str) -> None:
         """Raise :class:`NotReady` unless ``slug`` is indexed under the current profile and not
         being rebuilt: a question before the first ingest, or between an embedder upgrade and the
         re-index, would otherwise meet an empty collection and be told "nothing matches"."""
-        row = await self.db.campaign_row(slug)
-        built = row is not None and int(row["generation"]) > 0
-        if slug in self._rebuilding or (built and row["model_id"] != self.indexer.profile()):
+        state = await self._index_state(slug)
+        if slug in self._rebuilding or state == "stale":
             raise NotReady(f"{slug}: index being rebuilt under {self.indexer.profile()}",
                            user_message="This campaign's index is being rebuilt after an update. "
                                         "Please try again in a minute.")
-        if not built:
+        if state == "none":
             raise NotReady(f"{slug}: never indexed",
                            user_message="This campaign has no indexed documents yet. "
                                         "A GM can add session notes or lore with `/upload`.")

@@ -13,8 +13,8 @@ pool by a small model over features retrieval already computed, per (query, docu
   window's BM25; its second-best passage; how many pool passages it holds; its length;
 * two that tell candidates *of one pool* apart: coverage with query terms weighted by how few
   candidates hold them as well (a term every candidate shares, a story's hero, separates them
-  little, however rare it is corpus-wide), and proximity, the IDF-weighted share of query terms found
-  together within a span of about three sentences;
+  little, however rare it is corpus-wide), and proximity, the IDF-weighted share of query terms
+  found together within a span of about three sentences;
 * every candidate's best dense cosine over *all* its rows (passages, windows, title), from one
   exact vector search restricted to the candidates: the dense arm's top 20 leaves about half
   the candidates without a dense score, which the features above can only mark as absent.
@@ -65,7 +65,8 @@ FEATURES: tuple[str, ...] = (
 SPAN = 36
 
 
-def _best_span(positions: Mapping[str, Sequence[int]], weight: Mapping[str, float], span: int) -> float:
+def _best_span(positions: Mapping[str, Sequence[int]], weight: Mapping[str, float],
+               span: int) -> float:
     """The largest total ``weight`` of distinct terms found together within ``span`` consecutive
     tokens (two pointers over the terms' merged positions)."""
     events = sorted((i, t) for t, ps in positions.items() if weight.get(t, 0.0) > 0 for i in ps)
