@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -62,7 +62,6 @@ class Catalog:
     _titles: dict[str, frozenset[str]] = field(default_factory=dict)
     _bigrams: dict[tuple[frozenset[str], str], frozenset[tuple[str, str]]] = field(default_factory=dict)
     _doc_view: dict[tuple[frozenset[str], str], tuple[tuple[str, ...], frozenset[str], int]] = field(default_factory=dict)
-    _positions: dict[tuple[frozenset[str], str], dict[str, tuple[int, ...]]] = field(default_factory=dict)
 
     @property
     def visibilities(self) -> set[frozenset[str]]:
@@ -137,17 +136,17 @@ class Catalog:
             pairs = self._bigrams[key] = frozenset(pairs)
         return pairs
 
-    def doc_positions(self, doc_id: str, lens: frozenset[str]) -> dict[str, tuple[int, ...]]:
-        """term → its token positions in the passages of ``doc_id`` that ``lens`` may see, read
-        as one sequence (passages do not overlap): the learned ranker's proximity feature."""
-        key = (frozenset(lens), doc_id)
-        found = self._positions.get(key)
-        if found is None:
-            acc: dict[str, list[int]] = {}
-            tokens = (t for x in self.doc_view(doc_id, lens)[0] for t in self.passages[x].tokens)
-            for i, t in enumerate(tokens):
-                acc.setdefault(t, []).append(i)
-            found = self._positions[key] = {t: tuple(v) for t, v in acc.items()}
+    def doc_positions(self, doc_id: str, lens: frozenset[str], terms: Collection[str]) -> dict[str, list[int]]:
+        """Each of ``terms`` found in the passages of ``doc_id`` that ``lens`` may see → its token
+        positions, the passages read as one sequence (they do not overlap): the learned ranker's
+        proximity feature. Not cached: a scan of the stored tokens costs about a millisecond
+        for a query's candidates, where a cache of every document's positions would hold ~60 KB
+        a document per lens."""
+        found: dict[str, list[int]] = {}
+        tokens = (t for x in self.doc_view(doc_id, lens)[0] for t in self.passages[x].tokens)
+        for i, t in enumerate(tokens):
+            if t in terms:
+                found.setdefault(t, []).append(i)
         return found
 
     def title_terms(self, doc_id: str) -> frozenset[str]:

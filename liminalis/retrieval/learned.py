@@ -162,7 +162,7 @@ def doc_features(
                       sum(w[t] for t in q if t in top_terms) / wsum)
     # Pool-local weights: a query term every candidate shares (a story's hero, the party's name)
     # tells the candidates apart little, however rare it is corpus-wide: IDF × log(1 + N/df).
-    n_docs = len(docs)
+    n_docs, qset = len(docs), set(q)
     df = {t: sum(1 for d in docs if t in cat.doc_view(d, lens)[1]) for t in q}
     c = {t: w[t] * math.log1p(n_docs / df[t]) if df[t] else 0.0 for t in q}
     csum = sum(c.values()) or 1.0
@@ -181,7 +181,6 @@ def doc_features(
         _, terms, length = cat.doc_view(d, lens)
         title = cat.title_terms(d)
         win, win_cov, second, top_cov = windows[d]
-        where = cat.doc_positions(d, lens)
         bigrams = cat.doc_bigrams(d, lens)
         rows.append([
             1.0 / fr, math.log(fr), fs / top_fused if top_fused else 0.0,
@@ -194,7 +193,7 @@ def doc_features(
             sum(1 for x in pairs if x in bigrams) / len(pairs) if pairs else 0.0,
             (cd[d] - top_cd) if d in cd else -1.0, math.log(cd_rank.get(d, len(docs) + 1)),
             sum(c[t] for t in q if t in terms) / csum,
-            _best_span({t: where[t] for t in q if t in where}, w, SPAN) / wsum,
+            _best_span(cat.doc_positions(d, lens, qset), w, SPAN) / wsum,
         ])
     return np.asarray(rows, dtype=np.float64).reshape(len(docs), len(FEATURES))
 
