@@ -19,6 +19,8 @@ from typing import Any
 
 from aiohttp import web
 
+from fakes.local_http import serve_locally
+
 __all__ = ["FakeAnthropic"]
 
 
@@ -37,12 +39,7 @@ class FakeAnthropic:
     async def __aenter__(self) -> FakeAnthropic:
         app = web.Application()
         app.router.add_post("/v1/messages", self._messages)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await serve_locally(app)
         return self
 
     async def __aexit__(self, *exc: object) -> None:

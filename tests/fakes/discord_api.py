@@ -18,6 +18,8 @@ from typing import Any
 
 from aiohttp import web
 
+from fakes.local_http import CatchAllServer
+
 APP_ID = 900000000000000001
 BOT_ID = 900000000000000002
 GUILD_ID = 800000000000000001
@@ -49,7 +51,7 @@ def user_payload(uid: int, name: str, *, bot: bool = False) -> dict[str, Any]:
 
 
 @dataclass
-class FakeDiscordApi:
+class FakeDiscordApi(CatchAllServer):
     calls: list[Call] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
     _limits: list[tuple[str, str, float, bool]] = field(default_factory=list)
@@ -130,21 +132,6 @@ class FakeDiscordApi:
         if m == "POST" and path.startswith("/channels/") and path.endswith("/messages"):
             return _json(self.message(path.split("/")[2], body if isinstance(body, dict) else None))
         return _json({"message": f"fake: unhandled {m} {path}", "code": 0}, status=404)
-
-    async def start(self) -> str:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
-        return self.url
-
-    async def close(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
 
 
 def role_payload(rid: int, name: str, position: int = 1) -> dict[str, Any]:

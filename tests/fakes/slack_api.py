@@ -18,6 +18,8 @@ from urllib.parse import parse_qsl, urlencode
 
 from aiohttp import web
 
+from fakes.local_http import CatchAllServer
+
 BOT_USER = "UBOT0001"
 SIGNING_SECRET = "test-signing-secret"
 
@@ -31,7 +33,7 @@ class SlackCall:
 
 
 @dataclass
-class MockSlackApi:
+class MockSlackApi(CatchAllServer):
     calls: list[SlackCall] = field(default_factory=list)
     usergroups: list[dict[str, Any]] | None = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
@@ -81,20 +83,6 @@ class MockSlackApi:
         if method in {"chat.postMessage", "chat.postEphemeral"}:
             return web.json_response({"ok": True, "channel": args.get("channel"), "ts": f"{time.time():.6f}"})
         return web.json_response({"ok": False, "error": "unknown_method"})
-
-    async def start(self) -> str:
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", self._handle)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
-        return self.url
-
-    async def close(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
 
 
 def signed_headers(body: str, *, content_type: str, secret: str = SIGNING_SECRET) -> dict[str, list[str]]:
