@@ -281,6 +281,15 @@ class RecapScheduler:
                 except Exception:
                     _log.exception("tick task %s failed", getattr(task, "__name__", task))
 
+    async def _tick_job(self) -> None:
+        """The tick as an APScheduler job. Shutdown cancels a tick still running (a re-embed can
+        take minutes); that ends quietly: an interrupted rebuild stays marked, and the next
+        start's first tick resumes it."""
+        try:
+            await self.tick()
+        except asyncio.CancelledError:
+            _log.info("tick cancelled by shutdown; the next start resumes it")
+
     # -- APScheduler -------------------------------------------------------------------------
 
     def _arm(self, sched: RecapSchedule) -> None:
@@ -306,7 +315,7 @@ class RecapScheduler:
         if self.tick_seconds > 0:
             # The first tick runs at start: campaigns built with an older embedder are re-indexed
             # (and files changed while the bot was down picked up) now, not one period later.
-            self._aps.add_job(self.tick, IntervalTrigger(seconds=self.tick_seconds), id="tick",
+            self._aps.add_job(self._tick_job, IntervalTrigger(seconds=self.tick_seconds), id="tick",
                               coalesce=True, max_instances=1, replace_existing=True,
                               next_run_time=dt.datetime.now(dt.UTC))
         self._aps.start()

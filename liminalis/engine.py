@@ -81,9 +81,6 @@ class Engine:
                                    ranker=ranker)
         self._configs: dict[str, tuple[float, CampaignConfig]] = {}
         self._ensured: set[str] = set()
-        #: campaigns whose ingest is re-embedding them under a new profile right now: their new
-        #: collection is partly filled, so questions wait rather than get a partial answer.
-        self._rebuilding: set[str] = set()
 
     # -- campaigns ---------------------------------------------------------------------------
 
@@ -129,18 +126,14 @@ class Engine:
         config = await self.campaign(slug)
         if slug in self._configs and self._configs[slug][1].root != config.root:
             config = self._configs[slug][1]
-        if await self._index_state(config.slug) == "stale":
-            self._rebuilding.add(config.slug)
-        try:
-            report = await self.indexer.ingest(config, path)
-        finally:
-            self._rebuilding.discard(config.slug)
+        report = await self.indexer.ingest(config, path)
         self._ensured.add(config.slug)
         return report
 
     async def _index_state(self, slug: str) -> str:
         """"ready" (indexed under the current embedder and options), "stale" (indexed under
-        others: the next ingest re-embeds it in full) or "none" (never indexed)."""
+        others, or mid-rebuild: the indexer records the profile only when a rebuild ends; the
+        next ingest re-embeds it) or "none" (never indexed)."""
         row = await self.db.campaign_row(validate_slug(slug))
         if row is None or int(row["generation"]) == 0:
             return "none"
@@ -161,7 +154,7 @@ class Engine:
         being rebuilt: a question before the first ingest, or between an embedder upgrade and the
         re-index, would otherwise meet an empty collection and be told "nothing matches"."""
         state = await self._index_state(slug)
-        if slug in self._rebuilding or state == "stale":
+        if state == "stale":
             raise NotReady(f"{slug}: index being rebuilt under {self.indexer.profile()}",
                            user_message="This campaign's index is being rebuilt after an update. "
                                         "Please try again in a minute.")

@@ -7,7 +7,7 @@ that ships a new embedder, while the campaign is re-embedded into its new collec
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
+import logging
 
 import pytest
 
@@ -65,10 +65,16 @@ async def test_question_while_an_upgrade_re_embeds_says_rebuilding(tmp_path):
             await upgraded.retrieve("greyhold", QUESTION, PLAYERS)
         tick = asyncio.create_task(RecapScheduler(BotService(upgraded), clock=FrozenClock(), tick_seconds=0).tick())
         await asyncio.wait_for(embedder.entered.wait(), 30)
-        # Mid-way: the profile is already recorded as the new one, the collection is partial.
+        # Mid-way the new collection is partial: this engine, and another one over the same data
+        # directory (a second process), both say so.
         with pytest.raises(NotReady, match="rebuilt") as caught:
             await upgraded.retrieve("greyhold", QUESTION, PLAYERS)
         assert CANARY not in caught.value.user_message
+        other = await make_engine(tmp_path, milvus=False, embedder=HashEmbedder(model_id="hash-256-v2"))
+        try:
+            assert not await other.is_indexed("greyhold")
+        finally:
+            await close_engine(other)
         embedder.gate.set()
         await asyncio.wait_for(tick, 60)
         bundle = await upgraded.retrieve("greyhold", QUESTION, PLAYERS)
@@ -78,14 +84,40 @@ async def test_question_while_an_upgrade_re_embeds_says_rebuilding(tmp_path):
         await close_engine(upgraded)
 
 
-async def test_scheduler_start_runs_the_first_tick_at_once(tmp_path):
+async def test_scheduler_start_runs_the_first_tick_at_once_and_shutdown_ends_it_quietly(tmp_path, caplog):
     make_tiny_campaign(tmp_path / "campaigns")
     engine = await make_engine(tmp_path, milvus=False)
-    s = RecapScheduler(BotService(engine), clock=FrozenClock(), tick_seconds=300)
+    running, never = asyncio.Event(), asyncio.Event()
+
+    async def long_pass() -> None:  # a re-embed still running at shutdown
+        running.set()
+        await never.wait()
+
+    s = RecapScheduler(BotService(engine), clock=FrozenClock(), tick_seconds=300, tick_tasks=[long_pass])
     try:
         await s.start()
-        when = s._aps.get_job("tick").next_run_time
-        assert when <= dt.datetime.now(dt.UTC) + dt.timedelta(seconds=5)
+        await asyncio.wait_for(running.wait(), 10)  # the first tick started without waiting 300 s
+        await s.close()
+        await asyncio.sleep(0.05)  # let the cancelled job finish
+        assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     finally:
         await s.close()
         await close_engine(engine)
+
+
+async def test_a_partial_ingest_after_an_upgrade_does_not_mark_the_campaign_rebuilt(tmp_path):
+    """Only a whole-campaign ingest re-embeds every document: one file's ingest after an
+    upgrade leaves the campaign "being rebuilt", and the next full ingest finishes the job."""
+    upgraded = await upgraded_engine(tmp_path, HashEmbedder(model_id="hash-256-v2"))
+    try:
+        baron = tmp_path / "campaigns" / "greyhold" / "baron.md"
+        await upgraded.ingest("greyhold", baron)
+        assert not await upgraded.is_indexed("greyhold")
+        with pytest.raises(NotReady, match="rebuilt"):
+            await upgraded.retrieve("greyhold", QUESTION, PLAYERS)
+        await upgraded.ingest("greyhold")
+        assert await upgraded.is_indexed("greyhold")
+        bundle = await upgraded.retrieve("greyhold", QUESTION, PLAYERS)
+        assert bundle.documents and all(CANARY not in d.text for d in bundle.documents)
+    finally:
+        await close_engine(upgraded)

@@ -165,7 +165,7 @@ class Indexer:
         existing_vectors = await self.store.ids(slug)
         # An empty collection beside stored passages (new schema, wiped store) needs a re-index.
         empty_store = not existing_vectors and bool(await self.db.passage_ids(slug))
-        await self._reset_if_model_changed(slug, force=empty_store)
+        reset = await self._reset_if_model_changed(slug, force=empty_store)
         stored = await self.db.document_hashes(slug)
         stored_rows = await self.db.passages(slug)
         stored_by_doc: dict[str, list[str]] = {}
@@ -257,6 +257,11 @@ class Indexer:
                 report.passages_removed += await self.db.remove_document(slug, doc_id)
                 report.documents_removed += 1
         await self.collect_garbage(slug)
+        # The profile is recorded only once the campaign is built under it: after a reset, only a
+        # whole-campaign ingest that ran to its end rebuilt every document. Until then the engine
+        # tells players the index is being rebuilt (from any process), and the next ingest goes on.
+        if not reset or path is None:
+            await self.db.set_campaign_model(slug, self.profile())
         report.seconds = time.perf_counter() - t0
         return report
 
@@ -265,7 +270,9 @@ class Indexer:
         return (f"{self.embedder.model_id}|ctx={int(self.options.contextual)}|win={int(self.options.windows)}"
                 f"|{self.tokenizer.tag}")
 
-    async def _reset_if_model_changed(self, slug: str, *, force: bool = False) -> None:
+    async def _reset_if_model_changed(self, slug: str, *, force: bool = False) -> bool:
+        """Mark every document for re-preparing when the profile changed (or ``force``); returns
+        whether it did. The campaign's recorded profile is cleared until the rebuild ends."""
         row = await self.db.campaign_row(slug)
         # The index profile: the embedder and the options that decide what gets embedded. Any
         # change re-prepares every document (vectors come from the cache where the text is the
@@ -279,7 +286,9 @@ class Indexer:
             await self.db.execute("UPDATE documents SET content_hash = '' WHERE campaign = ?", (slug,))
             # Stored BM25 tokens may come from another tokenizer: re-tokenize (cheap; no model).
             await self.db.execute("UPDATE passages SET tokens = '' WHERE campaign = ?", (slug,))
-        await self.db.set_campaign_model(slug, model)
+            await self.db.set_campaign_model(slug, "")
+            return True
+        return False
 
     async def collect_garbage(self, slug: str) -> int:
         """Delete vectors that no current passage or title refers to (left by edits or a killed run),
