@@ -121,3 +121,35 @@ async def test_a_partial_ingest_after_an_upgrade_does_not_mark_the_campaign_rebu
         assert bundle.documents and all(CANARY not in d.text for d in bundle.documents)
     finally:
         await close_engine(upgraded)
+
+
+class FailingEmbedder(HashEmbedder):
+    """A hash embedder that dies on its first batch: a re-embed killed part-way."""
+
+    def __init__(self, model_id: str) -> None:
+        super().__init__(model_id=model_id)
+        self.fail = True
+
+    async def embed_passages(self, texts):
+        if self.fail:
+            raise RuntimeError("killed mid-way")
+        return await super().embed_passages(texts)
+
+
+async def test_an_interrupted_rebuild_stays_marked_and_the_next_ingest_resumes_it(tmp_path):
+    embedder = FailingEmbedder("hash-256-v2")
+    upgraded = await upgraded_engine(tmp_path, embedder)
+    try:
+        with pytest.raises(RuntimeError):
+            await upgraded.ingest("greyhold")
+        assert not await upgraded.is_indexed("greyhold") and await upgraded.was_indexed("greyhold")
+        with pytest.raises(NotReady, match="rebuilt"):
+            await upgraded.retrieve("greyhold", QUESTION, PLAYERS)
+        embedder.fail = False
+        await upgraded.ingest("greyhold")
+        assert await upgraded.is_indexed("greyhold")
+        bundle = await upgraded.retrieve("greyhold", QUESTION, PLAYERS)
+        assert bundle.documents and all(CANARY not in d.text for d in bundle.documents)
+        assert {d.doc_id for d in bundle.documents} >= {"baron"}
+    finally:
+        await close_engine(upgraded)
