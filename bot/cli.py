@@ -9,12 +9,8 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from liminalis.errors import LiminalisError
-
-if TYPE_CHECKING:
-    from liminalis.engine import Engine
 
 __all__ = ["main"]
 
@@ -89,7 +85,7 @@ async def _run(args: argparse.Namespace) -> int:
             return 0
         if args.command == "ask":
             lens = _lens(args.lens)
-            await _ensure_indexed(engine, args.campaign)
+            await engine.ensure_indexed(args.campaign, announce=_announce)
             if args.passages:
                 bundle = await engine.retrieve(args.campaign, args.question, lens)
                 for d in bundle.documents:
@@ -112,7 +108,7 @@ async def _run(args: argparse.Namespace) -> int:
             from bot.main import open_service
 
             campaign = args.campaign or settings.default_campaign
-            await _ensure_indexed(engine, campaign)
+            await engine.ensure_indexed(campaign, announce=_announce)
             async with open_service(settings, engine) as service:
                 service.default_campaign = campaign
                 await ConsoleAdapter(service, campaign=campaign, lens=args.lens).run()
@@ -120,13 +116,10 @@ async def _run(args: argparse.Namespace) -> int:
     return 2
 
 
-async def _ensure_indexed(engine: Engine, campaign: str) -> None:
-    """The console commands answer from a local folder: index it first if it never was (or was
-    built with another embedder), rather than answer from an empty index."""
-    await engine.campaign(campaign)  # an unknown campaign says so before anything is indexed
-    if not await engine.is_indexed(campaign):
-        print(f"indexing {campaign} …", file=sys.stderr)
-        await engine.ingest(campaign)
+def _announce(campaign: str) -> None:
+    """The console commands answer from a local folder, indexed first when it never was (or was
+    built with another embedder)."""
+    print(f"indexing {campaign} …", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -59,9 +59,7 @@ async def serve(settings: Settings, *, out: Callable[[str], None] = print) -> in
     from bot.main import build_engine, open_service
 
     async with build_engine(settings) as engine:
-        if not await engine.is_indexed(settings.default_campaign):
-            out(f"indexing {settings.default_campaign} …")
-            await engine.ingest(settings.default_campaign)
+        await engine.ensure_indexed(settings.default_campaign, announce=lambda slug: out(f"indexing {slug} …"))
         async with open_service(settings, engine) as service:
             return await _run_platforms(settings, service, enabled, out)
 

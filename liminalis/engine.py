@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -129,6 +129,19 @@ class Engine:
         report = await self.indexer.ingest(config, path)
         self._ensured.add(config.slug)
         return report
+
+    async def ensure_indexed(self, slug: str, *,
+                             announce: Callable[[str], object] | None = None) -> bool:
+        """Ingest ``slug`` unless it is indexed under the current profile (the start of ``serve``
+        and of the console commands), calling ``announce(slug)`` first; returns whether it
+        ingested. An unknown campaign raises :class:`UnknownCampaign` before anything is indexed."""
+        await self.campaign(slug)
+        if await self.is_indexed(slug):
+            return False
+        if announce is not None:
+            announce(slug)
+        await self.ingest(slug)
+        return True
 
     async def _index_state(self, slug: str) -> str:
         """"ready" (indexed under the current embedder and options), "stale" (indexed under
