@@ -62,9 +62,10 @@ async def close_engine(engine: Engine) -> None:
     await engine.db.close()
 
 
-async def upgraded_engine(tmp_path: Path, embedder) -> Engine:
+async def upgraded_engine(tmp_path: Path, embedder, **kw) -> Engine:
     """The tiny campaign indexed with the default embedder, then an engine over the same data
-    directory with ``embedder``: the state right after an upgrade that ships a new embedder."""
+    directory with ``embedder`` (and ``kw`` for it): the state right after an upgrade that ships a
+    new embedder."""
     from fakes.tiny_campaign import make_tiny_campaign
 
     make_tiny_campaign(tmp_path / "campaigns")
@@ -73,7 +74,7 @@ async def upgraded_engine(tmp_path: Path, embedder) -> Engine:
         await old.ingest("greyhold")
     finally:
         await close_engine(old)
-    return await make_engine(tmp_path, milvus=False, embedder=embedder)
+    return await make_engine(tmp_path, milvus=False, embedder=embedder, **kw)
 
 
 @pytest.fixture(scope="session")

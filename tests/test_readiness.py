@@ -16,6 +16,7 @@ from bot.service import BotService, IncomingMessage
 from conftest import close_engine, make_engine, upgraded_engine
 from fakes.tiny_campaign import CANARY, make_tiny_campaign
 from liminalis.errors import NotReady
+from liminalis.ingest.indexer import IngestOptions
 from liminalis.testing import FrozenClock, HashEmbedder
 
 PLAYERS = frozenset({"players"})
@@ -124,21 +125,25 @@ async def test_a_partial_ingest_after_an_upgrade_does_not_mark_the_campaign_rebu
 
 
 class FailingEmbedder(HashEmbedder):
-    """A hash embedder that dies on its first batch: a re-embed killed part-way."""
+    """A hash embedder that dies on its second batch: a re-embed killed part-way, after the first
+    document's vectors were written."""
 
     def __init__(self, model_id: str) -> None:
         super().__init__(model_id=model_id)
         self.fail = True
+        self.calls = 0
 
     async def embed_passages(self, texts):
-        if self.fail:
+        self.calls += 1
+        if self.fail and self.calls > 1:
             raise RuntimeError("killed mid-way")
         return await super().embed_passages(texts)
 
 
 async def test_an_interrupted_rebuild_stays_marked_and_the_next_ingest_resumes_it(tmp_path):
     embedder = FailingEmbedder("hash-256-v2")
-    upgraded = await upgraded_engine(tmp_path, embedder)
+    one_doc_batches = IngestOptions(progress=False, batch_docs=1)
+    upgraded = await upgraded_engine(tmp_path, embedder, ingest_options=one_doc_batches)
     try:
         with pytest.raises(RuntimeError):
             await upgraded.ingest("greyhold")
@@ -146,10 +151,43 @@ async def test_an_interrupted_rebuild_stays_marked_and_the_next_ingest_resumes_i
         with pytest.raises(NotReady, match="rebuilt"):
             await upgraded.retrieve("greyhold", QUESTION, PLAYERS)
         embedder.fail = False
+        # A GM's one-file upload before the next tick re-embeds that file only: still rebuilding.
+        await upgraded.ingest("greyhold", tmp_path / "campaigns" / "greyhold" / "sessions" / "session-01.md")
+        assert not await upgraded.is_indexed("greyhold")
         await upgraded.ingest("greyhold")
         assert await upgraded.is_indexed("greyhold")
         bundle = await upgraded.retrieve("greyhold", QUESTION, PLAYERS)
         assert bundle.documents and all(CANARY not in d.text for d in bundle.documents)
         assert {d.doc_id for d in bundle.documents} >= {"baron"}
+    finally:
+        await close_engine(upgraded)
+
+
+async def test_a_file_that_fails_to_load_during_a_rebuild_keeps_its_previous_version_searchable(tmp_path):
+    """A file broken on disk keeps its previous version; a rebuild must rebuild that version too,
+    or the document would be left with neither vectors nor BM25 tokens under the new profile."""
+    embedder = HashEmbedder(model_id="hash-256-v2")
+    upgraded = await upgraded_engine(tmp_path, embedder)
+    session = tmp_path / "campaigns" / "greyhold" / "sessions" / "session-01.md"
+    session.write_bytes(b"---\ntitle: Session 1\n---\nThe party \xff\xfe reached")  # invalid UTF-8
+    try:
+        report = await upgraded.ingest("greyhold")
+        assert [s.reason for s in report.skipped if "session-01" in s.path] == ["not valid UTF-8 (byte 35)"]
+        assert await upgraded.is_indexed("greyhold")
+        bundle = await upgraded.retrieve("greyhold", "when did the party reach the keep at dusk", PLAYERS)
+        assert bundle.documents[0].title == "Session 1" and "at dusk" in bundle.documents[0].text
+        assert all(CANARY not in d.text for d in bundle.documents)
+        session_doc = bundle.documents[0].doc_id
+        vectors = await upgraded.store.ids("greyhold")
+        assert any(v.startswith(f"p:{session_doc}#") for v in vectors)  # the dense arm has it too
+        # A second ingest while the file stays broken does not re-prepare it again ...
+        again = await upgraded.ingest("greyhold")
+        assert again.embedded == 0 and again.passages_added == 0
+        # ... and the file's next good version replaces the kept one.
+        session.write_text("---\ntitle: Session 1\n---\nThe party sailed to the salt marsh at dawn.\n",
+                           encoding="utf-8")
+        await upgraded.ingest("greyhold")
+        bundle = await upgraded.retrieve("greyhold", "when did the party sail to the salt marsh", PLAYERS)
+        assert bundle.documents[0].title == "Session 1" and "salt marsh" in bundle.documents[0].text
     finally:
         await close_engine(upgraded)

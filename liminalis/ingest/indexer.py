@@ -20,7 +20,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +38,10 @@ __all__ = ["Indexer", "IngestOptions", "vector_id"]
 
 _log = logging.getLogger(__name__)
 _SKIP_NAMES = {"campaign.toml"}
+#: The content hash of a document re-prepared from its stored copy because its file failed to
+#: load during a rebuild. Not empty, so the document is not re-prepared again while the file stays
+#: broken; never a real hash, so the file's next good version replaces it.
+_KEPT = "kept"
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,7 +169,7 @@ class Indexer:
         existing_vectors = await self.store.ids(slug)
         # An empty collection beside stored passages (new schema, wiped store) needs a re-index.
         empty_store = not existing_vectors and bool(await self.db.passage_ids(slug))
-        reset = await self._reset_if_model_changed(slug, force=empty_store)
+        await self._reset_if_model_changed(slug, force=empty_store)
         stored = await self.db.document_hashes(slug)
         stored_rows = await self.db.passages(slug)
         stored_by_doc: dict[str, list[str]] = {}
@@ -195,6 +199,12 @@ class Indexer:
                 doc = load_document(fpath, rel, config, max_bytes=self.options.max_bytes)
             except LoadError as exc:
                 report.skipped.append(SkippedFile(rel, exc.reason))
+                if doc_id in stored and not stored[doc_id][1]:
+                    # Awaiting a rebuild (new embedder or tokenizer): rebuild the kept version from
+                    # its stored text, or it would have no vectors and no BM25 tokens afterwards.
+                    kept = await self.db.document(slug, doc_id)
+                    if kept is not None:
+                        todo.append(replace(kept, content_hash=_KEPT))
                 continue
             report.documents += 1
             if doc_id in stored and stored[doc_id][1] == doc.content_hash:
@@ -257,10 +267,11 @@ class Indexer:
                 report.passages_removed += await self.db.remove_document(slug, doc_id)
                 report.documents_removed += 1
         await self.collect_garbage(slug)
-        # The profile is recorded only once the campaign is built under it: after a reset, only a
-        # whole-campaign ingest that ran to its end rebuilt every document. Until then the engine
-        # tells players the index is being rebuilt (from any process), and the next ingest goes on.
-        if not reset or path is None:
+        # The profile is recorded only once the campaign is built under it: no document is left
+        # awaiting re-preparing (a reset blanks every content hash). Until then the engine tells
+        # players the index is being rebuilt (from any process), and the next ingest goes on; a
+        # one-file ingest after a reset, or after an interrupted rebuild, leaves it so.
+        if not await self.db.documents_awaiting_rebuild(slug):
             await self.db.set_campaign_model(slug, self.profile())
         report.seconds = time.perf_counter() - t0
         return report

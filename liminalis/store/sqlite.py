@@ -169,6 +169,12 @@ class Database:
         rows = await self.fetchall("SELECT doc_id, path, content_hash FROM documents WHERE campaign = ?", (campaign,))
         return {r["doc_id"]: (r["path"], r["content_hash"]) for r in rows}
 
+    async def documents_awaiting_rebuild(self, campaign: str) -> int:
+        """Documents whose content hash a rebuild blanked and no ingest has re-prepared yet."""
+        row = await self.fetchone(
+            "SELECT COUNT(*) AS n FROM documents WHERE campaign = ? AND content_hash = ''", (campaign,))
+        return int(row["n"]) if row else 0
+
     @staticmethod
     def _doc(r: aiosqlite.Row) -> Document:
         return Document(
