@@ -7,6 +7,7 @@ checks and lens mapping live here, so Discord, Slack and the console behave iden
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from liminalis.engine import CAMPAIGN_SCOPE, Engine
 from liminalis.errors import InvalidInput, LiminalisError, PermissionDenied, UnknownCampaign, UploadRejected
 from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, parse_document
 from liminalis.lens import Lens
+from liminalis.text import clean_text
 
 __all__ = ["IncomingMessage", "Attachment", "Reply", "BotService", "COMMANDS", "HELP", "RecapScheduling"]
 
@@ -157,6 +159,8 @@ class BotService:
     async def handle(self, msg: IncomingMessage) -> Reply:
         """Run one command. Never raises: errors become user-safe replies."""
         try:
+            # Platform JSON can carry lone surrogates and control characters: clean once, here.
+            msg = dataclasses.replace(msg, text=clean_text(msg.text or ""))
             name, arg = parse_command(msg.text)
             return await getattr(self, f"cmd_{name}")(msg, arg)
         except LiminalisError as exc:

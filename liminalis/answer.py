@@ -30,6 +30,7 @@ from liminalis.context.tokens import default_counter
 from liminalis.ingest.sentences import split_sentences
 from liminalis.ports import Clock, LanguageModel, Usage
 from liminalis.retrieval.lexical import Tokenizer
+from liminalis.text import clean_text
 from liminalis.types import Bundle, Span
 
 __all__ = ["Source", "Answer", "OfflineAnswerer", "Responder", "bundle_sources", "cited_sources"]
@@ -184,6 +185,7 @@ class Responder:
     ) -> Answer:
         """Answer ``question`` for ``lens``; ``on_text`` receives the growing text when streaming."""
         lens = frozenset(lens)
+        question = clean_text(question)  # a lone surrogate would fail the tokenizers and SQLite
         config = await self.engine.campaign(campaign)
         slug = config.slug
         budget = budget_tokens if budget_tokens is not None else self.budget_tokens

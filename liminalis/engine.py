@@ -21,6 +21,7 @@ from liminalis.retrieval.learned import DocumentRanker
 from liminalis.retrieval.lexical import Tokenizer
 from liminalis.retrieval.retriever import RetrievalParams, Retriever, Trace
 from liminalis.store.sqlite import Database
+from liminalis.text import clean_text
 from liminalis.types import Bundle, IngestReport, StageTrace
 
 __all__ = ["Engine", "Explanation", "CAMPAIGN_SCOPE", "MAX_QUERY_CHARS"]
@@ -190,7 +191,7 @@ class Engine:
         trace: Trace | None = None,
         use_pins: bool = True,
     ) -> Bundle:
-        query = (query or "").strip()
+        query = clean_text(query or "").strip()
         if not query:
             raise InvalidInput("empty query", user_message="Ask a question, e.g. `/ask who is the Lantern Queen?`")
         if len(query) > MAX_QUERY_CHARS:

@@ -8,7 +8,6 @@ files, files over the size limit, unreadable paths and malformed front matter ea
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -17,6 +16,7 @@ import yaml
 from liminalis.campaign import CampaignConfig
 from liminalis.ingest.chunking import content_hash
 from liminalis.lens import parse_visibility
+from liminalis.text import clean_text
 from liminalis.types import Document
 
 __all__ = ["LoadError", "load_document", "parse_document", "normalize_text", "SUPPORTED_SUFFIXES", "doc_id_for"]
@@ -25,7 +25,6 @@ SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt")
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 _TITLE_LINE = re.compile(r"\A\s*#\s+(.+?)\s*#*\s*$", re.M)
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 class LoadError(Exception):
@@ -38,10 +37,7 @@ class LoadError(Exception):
 
 def normalize_text(text: str) -> str:
     """NFC, ``\\n`` line ends, no control characters or lone surrogates, trailing spaces gone."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\ufeff", "")
-    text = text.encode("utf-8", "replace").decode("utf-8")
-    text = unicodedata.normalize("NFC", text)
-    text = _CONTROL.sub("", text)
+    text = clean_text(text)
     text = "\n".join(line.rstrip() for line in text.split("\n"))
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 

@@ -1,0 +1,34 @@
+"""Text hygiene for anything a user or a file hands the engine.
+
+Why one module: Python strings can hold what no downstream consumer accepts. A platform's JSON
+may carry a lone surrogate (``"\\ud800"`` decodes to one), which the fast tokenizers reject
+("TextInputSequence must be str") and SQLite cannot encode; control characters confuse
+tokenizers and terminals. Cleaning once where text enters (an ingested file, a chat message)
+keeps every later stage free of the question.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["clean_text"]
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def clean_text(text: str) -> str:
+    """NFC, ``\\n`` line ends, lone surrogates replaced by U+FFFD, control characters (but tab and
+    newline) and byte-order marks gone. Idempotent; does not strip or re-wrap."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\ufeff", "")
+    if _has_surrogate(text):  # a split pair is joined; a lone half becomes one U+FFFD
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return _CONTROL.sub("", unicodedata.normalize("NFC", text))
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
