@@ -108,3 +108,28 @@ async def test_train_from_mined_pools_with_a_teacher_and_score_dev_pools(tmp_pat
         assert (f.get_tensor(key).float() - g.get_tensor(key).half().float()).abs().max().item() == 0.0
     ce = CrossEncoderReranker(str(tmp_path / "student"))
     assert len(await ce.score("What did the fox steal?", list(texts.values()))) == len(texts)
+
+
+def test_sibling_negatives_are_the_nearest_sections_of_the_positive_story(tmp_path):
+    """``--sibling-negatives``: the positive's own story's sections from its pool, adjacent first,
+    then uniform draws from the rest of the pool; other stories' sections are never siblings."""
+    import random
+
+    from bench.rerank_data import write
+    from bench.train_reranker import draw_negatives, load_examples
+
+    texts = {f"s/fox-s0{i}#h{i}": f"fox section {i}" for i in range(1, 6)}
+    texts |= {"s/bear-s02#b": "bear section 2", "s/bear-s03#c": "bear section 3"}
+    docs = [k.split("/")[1].split("#")[0] for k in texts]
+    row = {"id": "q", "query": "What did the fox find?", "relevant": ["fox-s03"], "pool": list(texts), "docs": docs,
+           "positive": "s/fox-s03#h3", "group": "s/fox"}
+    write(tmp_path / "train.jsonl.gz", [row], texts)
+    (e,) = load_examples(tmp_path / "train.jsonl.gz", max_queries=None, seed=1)
+    assert e.siblings[:2] == ["fox section 2", "fox section 4"] or e.siblings[:2] == ["fox section 4", "fox section 2"]
+    assert set(e.siblings) == {"fox section 1", "fox section 2", "fox section 4", "fox section 5"}
+    assert "fox section 3" not in e.negatives  # the positive's document is never a negative
+    rng = random.Random(0)
+    drawn = draw_negatives(e, 4, 2, rng)
+    assert set(drawn[:2]) == {"fox section 2", "fox section 4"} and len(set(drawn)) == 4
+    assert all(len(draw_negatives(e, 4, 0, rng)) == 4 for _ in range(5))
+    assert len(draw_negatives(e, 9, 1, rng)) == 9  # a short pool repeats its own
