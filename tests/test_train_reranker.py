@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from conftest import ROOT
 from liminalis.adapters.cross_encoder import CrossEncoderReranker
 
 
@@ -133,3 +134,54 @@ def test_sibling_negatives_are_the_nearest_sections_of_the_positive_story(tmp_pa
     assert set(drawn[:2]) == {"fox section 2", "fox section 4"} and len(set(drawn)) == 4
     assert all(len(draw_negatives(e, 4, 0, rng)) == 4 for _ in range(5))
     assert len(draw_negatives(e, 9, 1, rng)) == 9  # a short pool repeats its own
+
+
+def test_device_kit_round_trip(tmp_path, monkeypatch):
+    """bench/device/kit.py: compact pools and word embeddings travel, a continuation of the
+    shipped reranker trains from them with only torch/transformers, and the packed result comes
+    back as a model the product loads with the wheel's exact word embeddings."""
+    import asyncio
+    import importlib.util
+
+    from bench.rerank_data import read, write
+    from bench.train_reranker import main
+
+    spec = importlib.util.spec_from_file_location("kit", ROOT / "bench" / "device" / "kit.py")
+    kit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kit)
+
+    texts = {f"t/fox-s0{i}#h": f"The fox ran to the mill in part {i} of the tale." for i in range(1, 5)}
+    texts |= {"t/bell-s01#b": "The smith cast a great bell of bronze.", "t/oak-s01#o": "An old oak stood on the hill."}
+    docs = [k.split("/")[1].split("#")[0] for k in texts]
+    rows = [{"id": f"q{i}", "query": f"Where did the fox run in part {i}?", "relevant": [f"fox-s0{i}"],
+             "pool": list(texts), "docs": docs, "positive": f"t/fox-s0{i}#h", "group": f"t/g{i}",
+             "learned": {d: 0.0 for d in docs}} for i in range(1, 5)]
+    write(tmp_path / "rd" / "train.jsonl.gz", rows, texts)
+    write(tmp_path / "rd" / "dev-tiny.jsonl.gz", [{k: v for k, v in r.items() if k not in {"positive", "group"}}
+                                                  for r in rows], texts)
+    kit.data(tmp_path / "rd", tmp_path / "kit")
+    kit.pools(tmp_path / "kit", tmp_path / "rd2")
+    back, passages = read(tmp_path / "rd2" / "train.jsonl.gz")
+    assert [[passages[k] for k in r["pool"]] for r in back] == [list(texts.values())] * 4
+    assert [passages[r["positive"]] for r in back] == [texts[r["positive"]] for r in rows]
+
+    kit.init(ROOT / "models" / "reranker", tmp_path / "kit", tmp_path / "init")
+    assert not (tmp_path / "init" / "liminalis_shared.json").exists()
+    assert main(["--examples", str(tmp_path / "rd2" / "train.jsonl.gz"), "--init", str(tmp_path / "init"),
+                 "--max-queries", "0", "--max-length", "48", "--batch", "2", "--negatives", "2",
+                 "--sibling-negatives", "1", "--eval-every", "0", "--quiet", "--epochs", "1", "--device", "cpu",
+                 "--lr", "1e-5", "--score", str(tmp_path / "rd2" / "dev-tiny.jsonl.gz"),
+                 "--out", str(tmp_path / "m")]) == 0
+
+    monkeypatch.setenv("OUT", str(tmp_path / "out"))
+    (tmp_path / "out").mkdir()
+    kit.pack(tmp_path / "m", "mt")
+    kit.unpack(tmp_path / "out", "mt", tmp_path / "final")
+    from safetensors import safe_open
+
+    with safe_open(str(tmp_path / "final" / "model.safetensors"), "pt") as f:
+        assert kit.WORD not in f.keys()  # the product takes them from the wheel, hash-checked
+    assert (tmp_path / "final" / "dev-scores.json").exists()
+    ce = CrossEncoderReranker(str(tmp_path / "final"))
+    scores = asyncio.run(ce.score("Where did the fox run?", ["The fox ran to the mill.", "An old oak stood."]))
+    assert scores[0] > scores[1]
