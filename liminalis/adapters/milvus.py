@@ -88,6 +88,45 @@ class _LiteIteratorTsFilter(logging.Filter):
 
 
 _TS_FILTER = _LiteIteratorTsFilter()
+_ITERATOR_LOGGER = "pymilvus.client.iterator.query_iterator"
+
+
+def _check_lite_lock(uri: str) -> None:
+    """Fail with an explanation when another process has this Milvus Lite store open.
+
+    Milvus Lite takes an exclusive lock on its data directory, one process at a time: a CLI
+    ``ingest`` or ``ask`` beside a running bot would otherwise fail with a library traceback and
+    "try again", which never helps while the bot runs. Probed before the client starts (the
+    library logs the failure with a traceback); a lock this process already holds is fine.
+    """
+    import os
+    import sys
+
+    lock = Path(uri) / "LOCK"  # milvus_lite.db.LOCK_FILENAME
+    if sys.platform == "win32" or not lock.exists():
+        return
+    from milvus_lite.server_manager import server_manager_instance
+
+    if os.path.abspath(uri) in getattr(server_manager_instance, "_servers", {}):
+        return
+    import fcntl
+
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    except OSError:
+        raise StoreError(
+            f"Milvus Lite store {uri} is open in another process",
+            user_message=(
+                "The campaign index is open in another Liminalis process (the bot?). Milvus Lite allows "
+                "one process per data directory: stop the other one, or share the index through "
+                "`milvus-lite server --data-dir <data dir>/milvus.db` with LIMINALIS_MILVUS_URI="
+                "http://127.0.0.1:19530 for every process."
+            ),
+        ) from None
+    finally:
+        os.close(fd)
 
 
 class MilvusVectorStore:
@@ -123,12 +162,16 @@ class MilvusVectorStore:
             return
         from pymilvus import MilvusClient
 
+        # Milvus Lite (in-process, or its ``milvus-lite server`` over http) has no server
+        # timestamp for query iterators; the client's clock is right for it, and a Milvus
+        # server never logs this.
+        if _TS_FILTER not in logging.getLogger(_ITERATOR_LOGGER).filters:
+            logging.getLogger(_ITERATOR_LOGGER).addFilter(_TS_FILTER)
         if "://" not in self._uri:  # Milvus Lite, in-process
             Path(self._uri).parent.mkdir(parents=True, exist_ok=True)
-            for logger, flt in (("grpc._server", _RPC_FILTER),
-                                ("pymilvus.client.iterator.query_iterator", _TS_FILTER)):
-                if flt not in logging.getLogger(logger).filters:
-                    logging.getLogger(logger).addFilter(flt)
+            if _RPC_FILTER not in logging.getLogger("grpc._server").filters:
+                logging.getLogger("grpc._server").addFilter(_RPC_FILTER)
+            _check_lite_lock(self._uri)
         kwargs = {"uri": self._uri}
         if self._token:
             kwargs["token"] = self._token

@@ -1,0 +1,88 @@
+"""Milvus across processes: the one-URI switch to a server, and a clear error for a second
+process on a Milvus Lite data directory (one process at a time)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import close_engine, make_engine
+from fakes.tiny_campaign import CANARY, GM_TITLE, make_tiny_campaign
+from liminalis.adapters.milvus import MilvusVectorStore
+from liminalis.errors import StoreError
+
+MILVUS_LITE = Path(sys.executable).parent / "milvus-lite"
+HOLD = "import sys, time; from pymilvus import MilvusClient; MilvusClient(uri=sys.argv[1]).list_collections(); " \
+       "print('ready', flush=True); time.sleep(120)"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def lite_server(tmp_path):
+    """``milvus-lite server``: Milvus Lite behind the gRPC protocol a Milvus server speaks."""
+    port = _free_port()
+    proc = subprocess.Popen([str(MILVUS_LITE), "server", "--data-dir", str(tmp_path / "served.db"), "--host",
+                             "127.0.0.1", "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.2)
+        else:
+            pytest.fail("milvus-lite server did not start")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+async def test_the_engine_runs_against_a_server_uri(tmp_path, lite_server, capfd):
+    """Only the URI changes: ingest, a players' question behind the GM wall, a GM's question,
+    and reading a collection back with an iterator all go over the network protocol."""
+    make_tiny_campaign(tmp_path / "campaigns")
+    engine = await make_engine(tmp_path, milvus=False, store=MilvusVectorStore(lite_server))
+    try:
+        report = await engine.ingest("greyhold")
+        assert report.documents == 3 and not report.skipped
+        players = await engine.retrieve("greyhold", "the baron's secret in the river tower", frozenset({"players"}))
+        assert players.documents and all(CANARY not in d.text and d.title != GM_TITLE for d in players.documents)
+        gm = await engine.retrieve("greyhold", "the baron is a drowned vampire", frozenset({"gm"}))
+        assert GM_TITLE in [d.title for d in gm.documents]
+        assert len(await engine.store.all_vectors("greyhold")) == len(await engine.store.ids("greyhold")) > 0
+    finally:
+        await close_engine(engine)
+    assert "mvccTs" not in "".join(capfd.readouterr())  # pymilvus's iterator warning is not shown
+
+
+async def test_a_second_process_on_a_lite_store_gets_a_clear_error(tmp_path, capfd):
+    uri = str(tmp_path / "milvus.db")
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, uri], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        store = MilvusVectorStore(uri)
+        with pytest.raises(StoreError) as caught:
+            await store.ensure("c", dim=4, model_id="m")
+        assert "another Liminalis process" in caught.value.user_message
+        assert "milvus-lite server" in caught.value.user_message
+        await store.close()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert "Traceback" not in "".join(capfd.readouterr())
+    store = MilvusVectorStore(uri)  # the holder is gone: this process opens it
+    try:
+        await store.ensure("c", dim=4, model_id="m")
+    finally:
+        await store.close()
