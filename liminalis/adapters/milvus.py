@@ -16,7 +16,9 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 import re
+import sys
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -99,9 +101,6 @@ def _check_lite_lock(uri: str) -> None:
     "try again", which never helps while the bot runs. Probed before the client starts (the
     library logs the failure with a traceback); a lock this process already holds is fine.
     """
-    import os
-    import sys
-
     lock = Path(uri) / "LOCK"  # milvus_lite.db.LOCK_FILENAME
     if sys.platform == "win32" or not lock.exists():
         return
