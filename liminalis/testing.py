@@ -85,6 +85,9 @@ class MemoryVectorStore:
     async def ids(self, campaign: str) -> set[str]:
         return set(self.rows.get(campaign, {}))
 
+    async def invalidate(self, campaign: str) -> None:
+        """Nothing is cached: every search reads the rows."""
+
     async def search(
         self, campaign: str, vector: np.ndarray, *, lens: frozenset[str], top_k: int,
         visibilities: object = None, doc_ids: Sequence[str] | None = None,

@@ -86,3 +86,31 @@ async def test_a_second_process_on_a_lite_store_gets_a_clear_error(tmp_path, cap
         await store.ensure("c", dim=4, model_id="m")
     finally:
         await store.close()
+
+
+async def test_an_edit_by_another_process_reaches_the_cached_rows(tmp_path, lite_server):
+    """Two processes on one server (the bot, and a CLI ingest beside it): the bot's cache of
+    document rows for restricted searches follows the campaign's generation, so an edit made by
+    the other process is searched at once, not after a timeout."""
+    make_tiny_campaign(tmp_path / "campaigns")
+    bot = await make_engine(tmp_path, milvus=False, store=MilvusVectorStore(lite_server))
+    cli = await make_engine(tmp_path, milvus=False, store=MilvusVectorStore(lite_server))
+    players = frozenset({"players"})
+    try:
+        await cli.ingest("greyhold")
+        await bot.retrieve("greyhold", "who rules Greyhold keep from the river tower?", players)
+        vec = await bot.embedder.embed_query("who breeds white ravens?")
+        assert await bot.store.search("greyhold", vec, lens=players, top_k=100, doc_ids=["baron"])  # rows cached
+        before = await bot.store.ids("greyhold")
+        (tmp_path / "campaigns" / "greyhold" / "baron.md").write_text(
+            "---\ntitle: Baron Aldric\n---\n# Baron Aldric\n\nThe baron breeds white ravens in the north tower.\n",
+            encoding="utf-8")
+        await cli.ingest("greyhold")
+        bundle = await bot.retrieve("greyhold", "who breeds white ravens?", players)
+        assert bundle.documents[0].title == "Baron Aldric" and "white ravens" in bundle.documents[0].text
+        rows = await bot.store.search("greyhold", vec, lens=players, top_k=100, doc_ids=["baron"])
+        now = await bot.store.ids("greyhold")
+        assert rows and {h.id for h in rows} <= now and not {h.id for h in rows} <= before
+    finally:
+        await close_engine(bot)
+        await close_engine(cli)

@@ -19,7 +19,6 @@ import logging
 import os
 import re
 import sys
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -66,7 +65,6 @@ class _DocRows:
 #: 384-float vector (1.5 KB); a long transcript window has about 20 rows, so 1,024 documents
 #: cost at most about 30 MB, and a 500-document campaign fits whole.
 DOC_ROWS_CACHE = 1024
-DOC_ROWS_TTL_S = 600.0
 
 
 class _UnimplementedRpcFilter(logging.Filter):
@@ -139,10 +137,10 @@ class MilvusVectorStore:
         self._collections: dict[str, str] = {}
         #: collection → doc id → its rows (ids, passage ids, kinds, visibilities, unit vectors),
         #: for restricted searches. Touched only on the store's one worker thread. A collection's
-        #: entries are dropped on every write through this store, and after ``DOC_ROWS_TTL_S``
-        #: (writes by another process to a shared server).
+        #: entries are dropped on every write through this store, and on ``invalidate`` (the
+        #: engine calls it when the campaign's generation moved: a write by another process to a
+        #: shared server).
         self._doc_rows: dict[str, OrderedDict[str, _DocRows]] = {}
-        self._doc_rows_born: dict[str, float] = {}
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         def call() -> T:
@@ -299,11 +297,6 @@ class MilvusVectorStore:
             # would return nothing. Those documents' rows are fetched once (then cached until
             # the collection is written) and scored here: a few hundred dot products. The rows
             # carry their visibility, checked against the lens exactly as ``go`` checks hits.
-            now = time.monotonic()
-            if now - self._doc_rows_born.get(name, now) > DOC_ROWS_TTL_S:
-                self._doc_rows.pop(name, None)
-            if name not in self._doc_rows:
-                self._doc_rows_born[name] = now
             cache = self._doc_rows.setdefault(name, OrderedDict())
             wanted = sorted(set(doc_ids or ()))
             missing = [d for d in wanted if d not in cache]
@@ -356,6 +349,11 @@ class MilvusVectorStore:
             return hits
 
         return await self._run(exact if doc_ids is not None else go)
+
+    async def invalidate(self, campaign: str) -> None:
+        name = self._collections.get(campaign)
+        if name:
+            await self._run(lambda: self._doc_rows.pop(name, None))
 
     async def flush(self, campaign: str) -> None:
         name = self._name(campaign)

@@ -155,6 +155,10 @@ class Retriever:
         cat = self._catalogs.get(campaign)
         if cat is not None and cat.generation == gen:
             return cat
+        if cat is not None:
+            # The campaign changed since the last snapshot, maybe by another process writing to
+            # a shared Milvus: the store's cached rows may be stale too.
+            await self.store.invalidate(campaign)
         docs = {d.doc_id: d for d in await self.db.documents(campaign)}
         passages: dict[str, PassageInfo] = {}
         by_doc: dict[str, list[str]] = {}
