@@ -49,8 +49,9 @@ def hostile(rng: random.Random) -> IncomingMessage:
     )
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-async def test_a_hostile_session_never_crashes_and_never_leaks(tmp_path, seed):
+@pytest.fixture
+async def service(tmp_path):
+    """The tiny campaign, ingested, linked to channel C1 on Discord and Slack."""
     make_tiny_campaign(tmp_path / "campaigns")
     engine = await make_engine(tmp_path, milvus=False)
     try:
@@ -58,37 +59,34 @@ async def test_a_hostile_session_never_crashes_and_never_leaks(tmp_path, seed):
         svc = BotService(engine)
         await svc.directory.link("discord", "C1", "greyhold")
         await svc.directory.link("slack", "C1", "greyhold")
-        rng = random.Random(seed)
-        answered = 0
-        for _ in range(250):
-            m = hostile(rng)
-            reply = await svc.handle(m)
-            assert "something went wrong" not in reply.text, m.text[:200]
-            answered += not reply.error
-            if "GM" not in m.roles:
-                shown = " ".join([reply.text, *reply.notes, *(f"{s.title} {s.section} {s.doc_id}" for s in reply.sources)])
-                assert CANARY not in shown and GM_TITLE not in shown, m.text[:200]
-        assert answered > 20  # the session reached real answers, not only error replies
+        yield svc
     finally:
         await close_engine(engine)
 
 
-async def test_lone_surrogates_are_cleaned_where_text_enters(tmp_path):
-    make_tiny_campaign(tmp_path / "campaigns")
-    engine = await make_engine(tmp_path, milvus=False)
-    try:
-        await engine.ingest("greyhold")
-        svc = BotService(engine)
-        await svc.directory.link("discord", "C1", "greyhold")
-        for text in ["/ask who guards the keep \ud800?", "who pays the guards \udfff", "/pin add Baron \ud800"]:
-            reply = await svc.handle(IncomingMessage(platform="discord", channel_id="C1", user_id="111",
+@pytest.mark.parametrize("seed", [0, 1, 2])
+async def test_a_hostile_session_never_crashes_and_never_leaks(service, seed):
+    rng = random.Random(seed)
+    answered = 0
+    for _ in range(250):
+        m = hostile(rng)
+        reply = await service.handle(m)
+        assert "something went wrong" not in reply.text, m.text[:200]
+        answered += not reply.error
+        if "GM" not in m.roles:
+            shown = " ".join([reply.text, *reply.notes, *(f"{s.title} {s.section} {s.doc_id}" for s in reply.sources)])
+            assert CANARY not in shown and GM_TITLE not in shown, m.text[:200]
+    assert answered > 20  # the session reached real answers, not only error replies
+
+
+async def test_lone_surrogates_are_cleaned_where_text_enters(service):
+    for text in ["/ask who guards the keep \ud800?", "who pays the guards \udfff", "/pin add Baron \ud800"]:
+        reply = await service.handle(IncomingMessage(platform="discord", channel_id="C1", user_id="111",
                                                      roles=("GM",), text=text))
-            assert not reply.error, (text, reply.text)
-            reply.text.encode("utf-8")  # what the platform client must send
-        bundle = await engine.retrieve("greyhold", "baron \ud800 silver", frozenset({"players"}))
-        assert bundle.documents
-    finally:
-        await close_engine(engine)
+        assert not reply.error, (text, reply.text)
+        reply.text.encode("utf-8")  # what the platform client must send
+    bundle = await service.engine.retrieve("greyhold", "baron \ud800 silver", frozenset({"players"}))
+    assert bundle.documents
 
 
 def test_clean_text():
