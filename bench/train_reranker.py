@@ -174,7 +174,8 @@ def load_examples(path: Path, *, max_queries: int | None, seed: int) -> list[Exa
     for r in rows[: max_queries or None]:
         rel = set(r["relevant"])
         negs = [passages[k] for k, d in zip(r["pool"], r["docs"]) if d not in rel]
-        pos_doc = r["positive"].split("/", 1)[-1].split("#", 1)[0]
+        # The positive's document: named in the row by the device kit, else read from its key.
+        pos_doc = r.get("positive_doc") or r["positive"].split("/", 1)[-1].split("#", 1)[0]
         near = sorted((dist, i) for i, (k, d) in enumerate(zip(r["pool"], r["docs"]))
                       if d not in rel and (dist := section_distance(pos_doc, d)) is not None)
         if negs:

@@ -164,6 +164,10 @@ def test_device_kit_round_trip(tmp_path, monkeypatch):
     back, passages = read(tmp_path / "rd2" / "train.jsonl.gz")
     assert [[passages[k] for k in r["pool"]] for r in back] == [list(texts.values())] * 4
     assert [passages[r["positive"]] for r in back] == [texts[r["positive"]] for r in rows]
+    from bench.train_reranker import load_examples
+
+    kept = load_examples(tmp_path / "rd2" / "train.jsonl.gz", max_queries=None, seed=1)
+    assert all(len(e.siblings) == 3 for e in kept)  # the other fox sections, found after the trip too
 
     kit.init(ROOT / "models" / "reranker", tmp_path / "kit", tmp_path / "init")
     assert not (tmp_path / "init" / "liminalis_shared.json").exists()

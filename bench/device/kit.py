@@ -42,6 +42,12 @@ REPO = Path(__file__).resolve().parents[2]  # here only: data/check import the p
 KEEP = ("config.json", "liminalis_head.pt", "training.json", "dev-scores.json")
 
 
+def positive_doc(key: str) -> str:
+    """The document of a pool passage key ``<set>/<doc id>#<hash>`` (the kit's keys are indices,
+    so it travels beside them: ``--sibling-negatives`` needs it)."""
+    return key.split("/", 1)[-1].split("#", 1)[0]
+
+
 def data(pools: Path, kit: Path) -> None:
     """Compact ``pools`` (bench.rerank_data output) and the word embeddings its texts use."""
     sys.path.insert(0, str(REPO))
@@ -65,7 +71,8 @@ def data(pools: Path, kit: Path) -> None:
         sets[f.name] = [
             {**{k: v for k, v in r.items() if k not in {"pool", "learned", "positive"}},
              "pool": [index[k] for k in r["pool"]],
-             **({"positive": index[r["positive"]]} if "positive" in r else {})}
+             **({"positive": index[r["positive"]], "positive_doc": positive_doc(r["positive"])}
+                if "positive" in r else {})}
             for r in rows
         ]
     blob = json.dumps({"texts": texts, "sets": sets}, separators=(",", ":")).encode()
