@@ -49,6 +49,9 @@ class Attachment:
     filename: str
     data: bytes
     size: int | None = None  # the platform's declared size when the data was not downloaded (too big)
+    #: Why the adapter could not hand the file over (a failed download), in words for the GM; the
+    #: upload reports it beside the other files, which are still ingested.
+    error: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -408,6 +411,9 @@ class BotService:
         skipped: list[tuple[str, str]] = []
         for att in attachments[:10]:
             name = _SAFE_NAME.sub("-", PurePosixPath(att.filename.replace("\\", "/")).name).strip(".-")[:100] or "upload.md"
+            if att.error:
+                skipped.append((name, att.error))
+                continue
             if PurePosixPath(name).suffix.lower() not in SUPPORTED_SUFFIXES:
                 skipped.append((name, "unsupported file type (use .md or .txt)"))
                 continue

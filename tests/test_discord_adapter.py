@@ -193,6 +193,18 @@ async def test_upload_by_gm_ingests_and_player_refused(env):
     assert "Session 2" in titles
 
 
+async def test_a_failed_attachment_download_is_reported_not_a_crash(env):
+    api, adapter, _ = env
+    att = {"id": "12", "filename": "gone.md", "size": 70, "url": f"{api.url}/attachments/gone.md",
+           "proxy_url": f"{api.url}/attachments/gone.md", "content_type": "text/markdown"}
+    opt = [{"name": "file", "type": 11, "value": "12"}]
+    await invoke(adapter, interaction_payload("upload", opt, user_id=GM, roles=[GM_ROLE_ID],
+                                              resolved={"attachments": {"12": att}}, iid=7))
+    (gm,) = followups(api)
+    assert "gone.md: could not be downloaded from Discord" in all_text(gm) and gm["flags"] & 64
+    assert "something went wrong" not in all_text(gm)
+
+
 async def test_mention_sanitized_and_gm_mention_goes_to_dm(env):
     api, adapter, _ = env
     state = adapter.client._connection

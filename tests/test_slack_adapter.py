@@ -168,6 +168,19 @@ async def test_gm_upload_by_mention_with_file(env):
     assert len(api.find("/files/notes.md")) == 1  # the player's file was never downloaded
 
 
+async def test_a_failed_download_is_reported_for_that_file_and_the_others_ingested(env):
+    api, adapter, _ = env
+    api.files["notes.md"] = b"# Session 2\n\nThe party found the silver bell.\n"
+    good = {"id": "F1", "name": "notes.md", "size": 50, "url_private_download": f"{api.url}/files/notes.md"}
+    gone = {"id": "F2", "name": "gone.md", "size": "n/a", "url_private_download": f"{api.url}/files/gone.md"}
+    await event(adapter, {"type": "app_mention", "user": SLACK_GM, "text": f"<@{BOT_USER}> /upload", "channel": CHANNEL,
+                          "ts": "3.1", "event_ts": "3.1", "files": [gone, good]})
+    (post,) = await api.wait_for("chat.postEphemeral", 1)
+    text = dump(post)
+    assert "Ingested 1 file" in text and "gone.md: could not be downloaded from Slack" in text
+    assert "something went wrong" not in text
+
+
 async def test_blocks_within_limits_and_sanitized():
     sources = tuple(Source(f"d{i}", f"Doc {i}") for i in range(300))
     reply = Reply(text=("<!everyone> @here word " * 6000), sources=sources, title="Recap")

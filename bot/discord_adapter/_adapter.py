@@ -28,6 +28,7 @@ __all__ = ["DiscordAdapter", "send_with_retry", "build_intents"]
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
 NEUTRAL = "Sorry, something went wrong on my side. The error has been logged."
+DOWNLOAD_FAILED = "could not be downloaded from Discord; attach it again"
 _MENTION = re.compile(r"<@!?(\d+)>")
 NO_MENTIONS = discord.AllowedMentions.none()
 
@@ -160,7 +161,11 @@ class DiscordAdapter:
             if f.size > self.service.max_upload_bytes:
                 out.append(Attachment(f.filename, b"", size=f.size))  # rejected by size, never downloaded
                 continue
-            out.append(Attachment(f.filename, await f.read()))
+            try:
+                out.append(Attachment(f.filename, await f.read()))
+            except discord.HTTPException as exc:  # an expired or deleted attachment: report that file alone
+                _log.warning("discord: downloading %s failed: %s", f.filename, exc)
+                out.append(Attachment(f.filename, b"", error=DOWNLOAD_FAILED))
         return out
 
     # -- the one path for every app command --------------------------------------------------

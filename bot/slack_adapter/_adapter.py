@@ -31,6 +31,8 @@ __all__ = ["SlackAdapter", "ChannelRateLimiter"]
 
 _log = logging.getLogger(__name__)
 NEUTRAL = "Sorry, something went wrong on my side. The error has been logged."
+DOWNLOAD_FAILED = "could not be downloaded from Slack; attach it again"
+_DOWNLOAD_TIMEOUT = aiohttp.ClientTimeout(total=60)
 _MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|[^>]*)?>")
 
 
@@ -182,15 +184,24 @@ class SlackAdapter:
                                                    thread_ts=thread_ts)
 
     async def _download(self, file: dict[str, Any]) -> Attachment:
+        """One file of a GM's message; a failed download is reported for that file alone."""
         name = str(file.get("name") or "upload.md")
-        size = int(file.get("size") or 0)
+        try:
+            size = int(file.get("size") or 0)
+        except (TypeError, ValueError):
+            size = 0
         url = file.get("url_private_download") or file.get("url_private")
         if not url or size > self.service.max_upload_bytes:
             return Attachment(name, b"", size=size)  # rejected by the service, never downloaded
         headers = {"Authorization": f"Bearer {self.client.token}"}
-        async with aiohttp.ClientSession() as session, session.get(url, headers=headers) as resp:
-            resp.raise_for_status()
-            data = await resp.content.read(self.service.max_upload_bytes + 1)
+        try:
+            async with aiohttp.ClientSession(timeout=_DOWNLOAD_TIMEOUT) as session, \
+                    session.get(url, headers=headers) as resp:
+                resp.raise_for_status()
+                data = await resp.content.read(self.service.max_upload_bytes + 1)
+        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            _log.warning("slack: downloading %s failed: %s", name, exc)
+            return Attachment(name, b"", error=DOWNLOAD_FAILED)
         return Attachment(name, data)
 
     async def _on_error(self, error: Exception, body: dict[str, Any]) -> None:

@@ -105,7 +105,8 @@ class FakeDiscordApi(CatchAllServer):
                                           "global": False}, status=429, headers=headers)
         m = request.method
         if path.startswith("/attachments/"):
-            return web.Response(body=self.files.get(path.rsplit("/", 1)[-1], b""))
+            name = path.rsplit("/", 1)[-1]
+            return web.Response(body=self.files[name]) if name in self.files else web.Response(status=404)
         if m == "GET" and path == "/users/@me":
             return _json(user_payload(BOT_ID, "Liminalis", bot=True))
         if m == "GET" and path == "/oauth2/applications/@me":

@@ -69,7 +69,8 @@ class MockSlackApi(CatchAllServer):
         if path.startswith("/files/"):
             if request.headers.get("Authorization") != "Bearer xoxb-test":
                 return web.Response(status=403)
-            return web.Response(body=self.files.get(path.rsplit("/", 1)[-1], b""))
+            name = path.rsplit("/", 1)[-1]
+            return web.Response(body=self.files[name]) if name in self.files else web.Response(status=404)
         if path.startswith("/respond/"):
             return web.Response(text="ok")
         method = path.removeprefix("/api/")
