@@ -311,7 +311,12 @@ def write_card(out: Path, report: dict[str, Any], model: LearnedRanker) -> None:
                        "lists them), so its scores are what it gives on a campaign it never saw: a ranker fit on the "
                        "embedder's own training groups learns to over-trust the dense arm. `ranker.json` records the "
                        "embedder's `model_id`; a service configured with another embedder logs a warning at start.\n\n")
-    (out / "README.md").write_text(f"""# Liminalis learned document ranker
+    # A hand-written "## Why …" section (the feature choice and its evidence) survives a refit.
+    card = out / "README.md"
+    old_card = card.read_text() if card.exists() else ""
+    at = old_card.find("\n## Why ")
+    kept = old_card[at:] if at >= 0 else ""
+    card.write_text(f"""# Liminalis learned document ranker
 
 A linear listwise ranker (ListNet top-one) over {len(FEATURES)} retrieval features
 (liminalis/retrieval/learned.py) that re-orders the documents of the fused pool. Trained by
@@ -340,7 +345,7 @@ A linear listwise ranker (ListNet top-one) over {len(FEATURES)} retrieval featur
 | feature | weight |
 |---|---|
 {weights}
-""")
+{kept}""")
 
 
 if __name__ == "__main__":

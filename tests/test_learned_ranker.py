@@ -173,3 +173,15 @@ async def test_pool_features_tell_apart_candidates_that_share_the_hero(tmp_path)
         assert f["near"]["span_coverage"] > f["far"]["span_coverage"] > 0
     finally:
         await close_engine(engine)
+
+
+def test_a_refit_keeps_the_hand_written_why_section_of_the_card(tmp_path):
+    from bench.train_ranker import write_card
+
+    (tmp_path / "README.md").write_text("# old card\n\n## Weights\n| a | 1 |\n\n## Why these features\nCV table.\n")
+    report = {"validation_mrr": {"0.001": 0.7}, "validation_by_group": {}, "features_from_cache": [], "groups": {"g": 1},
+              "valid_groups": ["g"], "command": "cmd", "validation_fused_mrr": 0.6, "l2": 1e-3, "seconds": 1}
+    write_card(tmp_path, report, load_ranker(SHIPPED_RANKER))
+    card = (tmp_path / "README.md").read_text()
+    assert card.endswith("## Why these features\nCV table.\n") and card.count("## Weights") == 1
+    assert "# old card" not in card
