@@ -88,7 +88,9 @@ async def test_bad_files_are_reported_and_skipped(tmp_path, campaign_copy):
         kettle = campaign_copy / "places" / "the-copper-kettle.md"
         kettle.write_bytes(b"\xff\xfe broken")
         report2 = await engine.ingest("emberfall")
-        assert any(s.path == "places/the-copper-kettle.md" for s in report2.skipped)
+        (kept,) = [s.reason for s in report2.skipped if s.path == "places/the-copper-kettle.md"]
+        assert kept.endswith("its previous version stays searchable")
+        assert not reasons["bad/latin1.md"].endswith("searchable")  # a file never ingested has none
         assert await engine.db.passages("emberfall", "places/the-copper-kettle")
     finally:
         await close_engine(engine)

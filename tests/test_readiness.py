@@ -172,7 +172,7 @@ async def test_a_file_that_fails_to_load_during_a_rebuild_keeps_its_previous_ver
     session.write_bytes(b"---\ntitle: Session 1\n---\nThe party \xff\xfe reached")  # invalid UTF-8
     try:
         report = await upgraded.ingest("greyhold")
-        assert [s.reason for s in report.skipped if "session-01" in s.path] == ["not valid UTF-8 (byte 35)"]
+        assert [s.reason for s in report.skipped if "session-01" in s.path] == ["not valid UTF-8 (byte 35); its previous version stays searchable"]
         assert await upgraded.is_indexed("greyhold")
         bundle = await upgraded.retrieve("greyhold", "when did the party reach the keep at dusk", PLAYERS)
         assert bundle.documents[0].title == "Session 1" and "at dusk" in bundle.documents[0].text

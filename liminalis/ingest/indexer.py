@@ -42,6 +42,7 @@ _SKIP_NAMES = {"campaign.toml"}
 #: load during a rebuild. Not empty, so the document is not re-prepared again while the file stays
 #: broken; never a real hash, so the file's next good version replaces it.
 _KEPT = "kept"
+KEPT_NOTE = "its previous version stays searchable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +199,9 @@ class Indexer:
             try:
                 doc = load_document(fpath, rel, config, max_bytes=self.options.max_bytes)
             except LoadError as exc:
-                report.skipped.append(SkippedFile(rel, exc.reason))
+                # Tell the GM nothing was lost: the last good version stays searchable.
+                kept_note = f"; {KEPT_NOTE}" if doc_id in stored else ""
+                report.skipped.append(SkippedFile(rel, exc.reason + kept_note))
                 if doc_id in stored and not stored[doc_id][1]:
                     # Awaiting a rebuild (new embedder or tokenizer): rebuild the kept version from
                     # its stored text, or it would have no vectors and no BM25 tokens afterwards.
