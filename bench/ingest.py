@@ -5,7 +5,8 @@
 Copies the corpus into a temporary campaign (no embedding cache), ingests it with the real
 embedder into Milvus Lite, then edits one paragraph in the middle of the longest document and
 re-ingests. Prints documents/s, passages/s, embedded/s and the edit's re-embedded passages and
-seconds.
+seconds; then how fast one large document (1 MB and 5 MB of prose, the upload limit) is split
+into passages, with no model involved: splitting once went quadratic in a document's length.
 """
 
 from __future__ import annotations
@@ -73,6 +74,23 @@ async def run(corpus_dir: Path, *, limit: int | None, windows: bool, embedder: A
     }
 
 
+def chunk_speed(sizes_mb: tuple[int, ...] = (1, 5)) -> dict[str, float]:
+    """Seconds to chunk one document of each size (prose from the sample campaign, repeated)."""
+    from liminalis.ingest.chunking import chunk_document
+    from liminalis.ingest.loaders import normalize_text
+
+    root = Path(__file__).resolve().parent.parent / "campaigns" / "emberfall"
+    prose = normalize_text("\n\n".join(f.read_text() for f in sorted(root.rglob("*.md"))))
+    out = {}
+    for mb in sizes_mb:
+        text = (prose * (mb * 1_000_000 // len(prose) + 1))[: mb * 1_000_000]
+        t = time.perf_counter()
+        passages = chunk_document("big", text, visibility=frozenset({"players"}))
+        out[f"{mb}MB_seconds"] = round(time.perf_counter() - t, 2)
+        out[f"{mb}MB_passages"] = len(passages)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.ingest")
     ap.add_argument("dir", nargs="?", type=Path, default=DEFAULT)
@@ -81,12 +99,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     r = asyncio.run(run(args.dir, limit=args.limit, windows=args.windows))
+    r["chunking"] = chunk_speed()
     if args.json:
         print(json.dumps(r))
     else:
         print(f"{r['set']}: {r['documents']} documents, {r['passages']} passages, {r['windows']} windows in {r['seconds']} s")
         print(f"  documents/s {r['documents_per_s']}  passages/s {r['passages_per_s']}  embedded (passages+windows)/s {r['embedded_per_s']}")
         print(f"  one-paragraph edit: {r['edit_passages_reembedded']} passages + {r['edit_windows_reembedded']} windows re-embedded in {r['edit_seconds']} s")
+        print("  chunking one large document: " + ", ".join(
+            f"{mb} MB in {r['chunking'][f'{mb}MB_seconds']} s ({r['chunking'][f'{mb}MB_passages']} passages)" for mb in (1, 5)))
     return 0
 
 

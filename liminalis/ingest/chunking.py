@@ -71,15 +71,22 @@ def _headings(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
-def _heading_path(heads: list[tuple[int, int, str]], pos: int) -> str:
+def _heading_paths(heads: list[tuple[int, int, str]], positions: list[int]) -> list[str]:
+    """The heading path (``Part > Chapter > Scene``) in force at each of ``positions`` (ascending):
+    one pass over the headings, not one per passage, which made a long document with many
+    headings quadratic to chunk."""
     stack: list[tuple[int, str]] = []
-    for off, level, title in heads:
-        if off > pos:
-            break
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, title))
-    return " > ".join(t for _, t in stack)
+    out: list[str] = []
+    i = 0
+    for pos in positions:
+        while i < len(heads) and heads[i][0] <= pos:
+            _off, level, title = heads[i]
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, title))
+            i += 1
+        out.append(" > ".join(t for _, t in stack))
+    return out
 
 
 def chunk_document(
@@ -151,6 +158,7 @@ def chunk_document(
 
     passages: list[Passage] = []
     seen: dict[str, int] = {}
+    paths = _heading_paths(heads, [sents[group[0]][0] for group in groups])
     for ordinal, group in enumerate(groups):
         start, end = sents[group[0]][0], sents[group[-1]][1]
         body = text[start:end]
@@ -166,7 +174,7 @@ def chunk_document(
                 start=start,
                 end=end,
                 text=body,
-                heading=_heading_path(heads, start),
+                heading=paths[ordinal],
                 hash=h,
                 visibility=visibility,
                 sentence_ends=tuple(sents[i][1] for i in group),
