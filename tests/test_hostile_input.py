@@ -5,6 +5,11 @@ path tricks, huge numbers, 3,000-character words, prompt injections), GM uploads
 and broken files, on three platforms, linked and unlinked channels and DMs. Every reply must be
 handled (no "something went wrong") and no reply to a non-GM may carry the GM canary or title.
 Found by this test first: a lone surrogate in a question crashed the token counter.
+
+Hostile documents too: random front matter (wrong types, unknown visibilities, impossible dates,
+huge titles) and bodies (zero-width runs, tables, 20,000-character words). Ingest must finish,
+report what it skipped, and no players' bundle may hold the text of a document players may not
+see. Found by it first: ``date: 2026-13-45`` in front matter crashed the whole ingest.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import pytest
 from bot.service import COMMANDS, Attachment, BotService, IncomingMessage
 from conftest import close_engine, make_engine
 from fakes.tiny_campaign import CANARY, GM_TITLE, make_tiny_campaign
+from liminalis.campaign import load_campaign
+from liminalis.ingest.loaders import LoadError, _front_matter, parse_document
 from liminalis.text import clean_text
 
 WORDS = [
@@ -96,3 +103,52 @@ def test_clean_text():
     assert clean_text("Cafe\u0301") == "Café"
     s = "plain text 🙂"
     assert clean_text(s) == s and clean_text(clean_text("\ud800")) == clean_text("\ud800")
+
+
+FRONT = [
+    "title: X", "title: 123", "title: [a, b]", "title: {a: 1}", "title: ''", "title: null", "visibility: gm",
+    "visibility: [gm, mirel]", "visibility: players", "visibility: 7", "visibility: [players, 3]", "visibility: {x: 1}",
+    "visibility: ''", "visibility: GM", "aliases: [a, null, 3]", "aliases: notalist", "aliases: {k: v}", "tags: 5",
+    "type: session", "type: [x]", "synopsis: " + "s" * 2000, "title: " + "T" * 5000, "date: 2026-13-45",
+    "date: 2026-03-14", "title: \u202eevil",
+]
+BODY = ["# H\n", "## H2\n", "word " * 50, "\u200b" * 30, "\n" * 50, "| a | b |\n|---|---|\n| 1 | 2 |\n", "```\ncode\n```\n",
+        "x" * 20000, "- item\n" * 100, "The bell rang. " * 40, "\t\t\n", "<script>alert(1)</script>"]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+async def test_hostile_documents_ingest_and_never_leak(tmp_path, seed):
+    rng = random.Random(seed)
+    root = make_tiny_campaign(tmp_path / "campaigns")
+    for i in range(40):
+        front = "\n".join(rng.sample(FRONT, rng.randint(0, 4)))
+        body = "".join(rng.choice(BODY) for _ in range(rng.randint(0, 6)))
+        folder = root / rng.choice(["", "gm", "sessions", "deep/a/b"])
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"doc{i}.md").write_text((f"---\n{front}\n---\n" if rng.random() < 0.8 else "") + body, encoding="utf-8")
+    config, hidden = load_campaign(root), 0
+    for f in root.rglob("doc*.md"):  # the canary goes into every document players may not see
+        try:
+            doc = parse_document(f.read_bytes(), f.relative_to(root).as_posix(), config)
+        except LoadError:
+            continue
+        if "players" not in doc.visibility:
+            f.write_text(f.read_text(encoding="utf-8") + f"\n\n{CANARY} and the bell rang.\n", encoding="utf-8")
+            hidden += 1
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        report = await engine.ingest("greyhold")
+        assert report.documents > 20 and report.skipped and hidden > 3
+        for q in ["the bell rang", CANARY, "evil", "item", "code"]:
+            bundle = await engine.retrieve("greyhold", q, frozenset({"players"}))
+            assert all(CANARY not in d.text for d in bundle.documents), q
+    finally:
+        await close_engine(engine)
+
+
+def test_front_matter_typos_and_alias_bombs():
+    assert _front_matter("date: 2026-13-45\ntitle: x") == {"date": "2026-13-45", "title": "x"}
+    bomb = "a: &a [x, x]\nb: &b [*a, *a]\nc: &c [*b, *b]\ntitle: *c"
+    for bad, reason in [(bomb, "aliases"), ("d: !!timestamp 2026-13-45", "could not be read"), ("t: [open", "line")]:
+        with pytest.raises(LoadError, match=reason):
+            _front_matter(bad)

@@ -27,6 +27,34 @@ _FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 _TITLE_LINE = re.compile(r"\A\s*#\s+(.+?)\s*#*\s*$", re.M)
 
 
+class _FrontMatterLoader(yaml.SafeLoader):
+    """YAML's safe loader without implicit timestamps: ``date: 2026-13-45`` stays a string (a GM's
+    typo must not fail the file, and no field here wants a date object)."""
+
+
+_FrontMatterLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _front_matter(source: str) -> object:
+    """Parse front matter, or raise :class:`LoadError` with a line number where YAML gives one.
+
+    Aliases are refused: ``*ref`` lets a few lines name a structure that grows exponentially when
+    it is turned into text (the "billion laughs"), and front matter never needs them."""
+    try:
+        if any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(source, Loader=_FrontMatterLoader)):
+            raise LoadError("malformed front matter (YAML aliases such as *name are not supported)")
+        return yaml.load(source, Loader=_FrontMatterLoader)  # noqa: S506 (a SafeLoader subclass)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 2})" if mark is not None else ""
+        raise LoadError(f"malformed front matter{where}") from None
+    except (ValueError, TypeError, RecursionError):  # a value YAML parsed but could not build
+        raise LoadError("malformed front matter (a value could not be read)") from None
+
+
 class LoadError(Exception):
     """A file that cannot be ingested; ``reason`` is safe to show the uploader."""
 
@@ -74,12 +102,7 @@ def parse_document(raw: bytes, rel_path: str, config: CampaignConfig) -> Documen
     m = _FRONT.match(text.lstrip("\ufeff"))
     body = text.lstrip("\ufeff")
     if m:
-        try:
-            loaded = yaml.safe_load(m.group(1))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" (line {mark.line + 2})" if mark is not None else ""
-            raise LoadError(f"malformed front matter{where}") from None
+        loaded = _front_matter(m.group(1))
         if loaded is None:
             loaded = {}
         if not isinstance(loaded, dict):
