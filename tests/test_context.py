@@ -351,3 +351,19 @@ async def test_memory_is_walled_by_lens(tmp_path):
         players = await store.load("c", "chat", frozenset({"players"}))
         assert players.turns == []
         assert (await store.load("c", "chat", frozenset({"gm"}))).turns == [("secret?", "The ninth bell is hollow.")]
+
+
+def test_long_texts_are_counted_once():
+    """A whole document is counted on every question that retrieves it: long texts are
+    remembered (same count), short ones are not kept."""
+    from liminalis.context.tokens import _MEMO_CHARS, default_counter
+
+    c = default_counter()
+    long_text = "The drowned bell rang beneath the ice. " * (_MEMO_CHARS // 30)
+    before = c._count_long.cache_info()
+    first, second = c.count(long_text), c.count(long_text)
+    after = c._count_long.cache_info()
+    assert first == second == len(c._tok.encode(long_text, add_special_tokens=False).ids)
+    assert after.hits == before.hits + 1 and after.misses == before.misses + 1
+    c.count("short text")
+    assert c._count_long.cache_info().currsize == after.currsize

@@ -20,6 +20,10 @@ class TokenCounter(Protocol):
     def count(self, text: str) -> int: ...
 
 
+#: Texts at least this long (about 5,000 tokens) have their counts remembered.
+_MEMO_CHARS = 20_000
+
+
 class WordPieceCounter:
     """Counts tokens with a ``tokenizer.json`` (no special tokens, no truncation)."""
 
@@ -33,6 +37,15 @@ class WordPieceCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
+        if len(text) >= _MEMO_CHARS:
+            return self._count_long(text)
+        return len(self._tok.encode(text, add_special_tokens=False).ids)
+
+    @functools.lru_cache(maxsize=32)  # noqa: B019 (one counter per process; the cache is bounded)
+    def _count_long(self, text: str) -> int:
+        """Long texts are whole documents, counted again on every question that retrieves them
+        (about 0.3 s per MB): remembered. The catalog holds the same string objects, whose hash
+        Python keeps, so a hit costs nothing and the cache pins at most 32 extra texts."""
         return len(self._tok.encode(text, add_special_tokens=False).ids)
 
     def count_many(self, texts: list[str]) -> list[int]:
