@@ -81,6 +81,15 @@ def _strs(value: Any, where: str) -> tuple[str, ...]:
     return tuple(str(v) for v in value)
 
 
+def _table(value: Any, where: str) -> dict[str, Any]:
+    """A TOML table, or a :class:`ConfigError` that names the key (a GM edits this file by hand)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be a table ([{where}] with keys under it)")
+    return value
+
+
 def load_campaign(root: Path, slug: str | None = None) -> CampaignConfig:
     """Read ``root/campaign.toml``; a folder without one is a campaign with defaults."""
     slug = validate_slug(slug or root.name)
@@ -93,14 +102,19 @@ def load_campaign(root: Path, slug: str | None = None) -> CampaignConfig:
             data = tomllib.loads(cfg_path.read_text(encoding="utf-8"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{cfg_path}: {exc}") from exc
-    roles = data.get("roles", {}) or {}
-    discord = roles.get("discord", {}) or {}
-    slack = roles.get("slack", {}) or {}
+    roles = _table(data.get("roles"), "roles")
+    discord = _table(roles.get("discord"), "roles.discord")
+    slack = _table(roles.get("slack"), "roles.slack")
     members: dict[str, dict[str, tuple[str, ...]]] = {}
-    for lens, spec in (data.get("lens_members", {}) or {}).items():
-        members[str(lens)] = {k: _strs(v, f"lens_members.{lens}.{k}") for k, v in (spec or {}).items()}
+    for lens, spec in _table(data.get("lens_members"), "lens_members").items():
+        spec = _table(spec, f"lens_members.{lens}")
+        members[str(lens)] = {k: _strs(v, f"lens_members.{lens}.{k}") for k, v in spec.items()}
     lenses = tuple(l.lower() for l in _strs(data.get("lenses"), "lenses") if l.lower() not in {"gm", "players"})
-    recap = data.get("recap", {}) or {}
+    recap = _table(data.get("recap"), "recap")
+    try:
+        whole_chars = int(data.get("whole_document_chars", 2400))
+    except (TypeError, ValueError):
+        raise ConfigError("whole_document_chars must be a number") from None
     return CampaignConfig(
         slug=slug,
         name=str(data.get("name") or slug),
@@ -118,5 +132,5 @@ def load_campaign(root: Path, slug: str | None = None) -> CampaignConfig:
         ),
         recap_cron=str(recap.get("cron", "")),
         recap_channel=str(recap.get("channel", "")),
-        whole_document_chars=int(data.get("whole_document_chars", 2400)),
+        whole_document_chars=whole_chars,
     )

@@ -152,3 +152,28 @@ def test_front_matter_typos_and_alias_bombs():
     for bad, reason in [(bomb, "aliases"), ("d: !!timestamp 2026-13-45", "could not be read"), ("t: [open", "line")]:
         with pytest.raises(LoadError, match=reason):
             _front_matter(bad)
+
+
+TOML_LINES = [
+    'name = "X"', 'name = 5', 'lenses = ["mirel"]', 'lenses = "mirel"', 'lenses = [1, 2]', 'lenses = [["a"]]',
+    'gm_paths = ["gm/**"]', 'gm_paths = "gm"', 'always_include = 3', '[roles.discord]', 'gm = ["GM"]', 'gm = "GM"',
+    'gm_users = [111]', '[roles.slack]', 'gm_users = {a = 1}', '[lens_members.mirel]', 'discord_roles = 5',
+    'slack_users = [true]', '[recap]', 'cron = 5', 'channel = []', '[[weird]]', 'x = 1979-05-27T07:32:00Z',
+    '[lens_members]', 'mirel = 3', 'whole_document_chars = "lots"', 'roles = 5', 'recap = "daily"', '= broken',
+]
+
+
+def test_a_hand_edited_campaign_toml_fails_with_a_config_error(tmp_path):
+    """Whatever a GM writes in campaign.toml, loading it either works or raises the error tree's
+    ConfigError naming the key (players see only "the bot is misconfigured")."""
+    from liminalis.errors import LiminalisError
+
+    for seed in range(400):
+        rng = random.Random(seed)
+        root = tmp_path / f"c{seed}"
+        root.mkdir()
+        (root / "campaign.toml").write_text("\n".join(rng.choice(TOML_LINES) for _ in range(rng.randint(0, 8))))
+        try:
+            load_campaign(root)
+        except LiminalisError as exc:
+            assert exc.user_message and "Traceback" not in exc.user_message
