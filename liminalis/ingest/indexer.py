@@ -284,9 +284,9 @@ class Indexer:
         return (f"{self.embedder.model_id}|ctx={int(self.options.contextual)}|win={int(self.options.windows)}"
                 f"|{self.tokenizer.tag}")
 
-    async def _reset_if_model_changed(self, slug: str, *, force: bool = False) -> bool:
-        """Mark every document for re-preparing when the profile changed (or ``force``); returns
-        whether it did. The campaign's recorded profile is cleared until the rebuild ends."""
+    async def _reset_if_model_changed(self, slug: str, *, force: bool = False) -> None:
+        """Mark every document for re-preparing when the profile changed (or ``force``). The
+        campaign's recorded profile is cleared until no document awaits re-preparing."""
         row = await self.db.campaign_row(slug)
         # The index profile: the embedder and the options that decide what gets embedded. Any
         # change re-prepares every document (vectors come from the cache where the text is the
@@ -301,8 +301,6 @@ class Indexer:
             # Stored BM25 tokens may come from another tokenizer: re-tokenize (cheap; no model).
             await self.db.execute("UPDATE passages SET tokens = '' WHERE campaign = ?", (slug,))
             await self.db.set_campaign_model(slug, "")
-            return True
-        return False
 
     async def collect_garbage(self, slug: str) -> int:
         """Delete vectors that no current passage or title refers to (left by edits or a killed run),
