@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["POOL", "mine", "evidence_passage", "evidence_score", "group_of", "normalize", "read", "write", "main"]
+__all__ = ["POOL", "doc_of_key", "mine", "evidence_passage", "evidence_score", "group_of", "normalize", "read", "write", "main"]
 
 ROOT = Path(__file__).resolve().parent.parent
 POOL = 40
@@ -52,6 +52,11 @@ def group_of(doc_id: str) -> str:
     """The story or episode of a training document (fairytaleqa ``<story>-sNN``, crd3
     ``C1E0NN_MM``): validation holds out whole groups."""
     return re.sub(r"(-s\d+|_\d+)$", "", doc_id)
+
+
+def doc_of_key(key: str) -> str:
+    """The document of a pool passage key ``<set>/<doc id>#<hash>``."""
+    return key.split("/", 1)[-1].split("#", 1)[0]
 
 
 def evidence_score(text: str, evidence: Sequence[str]) -> int:

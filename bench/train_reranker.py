@@ -165,7 +165,7 @@ def build_examples(train_dirs: list[Path], *, max_queries: int | None, negatives
 def load_examples(path: Path, *, max_queries: int | None, seed: int) -> list[Example]:
     """Examples mined by ``bench.rerank_data`` (the product's own hybrid pool): every pool
     passage of a non-relevant document is a negative; ``train`` samples from them each epoch."""
-    from bench.rerank_data import read
+    from bench.rerank_data import doc_of_key, read
 
     rows, passages = read(path)
     rng = random.Random(seed)
@@ -175,7 +175,7 @@ def load_examples(path: Path, *, max_queries: int | None, seed: int) -> list[Exa
         rel = set(r["relevant"])
         negs = [passages[k] for k, d in zip(r["pool"], r["docs"]) if d not in rel]
         # The positive's document: named in the row by the device kit, else read from its key.
-        pos_doc = r.get("positive_doc") or r["positive"].split("/", 1)[-1].split("#", 1)[0]
+        pos_doc = r.get("positive_doc") or doc_of_key(r["positive"])
         near = sorted((dist, i) for i, (k, d) in enumerate(zip(r["pool"], r["docs"]))
                       if d not in rel and (dist := section_distance(pos_doc, d)) is not None)
         if negs:

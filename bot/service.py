@@ -7,11 +7,10 @@ checks and lens mapping live here, so Discord, Slack and the console behave iden
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Protocol
 
@@ -163,7 +162,7 @@ class BotService:
         """Run one command. Never raises: errors become user-safe replies."""
         try:
             # Platform JSON can carry lone surrogates and control characters: clean once, here.
-            msg = dataclasses.replace(msg, text=clean_text(msg.text or ""))
+            msg = replace(msg, text=clean_text(msg.text or ""))
             name, arg = parse_command(msg.text)
             return await getattr(self, f"cmd_{name}")(msg, arg)
         except LiminalisError as exc:

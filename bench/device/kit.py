@@ -42,12 +42,6 @@ REPO = Path(__file__).resolve().parents[2]  # here only: data/check import the p
 KEEP = ("config.json", "liminalis_head.pt", "training.json", "dev-scores.json")
 
 
-def positive_doc(key: str) -> str:
-    """The document of a pool passage key ``<set>/<doc id>#<hash>`` (the kit's keys are indices,
-    so it travels beside them: ``--sibling-negatives`` needs it)."""
-    return key.split("/", 1)[-1].split("#", 1)[0]
-
-
 def data(pools: Path, kit: Path) -> None:
     """Compact ``pools`` (bench.rerank_data output) and the word embeddings its texts use."""
     sys.path.insert(0, str(REPO))
@@ -55,7 +49,7 @@ def data(pools: Path, kit: Path) -> None:
     from safetensors import safe_open
     from transformers import AutoTokenizer
 
-    from bench.rerank_data import read
+    from bench.rerank_data import doc_of_key, read
     from liminalis.adapters.sentence_transformers import resolve_model_path
 
     kit.mkdir(parents=True, exist_ok=True)
@@ -71,7 +65,8 @@ def data(pools: Path, kit: Path) -> None:
         sets[f.name] = [
             {**{k: v for k, v in r.items() if k not in {"pool", "learned", "positive"}},
              "pool": [index[k] for k in r["pool"]],
-             **({"positive": index[r["positive"]], "positive_doc": positive_doc(r["positive"])}
+             # the kit's keys are indices: the positive's document travels beside them
+             **({"positive": index[r["positive"]], "positive_doc": doc_of_key(r["positive"])}
                 if "positive" in r else {})}
             for r in rows
         ]

@@ -28,8 +28,15 @@ _TITLE_LINE = re.compile(r"\A\s*#\s+(.+?)\s*#*\s*$", re.M)
 
 
 class _FrontMatterLoader(yaml.SafeLoader):
-    """YAML's safe loader without implicit timestamps: ``date: 2026-13-45`` stays a string (a GM's
-    typo must not fail the file, and no field here wants a date object)."""
+    """YAML's safe loader without implicit timestamps (``date: 2026-13-45`` stays a string: a GM's
+    typo must not fail the file, and no field here wants a date object) and without aliases:
+    ``*ref`` lets a few lines name a structure that grows exponentially when it is turned into
+    text (the "billion laughs"), and front matter never needs them."""
+
+    def compose_node(self, parent: object, index: object) -> object:
+        if self.check_event(yaml.AliasEvent):
+            raise LoadError("malformed front matter (YAML aliases such as *name are not supported)")
+        return super().compose_node(parent, index)
 
 
 _FrontMatterLoader.yaml_implicit_resolvers = {
@@ -39,13 +46,8 @@ _FrontMatterLoader.yaml_implicit_resolvers = {
 
 
 def _front_matter(source: str) -> object:
-    """Parse front matter, or raise :class:`LoadError` with a line number where YAML gives one.
-
-    Aliases are refused: ``*ref`` lets a few lines name a structure that grows exponentially when
-    it is turned into text (the "billion laughs"), and front matter never needs them."""
+    """Parse front matter, or raise :class:`LoadError` with a line number where YAML gives one."""
     try:
-        if any(isinstance(e, yaml.AliasEvent) for e in yaml.parse(source, Loader=_FrontMatterLoader)):
-            raise LoadError("malformed front matter (YAML aliases such as *name are not supported)")
         return yaml.load(source, Loader=_FrontMatterLoader)  # noqa: S506 (a SafeLoader subclass)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
