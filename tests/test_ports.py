@@ -210,7 +210,8 @@ async def test_milvus_lite_does_not_print_its_unimplemented_rpc_tracebacks(tmp_p
 
 async def test_milvus_reads_back_a_collection_larger_than_a_servers_query_window(tmp_path, caplog, capfd):
     """A Milvus server refuses offset + limit above 16,384, so reading a campaign back by offset
-    paging breaks past that size; the store scans with an iterator. Milvus Lite's missing server
+    paging breaks past that size, and one query returns at most that many rows; the store scans
+    with an iterator, for a whole campaign and for a restricted search's rows. Milvus Lite's missing server
     timestamp for the iterator is expected and not shown to a GM."""
     import logging
 
@@ -230,6 +231,13 @@ async def test_milvus_reads_back_a_collection_larger_than_a_servers_query_window
         back = await s.all_vectors("c")
         assert [d for d, _ in back] == [r.doc_id for r in recs]
         assert np.allclose(back[-1][1], recs[-1].vector)
+        # A search restricted to documents holding more rows than one query returns (a few
+        # multi-megabyte candidates) still scores every row of them.
+        docs = sorted({r.doc_id for r in recs})
+        q = recs[-1].vector
+        hits = await s.search("c", q, lens=frozenset({"gm"}), top_k=10**9, doc_ids=docs)
+        assert len(hits) == n
+        assert hits[0].id == max(recs, key=lambda r: float(r.vector @ q)).id
     finally:
         await s.close()
     assert "mvccTs" not in caplog.text + "".join(capfd.readouterr())  # pymilvus logs to its own handler

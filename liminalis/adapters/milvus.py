@@ -249,10 +249,12 @@ class MilvusVectorStore:
 
         return await self._run(go)
 
-    def _scan(self, name: str, fields: list[str], *, batch: int = 4000) -> Iterator[dict[str, Any]]:
-        """Every row of a collection. An iterator, not offset paging: a Milvus server refuses
-        offset + limit above 16,384, so paging would break a large campaign on a server."""
-        it = self._client.query_iterator(name, batch_size=batch, filter='id != ""', output_fields=fields)
+    def _scan(self, name: str, fields: list[str], *, where: str = 'id != ""',
+              batch: int = 4000) -> Iterator[dict[str, Any]]:
+        """Every row of a collection (or those matching ``where``). An iterator, not offset
+        paging: a Milvus server refuses offset + limit above 16,384, so paging would break a
+        large campaign on a server."""
+        it = self._client.query_iterator(name, batch_size=batch, filter=where, output_fields=fields)
         try:
             while rows := it.next():
                 yield from rows
@@ -303,8 +305,10 @@ class MilvusVectorStore:
             for i in range(0, len(missing), 256):
                 part = missing[i : i + 256]
                 got: dict[str, list[dict[str, Any]]] = {d: [] for d in part}
-                rows = self._client.query(name, filter="doc_id in {ids}".format(ids=json.dumps(part)), limit=16384,
-                                          output_fields=["id", "passage_id", "doc_id", "kind", "vis", "vector"])
+                # An iterator, not one query: a query returns at most 16,384 rows, and a few
+                # multi-megabyte documents hold more (their rows were silently cut off).
+                rows = self._scan(name, ["id", "passage_id", "doc_id", "kind", "vis", "vector"],
+                                  where="doc_id in {ids}".format(ids=json.dumps(part)))
                 for r in rows:
                     got.setdefault(r["doc_id"], []).append(r)
                 for d, rs in got.items():

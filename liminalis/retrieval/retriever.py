@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -224,8 +225,10 @@ class Retriever:
         if sig.query_vector is None or not docs:
             return
         # Every row of the candidates (a passage has a vector and may have several windows):
-        # a tighter limit could cut off a whole document whose rows all score low.
-        hits = await self.store.search(cat.campaign, sig.query_vector, lens=lens, top_k=16384,
+        # any limit could cut off a whole document whose rows all score low, behind a few
+        # multi-megabyte candidates. A restricted search is exact (scored by the store, not an
+        # index), so no server search limit applies.
+        hits = await self.store.search(cat.campaign, sig.query_vector, lens=lens, top_k=sys.maxsize,
                                        visibilities=cat.visibilities, doc_ids=list(docs))
         wanted = set(docs)
         for h in hits:
