@@ -367,3 +367,60 @@ def test_long_texts_are_counted_once():
     assert after.hits == before.hits + 1 and after.misses == before.misses + 1
     c.count("short text")
     assert c._count_long.cache_info().currsize == after.currsize
+
+
+class _Recording:
+    """The real counter, recording the length of every text it tokenizes."""
+
+    def __init__(self) -> None:
+        from liminalis.context.tokens import default_counter
+
+        self.inner = default_counter()
+        self.lengths: list[int] = []
+
+    def count(self, text: str) -> int:
+        self.lengths.append(len(text))
+        return self.inner.count(text)
+
+
+def _huge_document() -> str:
+    return "\n\n".join(f"Chapter {i}. The Vigil Key passed from the ferryman to the abbess, who hid it "
+                       f"beneath the {i}th bell of the drowned chapel." for i in range(12_000))
+
+
+def test_word_floor_bounds_the_count_and_at_most_agrees_with_it():
+    from liminalis.context.tokens import at_most, default_counter, word_floor
+
+    c = default_counter()
+    for text in ["", "one", "Don't—stop! The ninth bell's hollow.", para(3), MATCH * 40, "ünïcödé wörds ﬁne"]:
+        n = c.count(text)
+        assert word_floor(text) <= n
+        assert [at_most(c, text, k) for k in (n - 1, n, n + 1)] == [False, True, True]
+
+
+def test_a_huge_document_is_never_tokenized_whole():
+    """A multi-megabyte document retrieved (or pinned) for the first time cost 3–6 s a question
+    in token counting alone. Its whole text is compared with caps by its word count; a standing
+    copy is clipped from paragraph-sized counts, once."""
+    from liminalis.context.material import ContextDoc
+    from liminalis.context.prompt import stable_document
+
+    huge = _huge_document()
+    start = huge.index("Chapter 7000.")
+    span = Span(start, start + 40)
+    strongest = ContextDoc("big", "Big", "lore", huge[start : start + 200], rank=0)
+    background_doc = ContextDoc("big2", "Big two", "lore", huge[start : start + 200], rank=1)
+    c = _Recording()
+    out, report = tier_documents([strongest, background_doc], {"big": huge, "big2": huge},
+                                 {"big": (span,), "big2": (span,)}, params=TierParams(keep_full=1), counter=c)
+    assert out[0].tier != "whole"  # far over the whole-document cap
+    assert report.tiered == ("big2",) and "Chapter 7000." in out[1].text
+    assert max(c.lengths) < 20_000
+    c.lengths.clear()
+    standing = stable_document(ContextDoc("big", "Big", "lore", ""), huge, cap_tokens=600, counter=c)
+    assert standing.tier == "clipped" and standing.text.startswith("Chapter 0.") and CLIP_MARKER.search(standing.text)
+    assert c.lengths and max(c.lengths) < 20_000
+    c.lengths.clear()
+    again = stable_document(ContextDoc("big", "Big", "lore", ""), huge, cap_tokens=600, counter=c)
+    assert again.text == standing.text
+    assert not c.lengths  # the next question pays nothing

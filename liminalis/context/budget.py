@@ -78,21 +78,28 @@ def clip_marker(tokens: int) -> str:
     return f"[… clipped: {tokens:,} tokens omitted to fit the budget …]"
 
 
-def _units(text: str, unit_tokens: int, counter: TokenCounter) -> list[str]:
-    """Paragraphs, with over-long ones split into sentences; earlier omission markers dropped."""
+def _units(text: str, unit_tokens: int, counter: TokenCounter) -> tuple[list[str], list[int]]:
+    """Paragraphs, with over-long ones split into sentences; earlier omission markers dropped
+    (an empty unit). With each unit's token count: a paragraph is counted once, not again."""
     out: list[str] = []
+    sizes: list[int] = []
     for para in re.split(r"\n{2,}", text):
         para = para.strip()
         if not para:
             continue
         if _OMITTED.match(para) or CLIP_MARKER.fullmatch(para):
             out.append("")  # a gap that already existed stays a gap
+            sizes.append(0)
             continue
-        if counter.count(para) <= unit_tokens:
+        n = counter.count(para)
+        if n <= unit_tokens:
             out.append(para)
+            sizes.append(n)
             continue
-        out.extend(" ".join(para[s:e].split()) for s, e, _ in split_sentences(para))
-    return out
+        sents = [" ".join(para[s:e].split()) for s, e, _ in split_sentences(para)]
+        out.extend(sents)
+        sizes.extend(counter.count(u) if u else 0 for u in sents)
+    return out, sizes
 
 
 def _best_window(units: Sequence[str], sizes: Sequence[int], overlap: Sequence[int], room: int) -> set[int]:
@@ -132,10 +139,10 @@ def clip_text(
     always kept, even when it alone exceeds ``target``.
     """
     c = counter or default_counter()
-    units = _units(text, unit_tokens, c)
+    units, sizes = _units(text, unit_tokens, c)
     q = set(_TOKENIZER(query))
-    sizes = [c.count(u) if u else 0 for u in units]
-    overlap = [len(q & set(_TOKENIZER(u))) if u else 0 for u in units]
+    # No query terms (a standing document, clipped head-first): nothing to overlap with.
+    overlap = [len(q & set(_TOKENIZER(u))) if u and q else 0 for u in units]
     marker_cost = 20
     # The densest contiguous run first: what a question asks about usually spans neighbouring
     # paragraphs (a scene, an exchange), and scattered best-matching lines lose the connective

@@ -18,6 +18,7 @@ text (never the query-shaped rendering) and are capped head-first, not query-cli
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -25,7 +26,7 @@ from dataclasses import dataclass, replace
 from liminalis.context.budget import BudgetParams, Fitted, clip_text, fit_budget
 from liminalis.context.material import ContextDoc, count_blocks, from_rendered
 from liminalis.context.tiering import TierParams, TierReport, tier_documents
-from liminalis.context.tokens import TokenCounter, default_counter
+from liminalis.context.tokens import TokenCounter, at_most, default_counter
 from liminalis.ports import Message
 from liminalis.types import Bundle, Span
 
@@ -92,10 +93,19 @@ def stable_document(doc: ContextDoc, full_text: str, *, cap_tokens: int, counter
     """A standing document from its full text, capped head-first (question-independent)."""
     # The section of a rendered document follows the question's matches: drop it here.
     whole = replace(doc, text=full_text, tier="whole", section="")
-    if counter.count(full_text) <= cap_tokens:
-        return whole
-    text, _ = clip_text(full_text, cap_tokens, query="", counter=counter)
-    return whole.with_text(text, "clipped")
+    clipped = _standing_clip(full_text, cap_tokens, counter)
+    return whole if clipped is None else whole.with_text(clipped, "clipped")
+
+
+@functools.lru_cache(maxsize=64)
+def _standing_clip(full_text: str, cap_tokens: int, counter: TokenCounter) -> str | None:
+    """The clipped text of a standing document, None when it fits whole. Remembered: it does
+    not depend on the question, and a pinned document is clipped on every question (a pinned
+    5 MB document cost 6 s a question). The catalog hands over the same string object each
+    time, whose hash Python keeps, so a hit costs nothing."""
+    if at_most(counter, full_text, cap_tokens):
+        return None
+    return clip_text(full_text, cap_tokens, query="", counter=counter)[0]
 
 
 def split_bundle(

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from liminalis.context.material import ContextDoc
-from liminalis.context.tokens import TokenCounter, default_counter
+from liminalis.context.tokens import TokenCounter, at_most, default_counter, word_floor
 from liminalis.ingest.sentences import split_sentences
 from liminalis.retrieval.lexical import Tokenizer
 from liminalis.retrieval.render import render_spans
@@ -180,7 +180,7 @@ def tier_documents(
             guard = "no matched passages"
         if guard == "strongest" and params.strongest_whole and full is not None and d.tier == "rendered":
             # Full fidelity for the strongest hits: their whole text, when it is not huge.
-            if d.text != full and c.count(full) <= params.whole_cap_tokens:
+            if d.text != full and at_most(c, full, params.whole_cap_tokens):
                 out.append(d.with_text(full, "whole"))
                 refused.append((d.doc_id, guard))
                 continue
@@ -197,15 +197,17 @@ def tier_documents(
             whole = d.text.strip() == full.strip()
             passages = render_spans(full, spans) if whole else d.text
         summary = (summaries or {}).get(d.doc_id) or extractive_summary(full, params.summary_tokens)
-        full_tokens = c.count(full)
+        # The whole text's count is compared, never used: its word count settles the comparison
+        # for a long document without tokenizing all of it.
+        floor = word_floor(full)
         passage_tokens = c.count(passages)
         summary_tokens = c.count(summary)
-        if summary and summary_tokens >= full_tokens - passage_tokens:
+        if summary and at_most(c, full, summary_tokens + passage_tokens, floor=floor):
             # The summary would cost more than the text it replaces: refuse it.
             refused.append((d.doc_id, "compression: summary"))
             summary = ""
         text = f"Summary: {summary}\n\n{passages}" if summary else passages
-        if c.count(text) >= full_tokens or text == d.text:
+        if text == d.text or at_most(c, full, c.count(text), floor=floor):
             out.append(d)
             refused.append((d.doc_id, "compression"))
             continue
