@@ -183,3 +183,24 @@ async def test_small_budget_clips_keeps_pins_and_says_so(engine):
     stable = prompt.stable
     await responder.respond("emberfall", "Who carried the Vigil Key out of Emberfall?", PLAYERS, chat="x")
     assert responder.last_prompt.stable == stable
+
+
+async def test_a_gm_pin_clipped_and_remembered_for_the_gm_never_reaches_players(engine):
+    """A standing document is clipped once and remembered by its text. Whether a lens may see
+    it is decided before that, on every question: the GM's warm copy never serves a player."""
+    await engine.add_pin("emberfall", "gm/secrets.md", GM)
+    model = ScriptedModel()
+    responder = Responder(engine, model=model, stable_doc_tokens=120)
+    question = "What is the truth behind the ninth bell?"
+    await responder.respond("emberfall", question, GM, chat="gm")
+    pinned = next(d for d in responder.last_prompt.stable_documents if d.doc_id == "gm/secrets")
+    assert pinned.tier == "clipped"
+    lines = [x.lower() for x in pinned.text.split("\n\n") if len(x) > 40 and not CLIP_MARKER.search(x)]
+    secret = lines[-1]  # the last whole paragraph the GM's copy kept
+    assert secret in request_text(model.requests[-1])
+    for chat in ("gm", "table"):  # the GM's own chat too: memory is per lens
+        await responder.respond("emberfall", question, PLAYERS, chat=chat)
+        assert "gm/secrets" not in [d.doc_id for d in responder.last_prompt.stable_documents]
+        text = request_text(model.requests[-1])
+        assert secret not in text
+        assert [c for c in CANARIES if c in text] == []
