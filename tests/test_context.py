@@ -392,7 +392,8 @@ def test_word_floor_bounds_the_count_and_at_most_agrees_with_it():
     from liminalis.context.tokens import at_most, default_counter, word_floor
 
     c = default_counter()
-    for text in ["", "one", "Don't—stop! The ninth bell's hollow.", para(3), MATCH * 40, "ünïcödé wörds ﬁne"]:
+    for text in ["", "one", "Don't—stop! The ninth bell's hollow.", para(3), MATCH * 40, "ünïcödé wörds ﬁne",
+                 "bad bytes \ufffd\ufffd here \ufffd"]:
         n = c.count(text)
         assert word_floor(text) <= n
         assert [at_most(c, text, k) for k in (n - 1, n, n + 1)] == [False, True, True]

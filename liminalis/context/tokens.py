@@ -66,9 +66,13 @@ def count_tokens(text: str) -> int:
 
 def word_floor(text: str) -> int:
     """A lower bound on the token count: every whitespace-separated word is at least one
-    WordPiece token (words made only of characters the tokenizer drops, such as control
-    characters, are removed at ingest). Counting words is about 50× cheaper than tokenizing:
+    WordPiece token, unless the tokenizer drops all of it. It drops control characters (removed
+    at ingest anyway) and U+FFFD (what undecodable bytes became), so those count as spaces here;
+    a word of bare combining accents is the one case left, and the worst it does is show a
+    document clipped rather than whole. Counting words is about 50× cheaper than tokenizing:
     5 MB in 0.05 s, against 3 s."""
+    if "\ufffd" in text:
+        text = text.replace("\ufffd", " ")
     return len(text.split())
 
 
