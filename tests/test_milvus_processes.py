@@ -114,3 +114,11 @@ async def test_an_edit_by_another_process_reaches_the_cached_rows(tmp_path, lite
     finally:
         await close_engine(bot)
         await close_engine(cli)
+
+
+async def test_a_server_serves_past_its_query_window(lite_server):
+    """Over the network protocol, where the 16,384-row window is the server's rule: a campaign
+    read back, and a restricted search over more rows than one query may return."""
+    from test_ports import check_past_query_window
+
+    await check_past_query_window(lite_server)

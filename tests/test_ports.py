@@ -211,18 +211,26 @@ async def test_milvus_lite_does_not_print_its_unimplemented_rpc_tracebacks(tmp_p
 async def test_milvus_reads_back_a_collection_larger_than_a_servers_query_window(tmp_path, caplog, capfd):
     """A Milvus server refuses offset + limit above 16,384, so reading a campaign back by offset
     paging breaks past that size, and one query returns at most that many rows; the store scans
-    with an iterator, for a whole campaign and for a restricted search's rows. Milvus Lite's missing server
-    timestamp for the iterator is expected and not shown to a GM."""
+    with an iterator, for a whole campaign and for a restricted search's rows. Milvus Lite's
+    missing server timestamp for the iterator is expected and not shown to a GM. (The same
+    check runs over a server URI in test_milvus_processes.)"""
     import logging
 
+    caplog.set_level(logging.WARNING)
+    await check_past_query_window(str(tmp_path / "m.db"))
+    assert "mvccTs" not in caplog.text + "".join(capfd.readouterr())  # pymilvus logs to its own handler
+
+
+async def check_past_query_window(uri: str) -> None:
+    """16,384 + 700 rows in 37 documents: every id, every vector, and a search restricted to all
+    the documents scores every row."""
     from liminalis.adapters.milvus import MilvusVectorStore
 
-    caplog.set_level(logging.WARNING)
     rng = np.random.default_rng(0)
     n = 16_384 + 700
     recs = [VectorRecord(id=f"r{i:05d}", passage_id=f"p{i}", doc_id=f"d{i % 37}", kind="passage",
                          visibility=frozenset({"gm"}), vector=rng.normal(size=4).astype(np.float32)) for i in range(n)]
-    s = MilvusVectorStore(str(tmp_path / "m.db"))
+    s = MilvusVectorStore(uri)
     try:
         await s.ensure("c", dim=4, model_id="m")
         await s.upsert("c", recs)
@@ -240,4 +248,3 @@ async def test_milvus_reads_back_a_collection_larger_than_a_servers_query_window
         assert hits[0].id == max(recs, key=lambda r: float(r.vector @ q)).id
     finally:
         await s.close()
-    assert "mvccTs" not in caplog.text + "".join(capfd.readouterr())  # pymilvus logs to its own handler
