@@ -36,7 +36,7 @@ import numpy as np
 from bench.common import CACHE_DIR, add_embedder_arg, load_set
 from liminalis.retrieval.learned import FEATURES, LearnedRanker
 
-__all__ = ["make_groups", "collect", "fit", "evaluate", "main"]
+__all__ = ["make_groups", "collect", "group_features", "fit", "evaluate", "main"]
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TRAIN = ROOT.parent / "shared" / "bench" / "train"
@@ -215,23 +215,7 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     embedder = embedder or plain_embedder(args.embedder)
     t0 = time.perf_counter()
-    groups = selected_groups(args)
-    data: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
-    cached: list[str] = []
-    for g in groups:
-        group_embedder, tag = _group_embedder(embedder, args.query_adapter_folds, g.name)
-        tag = _embedder_tag(embedder) + tag
-        # Features are cached per group and per version of the code that computes them, so
-        # refitting never re-retrieves and an edited feature or retrieval stage never reads stale ones.
-        saved = g / f"features-{len(FEATURES)}-{feature_key()}{tag}-{args.limit or 'all'}.pkl"
-        if saved.exists():
-            data[g.name] = pickle.loads(saved.read_bytes())
-            cached.append(g.name)
-        else:
-            data[g.name] = asyncio.run(collect(g, embedder=group_embedder, limit=args.limit, progress=not args.quiet,
-                                               cache_dir=cache_dir))
-            saved.write_bytes(pickle.dumps(data[g.name]))
-        print(f"{g.name}: {len(data[g.name])} queries", file=sys.stderr)
+    data, cached = group_features(args, embedder, cache_dir=cache_dir)
     train = [e for name, ex in data.items() if name not in args.valid for e in ex]
     valid = [e for name, ex in data.items() if name in args.valid for e in ex]
     rows = []
@@ -259,6 +243,30 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     write_card(args.out, report, final)
     print(json.dumps(report, indent=2))
     return report
+
+
+def group_features(args: argparse.Namespace, embedder: Any, *, cache_dir: Path = CACHE_DIR,
+                   ) -> tuple[dict[str, list[tuple[np.ndarray, np.ndarray]]], list[str]]:
+    """Each selected group's (features, labels) per query, and the groups read from the cache.
+
+    Features are cached per group and per version of the code that computes them, so refitting
+    never re-retrieves and an edited feature or retrieval stage never reads stale ones."""
+    data: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    cached: list[str] = []
+    key = feature_key()  # once, before any group: an edit during a long run must not mislabel a cache
+    for g in selected_groups(args):
+        group_embedder, tag = _group_embedder(embedder, args.query_adapter_folds, g.name)
+        tag = _embedder_tag(embedder) + tag
+        saved = g / f"features-{len(FEATURES)}-{key}{tag}-{args.limit or 'all'}.pkl"
+        if saved.exists():
+            data[g.name] = pickle.loads(saved.read_bytes())
+            cached.append(g.name)
+        else:
+            data[g.name] = asyncio.run(collect(g, embedder=group_embedder, limit=args.limit,
+                                               progress=not getattr(args, "quiet", False), cache_dir=cache_dir))
+            saved.write_bytes(pickle.dumps(data[g.name]))
+        print(f"{g.name}: {len(data[g.name])} queries", file=sys.stderr)
+    return data, cached
 
 
 def _embedder_tag(embedder: Any) -> str:

@@ -185,3 +185,51 @@ def test_a_refit_keeps_the_hand_written_why_section_of_the_card(tmp_path):
     card = (tmp_path / "README.md").read_text()
     assert card.endswith("## Why these features\nCV table.\n") and card.count("## Weights") == 1
     assert "# old card" not in card
+
+
+def test_ranker_cv_scores_each_group_with_a_model_that_never_saw_it():
+    """Two groups that reward opposite features: each, scored by a model fit on the other, ranks
+    its relevant document last. A model that had seen the group would rank it first."""
+    from bench.ranker_cv import compare, held_out_scores
+
+    rng = np.random.default_rng(0)
+
+    def group(feature: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        out = []
+        for _ in range(20):
+            x = rng.normal(size=(6, len(FEATURES))) * 0.1
+            x[0, feature] += 3.0  # the relevant document stands out on this feature...
+            x[0, 1 - feature] -= 3.0  # ...and is the weakest on the other
+            out.append((x, np.asarray([1.0, 0, 0, 0, 0, 0])))
+        return out
+
+    data = {"fairytaleqa-train-g0": group(0), "crd3-train-g0": group(1)}
+    held = held_out_scores(data, steps=100)
+    for g in data:
+        assert held[g][:, 0].mean() < 0.3 and held[g][:, 1].mean() == 0.0  # RR, recall@5: last of 6
+    report = compare(held, held_out_scores(data, drop=[0, 1], steps=100))
+    assert report["crd3-train"]["mrr_diff"][0] > 0.3  # without the misleading features: fused order
+
+
+def test_ranker_cv_end_to_end_on_a_tiny_slice(tmp_path: Path, real_embedder):
+    """Dropping every feature leaves the pool's fused order: its held-out scores equal the fused
+    order's, to the query."""
+    from bench.ranker_cv import main
+    from bench.train_ranker import evaluate, group_features
+
+    make_train_dir(tmp_path / "train" / "fairytaleqa-train")
+    args = ["--train-root", str(tmp_path / "train"), "--groups-dir", str(tmp_path / "groups"), "--steps", "30",
+            "--quiet"]
+    report = main([*args, "--without", ",".join(FEATURES), "coverage"], embedder=real_embedder,
+                  cache_dir=tmp_path / "cache")
+    assert len(report["groups"]) >= 2
+    full = report["all"]["fairytaleqa-train"]
+    assert 0.0 < full["mrr"] <= 1.0 and full["mrr_diff"] == [0.0, 0.0, 0.0]
+    import argparse
+
+    data, cached = group_features(argparse.Namespace(train_root=tmp_path / "train", groups_dir=tmp_path / "groups",
+                                                     only=None, query_adapter_folds=None, limit=None, quiet=True),
+                                  real_embedder, cache_dir=tmp_path / "cache")
+    assert sorted(cached) == sorted(data)  # the second read is the cache's
+    fused = evaluate(None, [e for ex in data.values() for e in ex])
+    assert report[f"without {','.join(FEATURES)}"]["fairytaleqa-train"]["mrr"] == round(fused, 4)
