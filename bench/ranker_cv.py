@@ -102,6 +102,8 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     ap.add_argument("--l2", type=float, default=1e-3)
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--without", nargs="*", default=[], help="variants: comma-separated feature names to drop")
+    ap.add_argument("--against", default="",
+                    help="comma-separated features the reference drops too (default: the full set is the reference)")
     ap.add_argument("--out", type=Path, help="also write the report as JSON")
     ap.add_argument("--quiet", action="store_true")
     ap.set_defaults(query_adapter_folds=None)
@@ -109,22 +111,28 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     data, _ = group_features(args, embedder or plain_embedder(args.embedder), cache_dir=cache_dir)
-    base = held_out_scores(data, l2=args.l2, steps=args.steps)
-    report: dict[str, Any] = {"features": len(FEATURES), "groups": {g: len(v) for g, v in data.items()},
-                              "all": compare(base, base)}
-    for variant in args.without:
-        names = [n for n in variant.split(",") if n]
+
+    def columns(spec: str) -> list[int]:
+        names = [n for n in spec.split(",") if n]
         unknown = [n for n in names if n not in FEATURES]
         if unknown:
             raise SystemExit(f"unknown features: {unknown}")
-        scores = held_out_scores(data, drop=[FEATURES.index(n) for n in names], l2=args.l2, steps=args.steps)
+        return [FEATURES.index(n) for n in names]
+
+    against = columns(args.against)
+    base = held_out_scores(data, drop=against, l2=args.l2, steps=args.steps)
+    reference = f"without {args.against}" if against else "all"
+    report: dict[str, Any] = {"features": len(FEATURES), "groups": {g: len(v) for g, v in data.items()},
+                              reference: compare(base, base)}
+    for variant in args.without:
+        scores = held_out_scores(data, drop=sorted({*against, *columns(variant)}), l2=args.l2, steps=args.steps)
         report[f"without {variant}"] = compare(base, scores)
     for name, rows in report.items():
         if not isinstance(rows, dict) or name == "groups":
             continue
         for corpus, r in rows.items():
             line = f"{name:<40} {corpus:<18} MRR {r['mrr']:.4f} R@5 {r['r5']:.4f}"
-            if name != "all":
+            if name != reference:
                 line += (f"   ΔMRR {r['mrr_diff'][0]:+.4f} [{r['mrr_diff'][1]:+.4f}, {r['mrr_diff'][2]:+.4f}]"
                          f"   ΔR@5 {r['r5_diff'][0]:+.4f} [{r['r5_diff'][1]:+.4f}, {r['r5_diff'][2]:+.4f}]")
             print(line)

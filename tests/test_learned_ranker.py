@@ -91,7 +91,8 @@ async def test_ranker_reorders_documents_and_a_failing_one_keeps_the_fused_order
 async def test_the_learned_stage_cannot_surface_gm_only_documents(tiny, query):  # noqa: F811
     n = len(FEATURES)
     for weights in (row(fused_log_rank=1.0), row(coverage=5.0, title_coverage=5.0), -row(coverage=5.0),
-                    row(cand_dense_gap=5.0, cand_dense_log_rank=-5.0), row(pool_coverage=5.0, span_coverage=5.0)):
+                    row(cand_dense_gap=5.0, cand_dense_log_rank=-5.0), row(pool_coverage=5.0, span_coverage=5.0),
+                    row(neighbour_rel=5.0), -row(neighbour_rel=5.0, fused_rel=1.0)):
         tiny.retriever.ranker = LearnedRanker(weights, np.zeros(n), np.ones(n))
         trace = Trace(collect_features=True)
         b = await tiny.retrieve("tiny", query, players_lens(), trace=trace)
@@ -175,6 +176,70 @@ async def test_pool_features_tell_apart_candidates_that_share_the_hero(tmp_path)
         await close_engine(engine)
 
 
+async def test_neighbours_are_the_adjacent_files_of_a_numbered_series_that_the_lens_may_see(tmp_path):
+    """Numeric order within one series (part-9 before part-10); other folders, other series and
+    files named without a number stand apart; a file the lens may not see is skipped: for
+    players, its two sides are neighbours."""
+    from conftest import close_engine, make_engine
+
+    root = tmp_path / "campaigns" / "saga"
+    (root / "sessions").mkdir(parents=True)
+    (root / "places").mkdir()
+    (root / "campaign.toml").write_text('name = "Saga"\ngm_paths = ["sessions/part-10.md"]\n')
+    for n in (1, 2, 9, 10, 11):
+        (root / "sessions" / f"part-{n}.md").write_text(f"# Part {n}\n\nThe party travelled on, day {n}.")
+    (root / "places" / "harbour.md").write_text("# Harbour\n\nSalt, rope and gulls.")
+    (root / "places" / "inn.md").write_text("# Inn\n\nAle and a fire.")
+    (root / "sessions" / "notes-3.md").write_text("# Notes\n\nLoose notes.")
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        await engine.ingest("saga")
+        cat = await engine.retriever.catalog("saga")
+        gm, players = frozenset({"gm"}), players_lens()
+        assert cat.neighbours("sessions/part-9", gm) == ("sessions/part-2", "sessions/part-10")
+        assert cat.neighbours("sessions/part-9", players) == ("sessions/part-2", "sessions/part-11")
+        assert cat.neighbours("sessions/part-10", players) == ()  # hidden: no neighbours to speak of
+        assert cat.neighbours("sessions/part-1", players) == ("sessions/part-2",)
+        assert cat.neighbours("places/harbour", gm) == ()  # no number: in no series
+        assert cat.neighbours("sessions/notes-3", gm) == ()  # another series in the same folder
+        assert "sessions/notes-3" not in cat.neighbours("sessions/part-2", gm)
+    finally:
+        await close_engine(engine)
+
+
+async def test_neighbour_rel_is_the_pool_score_of_the_strongest_neighbour(tmp_path):
+    """A scene that runs across two session files: the second half's neighbour leads the pool,
+    so its neighbour_rel is high; a file whose neighbours are not candidates gets 0."""
+    from conftest import close_engine, make_engine
+
+    root = tmp_path / "campaigns" / "saga"
+    (root / "sessions").mkdir(parents=True)
+    (root / "campaign.toml").write_text('name = "Saga"\n')
+    (root / "sessions" / "s01.md").write_text("# One\n\nThe party met the ferryman Odo at the drowned bell chapel.")
+    (root / "sessions" / "s02.md").write_text("# Two\n\nOdo carried them across; the bell rang under the water.")
+    (root / "sessions" / "s03.md").write_text("# Three\n\nA quiet market day, spent buying rope.")
+    (root / "sessions" / "s04.md").write_text("# Four\n\nThey argued about the chapel bell over supper.")
+    (root / "sessions" / "s05.md").write_text("# Five\n\nSnow, and a letter from the harbour master.")
+    for i in range(20):
+        (root / f"misc{i}.md").write_text(f"# Misc {i}\n\nA ledger of grain{i} and timber{i}.")
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        await engine.ingest("saga")
+        trace = Trace(collect_features=True)
+        await engine.retrieve("saga", "ferryman Odo drowned bell chapel", players_lens(), trace=trace, use_pins=False)
+        assert trace.features is not None
+        f = {d: dict(zip(FEATURES, x, strict=True)) for d, x in zip(trace.candidates, trace.features, strict=True)}
+        assert trace.candidates[0] == "sessions/s01"
+        assert f["sessions/s02"]["neighbour_rel"] == pytest.approx(1.0)  # its neighbour s01 leads the pool
+        assert f["sessions/s01"]["neighbour_rel"] == pytest.approx(f["sessions/s02"]["fused_rel"])
+        cat = await engine.retriever.catalog("saga")
+        for d, x in f.items():  # each: its strongest neighbour's fused score, 0 without one in the pool
+            near = [f[n]["fused_rel"] for n in cat.neighbours(d, players_lens()) if n in f]
+            assert x["neighbour_rel"] == pytest.approx(max(near, default=0.0))
+    finally:
+        await close_engine(engine)
+
+
 def test_a_refit_keeps_the_hand_written_why_section_of_the_card(tmp_path):
     from bench.train_ranker import write_card
 
@@ -192,14 +257,12 @@ def test_ranker_cv_scores_each_group_with_a_model_that_never_saw_it():
     its relevant document last. A model that had seen the group would rank it first."""
     from bench.ranker_cv import compare, held_out_scores
 
-    rng = np.random.default_rng(0)
-
     def group(feature: int) -> list[tuple[np.ndarray, np.ndarray]]:
         out = []
-        for _ in range(20):
-            x = rng.normal(size=(6, len(FEATURES))) * 0.1
-            x[0, feature] += 3.0  # the relevant document stands out on this feature...
-            x[0, 1 - feature] -= 3.0  # ...and is the weakest on the other
+        for k in range(20):
+            x = np.zeros((6, len(FEATURES)))
+            x[0, feature] = 3.0 + k / 20  # the relevant document stands out on this feature...
+            x[0, 1 - feature] = -3.0  # ...and is the weakest on the other
             out.append((x, np.asarray([1.0, 0, 0, 0, 0, 0])))
         return out
 

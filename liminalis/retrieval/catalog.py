@@ -22,6 +22,12 @@ __all__ = ["PassageInfo", "Catalog", "normalize_key"]
 
 _KEY_WS = re.compile(r"[^a-z0-9]+")
 _KEY_STOP = frozenset("the a an of and in on at to for".split())
+_DIGITS = re.compile(r"(\d+)")
+
+
+def _natural(name: str) -> list[object]:
+    """Sort key that orders the digit runs of a file name by value: part-2 before part-10."""
+    return [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in _DIGITS.split(name)]
 
 
 def normalize_key(text: str) -> str:
@@ -62,6 +68,7 @@ class Catalog:
     _titles: dict[str, frozenset[str]] = field(default_factory=dict)
     _bigrams: dict[tuple[frozenset[str], str], frozenset[tuple[str, str]]] = field(default_factory=dict)
     _doc_view: dict[tuple[frozenset[str], str], tuple[tuple[str, ...], frozenset[str], int]] = field(default_factory=dict)
+    _neighbours: dict[frozenset[str], dict[str, tuple[str, ...]]] = field(default_factory=dict)
 
     @property
     def visibilities(self) -> set[frozenset[str]]:
@@ -148,6 +155,31 @@ class Catalog:
             if t in terms:
                 found.setdefault(t, []).append(i)
         return found
+
+    def neighbours(self, doc_id: str, lens: frozenset[str]) -> tuple[str, ...]:
+        """The documents just before and after ``doc_id`` in its numbered series: the files of
+        its folder whose names differ from its own only in their numbers (session-9,
+        session-10; part-2, part-3), in numeric order, among those ``lens`` may see (cached per
+        lens). Sessions and a story's sections are written in order, and what a question asks
+        about often runs across the boundary: the learned ranker's ``neighbour_rel``. Files
+        named without a number (harbour.md beside inn.md) are in no series: alphabetical
+        order says nothing about what they hold."""
+        lens = frozenset(lens)
+        table = self._neighbours.get(lens)
+        if table is None:
+            series: dict[tuple[str, str], list[tuple[list[object], str]]] = {}
+            for d, doc in self.documents.items():
+                path = PurePosixPath(doc.path)
+                if visible(doc.visibility, lens) and _DIGITS.search(path.name):
+                    key = (str(path.parent), _DIGITS.sub("#", path.name))
+                    series.setdefault(key, []).append((_natural(path.name), d))
+            table = {}
+            for items in series.values():
+                ids = [d for _, d in sorted(items)]
+                for i, d in enumerate(ids):
+                    table[d] = tuple(ids[j] for j in (i - 1, i + 1) if 0 <= j < len(ids))
+            self._neighbours[lens] = table
+        return table.get(doc_id, ())
 
     def title_terms(self, doc_id: str) -> frozenset[str]:
         """Tokens of a document's title and aliases (cached)."""

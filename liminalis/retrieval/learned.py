@@ -17,7 +17,10 @@ pool by a small model over features retrieval already computed, per (query, docu
   found together within a span of about three sentences;
 * every candidate's best dense cosine over *all* its rows (passages, windows, title), from one
   exact vector search restricted to the candidates: the dense arm's top 20 leaves about half
-  the candidates without a dense score, which the features above can only mark as absent.
+  the candidates without a dense score, which the features above can only mark as absent;
+* how strongly the pool holds the document's neighbours (the files just before and after it in
+  its folder, among those the lens may see): sessions and a story's sections are written in
+  order, and a scene a question asks about often runs across the boundary.
 
 The model is linear in standardised features (:data:`FEATURES`), trained listwise (softmax
 cross-entropy over each query's candidates, Cao et al., ICML 2007, "ListNet" top-one) on the
@@ -57,7 +60,7 @@ FEATURES: tuple[str, ...] = (
     "pool_count", "coverage", "window_coverage", "title_coverage",
     "window_rel", "second_rel", "log_length", "passage_coverage", "bigram_coverage",
     "cand_dense_gap", "cand_dense_log_rank",
-    "pool_coverage", "span_coverage",
+    "pool_coverage", "span_coverage", "neighbour_rel",
 )
 
 #: Tokens (stop words already dropped) of the proximity feature's span: about three sentences.
@@ -170,6 +173,7 @@ def doc_features(
     cd = sig.candidate_dense
     top_cd = max((cd[d] for d in docs if d in cd), default=0.0)
     cd_rank = {d: i + 1 for i, d in enumerate(sorted((d for d in docs if d in cd), key=lambda d: -cd[d]))}
+    in_pool = set(docs)
     rows = []
     # An arm that did not return a document ranks it one past its default depth (lexical 120,
     # document 60, dense 20): the shipped model was trained against those depths.
@@ -194,6 +198,8 @@ def doc_features(
             (cd[d] - top_cd) if d in cd else -1.0, math.log(cd_rank.get(d, len(docs) + 1)),
             sum(c[t] for t in q if t in terms) / csum,
             _best_span(cat.doc_positions(d, lens, qset), w, SPAN) / wsum,
+            max((fused_docs[n][1] / top_fused if top_fused else 0.0
+                 for n in cat.neighbours(d, lens) if n in in_pool and n in fused_docs), default=0.0),
         ])
     return np.asarray(rows, dtype=np.float64).reshape(len(docs), len(FEATURES))
 
