@@ -148,32 +148,21 @@ async def test_pool_features_tell_apart_candidates_that_share_the_hero(tmp_path)
     """Every candidate that matches the question names the hero (Vell): weighted by the pool,
     that term counts for less than its corpus-wide rarity says, and the document holding the
     question's other terms close together scores highest on proximity."""
-    from conftest import close_engine, make_engine
-
-    root = tmp_path / "campaigns" / "saga"
-    root.mkdir(parents=True)
-    (root / "campaign.toml").write_text('name = "Saga"\n')
     filler = " ".join(f"word{i}" for i in range(60))
-    (root / "near.md").write_text("# One\n\nVell heard the abbey bells ring at dusk over the river.")
-    (root / "far.md").write_text(f"# Two\n\nVell heard the abbey bells. {filler}. Later came dusk.")
-    (root / "hero.md").write_text("# Three\n\nVell walked the salt road to the harbour alone.")
-    (root / "other.md").write_text("# Four\n\nVell sold lanterns at the market for copper.")
-    for i in range(30):  # the rest of the campaign: Vell is a rare name corpus-wide
-        (root / f"misc{i}.md").write_text(f"# Misc {i}\n\nA ledger of grain{i} and timber{i} in storehouse{i}.")
-    engine = await make_engine(tmp_path, milvus=False)
-    try:
-        await engine.ingest("saga")
-        trace = Trace(collect_features=True)
-        await engine.retrieve("saga", "when did Vell hear the bells at dusk", players_lens(), trace=trace, use_pins=False)
-        assert trace.features is not None
-        f = {d: dict(zip(FEATURES, x, strict=True)) for d, x in zip(trace.candidates, trace.features, strict=True)}
-        assert {"near", "far", "hero", "other"} <= set(f)
-        assert f["hero"]["coverage"] > 0.1
-        assert f["hero"]["pool_coverage"] < 0.9 * f["hero"]["coverage"]
-        assert f["near"]["pool_coverage"] == pytest.approx(f["far"]["pool_coverage"]) == pytest.approx(1.0)
-        assert f["near"]["span_coverage"] > f["far"]["span_coverage"] > 0
-    finally:
-        await close_engine(engine)
+    files = {
+        "near.md": "# One\n\nVell heard the abbey bells ring at dusk over the river.",
+        "far.md": f"# Two\n\nVell heard the abbey bells. {filler}. Later came dusk.",
+        "hero.md": "# Three\n\nVell walked the salt road to the harbour alone.",
+        "other.md": "# Four\n\nVell sold lanterns at the market for copper.",
+        # the rest of the campaign: Vell is a rare name corpus-wide
+        **{f"misc{i}.md": f"# Misc {i}\n\nA ledger of grain{i} and timber{i} in storehouse{i}." for i in range(30)},
+    }
+    f, _, _ = await _pool_features(tmp_path, files, "when did Vell hear the bells at dusk")
+    assert {"near", "far", "hero", "other"} <= set(f)
+    assert f["hero"]["coverage"] > 0.1
+    assert f["hero"]["pool_coverage"] < 0.9 * f["hero"]["coverage"]
+    assert f["near"]["pool_coverage"] == pytest.approx(f["far"]["pool_coverage"]) == pytest.approx(1.0)
+    assert f["near"]["span_coverage"] > f["far"]["span_coverage"] > 0
 
 
 async def test_neighbours_are_the_adjacent_files_of_a_numbered_series_that_the_lens_may_see(tmp_path):
@@ -210,34 +199,43 @@ async def test_neighbours_are_the_adjacent_files_of_a_numbered_series_that_the_l
 async def test_neighbour_rel_is_the_pool_score_of_the_strongest_neighbour(tmp_path):
     """A scene that runs across two session files: the second half's neighbour leads the pool,
     so its neighbour_rel is high; a file whose neighbours are not candidates gets 0."""
+    files = {
+        "sessions/s01.md": "# One\n\nThe party met the ferryman Odo at the drowned bell chapel.",
+        "sessions/s02.md": "# Two\n\nOdo carried them across; the bell rang under the water.",
+        "sessions/s03.md": "# Three\n\nA quiet market day, spent buying rope.",
+        "sessions/s04.md": "# Four\n\nThey argued about the chapel bell over supper.",
+        "sessions/s05.md": "# Five\n\nSnow, and a letter from the harbour master.",
+        **{f"misc{i}.md": f"# Misc {i}\n\nA ledger of grain{i} and timber{i}." for i in range(20)},
+    }
+    f, candidates, cat = await _pool_features(tmp_path, files, "ferryman Odo drowned bell chapel")
+    assert candidates[0] == "sessions/s01"
+    assert f["sessions/s02"]["neighbour_rel"] == pytest.approx(1.0)  # its neighbour s01 leads the pool
+    assert f["sessions/s01"]["neighbour_rel"] == pytest.approx(f["sessions/s02"]["fused_rel"])
+    for d, x in f.items():  # each: its strongest neighbour's fused score, 0 without one in the pool
+        near = [f[n]["fused_rel"] for n in cat.neighbours(d, players_lens()) if n in f]
+        assert x["neighbour_rel"] == pytest.approx(max(near, default=0.0))
+
+
+async def _pool_features(tmp_path: Path, files: dict[str, str], query: str):
+    """Ingest ``files`` as the campaign "saga" and retrieve ``query`` for players: each
+    candidate's features by name, the candidates in pool order, and the campaign's catalog."""
     from conftest import close_engine, make_engine
 
     root = tmp_path / "campaigns" / "saga"
-    (root / "sessions").mkdir(parents=True)
-    (root / "campaign.toml").write_text('name = "Saga"\n')
-    (root / "sessions" / "s01.md").write_text("# One\n\nThe party met the ferryman Odo at the drowned bell chapel.")
-    (root / "sessions" / "s02.md").write_text("# Two\n\nOdo carried them across; the bell rang under the water.")
-    (root / "sessions" / "s03.md").write_text("# Three\n\nA quiet market day, spent buying rope.")
-    (root / "sessions" / "s04.md").write_text("# Four\n\nThey argued about the chapel bell over supper.")
-    (root / "sessions" / "s05.md").write_text("# Five\n\nSnow, and a letter from the harbour master.")
-    for i in range(20):
-        (root / f"misc{i}.md").write_text(f"# Misc {i}\n\nA ledger of grain{i} and timber{i}.")
+    for rel, text in {"campaign.toml": 'name = "Saga"\n', **files}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
     engine = await make_engine(tmp_path, milvus=False)
     try:
         await engine.ingest("saga")
         trace = Trace(collect_features=True)
-        await engine.retrieve("saga", "ferryman Odo drowned bell chapel", players_lens(), trace=trace, use_pins=False)
-        assert trace.features is not None
-        f = {d: dict(zip(FEATURES, x, strict=True)) for d, x in zip(trace.candidates, trace.features, strict=True)}
-        assert trace.candidates[0] == "sessions/s01"
-        assert f["sessions/s02"]["neighbour_rel"] == pytest.approx(1.0)  # its neighbour s01 leads the pool
-        assert f["sessions/s01"]["neighbour_rel"] == pytest.approx(f["sessions/s02"]["fused_rel"])
+        await engine.retrieve("saga", query, players_lens(), trace=trace, use_pins=False)
         cat = await engine.retriever.catalog("saga")
-        for d, x in f.items():  # each: its strongest neighbour's fused score, 0 without one in the pool
-            near = [f[n]["fused_rel"] for n in cat.neighbours(d, players_lens()) if n in f]
-            assert x["neighbour_rel"] == pytest.approx(max(near, default=0.0))
     finally:
         await close_engine(engine)
+    assert trace.features is not None
+    features = {d: dict(zip(FEATURES, x, strict=True)) for d, x in zip(trace.candidates, trace.features, strict=True)}
+    return features, trace.candidates, cat
 
 
 def test_a_refit_keeps_the_hand_written_why_section_of_the_card(tmp_path):
