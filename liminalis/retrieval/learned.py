@@ -19,8 +19,9 @@ pool by a small model over features retrieval already computed, per (query, docu
   exact vector search restricted to the candidates: the dense arm's top 20 leaves about half
   the candidates without a dense score, which the features above can only mark as absent;
 * how strongly the pool holds the document's neighbours (the files just before and after it in
-  its folder, among those the lens may see): sessions and a story's sections are written in
-  order, and a scene a question asks about often runs across the boundary.
+  its numbered series, session-9 / session-10, among those the lens may see): sessions and a
+  story's sections are written in order, and a scene a question asks about often runs across
+  the boundary.
 
 The model is linear in standardised features (:data:`FEATURES`), trained listwise (softmax
 cross-entropy over each query's candidates, Cao et al., ICML 2007, "ListNet" top-one) on the
