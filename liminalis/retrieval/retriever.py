@@ -58,12 +58,14 @@ class RetrievalParams:
     pool: int = 40
     rerank_keep: int = 8
     #: Candidates (from the top of the pool) the cross-encoder scores; the rest keep their order.
-    #: After the learned ranker the pool leads with each document's best passage, so 5 means the
-    #: cross-encoder re-orders the learned top 5 *documents* and cannot push one out of them. On
-    #: the dev sets 5 kept MRR and hit@1 of depth 6 (within 0.0005) and lost none of the learned
-    #: ranker's recall@5 (depth 6: −0.004 / −0.001); the model costs ~20 ms a candidate on 2
-    #: cores (fp32), and 20 or 40 gained nothing more (bench/results/rerank.json, rerank-depth.json).
-    rerank_depth: int = 5
+    #: After the learned ranker the pool leads with each document's best passage, so 8 means the
+    #: cross-encoder re-orders the learned top 8 *documents*. With the 27-feature ranker, depth
+    #: 8 gave the best recall@5 on both dev sets of {5, 6, 7, 8, 10} (fqa R@5 0.917 → 0.929
+    #: from depth 5, crd3 0.956 → 0.959); 10 reads the same recall and MRR within 0.0004, for
+    #: two more candidates. With the 26-feature ranker depth 6 had pushed relevant documents
+    #: out of the top 5 as often as it pulled them in, so 5 was shipped then. The model costs
+    #: ~20 ms a candidate on a fast 2-core machine, fp32 (bench/results/rerank-depth27.json).
+    rerank_depth: int = 8
     #: Weight of the reranker's standardised score added to the learned ranker's score (or to the
     #: fused log-rank when no learned ranker ran); None: the reranker's order alone. 0.125: with
     #: the fine-tuned embedder's learned ranker the best MRR on both dev sets of {0.125, 0.25,
