@@ -44,7 +44,7 @@ class WordPieceCounter:
     @functools.lru_cache(maxsize=32)  # noqa: B019 (one counter per process; the cache is bounded)
     def _count_long(self, text: str) -> int:
         """Long texts are whole documents, counted again on every question that retrieves them
-        (about 0.3 s per MB): remembered. The catalog holds the same string objects, whose hash
+        (about 0.6 s per MB): remembered. The catalog holds the same string objects, whose hash
         Python keeps, so a hit costs nothing and the cache pins at most 32 extra texts."""
         return len(self._tok.encode(text, add_special_tokens=False).ids)
 
