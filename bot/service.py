@@ -188,7 +188,7 @@ class BotService:
                 return arg.strip().lower().startswith("schedule")
             cfg = await self.campaign_of(msg)
             lens = self.lens_of(msg, cfg)
-            return lens.is_gm and not msg.is_dm and msg.platform != "console"
+            return lens.is_private and not msg.is_dm and msg.platform != "console"
         except Exception:
             return True
 
@@ -237,8 +237,10 @@ class BotService:
         budget = await self.budget(cfg.slug, msg.chat_key, self.responder.budget_tokens)
         answer: Answer = await self.responder.respond(cfg.slug, arg, frozenset(lens), chat=msg.chat_key, budget_tokens=budget)
         shared = not msg.is_dm and msg.platform != "console"
+        # A GM's or a personal lens's answer may quote what others in the channel must not see
+        # (a GM secret, one player's backstory): in a shared channel only its asker reads it.
         return Reply(
-            text=answer.text, sources=answer.sources, ephemeral=lens.is_gm and shared, lens=lens.describe(),
+            text=answer.text, sources=answer.sources, ephemeral=lens.is_private and shared, lens=lens.describe(),
             title=cfg.name, notes=answer.notes,
         )
 

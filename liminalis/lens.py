@@ -28,6 +28,15 @@ class Lens(frozenset[str]):
     def is_gm(self) -> bool:
         return GM in self
 
+    @property
+    def is_private(self) -> bool:
+        """Whether this lens sees more than every player does (the GM, or a personal lens).
+
+        Its answers may hold text others in a shared channel must not read — a GM secret, or
+        one player's backstory — so they are only ever delivered privately there.
+        """
+        return self.is_gm or bool(self - {PLAYERS})
+
     def describe(self) -> str:
         return "gm" if self.is_gm else ", ".join(sorted(self))
 

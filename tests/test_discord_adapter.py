@@ -19,7 +19,7 @@ from fakes.discord_api import (
     CHANNEL_ID, GM_ROLE_ID, MIREL_ROLE_ID, THREAD_ID, FakeDiscordApi, guild_payload, interaction_payload,
     message_payload,
 )
-from fakes.tiny_campaign import CANARY, GM_TITLE, make_tiny_campaign
+from fakes.tiny_campaign import CANARY, GM_TITLE, MIREL_CANARY, make_tiny_campaign
 from liminalis.answer import Source
 
 PLAYER = 222
@@ -94,6 +94,23 @@ async def test_gm_answer_is_ephemeral_in_shared_channel_and_has_the_secret(env):
     bodies = followups(api)
     assert all(b.get("flags", 0) & 64 for b in bodies)
     assert CANARY in " ".join(all_text(b) for b in bodies)
+
+
+async def test_personal_lens_answer_is_private_in_shared_channel(env):
+    """One player's backstory is not the table's: a personal lens's answer is ephemeral like a
+    GM's, and a plain player asking the same question neither sees it nor the private flag."""
+    api, adapter, _ = env
+    question = [{"name": "question", "type": 3, "value": "Who took the baron's ninth bell?"}]
+    await invoke(adapter, interaction_payload("ask", question, user_id=PLAYER, roles=[MIREL_ROLE_ID]))
+    assert api.find("POST", "/callback")[0].json["data"]["flags"] & 64  # deferred privately
+    bodies = followups(api)
+    assert bodies and all(b.get("flags", 0) & 64 for b in bodies)
+    assert MIREL_CANARY in " ".join(all_text(b) for b in bodies)
+    api.calls.clear()
+    await invoke(adapter, interaction_payload("ask", question, user_id=PLAYER))
+    bodies = followups(api)
+    assert bodies and not any(b.get("flags", 0) & 64 for b in bodies)
+    assert MIREL_CANARY not in " ".join(all_text(b) for b in bodies)
 
 
 async def test_gm_by_user_id_and_thread_inherits_parent_campaign(env):

@@ -38,6 +38,8 @@ async def test_will_be_ephemeral_predicts_handle(service):
     cases = [
         (msg("/ask who is the baron"), False),
         (msg("/ask who is the baron", roles=["GM"]), True),
+        (msg("/ask who is the baron", roles=["Mirel"]), True),  # a personal lens: private too
+        (msg("/ask who is the baron", roles=["Mirel"], dm=True), False),  # (a DM is private already)
         (msg("/help"), True),
         (msg("/recap"), False),
         (msg("/campaign status"), True),

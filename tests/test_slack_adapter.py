@@ -14,7 +14,7 @@ from bot.service import BotService, Reply
 from bot.slack_adapter import ChannelRateLimiter, SlackAdapter, render_blocks
 from conftest import close_engine, make_engine
 from fakes.slack_api import BOT_USER, SIGNING_SECRET, MockSlackApi, command_body, event_body, signed_headers
-from fakes.tiny_campaign import CANARY, SLACK_GM, SLACK_GM_GROUP, make_tiny_campaign
+from fakes.tiny_campaign import CANARY, MIREL_CANARY, SLACK_GM, SLACK_GM_GROUP, make_tiny_campaign
 from liminalis.answer import Responder, Source
 
 PLAYER = "UPLAYER01"
@@ -118,6 +118,16 @@ async def test_personal_lens_by_user_list(env):
     api, adapter, _ = env
     await command(adapter, api, "/lens", "", user="UMIREL01")
     assert "mirel" in dump((await api.wait_for("/respond/lens"))[0])
+
+
+async def test_personal_lens_answer_is_ephemeral(env):
+    api, adapter, _ = env
+    await command(adapter, api, "/ask", "Who took the baron's ninth bell?", user="UMIREL01")
+    posted = (await api.wait_for("/respond/ask"))[0]
+    assert posted.args["response_type"] == "ephemeral" and MIREL_CANARY in dump(posted)
+    await command(adapter, api, "/ask", "Who took the baron's ninth bell?", user=PLAYER)
+    public = (await api.wait_for("/respond/ask", 2))[1]
+    assert public.args["response_type"] == "in_channel" and MIREL_CANARY not in dump(public)
 
 
 async def test_dm_gm_gets_players(env):

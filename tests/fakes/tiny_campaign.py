@@ -6,6 +6,8 @@ from pathlib import Path
 
 CANARY = "the baron is secretly a drowned vampire"
 GM_TITLE = "Baron Plot Secrets"
+#: In a document only the GM and the personal lens "mirel" may read.
+MIREL_CANARY = "mirel pawned the baron's ninth bell"
 SLACK_GM = "UGM00001"
 SLACK_GM_GROUP = "S0GMGROUP"
 SLACK_GM_HANDLE = "gms"
@@ -43,6 +45,9 @@ def make_tiny_campaign(campaigns_dir: Path, slug: str = "greyhold") -> Path:
     (root / "gm" / "plot.md").write_text(
         f"---\ntitle: {GM_TITLE}\n---\n# Baron plot\n\nThe truth about the baron: {CANARY}. "
         "The baron feeds in the river tower at night.\n", encoding="utf-8")
+    (root / "mirel.md").write_text(
+        f"---\ntitle: Mirel's Past\nvisibility: [mirel]\n---\n# Mirel's past\n\nBefore Greyhold, {MIREL_CANARY}. "
+        "The baron has never learned who took the bell.\n", encoding="utf-8")
     (root / "sessions" / "session-01.md").write_text(
         "---\ntitle: Session 1\ntype: session\n---\n# Session 1\n\nThe party reached Greyhold keep at dusk. "
         "They met the baron in the river tower. He offered them silver for a bell.\n", encoding="utf-8")
