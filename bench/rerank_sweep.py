@@ -2,6 +2,7 @@
 
     python -m bench.rerank_sweep DIR [DIR ...] [--reranker PATH] [--out sweep.json] [--limit N]
     python -m bench.rerank_sweep --pools POOLS_DIR --scores dev-scores.json [--out sweep.json]
+    python -m bench.rerank_sweep --rows rows.json --depths 5 8 10 --mixes 0.125 0.25 none
 
 The reranker scores the top 40 of each query's pool once (players lens, the shipped retrieval
 settings and learned ranker); every (depth, mix) setting is then scored offline from those
@@ -9,7 +10,9 @@ scores, so the sweep costs one reranker pass per query. ``mix`` is the weight of
 standardised reranker score added to the product's prior, the learned ranker's document score
 (:func:`liminalis.retrieval.rerank.mix_scores`); ``none`` is the reranker's order alone. Latency is the measured reranker time for 40 candidates scaled by
 depth (scoring is linear in candidates); confirm the chosen point with ``bench.retrieval``.
-Choose settings that win on *both* sets; never tune on single queries.
+Choose settings that win on *both* sets; never tune on single queries. ``--depths`` and
+``--mixes`` set the grid; ``--save-rows`` keeps the reranker's scores so that ``--rows`` can
+re-grid them later without a reranker pass.
 
 The second form sweeps scores computed elsewhere (``bench.train_reranker --score`` on a GPU
 machine) over the pools ``bench.rerank_data`` mined here. With ``--reranker PATH --latency N``
@@ -95,11 +98,12 @@ async def collect(path: Path, reranker: Any, *, embedder: Any, limit: int | None
     return rows
 
 
-def grid(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Metrics for the fused order and every (depth, mix) setting."""
+def grid(rows: Sequence[dict[str, Any]], depths: Sequence[int] = DEPTHS,
+         mixes: Sequence[float | None] = MIXES) -> list[dict[str, Any]]:
+    """Metrics for the fused order and every (depth, mix) setting (depths up to the 40 scored)."""
     out = []
     full_ms = [r["ms"] for r in rows]
-    for depth, mix in [(0, None), *((d, m) for d in DEPTHS for m in MIXES)]:
+    for depth, mix in [(0, None), *((d, m) for d in depths for m in mixes)]:
         metrics = []
         for r in rows:
             n = min(depth, len(r["docs"]))
@@ -172,13 +176,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--latency", type=int, default=0, help="with --scores: time --reranker on this many pools per set")
     ap.add_argument("--quantize", action="store_true", help="int8 dynamic quantization of the reranker's linear layers")
     ap.add_argument("--reranker", default="auto", help="auto (the shipped model), or a CrossEncoder name/path")
+    ap.add_argument("--depths", type=int, nargs="+", default=list(DEPTHS), help=f"candidates scored, each ≤ {max(DEPTHS)}")
+    ap.add_argument("--mixes", nargs="+", default=[str(m).lower() for m in MIXES],
+                    help="reranker weights; 'none' is the reranker's order alone")
+    ap.add_argument("--save-rows", type=Path, help="also keep the collected scores (JSON) for --rows")
+    ap.add_argument("--rows", type=Path, help="re-grid rows kept by --save-rows (no reranker pass)")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--limit", type=int)
     ap.add_argument("--no-progress", action="store_true")
     ap.add_argument("--query-adapter", default="auto",
                     help="dense-arm query adapter: auto (models/query-adapter, as the product), none, or a path")
     args = ap.parse_args(argv)
+    if any(not 0 < d <= max(DEPTHS) for d in args.depths):
+        ap.error(f"--depths: each between 1 and {max(DEPTHS)} (the reranker scores the top {max(DEPTHS)})")
+    try:
+        mixes = [None if m == "none" else float(m) for m in args.mixes]
+    except ValueError:
+        ap.error("--mixes: numbers or 'none'")
+
+    def table(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        return grid(rows, args.depths, mixes)
+
     results: dict[str, Any] = {}
+    if args.rows:
+        for name, rows in json.loads(args.rows.read_text()).items():
+            results[name] = table(rows)
+            _print(name, results[name], len(rows))
+        if args.out:
+            args.out.write_text(json.dumps(results, indent=2))
+        return 0
     if args.scores:
         if not args.pools:
             ap.error("--scores needs --pools")
@@ -190,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 ap.error("--latency needs --reranker PATH (the model whose scores these are)")
             timer = CrossEncoderReranker(args.reranker, quantize=args.quantize)
         for name, rows in offline_rows(args.pools, json.loads(args.scores.read_text())).items():
-            results[name] = grid(rows)
+            results[name] = table(rows)
             if timer is not None:
                 _with_latency(results[name], asyncio.run(latency(timer, args.pools, name, args.latency)))
             _print(name, results[name], len(rows))
@@ -206,10 +232,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("no reranker configured: train one (liminalis train-reranker) or pass --reranker PATH", file=sys.stderr)
         return 2
     embedder = load_embedder(adapter=args.query_adapter)
+    kept: dict[str, list[dict[str, Any]]] = {}
     for d in args.dirs:
-        rows = asyncio.run(collect(d, reranker, embedder=embedder, limit=args.limit, progress=not args.no_progress))
-        results[d.name] = grid(rows)
+        rows = kept[d.name] = asyncio.run(collect(d, reranker, embedder=embedder, limit=args.limit,
+                                                  progress=not args.no_progress))
+        results[d.name] = table(rows)
         _print(d.name, results[d.name], len(rows))
+    if args.save_rows:
+        args.save_rows.write_text(json.dumps(kept))
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))
     return 0

@@ -72,6 +72,27 @@ async def test_bench_rerank_sweep_smoke(tiny_set, tmp_path):
     assert g[(40, "none")]["mrr"] < 1.0
 
 
+async def test_bench_rerank_sweep_regrids_kept_rows(tiny_set, tmp_path, capsys):
+    """--rows re-grids kept scores on the asked depths and mixes, with no reranker pass."""
+    from bench.rerank_sweep import collect, main
+    from liminalis.testing import KeywordReranker
+
+    rows = await collect(tiny_set, KeywordReranker("ferryman"), embedder=HashEmbedder(), progress=False,
+                         cache_dir=tmp_path / "cache")
+    (tmp_path / "rows.json").write_text(json.dumps({"tinyset": rows}))
+    assert main(["--rows", str(tmp_path / "rows.json"), "--depths", "1", "3", "--mixes", "none", "0.5",
+                 "--out", str(tmp_path / "grid.json")]) == 0
+    table = json.loads((tmp_path / "grid.json").read_text())["tinyset"]
+    assert [(r["depth"], r["mix"]) for r in table] == [(0, "none"), (1, "none"), (1, 0.5), (3, "none"), (3, 0.5)]
+    by = {(r["depth"], r["mix"]): r["mrr"] for r in table}
+    assert by[(1, "none")] == 1.0 and by[(3, "none")] < 1.0  # one candidate cannot be re-ordered
+    with pytest.raises(SystemExit):
+        main(["--rows", str(tmp_path / "rows.json"), "--depths", "41"])
+    with pytest.raises(SystemExit):
+        main(["--rows", str(tmp_path / "rows.json"), "--mixes", "lots"])
+    capsys.readouterr()
+
+
 async def test_bench_rerank_data_mines_the_products_pool(tiny_set, tmp_path):
     """Training rows name the evidence passage as positive; dev pools round-trip through the
     portable file and sweep offline against precomputed scores."""
