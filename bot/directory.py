@@ -1,7 +1,12 @@
-"""Channel → campaign links and member → lens mapping.
+"""Channel → campaign links, each campaign's home servers, and member → lens mapping.
 
 Default-deny: a member with no GM role, a DM, an unknown role or a failed role lookup gets the
 players lens (plus any personal lenses the campaign maps to them), never ``gm``.
+
+Discord role *names* are not identities: anyone can add the bot to a server of their own and
+create a role named "GM" there. So names count only on the campaign's home servers — those
+``[roles.discord] guilds`` lists, else those where a GM linked a channel to it (the first link
+claims the campaign). Role and user *ids* are global and count everywhere.
 """
 
 from __future__ import annotations
@@ -25,10 +30,16 @@ def lens_for(
     usergroups: Sequence[str] = (),
     is_dm: bool = False,
     roles_known: bool = True,
+    at_home: bool = True,
+    role_ids: Sequence[str] = (),
 ) -> Lens:
-    """The lens a member holds in ``config``'s campaign."""
+    """The lens a member holds in ``config``'s campaign.
+
+    ``at_home``: the message comes from one of the campaign's home servers; elsewhere only
+    ``role_ids`` (the member's roles by id) can match, never a role's name.
+    """
     r = config.roles
-    roles_set = {str(x) for x in roles}
+    roles_set = {str(x) for x in roles} if at_home or platform != "discord" else {str(x) for x in role_ids}
     is_gm = False
     if not is_dm and roles_known:
         if platform == "discord":
@@ -63,6 +74,16 @@ class Directory:
             "INSERT OR REPLACE INTO channel_links VALUES (?, ?, ?, ?)",
             (platform, str(channel_id), validate_slug(campaign), time.time()),
         )
+
+    async def homes(self, platform: str, campaign: str) -> set[str]:
+        """The servers (Discord guild ids) that have claimed ``campaign`` by linking a channel."""
+        rows = await self.db.fetchall("SELECT home_id FROM campaign_homes WHERE platform = ? AND campaign = ?",
+                                      (platform, campaign))
+        return {str(r["home_id"]) for r in rows}
+
+    async def claim(self, platform: str, campaign: str, home_id: str) -> None:
+        await self.db.execute("INSERT OR IGNORE INTO campaign_homes VALUES (?, ?, ?, ?)",
+                              (platform, validate_slug(campaign), str(home_id), time.time()))
 
     async def unlink(self, platform: str, channel_id: str) -> bool:
         row = await self.db.fetchone(

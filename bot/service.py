@@ -62,7 +62,9 @@ class IncomingMessage:
     user_id: str
     text: str  # "/ask who is …" or a bare question for mentions
     parent_id: str | None = None  # the thread's parent channel
-    roles: tuple[str, ...] = ()
+    roles: tuple[str, ...] = ()  # ids and names
+    role_ids: tuple[str, ...] = ()  # the same roles by id only (Discord)
+    guild_id: str | None = None  # the Discord server the message came from
     usergroups: tuple[str, ...] = ()
     roles_known: bool = True
     is_dm: bool = False
@@ -148,13 +150,35 @@ class BotService:
     async def config(self, slug: str) -> CampaignConfig:
         return await self.engine.campaign(slug)
 
-    def lens_of(self, msg: IncomingMessage, cfg: CampaignConfig) -> Lens:
+    async def lens_of(self, msg: IncomingMessage, cfg: CampaignConfig) -> Lens:
         try:
+            at_home = await self.at_home(msg, cfg)
             return lens_for(cfg, platform=msg.platform, user_id=msg.user_id, roles=msg.roles,
-                            usergroups=msg.usergroups, is_dm=msg.is_dm, roles_known=msg.roles_known)
+                            usergroups=msg.usergroups, is_dm=msg.is_dm, roles_known=msg.roles_known,
+                            at_home=at_home, role_ids=msg.role_ids)
         except Exception:  # a failed role lookup is default-deny: players
             _log.exception("lens lookup failed; using players lens")
             return Lens({"players"})
+
+    async def at_home(self, msg: IncomingMessage, cfg: CampaignConfig) -> bool:
+        """Whether ``msg`` comes from one of the campaign's home Discord servers, where role
+        names count (bot.directory). A campaign no server has claimed and no Discord channel is
+        linked to yet is at home anywhere, so that its GM can link it (which claims the server);
+        a channel linked before homes were recorded claims its server on its first message."""
+        if msg.platform != "discord" or msg.guild_id is None:
+            return True
+        if cfg.roles.discord_guilds:
+            return msg.guild_id in cfg.roles.discord_guilds
+        homes = await self.directory.homes("discord", cfg.slug)
+        if msg.guild_id in homes:
+            return True
+        if homes:
+            return False
+        linked = await self.directory.campaign_for(msg.platform, msg.channel_id, msg.parent_id)
+        if linked == cfg.slug:
+            await self.directory.claim("discord", cfg.slug, msg.guild_id)
+            return True
+        return not any(platform == "discord" for platform, _ in await self.directory.links(cfg.slug))
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -187,7 +211,7 @@ class BotService:
             if name == "recap":
                 return arg.strip().lower().startswith("schedule")
             cfg = await self.campaign_of(msg)
-            lens = self.lens_of(msg, cfg)
+            lens = await self.lens_of(msg, cfg)
             return lens.is_private and not msg.is_dm and msg.platform != "console"
         except Exception:
             return True
@@ -198,7 +222,7 @@ class BotService:
         Adapters ask this before downloading attachments, so a player's file is never fetched.
         """
         try:
-            return self.lens_of(msg, await self.campaign_of(msg)).is_gm
+            return (await self.lens_of(msg, await self.campaign_of(msg))).is_gm
         except Exception:
             return False
 
@@ -209,7 +233,7 @@ class BotService:
         """
         try:
             cfg = await self.campaign_of(msg)
-            lens = frozenset(self.lens_of(msg, cfg))
+            lens = frozenset(await self.lens_of(msg, cfg))
             titles = await self.engine.titles(cfg.slug, lens, prefix.strip()[:100], limit=min(limit, 25))
         except Exception:
             _log.debug("autocomplete failed", exc_info=True)
@@ -231,7 +255,7 @@ class BotService:
 
     async def cmd_ask(self, msg: IncomingMessage, arg: str) -> Reply:
         cfg = await self.campaign_of(msg)
-        lens = self.lens_of(msg, cfg)
+        lens = await self.lens_of(msg, cfg)
         if not arg.strip():
             raise InvalidInput("empty question", user_message="Ask a question, e.g. `/ask who is the Lantern Queen?`")
         budget = await self.budget(cfg.slug, msg.chat_key, self.responder.budget_tokens)
@@ -246,7 +270,7 @@ class BotService:
 
     async def cmd_lens(self, msg: IncomingMessage, arg: str) -> Reply:
         cfg = await self.campaign_of(msg)
-        lens = self.lens_of(msg, cfg)
+        lens = await self.lens_of(msg, cfg)
         view = "the GM view (everything, including GM-only notes)" if lens.is_gm else f"the {lens.describe()} view"
         return Reply(text=f"In **{cfg.name}** you see {view}.", ephemeral=True, lens=lens.describe())
 
@@ -260,26 +284,32 @@ class BotService:
             if slug is None:
                 return Reply(text="This channel is not linked to a campaign. A GM can run `/campaign link <slug>`.", ephemeral=True)
             cfg = await self.config(slug)
-            lens = self.lens_of(msg, cfg)
+            lens = await self.lens_of(msg, cfg)
             titles = await self.engine.titles(cfg.slug, frozenset(lens), limit=25)
             return Reply(text=f"This channel plays **{cfg.name}** (`{cfg.slug}`); {len(titles)}{'+' if len(titles) == 25 else ''} documents visible to you.", ephemeral=True)
         if sub == "link":
             if len(parts) != 2:
                 raise InvalidInput("bad link", user_message="Usage: `/campaign link <slug>`")
             cfg = await self.config(validate_slug(parts[1]))
-            self._require_gm(self.lens_of(msg, cfg))
+            if not (await self.lens_of(msg, cfg)).is_gm and not await self.at_home(msg, cfg):
+                raise PermissionDenied("link from a server that is not the campaign's home", user_message=(
+                    f"**{cfg.name}** is played on another Discord server. A GM there can link this channel, "
+                    "or its host can add this server's id to `[roles.discord] guilds` in campaign.toml."))
+            self._require_gm(await self.lens_of(msg, cfg))
             await self.directory.link(msg.platform, msg.channel_id, cfg.slug)
+            if msg.platform == "discord" and msg.guild_id is not None:
+                await self.directory.claim("discord", cfg.slug, msg.guild_id)
             return Reply(text=f"Linked this channel to **{cfg.name}**.")
         if sub == "unlink":
             cfg = await self.campaign_of(msg)
-            self._require_gm(self.lens_of(msg, cfg))
+            self._require_gm(await self.lens_of(msg, cfg))
             await self.directory.unlink(msg.platform, msg.channel_id)
             return Reply(text="Unlinked this channel.")
         raise InvalidInput("bad campaign sub", user_message="Usage: `/campaign link <slug>|unlink|status`")
 
     async def cmd_pin(self, msg: IncomingMessage, arg: str) -> Reply:
         cfg = await self.campaign_of(msg)
-        lens = frozenset(self.lens_of(msg, cfg))
+        lens = frozenset(await self.lens_of(msg, cfg))
         sub, _, key = arg.partition(" ")
         sub = sub.lower() or "list"
         key = key.strip()
@@ -301,7 +331,7 @@ class BotService:
 
     async def cmd_budget(self, msg: IncomingMessage, arg: str) -> Reply:
         cfg = await self.campaign_of(msg)
-        lens = self.lens_of(msg, cfg)
+        lens = await self.lens_of(msg, cfg)
         parts = arg.split()
         sub = parts[0].lower() if parts else "show"
         scope = msg.chat_key if "chat" in parts else CAMPAIGN_SCOPE
@@ -331,7 +361,7 @@ class BotService:
 
     async def cmd_explain(self, msg: IncomingMessage, arg: str) -> Reply:
         cfg = await self.campaign_of(msg)
-        lens = self.lens_of(msg, cfg)
+        lens = await self.lens_of(msg, cfg)
         self._require_gm(lens)
         if not arg.strip():
             raise InvalidInput("empty", user_message="Usage: `/explain <question>`")
@@ -357,7 +387,7 @@ class BotService:
             raise InvalidInput("no scheduler", user_message="Scheduled recaps are not running on this bot.")
         if not spec:
             return Reply(text=await self.scheduler.describe(cfg.slug), ephemeral=True)
-        self._require_gm(self.lens_of(msg, cfg))
+        self._require_gm(await self.lens_of(msg, cfg))
         if msg.platform == "console":
             raise InvalidInput("console schedule", user_message="Schedule recaps from a Discord or Slack channel.")
         if spec.lower() in {"off", "none", "stop"}:
@@ -387,7 +417,7 @@ class BotService:
 
     async def cmd_upload(self, msg: IncomingMessage, arg: str) -> Reply:
         cfg = await self.campaign_of(msg)
-        self._require_gm(self.lens_of(msg, cfg))
+        self._require_gm(await self.lens_of(msg, cfg))
         if not msg.attachments:
             raise InvalidInput("no attachment", user_message="Attach one or more .md or .txt files to `/upload`.")
         if cfg.uploads_root is None:

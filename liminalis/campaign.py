@@ -34,6 +34,10 @@ class RoleMap:
 
     discord_gm_roles: tuple[str, ...] = ()
     discord_gm_users: tuple[str, ...] = ()
+    #: The Discord servers (guild ids) whose role *names* count. Anyone can create a role named
+    #: "GM" on a server of their own, so names only mean something on the campaign's servers;
+    #: empty: the servers where a GM linked a channel to it (the first link claims it).
+    discord_guilds: tuple[str, ...] = ()
     slack_gm_users: tuple[str, ...] = ()
     slack_gm_usergroups: tuple[str, ...] = ()
     # lens name -> {"discord_roles": [...], "discord_users": [...], "slack_users": [...]}
@@ -126,6 +130,7 @@ def load_campaign(root: Path, slug: str | None = None) -> CampaignConfig:
         roles=RoleMap(
             discord_gm_roles=_strs(discord.get("gm"), "roles.discord.gm"),
             discord_gm_users=_strs(discord.get("gm_users"), "roles.discord.gm_users"),
+            discord_guilds=_strs(discord.get("guilds"), "roles.discord.guilds"),
             slack_gm_users=_strs(slack.get("gm_users"), "roles.slack.gm_users"),
             slack_gm_usergroups=_strs(slack.get("gm_usergroups"), "roles.slack.gm_usergroups"),
             lens_members=members,

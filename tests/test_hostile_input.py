@@ -157,7 +157,7 @@ def test_front_matter_typos_and_alias_bombs():
 TOML_LINES = [
     'name = "X"', 'name = 5', 'lenses = ["mirel"]', 'lenses = "mirel"', 'lenses = [1, 2]', 'lenses = [["a"]]',
     'gm_paths = ["gm/**"]', 'gm_paths = "gm"', 'always_include = 3', '[roles.discord]', 'gm = ["GM"]', 'gm = "GM"',
-    'gm_users = [111]', '[roles.slack]', 'gm_users = {a = 1}', '[lens_members.mirel]', 'discord_roles = 5',
+    'gm_users = [111]', 'guilds = "one"', 'guilds = [800000000000000001]', '[roles.slack]', 'gm_users = {a = 1}', '[lens_members.mirel]', 'discord_roles = 5',
     'slack_users = [true]', '[recap]', 'cron = 5', 'channel = []', '[[weird]]', 'x = 1979-05-27T07:32:00Z',
     '[lens_members]', 'mirel = 3', 'whole_document_chars = "lots"', 'roles = 5', 'recap = "daily"', '= broken',
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+from dataclasses import replace
 import sys
 from pathlib import Path
 
@@ -29,9 +30,34 @@ async def service(tmp_path):
     await close_engine(engine)
 
 
-def msg(text: str, *, roles=(), channel="C1", dm=False, known=True) -> IncomingMessage:
-    return IncomingMessage(platform="discord", channel_id=channel, user_id="9", text=text, roles=tuple(roles),
-                           is_dm=dm, roles_known=known)
+def msg(text: str, *, roles=(), channel="C1", dm=False, known=True, guild=None, user="9") -> IncomingMessage:
+    return IncomingMessage(platform="discord", channel_id=channel, user_id=user, text=text, roles=tuple(roles),
+                           is_dm=dm, roles_known=known, guild_id=guild)
+
+
+async def test_discord_role_names_count_only_on_the_campaigns_home_servers(service):
+    """The first message from a linked channel claims its server; another server's role named
+    "GM" neither links the campaign nor sees as a GM; a GM by user id may link there (adding
+    that server); ``[roles.discord] guilds`` in campaign.toml overrides every claim."""
+    assert "GM view" in (await service.handle(msg("/lens", roles=["GM"], guild="1000"))).text
+    assert await service.directory.homes("discord", "greyhold") == {"1000"}
+    refused = await service.handle(msg("/campaign link greyhold", roles=["GM"], channel="C2", guild="2000"))
+    assert refused.error and "another Discord server" in refused.text
+    assert await service.directory.campaign_for("discord", "C2") is None
+    assert "GM view" not in (await service.handle(msg("/lens", roles=["GM"], channel="C1", guild="2000"))).text
+    linked = await service.handle(msg("/campaign link greyhold", channel="C2", guild="2000", user="111"))
+    assert not linked.error and await service.directory.homes("discord", "greyhold") == {"1000", "2000"}
+    assert "GM view" in (await service.handle(msg("/lens", roles=["GM"], channel="C2", guild="2000"))).text
+
+    class Pinned(BotService):
+        async def config(self, slug):
+            cfg = await super().config(slug)
+            return replace(cfg, roles=replace(cfg.roles, discord_guilds=("3000",)))
+
+    pinned = Pinned(service.engine, directory=service.directory)
+    assert "GM view" not in (await pinned.handle(msg("/lens", roles=["GM"], guild="1000"))).text
+    assert "GM view" in (await pinned.handle(msg("/lens", roles=["GM"], guild="3000"))).text
+    assert "GM view" in (await pinned.handle(msg("/lens", guild="1000", user="111"))).text  # ids count anywhere
 
 
 async def test_will_be_ephemeral_predicts_handle(service):
@@ -96,3 +122,12 @@ def test_python_m_bot_says_which_platforms_are_off(tmp_path):
     assert r.returncode == 1
     assert "discord: off (DISCORD_TOKEN is not set)" in r.stdout
     assert "slack: off" in r.stdout
+
+
+def test_campaign_toml_names_home_servers(tmp_path):
+    from liminalis.campaign import load_campaign
+
+    root = make_tiny_campaign(tmp_path)
+    toml = root / "campaign.toml"
+    toml.write_text(toml.read_text().replace('gm_users = ["111"]', 'gm_users = ["111"]\nguilds = ["3000", 4000]'))
+    assert load_campaign(root).roles.discord_guilds == ("3000", "4000")  # an unquoted id is read as text

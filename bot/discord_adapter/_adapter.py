@@ -125,18 +125,21 @@ class DiscordAdapter:
 
     def incoming(self, *, user: discord.abc.User, channel: Any, guild_id: int | None, text: str,
                  attachments: Iterable[Attachment] = ()) -> IncomingMessage:
-        """Map who and where to an ``IncomingMessage``: roles by id and name; DMs get no roles.
+        """Map who and where to an ``IncomingMessage``: roles by id and name (names count only on
+        the campaign's home servers, ``BotService.at_home``); DMs get no roles.
 
         A member whose roles cannot be read (an uncached guild resolves no role names) simply has
         fewer roles, so the lens falls back toward players, never toward gm.
         """
         roles: tuple[str, ...] = ()
+        role_ids: tuple[str, ...] = ()
         known = False
         if guild_id is not None and isinstance(user, discord.Member):
             try:
                 ids = [str(r) for r in getattr(user, "_roles", ())]
                 names = [r.name for r in user.roles if not r.is_default()]
-                roles = tuple(dict.fromkeys([*ids, *(str(r.id) for r in user.roles if not r.is_default()), *names]))
+                role_ids = tuple(dict.fromkeys([*ids, *(str(r.id) for r in user.roles if not r.is_default())]))
+                roles = tuple(dict.fromkeys([*role_ids, *names]))
                 known = True
             except Exception:
                 _log.warning("discord: role lookup failed for %s; players lens", user.id, exc_info=True)
@@ -144,7 +147,8 @@ class DiscordAdapter:
         parent_id = getattr(channel, "parent_id", None)
         return IncomingMessage(
             platform="discord", channel_id=str(channel_id), user_id=str(user.id), text=text,
-            parent_id=str(parent_id) if parent_id else None, roles=roles, roles_known=known,
+            parent_id=str(parent_id) if parent_id else None, roles=roles, role_ids=role_ids, roles_known=known,
+            guild_id=str(guild_id) if guild_id is not None else None,
             is_dm=guild_id is None, attachments=tuple(attachments),
         )
 

@@ -56,6 +56,10 @@ CREATE TABLE IF NOT EXISTS channel_links (
     platform TEXT NOT NULL, channel_id TEXT NOT NULL, campaign TEXT NOT NULL, linked_at REAL,
     PRIMARY KEY (platform, channel_id)
 );
+CREATE TABLE IF NOT EXISTS campaign_homes (
+    platform TEXT NOT NULL, campaign TEXT NOT NULL, home_id TEXT NOT NULL, claimed_at REAL,
+    PRIMARY KEY (platform, campaign, home_id)
+);
 CREATE TABLE IF NOT EXISTS budgets (
     campaign TEXT NOT NULL, scope TEXT NOT NULL, tokens INTEGER NOT NULL,
     PRIMARY KEY (campaign, scope)

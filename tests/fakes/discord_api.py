@@ -27,6 +27,10 @@ CHANNEL_ID = 700000000000000001
 THREAD_ID = 700000000000000002
 GM_ROLE_ID = 600000000000000001
 MIREL_ROLE_ID = 600000000000000002
+# Somebody else's server, with a role of their own that they named "GM".
+ROGUE_GUILD_ID = 800000000000000009
+ROGUE_CHANNEL_ID = 700000000000000009
+ROGUE_GM_ROLE_ID = 600000000000000009
 TIMESTAMP = "2026-01-01T00:00:00.000000+00:00"
 
 
@@ -157,6 +161,15 @@ def guild_payload() -> dict[str, Any]:
                      "rate_limit_per_user": 0, "thread_metadata": {"archived": False, "auto_archive_duration": 1440,
                                                                     "archive_timestamp": TIMESTAMP, "locked": False}}],
     }
+
+
+def rogue_guild_payload() -> dict[str, Any]:
+    """Another server: its own channel and a role it named "GM" (a different id)."""
+    p = guild_payload()
+    p.update(id=str(ROGUE_GUILD_ID), name="Not the table", threads=[],
+             roles=[role_payload(ROGUE_GUILD_ID, "@everyone", 0), role_payload(ROGUE_GM_ROLE_ID, "GM", 1)],
+             channels=[{**p["channels"][0], "id": str(ROGUE_CHANNEL_ID), "guild_id": str(ROGUE_GUILD_ID)}])
+    return p
 
 
 def member_payload(uid: int, name: str, roles: list[int]) -> dict[str, Any]:
