@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -323,6 +324,44 @@ async def test_memory_persists_across_restart_and_rolls_into_story(tmp_path):
     assert mem.sections == {"factions/ashen-watch": ["Reputation"]}
     assert [d.doc_id for d in mem.loaded_documents()] == ["factions/ashen-watch"]
     assert mem.loaded_stable == ["overview"] and mem.loaded_generation == 7
+
+
+async def test_two_answers_at_once_in_one_chat_are_both_kept(tmp_path):
+    """Two players with one lens ask at the same moment: both load the same state, and both
+    exchanges are recorded (numbering from the loaded state made the second one collide)."""
+    async with Database(tmp_path / "m.sqlite3") as db:
+        store = RollingMemory(db, clock=FrozenClock(), recent_turns=4)
+        first, second = [await store.load("c", "chat", frozenset({"players"})) for _ in range(2)]
+        await asyncio.gather(
+            store.record(first, question="Who rang the bell?", answer="Mirel.", documents=[], stable=[], sources=[],
+                         generation=1),
+            store.record(second, question="Where is the tower?", answer="By the river.", documents=[], stable=[],
+                         sources=[], generation=1),
+        )
+        mem = await store.load("c", "chat", frozenset({"players"}))
+    assert sorted(mem.turns) == [("Where is the tower?", "By the river."), ("Who rang the bell?", "Mirel.")]
+
+
+async def test_writers_never_share_a_transaction(tmp_path):
+    """One coroutine's failed write is rolled back alone: another's write waits for it instead
+    of committing its half-done statements (the service shares one connection)."""
+    async with Database(tmp_path / "m.sqlite3") as db:
+        inside = asyncio.Event()
+
+        async def failing() -> None:
+            with pytest.raises(RuntimeError):
+                async with db.write() as conn:
+                    await conn.execute("INSERT INTO budgets VALUES ('half', 'done', 1)")
+                    inside.set()
+                    await asyncio.sleep(0.05)
+                    raise RuntimeError("the rest of the swap failed")
+
+        async def other() -> None:
+            await inside.wait()
+            await db.execute("INSERT INTO budgets VALUES ('other', 'write', 2)")
+
+        await asyncio.gather(failing(), other())
+        assert [r["campaign"] for r in await db.fetchall("SELECT campaign FROM budgets")] == ["other"]
 
 
 async def test_story_stays_bounded_hierarchically(tmp_path):

@@ -210,7 +210,6 @@ class RollingMemory:
         mem.loaded_generation = generation
         mem.updated_at = now
         lens_json = json.dumps(sorted(mem.lens))
-        seq = mem.seq
         mem.seq += 2
         state = {
             "story": mem.story, "doc_scores": mem.doc_scores, "entity_scores": mem.entity_scores,
@@ -218,17 +217,21 @@ class RollingMemory:
             "loaded_generation": mem.loaded_generation, "last_question": mem.last_question,
             "updated_at": mem.updated_at, "seq": mem.seq,
         }
-        conn = self.db.conn
-        await conn.execute(
-            "INSERT INTO chat_turns VALUES (?, ?, 'user', ?, ?, ?), (?, ?, 'assistant', ?, ?, ?)",
-            (mem.key, seq, question, lens_json, now, mem.key, seq + 1, answer, lens_json, now),
-        )
-        await conn.execute(
-            "INSERT INTO chat_state VALUES (?, ?, ?, ?) ON CONFLICT(chat_key) DO UPDATE SET "
-            "state = excluded.state, updated_at = excluded.updated_at",
-            (mem.key, mem.campaign, json.dumps(state), now),
-        )
-        await conn.commit()
+        async with self.db.write() as conn:
+            # The pair's numbers come from the table, in one statement: two questions answered at
+            # once in one chat both loaded the same state, and numbering from it made the second
+            # answer collide with the first and be lost. (Its rolling state is the last writer's.)
+            await conn.execute(
+                "INSERT INTO chat_turns (chat_key, seq, role, content, lens, created_at) "
+                "WITH base AS (SELECT COALESCE(MAX(seq), -1) + 1 AS s FROM chat_turns WHERE chat_key = ?) "
+                "SELECT ?, s, 'user', ?, ?, ? FROM base UNION ALL SELECT ?, s + 1, 'assistant', ?, ?, ? FROM base",
+                (mem.key, mem.key, question, lens_json, now, mem.key, answer, lens_json, now),
+            )
+            await conn.execute(
+                "INSERT INTO chat_state VALUES (?, ?, ?, ?) ON CONFLICT(chat_key) DO UPDATE SET "
+                "state = excluded.state, updated_at = excluded.updated_at",
+                (mem.key, mem.campaign, json.dumps(state), now),
+            )
 
     def _fold(self, mem: ChatMemory) -> None:
         """Keep the story bounded: fold the oldest level-0 lines into one higher-level line."""

@@ -9,9 +9,11 @@ ingest is killed half-way.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -90,11 +92,18 @@ def _vis_json(vis: Iterable[str]) -> str:
 
 
 class Database:
-    """An aiosqlite connection with the Liminalis schema. Use as ``async with Database(path)``."""
+    """An aiosqlite connection with the Liminalis schema. Use as ``async with Database(path)``.
+
+    Every coroutine of the service shares the one connection, so its transaction is shared too:
+    a commit in one coroutine would commit another's half-done document swap, and a rollback
+    would undo another's chat turn. Every write therefore goes through :meth:`write`, one writer
+    at a time, committed or rolled back as a whole.
+    """
 
     def __init__(self, path: Path | str) -> None:
         self.path = str(path)
         self._conn: aiosqlite.Connection | None = None
+        self._writer = asyncio.Lock()
 
     async def __aenter__(self) -> Database:
         await self.open()
@@ -135,19 +144,32 @@ class Database:
         async with self.conn.execute(sql, params) as cur:
             return await cur.fetchone()
 
-    async def execute(self, sql: str, params: Sequence[Any] = ()) -> None:
-        await self.conn.execute(sql, params)
-        await self.conn.commit()
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """The connection, for one writer's statements: committed together when the block ends,
+        rolled back if it raises (cancellation included). Not re-entrant."""
+        async with self._writer:
+            conn = self.conn
+            try:
+                yield conn
+                await conn.commit()
+            except BaseException:
+                await conn.rollback()
+                raise
+
+    async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        """One write statement, committed; returns the rows it changed."""
+        async with self.write() as conn, conn.execute(sql, params) as cur:
+            return int(cur.rowcount)
 
     # -- campaigns ---------------------------------------------------------------------------
 
     async def upsert_campaign(self, slug: str, name: str, root: str) -> None:
-        await self.conn.execute(
+        await self.execute(
             "INSERT INTO campaigns (slug, name, root, updated_at) VALUES (?, ?, ?, ?) "
             "ON CONFLICT(slug) DO UPDATE SET name=excluded.name, root=excluded.root",
             (slug, name, root, time.time()),
         )
-        await self.conn.commit()
 
     async def campaign_row(self, slug: str) -> aiosqlite.Row | None:
         return await self.fetchone("SELECT * FROM campaigns WHERE slug = ?", (slug,))
@@ -211,9 +233,7 @@ class Database:
         self, campaign: str, doc: Document, passages: Sequence[Passage], tokens: dict[str, str]
     ) -> None:
         """Atomically swap one document and its passage set."""
-        conn = self.conn
-        try:
-            await conn.execute("BEGIN")
+        async with self.write() as conn:
             await conn.execute(
                 "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
@@ -234,25 +254,18 @@ class Database:
                 ],
             )
             await conn.execute("UPDATE campaigns SET generation = generation + 1 WHERE slug = ?", (campaign,))
-            await conn.commit()
-        except BaseException:
-            await conn.rollback()
-            raise
 
     async def remove_document(self, campaign: str, doc_id: str) -> int:
-        conn = self.conn
-        async with conn.execute(
-            "SELECT COUNT(*) FROM passages WHERE campaign = ? AND doc_id = ?", (campaign, doc_id)
-        ) as cur:
-            row = await cur.fetchone()
-        n = int(row[0]) if row else 0
-        await conn.execute("BEGIN")
-        await conn.execute("DELETE FROM passages WHERE campaign = ? AND doc_id = ?", (campaign, doc_id))
-        await conn.execute("DELETE FROM documents WHERE campaign = ? AND doc_id = ?", (campaign, doc_id))
-        await conn.execute("DELETE FROM pins WHERE campaign = ? AND doc_id = ?", (campaign, doc_id))
-        await conn.execute("UPDATE campaigns SET generation = generation + 1 WHERE slug = ?", (campaign,))
-        await conn.commit()
-        return n
+        async with self.write() as conn:
+            async with conn.execute(
+                "SELECT COUNT(*) FROM passages WHERE campaign = ? AND doc_id = ?", (campaign, doc_id)
+            ) as cur:
+                row = await cur.fetchone()
+            await conn.execute("DELETE FROM passages WHERE campaign = ? AND doc_id = ?", (campaign, doc_id))
+            await conn.execute("DELETE FROM documents WHERE campaign = ? AND doc_id = ?", (campaign, doc_id))
+            await conn.execute("DELETE FROM pins WHERE campaign = ? AND doc_id = ?", (campaign, doc_id))
+            await conn.execute("UPDATE campaigns SET generation = generation + 1 WHERE slug = ?", (campaign,))
+        return int(row[0]) if row else 0
 
     # -- embedding cache ---------------------------------------------------------------------
 
@@ -270,8 +283,6 @@ class Database:
         return out
 
     async def cache_vectors(self, model: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
-        await self.conn.executemany(
-            "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
-            [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items],
-        )
-        await self.conn.commit()
+        rows = [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items]
+        async with self.write() as conn:
+            await conn.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)", rows)
