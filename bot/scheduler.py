@@ -221,13 +221,10 @@ class RecapScheduler:
 
     async def claim(self, campaign: str, slot: dt.datetime) -> bool:
         """Atomically record ``slot`` as posted; ``True`` only for the one caller that recorded it."""
-        conn = self.db.conn
-        async with conn.execute(
+        changed = await self.db.execute(
             "INSERT OR IGNORE INTO recap_posts VALUES (?, ?, ?)",
             (campaign, _slot_key(slot), self.clock.now().timestamp()),
-        ) as cur:
-            changed = cur.rowcount
-        await conn.commit()
+        )
         return changed == 1
 
     async def run_due(self, campaign: str | None = None) -> list[tuple[str, str]]:
@@ -263,9 +260,13 @@ class RecapScheduler:
         every campaign is re-embedded on the first tick, not only the default one)."""
         engine = self.service.engine
         for slug in await engine.list_campaigns():
-            if not await engine.was_indexed(slug):
+            try:  # one broken campaign (a bad campaign.toml, an odd folder) must not stall the rest
+                if not await engine.was_indexed(slug):
+                    continue
+                report = await engine.ingest(slug)
+            except Exception:
+                _log.exception("tick ingest %s failed; the other campaigns go on", slug)
                 continue
-            report = await engine.ingest(slug)
             if report.passages_added or report.passages_removed:
                 _log.info("tick ingest %s: +%d -%d passages", slug, report.passages_added, report.passages_removed)
 

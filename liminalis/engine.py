@@ -6,6 +6,7 @@ It owns no platform knowledge and reads no environment: the composition root
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -82,6 +83,7 @@ class Engine:
                                    ranker=ranker)
         self._configs: dict[str, tuple[float, CampaignConfig]] = {}
         self._ensured: set[str] = set()
+        self._ingesting: dict[str, asyncio.Lock] = {}
 
     # -- campaigns ---------------------------------------------------------------------------
 
@@ -124,10 +126,14 @@ class Engine:
             self._ensured.add(slug)
 
     async def ingest(self, slug: str, path: Path | None = None) -> IngestReport:
+        """Ingest one campaign (new, edited and removed files). One ingest per campaign at a time:
+        the scheduler's tick and a GM's upload would otherwise interleave, and one run's sweep of
+        orphaned vectors could delete the vectors the other had just written."""
         config = await self.campaign(slug)
         if slug in self._configs and self._configs[slug][1].root != config.root:
             config = self._configs[slug][1]
-        report = await self.indexer.ingest(config, path)
+        async with self._ingesting.setdefault(config.slug, asyncio.Lock()):
+            report = await self.indexer.ingest(config, path)
         self._ensured.add(config.slug)
         return report
 

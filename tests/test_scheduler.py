@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 
 import pytest
@@ -158,6 +159,43 @@ async def test_tick_ingests_pending_files_and_survives_a_failing_task(setup):
     (tmp_path / "campaigns" / "greyhold" / "tower.md").write_text("# The River Tower\n\nA tall tower of black stone.\n")
     await s.tick()
     assert ran == [True]
+    titles = [t for _, t in await engine.titles("greyhold", frozenset({"players"}), "tower")]
+    assert "The River Tower" in titles
+
+
+async def test_one_broken_campaign_does_not_stall_the_ticks_ingest_of_the_others(setup):
+    tmp_path, engine = setup
+    broken = make_tiny_campaign(tmp_path / "campaigns", slug="aaa")  # listed before greyhold
+    await engine.ingest("aaa")
+    (broken / "campaign.toml").write_text("lenses = 5\n")  # a hand edit gone wrong
+    (tmp_path / "campaigns" / "greyhold" / "tower.md").write_text("# The River Tower\n\nA tall tower of black stone.\n")
+    await RecapScheduler(BotService(engine), clock=FrozenClock(), tick_seconds=0).ingest_pending()
+    titles = [t for _, t in await engine.titles("greyhold", frozenset({"players"}), "tower")]
+    assert "The River Tower" in titles
+
+
+async def test_the_ticks_ingest_and_an_upload_never_interleave(setup):
+    """The tick's ingest and a GM's upload ingest of one campaign run one after the other (one
+    run's sweep of orphaned vectors could delete the other's new vectors)."""
+    tmp_path, engine = setup
+    active = peak = 0
+    real = engine.indexer.ingest
+
+    async def counted(*args, **kw):
+        nonlocal active, peak
+        active += 1
+        peak = max(peak, active)
+        try:
+            await asyncio.sleep(0.01)
+            return await real(*args, **kw)
+        finally:
+            active -= 1
+
+    engine.indexer.ingest = counted
+    (tmp_path / "campaigns" / "greyhold" / "tower.md").write_text("# The River Tower\n\nA tall tower of black stone.\n")
+    tick = RecapScheduler(BotService(engine), clock=FrozenClock(), tick_seconds=0)
+    await asyncio.gather(tick.ingest_pending(), engine.ingest("greyhold"), engine.ingest("greyhold"))
+    assert peak == 1
     titles = [t for _, t in await engine.titles("greyhold", frozenset({"players"}), "tower")]
     assert "The River Tower" in titles
 
