@@ -21,7 +21,7 @@ from liminalis.engine import CAMPAIGN_SCOPE, Engine
 from liminalis.errors import InvalidInput, LiminalisError, PermissionDenied, UnknownCampaign, UploadRejected
 from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, parse_document
 from liminalis.lens import Lens
-from liminalis.text import clean_text
+from liminalis.text import clean_text, natural_key
 
 __all__ = ["IncomingMessage", "Attachment", "Reply", "BotService", "COMMANDS", "HELP", "RecapScheduling"]
 
@@ -403,7 +403,9 @@ class BotService:
         lens = players_lens()
         cat = await self.engine.retriever.catalog(slug)
         notes = [d for d in cat.documents.values() if d.type == "session" and cat.visible_doc(d.doc_id, lens)]
-        notes.sort(key=lambda d: d.doc_id)
+        # By file name, numbers by value (session-10 after session-9; an upload of session-8 after
+        # sessions/session-07), then by path.
+        notes.sort(key=lambda d: (natural_key(d.doc_id.rsplit("/", 1)[-1]), natural_key(d.doc_id)))
         latest = notes[-sessions:]
         if not latest:
             return "No session notes yet.", ()

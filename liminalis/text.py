@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["clean_text"]
+__all__ = ["clean_text", "natural_key"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_DIGIT_RUNS = re.compile(r"(\d+)")
 
 
 def clean_text(text: str) -> str:
@@ -32,3 +33,8 @@ def _has_surrogate(text: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+def natural_key(name: str) -> list[tuple[int, int, str]]:
+    """Sort key that orders the digit runs of a name by value: session-9 before session-10."""
+    return [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in _DIGIT_RUNS.split(name)]

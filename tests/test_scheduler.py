@@ -200,6 +200,20 @@ async def test_the_ticks_ingest_and_an_upload_never_interleave(setup):
     assert "The River Tower" in titles
 
 
+async def test_recap_is_of_the_latest_session_by_number(setup):
+    """With ten sessions, session-10 is the latest (sorted as text, session-9 was)."""
+    tmp_path, engine = setup
+    for n in (2, 9, 10):
+        (tmp_path / "campaigns" / "greyhold" / "sessions" / f"session-{n:d}.md").write_text(
+            f"---\ntitle: Session {n}\ntype: session\n---\n# Session {n}\n\nThe party rested at the inn.\n")
+    await engine.ingest("greyhold")
+    service = BotService(engine)
+    _, sources = await service.recap("greyhold")
+    assert [s.title for s in sources] == ["Session 10"]
+    _, sources = await service.recap("greyhold", sessions=3)
+    assert [s.title for s in sources] == ["Session 2", "Session 9", "Session 10"]
+
+
 async def test_tick_reindexes_a_campaign_built_with_another_embedder(tmp_path):
     """A release that ships a new embedder: the first tick re-embeds every set-up campaign."""
     from liminalis.testing import HashEmbedder

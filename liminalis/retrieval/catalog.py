@@ -16,6 +16,7 @@ from pathlib import PurePosixPath
 
 from liminalis.lens import visible
 from liminalis.retrieval.lexical import BM25Index, Tokenizer, title_entry_id
+from liminalis.text import natural_key
 from liminalis.types import Document
 
 __all__ = ["PassageInfo", "Catalog", "normalize_key"]
@@ -23,11 +24,6 @@ __all__ = ["PassageInfo", "Catalog", "normalize_key"]
 _KEY_WS = re.compile(r"[^a-z0-9]+")
 _KEY_STOP = frozenset("the a an of and in on at to for".split())
 _DIGITS = re.compile(r"(\d+)")
-
-
-def _natural(name: str) -> list[object]:
-    """Sort key that orders the digit runs of a file name by value: part-2 before part-10."""
-    return [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in _DIGITS.split(name)]
 
 
 def normalize_key(text: str) -> str:
@@ -172,7 +168,7 @@ class Catalog:
                 path = PurePosixPath(doc.path)
                 if visible(doc.visibility, lens) and _DIGITS.search(path.name):
                     key = (str(path.parent), _DIGITS.sub("#", path.name))
-                    series.setdefault(key, []).append((_natural(path.name), d))
+                    series.setdefault(key, []).append((natural_key(path.name), d))
             table = {}
             for items in series.values():
                 ids = [d for _, d in sorted(items)]
