@@ -67,12 +67,15 @@ class CampaignConfig:
         return self.root / rel_path
 
     def is_gm_path(self, rel_path: str) -> bool:
-        p = PurePosixPath(rel_path)
-        for pattern in self.gm_paths:
-            if fnmatch.fnmatch(str(p), pattern):
+        """Whether ``rel_path`` lies under one of the GM folders. Matched without regard to case:
+        on a case-insensitive disk (macOS, Windows) ``GM/plan.md`` *is* in ``gm/``, and a GM who
+        names the folder so must not publish its contents (erring toward GM-only is the safe side)."""
+        p = str(PurePosixPath(rel_path)).lower()
+        for pattern in (g.lower() for g in self.gm_paths):
+            if fnmatch.fnmatchcase(p, pattern):
                 return True
             prefix = pattern.split("/**")[0].rstrip("/*")
-            if prefix and "*" not in prefix and p.parts and str(p).startswith(prefix + "/"):
+            if prefix and "*" not in prefix and p.startswith(prefix + "/"):
                 return True
         return False
 

@@ -131,3 +131,13 @@ def test_campaign_toml_names_home_servers(tmp_path):
     toml = root / "campaign.toml"
     toml.write_text(toml.read_text().replace('gm_users = ["111"]', 'gm_users = ["111"]\nguilds = ["3000", 4000]'))
     assert load_campaign(root).roles.discord_guilds == ("3000", "4000")  # an unquoted id is read as text
+
+
+def test_gm_folders_match_without_regard_to_case(tmp_path):
+    """On a case-insensitive disk GM/ is gm/: its files are GM-only, never published."""
+    from liminalis.campaign import load_campaign
+
+    cfg = load_campaign(make_tiny_campaign(tmp_path))
+    assert cfg.gm_paths == ("gm/**",)
+    assert all(cfg.is_gm_path(p) for p in ("gm/plot.md", "GM/plan.md", "Gm/deep/Notes.MD"))
+    assert not any(cfg.is_gm_path(p) for p in ("baron.md", "gmnotes.md", "sessions/session-01.md"))
