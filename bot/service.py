@@ -40,6 +40,7 @@ HELP = """**Liminalis** answers questions from your campaign's own documents, wi
 `/lens` — which view of the campaign you get
 `/help` — this message"""
 
+_MAX_FILES = 10
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -442,8 +443,14 @@ class BotService:
         assert cfg.uploads_root is not None
         saved: list[str] = []
         skipped: list[tuple[str, str]] = []
-        for att in attachments[:10]:
+        for i, att in enumerate(attachments):
             name = _SAFE_NAME.sub("-", PurePosixPath(att.filename.replace("\\", "/")).name).strip(".-")[:100] or "upload.md"
+            if i >= _MAX_FILES:
+                skipped.append((name, f"only {_MAX_FILES} files are read per upload: send it again"))
+                continue
+            if name in saved:  # two names that clean to one: the second would overwrite the first
+                skipped.append((name, "another file in this upload has the same name"))
+                continue
             if att.error:
                 skipped.append((name, att.error))
                 continue

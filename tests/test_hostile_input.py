@@ -86,6 +86,20 @@ async def test_a_hostile_session_never_crashes_and_never_leaks(service, seed):
     assert answered > 20  # the session reached real answers, not only error replies
 
 
+async def test_an_upload_of_many_files_loses_none_silently(service):
+    """Every file of an upload is ingested or named in the reply with its reason: the eleventh
+    and later, and a second file whose name cleans to the same as an earlier one's."""
+    files = [Attachment(filename=f"note-{i}.md", data=f"# Note {i}\n\nBell number {i} rang.".encode()) for i in range(12)]
+    files.insert(4, Attachment(filename="note 3.md", data=b"# Other\n\nA different note."))
+    reply = await service.handle(IncomingMessage(platform="discord", channel_id="C1", user_id="111", roles=("GM",),
+                                                 text="/upload", attachments=tuple(files)))
+    assert "Ingested 9 file(s)" in reply.text, reply.text
+    assert "note-3.md: another file in this upload has the same name" in reply.text
+    assert all(f"note-{i}.md: only 10 files" in reply.text for i in (9, 10, 11))
+    cfg = await service.config("greyhold")
+    assert (cfg.uploads_root / "note-3.md").read_text().startswith("# Note 3")
+
+
 async def test_lone_surrogates_are_cleaned_where_text_enters(service):
     for text in ["/ask who guards the keep \ud800?", "who pays the guards \udfff", "/pin add Baron \ud800"]:
         reply = await service.handle(IncomingMessage(platform="discord", channel_id="C1", user_id="111",
