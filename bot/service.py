@@ -198,7 +198,9 @@ class BotService:
             return Reply(text="Sorry, something went wrong on my side. The error has been logged.", ephemeral=True, error=True)
 
     async def will_be_ephemeral(self, msg: IncomingMessage) -> bool:
-        """Predict whether ``handle(msg)`` answers privately, cheaply and without side effects.
+        """Predict whether ``handle(msg)`` answers privately, cheaply and without side effects
+        (save the one ``handle`` would make first: a linked channel's first message records its
+        server as the campaign's home, :meth:`at_home`).
 
         Discord must choose at ``defer`` time whether the "thinking…" message is ephemeral, before
         the answer exists. Anything uncertain (a parse error, an unlinked channel) predicts private.
