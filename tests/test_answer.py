@@ -112,6 +112,18 @@ async def test_follow_up_reuses_loaded_material_without_retrieving(engine):
     assert counter.calls == 2  # a new subject retrieves again
 
 
+async def test_a_lower_case_question_on_a_new_subject_is_not_a_follow_up(engine):
+    """The channel's memory is shared: another player's short, pronoun-bearing question about
+    something else must retrieve, not reuse the last asker's material."""
+    counter = CountingRetrieve(engine)
+    responder = Responder(engine, clock=FrozenClock())
+    await responder.respond("emberfall", "Who paid her fine after the Watch arrested her?", PLAYERS, chat="slack:C9")
+    await responder.respond("emberfall", "how much does the ferry charge for those crossings?", PLAYERS, chat="slack:C9")
+    assert counter.calls == 2
+    await responder.respond("emberfall", "and what did she do next?", PLAYERS, chat="slack:C9")
+    assert counter.calls == 2  # a real follow-up still reuses
+
+
 async def test_follow_up_expires_and_does_not_cross_chats(engine):
     clock = FrozenClock()
     counter = CountingRetrieve(engine)

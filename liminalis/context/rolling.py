@@ -37,6 +37,12 @@ __all__ = ["ChatMemory", "RollingMemory", "is_follow_up", "memory_key", "SystemC
 _log = logging.getLogger(__name__)
 _PRONOUN = re.compile(r"\b(he|she|they|him|her|them|his|hers|their|theirs|it|its|that|this|those|these|there)\b", re.I)
 _NAME = re.compile(r"\b[A-Z][a-z'’]+(?:[ -][A-Z][a-z'’]+)*\b")
+_LONG_WORD = re.compile(r"[^\W\d_]{5,}")
+_COMMON = frozenset(
+    "about after again against before being below between could doing during every first further having "
+    "other people right since their there these thing things those through under until where which while "
+    "would should whose what's where's anything something nothing happened happen really still tells".split()
+)
 _NOT_NAMES = frozenset(
     "and so but then also what who whom whose where when why how did does do is was were are "
     "can could would will should tell ok okay i the a an".split()
@@ -60,6 +66,14 @@ def is_follow_up(question: str, *, max_words: int = 10) -> bool:
         return False
     names = [m.group(0) for m in _NAME.finditer(q) if m.group(0).lower() not in _NOT_NAMES]
     return not names
+
+
+def _new_words(question: str, known: str) -> int:
+    """Long words (five letters or more, not common ones) of ``question`` that ``known`` lacks,
+    compared by their first five letters (ring / rings / ringing)."""
+    seen = {w.lower()[:5] for w in _LONG_WORD.findall(known)}
+    words = {w.lower() for w in _LONG_WORD.findall(question)} - _COMMON
+    return len({w[:5] for w in words} - seen)
 
 
 def _lens_ok(turn_lens: frozenset[str], lens: frozenset[str]) -> bool:
@@ -161,11 +175,20 @@ class RollingMemory:
         return mem
 
     def can_reuse(self, mem: ChatMemory, question: str, *, generation: int) -> bool:
-        """Whether ``question`` is a follow-up that may reuse the loaded material."""
+        """Whether ``question`` is a follow-up that may reuse the loaded material: pronoun-led and
+        short (:func:`is_follow_up`), recent, and about what the last exchange was about. A
+        chat's memory is shared by everyone in the channel, so a lower-case question on a new
+        subject ("what does the drowned bell do when it rings?") must not get the previous
+        asker's material: more than one long word that the last question, its answer and the
+        loaded documents' titles and sections lack means a new subject, retrieved afresh."""
         if not mem.loaded or mem.loaded_generation != generation or not is_follow_up(question):
             return False
         age = self.clock.now().timestamp() - mem.updated_at
-        return 0 <= age <= self.follow_up_ttl_s
+        if not 0 <= age <= self.follow_up_ttl_s:
+            return False
+        known = [mem.last_question, *(mem.turns[-1] if mem.turns else ())]
+        known += [f"{d.get('title', '')} {d.get('section', '')}" for d in mem.loaded]
+        return _new_words(question, " ".join(map(str, known))) <= 1
 
     async def record(
         self,
