@@ -326,6 +326,20 @@ async def test_memory_persists_across_restart_and_rolls_into_story(tmp_path):
     assert mem.loaded_stable == ["overview"] and mem.loaded_generation == 7
 
 
+async def test_an_old_turn_joins_the_story_with_its_own_sources(tmp_path):
+    async with Database(tmp_path / "m.sqlite3") as db:
+        store = RollingMemory(db, clock=FrozenClock(), recent_turns=1)
+        mem = await store.load("c", "chat", frozenset({"players"}))
+        await store.record(mem, question="Who rang the bell?", answer="Mirel.", documents=[], stable=[],
+                           sources=["The Bells"], generation=1)
+        mem = await store.load("c", "chat", frozenset({"players"}))  # across a restart, too
+        await store.record(mem, question="Where is the ferry?", answer="At the quay.", documents=[], stable=[],
+                           sources=["The Ferry"], generation=1)
+    assert len(mem.story) == 1
+    assert "Who rang the bell?" in mem.story[0][1] and "The Bells" in mem.story[0][1]
+    assert "The Ferry" not in mem.story_text()
+
+
 async def test_two_answers_at_once_in_one_chat_are_both_kept(tmp_path):
     """Two players with one lens ask at the same moment: both load the same state, and both
     exchanges are recorded (numbering from the loaded state made the second one collide)."""

@@ -3,7 +3,8 @@
 State per memory key (``chat_state.state`` JSON, turns in ``chat_turns``):
 
 * **recent turns** — the last ``recent_turns`` exchanges, replayed verbatim as messages;
-* **story so far** — older exchanges compressed to one line each (level 0); when more than
+* **story so far** — older exchanges compressed to one line each (level 0), written when each
+  was answered, with its own sources; when more than
   ``story_lines`` level-0 lines pile up, the oldest half folds into one level-1 line, so the
   summary is hierarchical and its size bounded;
 * **document scores** and **entity scores** — exponentially decayed per turn,
@@ -95,6 +96,9 @@ class ChatMemory:
     loaded: list[dict[str, object]] = field(default_factory=list)
     loaded_stable: list[str] = field(default_factory=list)
     loaded_generation: int = -1
+    #: Each recent turn's story line, written when the turn was answered (with *its* sources),
+    #: oldest first; it joins the story when its turn rolls out of the recent turns.
+    gists: list[str] = field(default_factory=list)
     last_question: str = ""
     updated_at: float = 0.0
     seq: int = 0
@@ -155,6 +159,7 @@ class RollingMemory:
             mem.loaded = list(st.get("loaded", []))
             mem.loaded_stable = list(st.get("loaded_stable", []))
             mem.loaded_generation = int(st.get("loaded_generation", -1))
+            mem.gists = [str(g) for g in st.get("gists", [])]
             mem.last_question = str(st.get("last_question", ""))
             mem.updated_at = float(st.get("updated_at", 0.0))
             mem.seq = int(st.get("seq", 0))
@@ -204,9 +209,12 @@ class RollingMemory:
         """Add one exchange, roll older turns into the story, and persist."""
         now = self.clock.now().timestamp()
         mem.turns.append((question, answer))
+        mem.gists.append(_gist(question, answer, sources))
         while len(mem.turns) > self.recent_turns:
             q, a = mem.turns.pop(0)
-            mem.story.append((0, _gist(q, a, sources)))
+            # The turn's own line; a state written before lines were kept has none (no sources).
+            mem.story.append((0, mem.gists.pop(0) if len(mem.gists) > len(mem.turns) else _gist(q, a, ())))
+        del mem.gists[: max(0, len(mem.gists) - len(mem.turns))]
         self._fold(mem)
         for d in list(mem.doc_scores):
             mem.doc_scores[d] *= self.decay
@@ -238,7 +246,7 @@ class RollingMemory:
             "story": mem.story, "doc_scores": mem.doc_scores, "entity_scores": mem.entity_scores,
             "sections": mem.sections, "loaded": mem.loaded, "loaded_stable": mem.loaded_stable,
             "loaded_generation": mem.loaded_generation, "last_question": mem.last_question,
-            "updated_at": mem.updated_at, "seq": mem.seq,
+            "updated_at": mem.updated_at, "seq": mem.seq, "gists": mem.gists,
         }
         async with self.db.write() as conn:
             # The pair's numbers come from the table, in one statement: two questions answered at
