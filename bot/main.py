@@ -159,8 +159,15 @@ def build_responder(settings: Settings, engine: Engine) -> Responder:
         models={"reply": settings.model_reply, "summarize": settings.model_summarize},
         timeout_s=settings.llm_timeout_s,
     )
-    _log.info("answers: %s via the Messages API", settings.model_reply)
-    return Responder(engine, model=model, budget_tokens=settings.context_budget_tokens)
+    gate = None
+    if settings.daily_token_budget > 0:
+        from liminalis.context.rolling import SystemClock
+        from liminalis.spend import DailyTokenGate
+
+        gate = DailyTokenGate(engine.db, settings.daily_token_budget, clock=SystemClock())
+    _log.info("answers: %s via the Messages API (daily token budget: %s)", settings.model_reply,
+              f"{settings.daily_token_budget:,}" if gate else "none")
+    return Responder(engine, model=model, budget_tokens=settings.context_budget_tokens, gate=gate)
 
 
 def build_service(settings: Settings, engine: Engine) -> BotService:

@@ -30,6 +30,7 @@ from liminalis.context.tokens import default_counter
 from liminalis.ingest.sentences import split_sentences
 from liminalis.ports import Clock, LanguageModel, Usage
 from liminalis.retrieval.lexical import Tokenizer
+from liminalis.spend import DailyTokenGate
 from liminalis.text import clean_text
 from liminalis.types import Bundle, Span
 
@@ -157,6 +158,7 @@ class Responder:
         stable_doc_tokens: int = 1500,
         max_tokens: int = 800,
         offline: OfflineAnswerer | None = None,
+        gate: DailyTokenGate | None = None,
     ) -> None:
         from liminalis.engine import Engine
 
@@ -170,6 +172,7 @@ class Responder:
         self.stable_doc_tokens = stable_doc_tokens
         self.max_tokens = max_tokens
         self.offline = offline or OfflineAnswerer()
+        self.gate = gate
         self.last_prompt: Prompt | None = None
 
     async def respond(
@@ -234,11 +237,18 @@ class Responder:
         self.last_prompt = prompt
         notes.extend(prompt.notes)
 
-        if self.model is None:
+        spent = self.model is not None and self.gate is not None and not await self.gate.allows()
+        if self.model is None or spent:
             answer = self.offline.answer(clip_query, prompt.all_documents, lens=lens)
-            answer = Answer(text=answer.text, sources=answer.sources, notes=(*notes, *answer.notes), lens=lens)
+            text = answer.text
+            if spent:
+                notes.append("daily model-token budget spent: offline answer")
+                text = f"_Today's language-model budget is spent, so until midnight UTC I quote the documents._\n\n{text}"
+            answer = Answer(text=text, sources=answer.sources, notes=(*notes, *answer.notes), lens=lens)
         else:
             answer = await self._ask_model(prompt, notes, lens, on_text)
+            if self.gate is not None:
+                await self.gate.charge(answer.usage)
 
         if mem is not None:
             await self.memory.record(

@@ -216,3 +216,28 @@ async def test_a_gm_pin_clipped_and_remembered_for_the_gm_never_reaches_players(
         text = request_text(model.requests[-1])
         assert secret not in text
         assert [c for c in CANARIES if c in text] == []
+
+
+async def test_the_daily_token_gate_quotes_the_documents_until_midnight(engine):
+    """Once the day's model tokens are spent, answers come from the offline answerer (still
+    grounded, with sources) and the model is not called; the next UTC day it is again. The
+    count is in SQLite: a restarted service (a new gate) keeps the day's spend."""
+    import datetime as dt
+
+    from liminalis.spend import DailyTokenGate
+
+    clock = FrozenClock(dt.datetime(2026, 1, 1, 22, 0, tzinfo=dt.UTC))
+    model = ScriptedModel(replies=["Vessa paid her fine [The Ashen Watch — Reputation]."])
+    responder = Responder(engine, model=model, clock=clock, gate=DailyTokenGate(engine.db, 100, clock=clock))
+    question = "Who paid Vessa's fine after the Watch arrested her?"
+    first = await responder.respond("emberfall", question, PLAYERS)
+    assert first.model == "scripted" and len(model.requests) == 1
+    restarted = DailyTokenGate(engine.db, 100, clock=clock)
+    assert await restarted.spent_today() >= 100 and not await restarted.allows()
+    responder.gate = restarted
+    second = await responder.respond("emberfall", question, PLAYERS)
+    assert len(model.requests) == 1 and second.model == "offline"
+    assert "budget is spent" in second.text and second.sources
+    clock.advance(hours=3)  # past midnight UTC
+    assert (await responder.respond("emberfall", question, PLAYERS)).model == "scripted"
+    assert len(model.requests) == 2

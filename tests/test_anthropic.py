@@ -134,3 +134,23 @@ async def test_two_turns_send_an_identical_stable_prefix_and_read_the_cache(pinn
     assert first.usage.cache_creation_input_tokens > 0 and first.usage.cache_read_input_tokens == 0
     assert second.usage.cache_read_input_tokens > 0 and second.usage.cache_creation_input_tokens == 0
     assert second.model == "claude-test-reply"
+
+
+async def test_the_services_daily_token_budget_gates_the_real_client(pinned_engine):
+    """LIMINALIS_DAILY_TOKEN_BUDGET wires the gate: past it, no request reaches the API."""
+    from bot.main import build_responder
+    from bot.settings import Settings
+
+    async with FakeAnthropic() as fake:
+        settings = Settings(anthropic_api_key="sk-test-key", anthropic_base_url=fake.url, daily_token_budget=10)
+        responder = build_responder(settings, pinned_engine)
+        assert responder.gate is not None and responder.gate.limit == 10
+        question = "Who paid her fine after the Watch arrested her?"
+        first = await responder.respond("emberfall", question, frozenset({"players"}))
+        second = await responder.respond("emberfall", question, frozenset({"players"}))
+        assert len(fake.requests) == 1 and first.model != "offline"
+        assert second.model == "offline" and "budget is spent" in second.text
+        await responder.model.close()
+    unlimited = build_responder(Settings(anthropic_api_key="k", daily_token_budget=0), pinned_engine)
+    assert unlimited.gate is None
+    await unlimited.model.close()

@@ -62,6 +62,9 @@ CREATE TABLE IF NOT EXISTS campaign_homes (
     platform TEXT NOT NULL, campaign TEXT NOT NULL, home_id TEXT NOT NULL, claimed_at REAL,
     PRIMARY KEY (platform, campaign, home_id)
 );
+CREATE TABLE IF NOT EXISTS token_usage (
+    day TEXT PRIMARY KEY, tokens INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS budgets (
     campaign TEXT NOT NULL, scope TEXT NOT NULL, tokens INTEGER NOT NULL,
     PRIMARY KEY (campaign, scope)
