@@ -335,16 +335,17 @@ class BotService:
     async def cmd_budget(self, msg: IncomingMessage, arg: str) -> Reply:
         cfg = await self.campaign_of(msg)
         lens = await self.lens_of(msg, cfg)
-        parts = arg.split()
-        sub = parts[0].lower() if parts else "show"
+        parts = arg.lower().split()
+        sub = parts[0] if parts else "show"
         scope = msg.chat_key if "chat" in parts else CAMPAIGN_SCOPE
         if sub == "show":
-            tokens = await self.budget(cfg.slug, msg.chat_key)
+            tokens = await self.budget(cfg.slug, msg.chat_key, self.responder.budget_tokens)
             return Reply(text=f"Context budget: {tokens:,} tokens.", ephemeral=True)
         if sub == "set":
             self._require_gm(lens)
-            nums = [p for p in parts[1:] if p.replace(",", "").replace("_", "").isdigit()]
-            if len(nums) != 1:
+            # ASCII digits only: "²".isdigit() is true, and int() refuses it.
+            nums = [p for p in parts[1:] if re.fullmatch(r"[0-9][0-9,_]*", p)]
+            if len(nums) != 1 or any(p not in {"chat", "campaign"} for p in parts[1:] if p not in nums):
                 raise InvalidInput("bad budget", user_message="Usage: `/budget set <tokens> [chat]`")
             tokens = int(nums[0].replace(",", "").replace("_", ""))
             if not 500 <= tokens <= 200_000:

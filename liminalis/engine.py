@@ -253,7 +253,9 @@ class Engine:
 
     async def remove_pin(self, slug: str, key: str, lens: frozenset[str], *, scope: str = CAMPAIGN_SCOPE) -> str:
         doc_id = await self.resolve_document(slug, key, lens)
-        await self.db.execute("DELETE FROM pins WHERE campaign = ? AND scope = ? AND doc_id = ?", (slug, scope, doc_id))
+        if not await self.db.execute("DELETE FROM pins WHERE campaign = ? AND scope = ? AND doc_id = ?",
+                                     (slug, scope, doc_id)):
+            raise InvalidInput("not pinned", user_message="That document is not pinned.")
         return doc_id
 
     async def list_pins(self, slug: str, lens: frozenset[str], chat: str | None = None) -> list[tuple[str, str]]:

@@ -141,3 +141,21 @@ def test_gm_folders_match_without_regard_to_case(tmp_path):
     assert cfg.gm_paths == ("gm/**",)
     assert all(cfg.is_gm_path(p) for p in ("gm/plot.md", "GM/plan.md", "Gm/deep/Notes.MD"))
     assert not any(cfg.is_gm_path(p) for p in ("baron.md", "gmnotes.md", "sessions/session-01.md"))
+
+
+async def test_budget_and_pin_commands_say_what_they_did(service):
+    gm = dict(roles=["GM"])
+    assert "6,000" in (await service.handle(msg("/budget show"))).text
+    service.responder.budget_tokens = 12_000  # LIMINALIS_CONTEXT_BUDGET_TOKENS: what /ask uses
+    assert "12,000" in (await service.handle(msg("/budget show"))).text
+    for bad in ["/budget set ²", "/budget set 4000 lots", "/budget set 4000 5000"]:
+        reply = await service.handle(msg(bad, **gm))
+        assert reply.error and "Usage" in reply.text, bad
+    reply = await service.handle(msg("/budget set 4,000 CHAT", **gm))
+    assert "for this chat set to 4,000" in reply.text
+    assert "4,000" in (await service.handle(msg("/budget show"))).text
+    reply = await service.handle(msg("/pin remove Baron Aldric", **gm))
+    assert reply.error and "not pinned" in reply.text
+    assert not (await service.handle(msg("/pin add Baron Aldric", **gm))).error
+    reply = await service.handle(msg("/pin remove Baron Aldric", **gm))
+    assert not reply.error and "Unpinned" in reply.text
