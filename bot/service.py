@@ -18,7 +18,7 @@ from bot.directory import Directory, lens_for
 from liminalis.answer import Answer, Responder, Source
 from liminalis.campaign import CampaignConfig, validate_slug
 from liminalis.engine import CAMPAIGN_SCOPE, Engine
-from liminalis.errors import InvalidInput, LiminalisError, PermissionDenied, UnknownCampaign, UploadRejected
+from liminalis.errors import ConfigError, InvalidInput, LiminalisError, PermissionDenied, UnknownCampaign, UploadRejected
 from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, parse_document
 from liminalis.lens import Lens
 from liminalis.text import clean_text, natural_key
@@ -191,7 +191,9 @@ class BotService:
             name, arg = parse_command(msg.text)
             return await getattr(self, f"cmd_{name}")(msg, arg)
         except LiminalisError as exc:
-            _log.info("user error on %s: %s", msg.platform, exc)
+            # A host's misconfiguration is an error to act on; a user's mistake is not.
+            _log.log(logging.ERROR if isinstance(exc, ConfigError) else logging.INFO, "%s on %s: %s",
+                     type(exc).__name__, msg.platform, exc)
             return Reply(text=exc.user_message, ephemeral=True, error=True)
         except Exception:
             _log.exception("unhandled error handling %s command", msg.platform)

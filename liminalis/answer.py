@@ -27,6 +27,7 @@ from liminalis.context.prompt import Prompt, build_prompt, instructions_for, spl
 from liminalis.context.rolling import ChatMemory, RollingMemory
 from liminalis.context.tiering import TierParams
 from liminalis.context.tokens import default_counter
+from liminalis.errors import ModelUnavailable
 from liminalis.ingest.sentences import split_sentences
 from liminalis.ports import Clock, LanguageModel, Usage
 from liminalis.retrieval.lexical import Tokenizer
@@ -246,7 +247,16 @@ class Responder:
                 text = f"_Today's language-model budget is spent, so until midnight UTC I quote the documents._\n\n{text}"
             answer = Answer(text=text, sources=answer.sources, notes=(*notes, *answer.notes), lens=lens)
         else:
-            answer = await self._ask_model(prompt, notes, lens, on_text)
+            try:
+                answer = await self._ask_model(prompt, notes, lens, on_text)
+            except ModelUnavailable as exc:
+                # Busy, overloaded or timed out after the client's retries: the question still
+                # gets the grounded offline answer, marked as such, rather than only an error.
+                _log.warning("model unavailable (%s): answering offline", exc)
+                offline = self.offline.answer(clip_query, prompt.all_documents, lens=lens)
+                text = f"_The language model is unavailable right now, so I quote the documents._\n\n{offline.text}"
+                notes.append("model unavailable: offline answer")
+                answer = Answer(text=text, sources=offline.sources, notes=(*notes, *offline.notes), lens=lens)
             if self.gate is not None:
                 await self.gate.charge(answer.usage)
 

@@ -88,6 +88,29 @@ async def test_bad_key_is_a_config_error_not_retried():
     assert len(fake.requests) == 1
 
 
+async def test_a_refused_request_is_a_config_error_not_busy():
+    """404 (say, a model name that does not exist) is the host's to fix: not retried, and not
+    "busy, try again in a minute"."""
+    async with FakeAnthropic() as fake:
+        fake.script = [404]
+        async with model(fake) as m:
+            with pytest.raises(ConfigError) as info:
+                await m.complete(system=["s"], messages=[Message("user", "q")])
+    assert len(fake.requests) == 1 and "LIMINALIS_MODEL_REPLY" in str(info.value)
+    assert "busy" not in info.value.user_message
+
+
+async def test_an_overloaded_model_still_gets_the_question_a_quoted_answer(pinned_engine):
+    async with FakeAnthropic() as fake:
+        fake.script = [529, 529, 529]
+        async with model(fake, max_retries=2, backoff_s=0.0) as m:
+            answer = await Responder(pinned_engine, model=m).respond(
+                "emberfall", "Who paid her fine after the Watch arrested her?", frozenset({"players"}))
+    assert len(fake.requests) == 3
+    assert answer.model == "offline" and "unavailable right now" in answer.text and answer.sources
+    assert "quoted, not paraphrased" in answer.text
+
+
 async def test_stream_yields_text_and_records_cache_read():
     async with FakeAnthropic(reply="The bell rang thirteen times on the ice.") as fake:
         fake.script = [529]

@@ -74,6 +74,11 @@ def _classify(exc: Exception) -> Exception:
             except (TypeError, ValueError):
                 after = None
             return _Retryable(f"HTTP {exc.status_code}", after)
+        if exc.status_code in {400, 404, 413, 422}:
+            # The request itself is wrong (an unknown model name, a request too large): retrying
+            # in a minute, as "busy" would suggest, never helps. The host must fix a setting.
+            return ConfigError(f"anthropic refused the request: HTTP {exc.status_code} (check LIMINALIS_MODEL_REPLY "
+                               "and LIMINALIS_CONTEXT_BUDGET_TOKENS)")
         return ModelUnavailable(f"anthropic refused the request: HTTP {exc.status_code}")
     return ModelUnavailable(f"anthropic client error: {type(exc).__name__}")
 
