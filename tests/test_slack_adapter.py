@@ -130,6 +130,17 @@ async def test_personal_lens_answer_is_ephemeral(env):
     assert public.args["response_type"] == "in_channel" and MIREL_CANARY not in dump(public)
 
 
+async def test_escaped_characters_reach_commands_as_typed(env):
+    """Slack sends "Salt & Smoke" as "Salt &amp; Smoke": the pin must still find the document."""
+    api, adapter, _ = env
+    engine = adapter.service.engine
+    cfg = await engine.campaign("greyhold")
+    (cfg.root / "salt.md").write_text("---\ntitle: Salt & Smoke\n---\n# Salt & Smoke\n\nA tavern by the river.\n")
+    await engine.ingest("greyhold")
+    await command(adapter, api, "/pin", "add Salt &amp; Smoke", user=SLACK_GM)
+    assert "Pinned **Salt &amp; Smoke**" in dump((await api.wait_for("/respond/pin"))[0])  # (escaped again on the way out)
+
+
 async def test_dm_gm_gets_players(env):
     api, adapter, _ = env
     service = adapter.service

@@ -125,6 +125,8 @@ class SlackAdapter:
 
     async def incoming(self, *, user_id: str, channel_id: str, text: str, is_dm: bool,
                        attachments: tuple[Attachment, ...] = ()) -> IncomingMessage:
+        # Slack escapes &, < and > in what users type (&amp; &lt; &gt;); commands see the text as typed.
+        text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
         return IncomingMessage(platform="slack", channel_id=channel_id, user_id=user_id, text=text,
                                usergroups=await self.usergroups_of(user_id), is_dm=is_dm, attachments=attachments)
 
