@@ -111,7 +111,8 @@ def parse_command(text: str) -> tuple[str, str]:
         raise InvalidInput("empty message", user_message="Ask a question, or try `/help`.")
     if not t.startswith("/"):
         return "ask", t
-    head, _, rest = t[1:].partition(" ")
+    parts = t[1:].split(None, 1)  # any whitespace ends the name: "/ask\nwho is…" is an ask
+    head, rest = (parts[0], parts[1]) if len(parts) == 2 else ((parts or [""])[0], "")
     name = head.lower()
     if name not in COMMANDS:
         raise InvalidInput(f"unknown command {head!r}", user_message=f"Unknown command `/{head[:40]}`. Try `/help`.")

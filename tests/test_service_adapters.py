@@ -94,6 +94,14 @@ async def test_handle_never_raises_on_hostile_input(service):
     assert (await service.handle(msg("\x00" * 10))).text
 
 
+def test_a_command_name_ends_at_any_whitespace():
+    from bot.service import parse_command
+
+    assert parse_command("/ask\nwho is the baron?") == ("ask", "who is the baron?")
+    assert parse_command("/PIN\tadd Baron") == ("pin", "add Baron")
+    assert parse_command("/help") == ("help", "")
+
+
 def test_sanitize_and_split():
     d = sanitize("@everyone @here <@&1> <@2> <@!3>", platform="discord")
     assert "@everyone" not in d and "@here" not in d and "<@&1>" not in d and "<@2>" not in d and "<@!3>" not in d
