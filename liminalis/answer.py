@@ -70,14 +70,39 @@ def _source(d: ContextDoc) -> Source:
     return Source(d.doc_id, d.title, d.section)
 
 
+_BRACKETED = re.compile(r"\[([^\]\n]+)\]")
+
+
 def cited_sources(text: str, documents: Sequence[ContextDoc], *, fallback: int = 3) -> tuple[Source, ...]:
-    """Documents the answer cites by title (in citation order); else the top ``fallback``."""
+    """Documents the answer cites (in citation order); else the top ``fallback``; none for an
+    empty answer.
+
+    The prompt asks for ``[Title — Section]`` citations, so when the answer has bracketed ones,
+    each names the document whose title it starts with (the longest such title): the section
+    "The Drowned Bell" of "[Session 3 — The Drowned Bell]" is not the document of that title.
+    Without brackets, titles named in the text count, longest first, one not inside another.
+    """
     low = text.lower()
-    found = sorted(
-        ((low.find(d.title.lower()), i) for i, d in enumerate(documents) if d.title and d.title.lower() in low),
-    )
-    if found:
-        return tuple(dict.fromkeys(_source(documents[i]) for _, i in found))
+    if not low.strip():
+        return ()
+    titled = sorted(((d.title.lower(), i) for i, d in enumerate(documents) if d.title), key=lambda t: -len(t[0]))
+    hits: list[tuple[int, int]] = []
+    for m in _BRACKETED.finditer(low):
+        inner = m.group(1).lstrip()
+        match = next((i for t, i in titled if inner.startswith(t)), None)
+        if match is not None:
+            hits.append((m.start(), match))
+    if not hits:
+        taken: list[tuple[int, int]] = []
+        for t, i in titled:
+            pos = low.find(t)
+            while pos != -1 and any(a <= pos < b for a, b in taken):
+                pos = low.find(t, pos + 1)
+            if pos != -1:
+                taken.append((pos, pos + len(t)))
+                hits.append((pos, i))
+    if hits:
+        return tuple(dict.fromkeys(_source(documents[i]) for _, i in sorted(hits)))
     recalled = [d for d in documents if d.pin not in {"always", "pinned"}] or list(documents)
     return tuple(dict.fromkeys(_source(d) for d in recalled[:fallback]))
 

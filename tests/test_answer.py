@@ -241,3 +241,21 @@ async def test_the_daily_token_gate_quotes_the_documents_until_midnight(engine):
     clock.advance(hours=3)  # past midnight UTC
     assert (await responder.respond("emberfall", question, PLAYERS)).model == "scripted"
     assert len(model.requests) == 2
+
+
+def test_cited_sources_reads_the_bracketed_citations():
+    from liminalis.answer import cited_sources
+    from liminalis.context.material import ContextDoc
+
+    docs = [ContextDoc("s3", "Session 3", "session", ""), ContextDoc("bell", "The Drowned Bell", "lore", ""),
+            ContextDoc("tobin", "Tobin", "character", ""), ContextDoc("harrow", "Tobin Harrow", "character", ""),
+            ContextDoc("other", "Other", "lore", "")]
+
+    def ids(text):
+        return [s.doc_id for s in cited_sources(text, docs)]
+
+    assert ids("It rang thirteen times [Session 3 — The Drowned Bell].") == ["s3"]  # a section, not the document
+    assert ids("[The Drowned Bell — Ice] then [Session 3] and [Tobin Harrow]") == ["bell", "s3", "harrow"]
+    assert ids("Tobin Harrow heard it.") == ["harrow"]  # no brackets: the longest title named
+    assert ids("Nothing in the documents says.") == ["s3", "bell", "tobin"]  # the top three, as before
+    assert cited_sources("", docs) == () and cited_sources("  \n", docs) == ()
