@@ -55,7 +55,7 @@ async def test_the_engine_runs_against_a_server_uri(tmp_path, lite_server, capfd
     engine = await make_engine(tmp_path, milvus=False, store=MilvusVectorStore(lite_server))
     try:
         report = await engine.ingest("greyhold")
-        assert report.documents == 3 and not report.skipped
+        assert report.documents == 4 and not report.skipped
         players = await engine.retrieve("greyhold", "the baron's secret in the river tower", frozenset({"players"}))
         assert players.documents and all(CANARY not in d.text and d.title != GM_TITLE for d in players.documents)
         gm = await engine.retrieve("greyhold", "the baron is a drowned vampire", frozenset({"gm"}))
