@@ -274,3 +274,20 @@ async def test_a_changed_tokenizer_retokenizes_the_stored_bm25_tokens(tmp_path, 
         assert await engine.is_indexed("emberfall")
     finally:
         await close_engine(engine)
+
+
+def test_editing_a_summary_or_tags_changes_the_content_hash(tmp_path):
+    """The summary feeds the contextual embeddings: an edit to it alone must re-embed."""
+    from liminalis.campaign import load_campaign
+    from liminalis.ingest.loaders import parse_document
+
+    (tmp_path / "campaign.toml").write_text('name = "T"\n')
+    cfg = load_campaign(tmp_path)
+
+    def digest(front: str) -> str:
+        return parse_document(f"---\ntitle: Bell\n{front}---\nThe bell rang.\n".encode(), "bell.md", cfg).content_hash
+
+    plain = digest("")
+    assert len({plain, digest("summary: A bell.\n"), digest("summary: A cracked bell.\n"), digest("tags: [ice]\n"),
+                 digest("tags: [fire]\n")}) == 5
+    assert digest("") == plain

@@ -124,6 +124,10 @@ def parse_document(raw: bytes, rel_path: str, config: CampaignConfig) -> Documen
         title = tm.group(1).strip() if tm else PurePosixPath(rel_path).stem.replace("-", " ").replace("_", " ").title()
     synopsis = str(meta.get("summary") or meta.get("synopsis") or "").strip()
     doc_type = str(meta.get("type") or "lore").strip().lower()
+    tags = _as_tuple(meta.get("tags"))
+    # The summary feeds contextual embeddings and the title vectors, so editing it must re-embed;
+    # added to the hash only when present, so documents without one keep their hashes.
+    extra = (f"\x1fsummary:{synopsis}" if synopsis else "") + (f"\x1ftags:{tags!r}" if tags else "")
     return Document(
         doc_id=doc_id_for(rel_path),
         path=rel_path,
@@ -132,8 +136,9 @@ def parse_document(raw: bytes, rel_path: str, config: CampaignConfig) -> Documen
         visibility=visibility,
         type=doc_type,
         aliases=_as_tuple(meta.get("aliases")),
-        tags=_as_tuple(meta.get("tags")),
-        content_hash=content_hash(title + "\x1f" + body + "\x1f" + repr(sorted(visibility)) + doc_type + repr(meta.get("aliases"))),
+        tags=tags,
+        content_hash=content_hash(title + "\x1f" + body + "\x1f" + repr(sorted(visibility)) + doc_type
+                                  + repr(meta.get("aliases")) + extra),
         synopsis=normalize_text(synopsis)[:600],
     )
 
