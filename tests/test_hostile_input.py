@@ -191,3 +191,27 @@ def test_a_hand_edited_campaign_toml_fails_with_a_config_error(tmp_path):
             load_campaign(root)
         except LiminalisError as exc:
             assert exc.user_message and "Traceback" not in exc.user_message
+
+
+async def test_a_document_hidden_again_is_forgotten_by_the_memories_that_could_read_it(service):
+    """A GM who makes a players' document GM-only again: the players' chat memory, which may
+    quote it, is forgotten (it would be replayed into their next prompts); the GM's stays, and a
+    document opened *to* players costs no one their memory."""
+    from liminalis.answer import Responder
+
+    engine = service.engine
+    responder = Responder(engine)
+    players, gm = frozenset({"players"}), frozenset({"gm"})
+    await responder.respond("greyhold", "What does the baron collect?", players, chat="discord:C1")
+    await responder.respond("greyhold", "What does the baron collect?", gm, chat="discord:C1")
+    cfg = await engine.campaign("greyhold")
+    mirel = cfg.root / "mirel.md"
+    mirel.write_text(mirel.read_text().replace("visibility: [mirel]", "visibility: players"))  # opened to all
+    await engine.ingest("greyhold")
+    assert (await responder.memory.load("greyhold", "discord:C1", players)).turns
+    baron = cfg.root / "baron.md"
+    baron.write_text(baron.read_text().replace("title: Baron Aldric\n", "title: Baron Aldric\nvisibility: gm\n"))
+    await engine.ingest("greyhold")
+    assert (await responder.memory.load("greyhold", "discord:C1", players)).turns == []
+    kept = await responder.memory.load("greyhold", "discord:C1", gm)
+    assert kept.turns and "silver" in kept.turns[0][1].lower()

@@ -16,6 +16,8 @@ State per memory key (``chat_state.state`` JSON, turns in ``chat_turns``):
 The GM-only wall: the memory key includes the lens (``campaign:chat|lens``), so a players turn
 never reads a GM turn's text, summary or loaded material; turns also store their lens and are
 re-checked on load (a turn is reused only if its lens ⊆ the current lens, or the reader is GM).
+A document a GM hides again (its visibility narrowed on re-ingest) makes every memory whose lens
+lost it forget everything (:func:`forget_hidden`): what it remembers may quote the document.
 """
 
 from __future__ import annotations
@@ -29,11 +31,11 @@ from dataclasses import asdict, dataclass, field
 
 from liminalis.context.material import ContextDoc
 from liminalis.context.tokens import default_counter
-from liminalis.lens import GM
+from liminalis.lens import GM, visible
 from liminalis.ports import Clock, Message
 from liminalis.store.sqlite import Database
 
-__all__ = ["ChatMemory", "RollingMemory", "is_follow_up", "memory_key", "SystemClock"]
+__all__ = ["ChatMemory", "RollingMemory", "forget_hidden", "is_follow_up", "memory_key", "SystemClock"]
 
 _log = logging.getLogger(__name__)
 _PRONOUN = re.compile(r"\b(he|she|they|him|her|them|his|hers|their|theirs|it|its|that|this|those|these|there)\b", re.I)
@@ -75,6 +77,25 @@ def _new_words(question: str, known: str) -> int:
     seen = {w.lower()[:5] for w in _LONG_WORD.findall(known)}
     words = {w.lower() for w in _LONG_WORD.findall(question)} - _COMMON
     return len({w[:5] for w in words} - seen)
+
+
+async def forget_hidden(db: Database, campaign: str, was: frozenset[str], now: frozenset[str]) -> int:
+    """Forget every chat memory of ``campaign`` whose lens could read a document of visibility
+    ``was`` and cannot read it at ``now`` (a GM hid it again): its turns, story lines and loaded
+    material may quote it, and would be replayed to that lens. Returns how many were forgotten."""
+    rows = await db.fetchall("SELECT chat_key FROM chat_state WHERE campaign = ?", (campaign,))
+    doomed = []
+    for r in rows:
+        lens = frozenset(x for x in str(r["chat_key"]).rsplit("|", 1)[-1].split(",") if x)
+        if visible(was, lens) and not visible(now, lens):
+            doomed.append(str(r["chat_key"]))
+    if doomed:
+        async with db.write() as conn:
+            for key in doomed:
+                await conn.execute("DELETE FROM chat_turns WHERE chat_key = ?", (key,))
+                await conn.execute("DELETE FROM chat_state WHERE chat_key = ?", (key,))
+        _log.info("%s: forgot %d chat memories that may quote a document now hidden from them", campaign, len(doomed))
+    return len(doomed)
 
 
 def _lens_ok(turn_lens: frozenset[str], lens: frozenset[str]) -> bool:

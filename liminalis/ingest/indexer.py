@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from liminalis.campaign import CampaignConfig
+from liminalis.context.rolling import forget_hidden
 from liminalis.ingest.chunking import ChunkingParams, chunk_document, content_hash, make_windows
 from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, doc_id_for, load_document
 from liminalis.ingest.synopsis import contextual_text, extractive_synopsis, title_text
@@ -172,6 +173,7 @@ class Indexer:
         empty_store = not existing_vectors and bool(await self.db.passage_ids(slug))
         await self._reset_if_model_changed(slug, force=empty_store)
         stored = await self.db.document_hashes(slug)
+        stored_visibility = await self.db.visibilities(slug)
         stored_rows = await self.db.passages(slug)
         stored_by_doc: dict[str, list[str]] = {}
         stored_tokens: dict[str, str] = {}
@@ -251,6 +253,9 @@ class Indexer:
             superseded: list[str] = []
             for prep in batch:
                 await self.db.replace_document(slug, prep.doc, prep.passages, prep.tokens)
+                was = stored_visibility.get(prep.doc.doc_id)
+                if was is not None and was != prep.doc.visibility:
+                    await forget_hidden(self.db, slug, was, prep.doc.visibility)
                 # Same passage, new context (e.g. a retitled document): drop the old vectors now.
                 current = {vid for vid, *_ in prep.records}
                 prefixes = (f"p:{prep.doc.doc_id}#", f"w:{prep.doc.doc_id}#", f"t:{prep.doc.doc_id}:")

@@ -198,6 +198,10 @@ class Database:
         rows = await self.fetchall("SELECT doc_id, path, content_hash FROM documents WHERE campaign = ?", (campaign,))
         return {r["doc_id"]: (r["path"], r["content_hash"]) for r in rows}
 
+    async def visibilities(self, campaign: str) -> dict[str, frozenset[str]]:
+        rows = await self.fetchall("SELECT doc_id, visibility FROM documents WHERE campaign = ?", (campaign,))
+        return {r["doc_id"]: frozenset(json.loads(r["visibility"])) for r in rows}
+
     async def documents_awaiting_rebuild(self, campaign: str) -> int:
         """Documents whose content hash a rebuild blanked and no ingest has re-prepared yet."""
         row = await self.fetchone(
