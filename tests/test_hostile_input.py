@@ -36,6 +36,7 @@ WORDS = [
 UPLOADS = [
     b"", b"\xff\xfe\x00", b"hello world " * 10, b"---\n: : :\n---\nx", ("# t\n" + "word " * 20000).encode(),
     f"---\ntitle: Hidden\nvisibility: gm\n---\nThe bell tower hides this: {CANARY}.".encode(),
+    f"---\r\ntitle: Hidden\r\nvisibility: gm\r\n---\r\nThe bell tower hides this: {CANARY}.\r\n".encode(),
     "---\ntitle: Tower \ud800\n---\nThe river tower has a bell.".encode("utf-8", "surrogatepass"),
 ]
 NAMES = ["a.md", "../x.md", "b.txt", "c.pdf", "", "gm/plot.md", ".hidden.md", "\x00.md", "tower\ud800.md"]
@@ -215,3 +216,17 @@ async def test_a_document_hidden_again_is_forgotten_by_the_memories_that_could_r
     assert (await responder.memory.load("greyhold", "discord:C1", players)).turns == []
     kept = await responder.memory.load("greyhold", "discord:C1", gm)
     assert kept.turns and "silver" in kept.turns[0][1].lower()
+
+
+async def test_a_gm_only_upload_saved_on_windows_stays_gm_only(service):
+    secret = f"---\r\ntitle: Tower Secret\r\nvisibility: gm\r\n---\r\nThe bell tower hides this: {CANARY}.\r\n"
+    reply = await service.handle(IncomingMessage(platform="discord", channel_id="C1", user_id="111", roles=("GM",),
+                                                 text="/upload", attachments=(Attachment("tower.md", secret.encode()),)))
+    assert "Ingested 1 file" in reply.text, reply.text
+    for question in ["/ask What does the bell tower hide?", "/ask tower secret", "/pin list"]:
+        player = await service.handle(IncomingMessage(platform="discord", channel_id="C1", user_id="222", text=question))
+        shown = " ".join([player.text, *(f"{s.title} {s.doc_id}" for s in player.sources)])
+        assert CANARY not in shown and "Tower Secret" not in shown and "visibility" not in shown, question
+    gm = await service.handle(IncomingMessage(platform="discord", channel_id="C1", user_id="111", roles=("GM",),
+                                              text="/ask What does the bell tower hide?"))
+    assert CANARY in gm.text

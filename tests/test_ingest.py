@@ -291,3 +291,17 @@ def test_editing_a_summary_or_tags_changes_the_content_hash(tmp_path):
     assert len({plain, digest("summary: A bell.\n"), digest("summary: A cracked bell.\n"), digest("tags: [ice]\n"),
                  digest("tags: [fire]\n")}) == 5
     assert digest("") == plain
+
+
+def test_front_matter_of_a_file_saved_on_windows_is_read(tmp_path):
+    """CRLF (or old-Mac CR) line endings: the front matter still holds, visibility included."""
+    from liminalis.campaign import load_campaign
+    from liminalis.ingest.loaders import parse_document
+
+    (tmp_path / "campaign.toml").write_text('name = "T"\n')
+    cfg = load_campaign(tmp_path)
+    for eol in ("\r\n", "\r"):
+        raw = eol.join(["---", "title: Plot", "visibility: gm", "---", "The baron is the cult leader.", ""]).encode()
+        doc = parse_document(raw, "lore/plot.md", cfg)
+        assert doc.visibility == frozenset({"gm"}) and doc.title == "Plot", eol
+        assert "visibility" not in doc.text and doc.text.startswith("The baron")

@@ -99,7 +99,9 @@ def _as_tuple(value: object) -> tuple[str, ...]:
 
 def parse_document(raw: bytes, rel_path: str, config: CampaignConfig) -> Document:
     """Turn one file's bytes into a Document (raises :class:`LoadError`)."""
-    text = _decode(raw)
+    # Line endings first: a file saved on Windows ("---\r\n") must not lose its front matter —
+    # its visibility with it, which would publish a GM-only file to players.
+    text = _decode(raw).replace("\r\n", "\n").replace("\r", "\n")
     meta: dict[str, object] = {}
     m = _FRONT.match(text.lstrip("\ufeff"))
     body = text.lstrip("\ufeff")
