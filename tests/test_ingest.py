@@ -305,3 +305,71 @@ def test_front_matter_of_a_file_saved_on_windows_is_read(tmp_path):
         doc = parse_document(raw, "lore/plot.md", cfg)
         assert doc.visibility == frozenset({"gm"}) and doc.title == "Plot", eol
         assert "visibility" not in doc.text and doc.text.startswith("The baron")
+
+
+async def test_a_revealed_document_is_found_by_the_dense_arm_too(tmp_path):
+    """A GM opens a document to players without touching its text: the vector rows (same ids)
+    are rewritten with the new visibility, or the store would go on hiding them from players."""
+    import numpy as np
+
+    from fakes.tiny_campaign import make_tiny_campaign
+
+    root = make_tiny_campaign(tmp_path / "campaigns")
+    engine = await make_engine(tmp_path)  # Milvus Lite
+    try:
+        await engine.ingest("greyhold")
+
+        async def players_docs() -> set[str]:
+            hits = await engine.store.search("greyhold", np.ones(engine.embedder.dim, dtype=np.float32),
+                                             lens=players_lens(), top_k=1000)
+            return {h.doc_id for h in hits}
+
+        assert "mirel" not in await players_docs()
+        mirel = root / "mirel.md"
+        mirel.write_text(mirel.read_text().replace("visibility: [mirel]", "visibility: players"))
+        await engine.ingest("greyhold")
+        assert "mirel" in await players_docs()
+    finally:
+        await close_engine(engine)
+
+
+async def test_odd_file_names_keep_their_vectors_and_one_id_is_one_file(tmp_path):
+    """Document ids holding '@', '#' or ':' keep their vectors when a neighbour is re-indexed;
+    a.md beside a.txt is one id: the second is reported, not ingested over the first; a symlink
+    to lore outside the campaign is ingested in its place, not a failed ingest."""
+    from liminalis.ingest.indexer import vector_doc
+
+    root = tmp_path / "campaigns" / "odd"
+    root.mkdir(parents=True)
+    (root / "campaign.toml").write_text('name = "Odd"\n')
+    names = ["contact@guild", "npc", "npc#2", "Act 1", "Act 1: Prologue"]
+    for n in names:
+        (root / f"{n}.md").write_text(f"# {n}\n\nThe {n} document speaks of bells and rivers.\n")
+    (root / "npc.txt").write_text("A text file with the same id as npc.md.\n")
+    shared = tmp_path / "shared-lore.md"
+    shared.write_text("# Shared\n\nLore shared by two campaigns.\n")
+    (root / "linked.md").symlink_to(shared)
+    engine = await make_engine(tmp_path)
+    try:
+        report = await engine.ingest("odd")
+        assert report.documents == 6
+        assert [(s.path, "same name as npc.md" in s.reason) for s in report.skipped] == [("npc.txt", True)]
+
+        async def owners() -> dict[str, int]:
+            out: dict[str, int] = {}
+            for vid in await engine.store.ids("odd"):
+                out[vector_doc(vid)] = out.get(vector_doc(vid), 0) + 1
+            return out
+
+        before = await owners()
+        assert set(before) == {*names, "linked"}
+        for n in ("npc", "Act 1"):  # retitle both: their own vectors are replaced, nobody else's
+            (root / f"{n}.md").write_text(f"---\ntitle: {n} renamed\n---\n# {n}\n\nThe {n} document speaks of bells.\n")
+        again = await engine.ingest("odd")
+        assert not [s for s in again.skipped if s.path != "npc.txt"]
+        after = await owners()
+        assert {n: after[n] for n in names if n not in ("npc", "Act 1")} == \
+            {n: before[n] for n in names if n not in ("npc", "Act 1")}
+        assert after["npc"] and after["Act 1"]
+    finally:
+        await close_engine(engine)

@@ -66,6 +66,23 @@ def vector_id(kind: str, owner: str, text_hash: str) -> str:
     return f"{kind[0]}:{owner}:{text_hash[:10]}"
 
 
+def vector_owner(vid: str) -> str:
+    """What a vector belongs to: its passage id (a sentence window's too), or itself for a title
+    vector. Parsed from the right: a document id may hold ':' '#' or '@' (``contact@guild.md``,
+    ``Act 1: Prologue.md``)."""
+    kind, rest = vid[:2], vid[2:].rsplit(":", 1)[0]
+    if kind == "t:":
+        return vid
+    return rest.rsplit("@", 1)[0] if kind == "w:" else rest
+
+
+def vector_doc(vid: str) -> str:
+    """The document id a vector belongs to (passage ids are ``{doc_id}#{hash}``)."""
+    if vid.startswith("t:"):
+        return vid[2:].rsplit(":", 1)[0]
+    return vector_owner(vid).rsplit("#", 1)[0]
+
+
 @dataclass(slots=True)
 class _Prepared:
     doc: Document
@@ -94,8 +111,12 @@ class Indexer:
 
     @staticmethod
     def _walk(root: Path, scope: Path, prefix: str) -> Iterable[tuple[Path, str]]:
+        """Files under ``scope`` (which must lie in ``root``) with their campaign-relative paths.
+        A file's path is where it sits in the campaign, not where a symlink leads: lore shared
+        between campaigns by symlink is ingested in its place here."""
+        base = scope.resolve().relative_to(root.resolve()).as_posix()
         if scope.is_file():
-            yield scope, prefix + scope.resolve().relative_to(root.resolve()).as_posix()
+            yield scope, prefix + base
             return
         for dirpath, dirnames, filenames in os.walk(scope):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
@@ -103,7 +124,8 @@ class Indexer:
                 if name.startswith(".") or name in _SKIP_NAMES:
                     continue
                 fpath = Path(dirpath) / name
-                yield fpath, prefix + fpath.resolve().relative_to(root.resolve()).as_posix()
+                rel = fpath.relative_to(scope).as_posix()
+                yield fpath, prefix + (rel if base == "." else f"{base}/{rel}")
 
     def _scope(self, config: CampaignConfig, path: Path | None) -> tuple[list[tuple[Path, str]], str]:
         """Files to ingest and the campaign-relative scope whose vanished files are deletions."""
@@ -192,11 +214,18 @@ class Indexer:
                 files, scope_rel = self._scope(config, path)
             except (OSError, ValueError) as exc:
                 report.skipped.append(SkippedFile(path.name if path else config.slug, f"unreadable path ({exc})"))
+        first_of: dict[str, str] = {}
         for fpath, rel in files:
             doc_id = doc_id_for(rel)
             if fpath.suffix.lower() not in SUPPORTED_SUFFIXES:
                 report.skipped.append(SkippedFile(rel, f"unsupported file type '{fpath.suffix or 'none'}'"))
                 continue
+            if doc_id in first_of:
+                # a.md and a.txt (or an upload and a campaign file under uploads/) are one document
+                # id: ingesting both made them replace each other on every run.
+                report.skipped.append(SkippedFile(rel, f"same name as {first_of[doc_id]} (rename one of them)"))
+                continue
+            first_of[doc_id] = rel
             seen.add(doc_id)  # a file that fails to load keeps its previous version
             try:
                 doc = load_document(fpath, rel, config, max_bytes=self.options.max_bytes)
@@ -229,6 +258,10 @@ class Indexer:
             vectors, fresh = await self._embed(texts)
             new_records: list[VectorRecord] = []
             for prep in batch:
+                # A new visibility with the same text keeps the vector ids: rewrite those rows,
+                # or the store would go on filtering them by the old visibility.
+                was = stored_visibility.get(prep.doc.doc_id)
+                revisit = was is not None and was != prep.doc.visibility
                 old = set(stored_by_doc.get(prep.doc.doc_id, []))
                 new = {p.passage_id for p in prep.passages}
                 report.passages_added += len(new - old)
@@ -241,7 +274,7 @@ class Indexer:
                             report.embedded += 1
                         elif kind == "window":
                             report.windows_embedded += 1
-                    if vid in existing_vectors:
+                    if vid in existing_vectors and not revisit:
                         continue
                     new_records.append(
                         VectorRecord(id=vid, passage_id=pid, doc_id=prep.doc.doc_id, kind=kind,
@@ -250,16 +283,16 @@ class Indexer:
             await self.store.upsert(slug, new_records)
             await self.store.flush(slug)
             existing_vectors.update(r.id for r in new_records)
-            superseded: list[str] = []
             for prep in batch:
                 await self.db.replace_document(slug, prep.doc, prep.passages, prep.tokens)
                 was = stored_visibility.get(prep.doc.doc_id)
                 if was is not None and was != prep.doc.visibility:
                     await forget_hidden(self.db, slug, was, prep.doc.visibility)
-                # Same passage, new context (e.g. a retitled document): drop the old vectors now.
-                current = {vid for vid, *_ in prep.records}
-                prefixes = (f"p:{prep.doc.doc_id}#", f"w:{prep.doc.doc_id}#", f"t:{prep.doc.doc_id}:")
-                superseded += [v for v in existing_vectors if v.startswith(prefixes) and v not in current]
+            # Same passage, new context (e.g. a retitled document): drop the old vectors now. By
+            # each vector's own document id, not a prefix ("npc" is a prefix of "npc#2").
+            current = {prep.doc.doc_id: {vid for vid, *_ in prep.records} for prep in batch}
+            superseded = [v for v in existing_vectors
+                          if (keep := current.get(vector_doc(v))) is not None and v not in keep]
             if superseded:
                 await self.store.delete(slug, superseded)
                 existing_vectors.difference_update(superseded)
@@ -316,13 +349,9 @@ class Indexer:
             for d in await self.db.documents(slug)
         }
 
-        def owner(vid: str) -> str:
-            if vid.startswith("t:"):
-                return vid
-            return vid.split(":", 1)[1].rsplit(":", 1)[0].split("@")[0]
-
         windows = self.options.windows
-        stale = [i for i in await self.store.ids(slug) if owner(i) not in live or (not windows and i.startswith("w:"))]
+        stale = [i for i in await self.store.ids(slug)
+                 if vector_owner(i) not in live or (not windows and i.startswith("w:"))]
         if stale:
             await self.store.delete(slug, stale)
             await self.store.flush(slug)
