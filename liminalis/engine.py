@@ -208,6 +208,9 @@ class Engine:
         pinned = await self.pins(config.slug, chat) if use_pins else []
         if not use_pins:
             params = replace(params or self.retriever.params, named_keys=False)
+        render = (params or self.retriever.params).render
+        if render.whole_chars != config.whole_document_chars:  # campaign.toml's whole_document_chars
+            params = replace(params or self.retriever.params, render=replace(render, whole_chars=config.whole_document_chars))
         return await self.retriever.retrieve(
             config.slug, query, frozenset(lens), always=config.always_include if use_pins else (),
             pinned=pinned, forced=forced, params=params, trace=trace,

@@ -298,3 +298,20 @@ async def test_document_level_arm_lifts_a_scene_whose_terms_spread_over_passages
     assert passages_only.ranked_doc_ids[0] == "lore/signal"  # one dense passage wins at passage level
     assert both.ranked_doc_ids[0] == "lore/scene"  # the whole scene matches the question better
     assert both.timings_ms["doc_lexical"] >= 0
+
+
+async def test_campaign_toml_whole_document_chars_is_honoured(tmp_path):
+    text, _ = long_doc()
+    for whole, expect_whole in ((20000, True), (None, False)):
+        root = tmp_path / str(whole) / "campaigns" / "river"
+        root.mkdir(parents=True)
+        (root / "campaign.toml").write_text('name = "River"\n' + (f"whole_document_chars = {whole}\n" if whole else ""))
+        (root / "river.md").write_text("# The River\n\n" + text)
+        engine = await make_engine(tmp_path / str(whole), milvus=False)
+        try:
+            await engine.ingest("river")
+            doc = (await engine.retrieve("river", "the ferryman's true name", frozenset({"players"}))).documents[0]
+            assert doc.whole is expect_whole and ("Oswin Pike" in doc.text), whole
+            assert ("omitted" not in doc.text) is expect_whole
+        finally:
+            await close_engine(engine)
