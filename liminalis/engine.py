@@ -245,6 +245,12 @@ class Engine:
             if len(prefix) == 1:
                 return prefix[0][0]
             raise NotFound(f"no document {key!r} for lens {sorted(lens)}")
+        path = key.strip().removeprefix("./")
+        if path in found or path.rsplit(".", 1)[0] in found:  # a document's own path is never ambiguous
+            return path if path in found else path.rsplit(".", 1)[0]
+        if len(found) > 1:  # two documents share the name: never pick one silently (all are visible to the lens)
+            paths = ", ".join(f"`{d}`" for d in found[:5])
+            raise InvalidInput("ambiguous document", user_message=f"Several documents are called that: {paths}. Use one of these paths.")
         return found[0]
 
     async def add_pin(self, slug: str, key: str, lens: frozenset[str], *, scope: str = CAMPAIGN_SCOPE) -> str:
@@ -266,8 +272,9 @@ class Engine:
         cat = await self.retriever.catalog(validate_slug(slug))
         config = await self.campaign(slug)
         out = []
-        for key in [*config.always_include, *await self.pins(slug, chat)]:
-            for d in cat.resolve_key(key, lens):
+        stored = [d for d in await self.pins(slug, chat) if d in cat.documents]  # ids, as resolve_pins
+        for keys in (*(cat.resolve_key(k, lens) for k in config.always_include), stored):
+            for d in keys:
                 if cat.visible_doc(d, lens) and d not in {o[0] for o in out}:
                     out.append((d, cat.documents[d].title))
         return out

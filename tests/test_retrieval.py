@@ -315,3 +315,33 @@ async def test_campaign_toml_whole_document_chars_is_honoured(tmp_path):
             assert ("omitted" not in doc.text) is expect_whole
         finally:
             await close_engine(engine)
+
+
+async def test_a_pin_is_its_document_not_a_namesake_and_names_are_never_guessed(tmp_path):
+    """A stored pin is a document id: another document aliased like that id is not pinned with
+    it. Two documents of one title are never picked between silently: the GM is shown the paths."""
+    from liminalis.errors import InvalidInput
+
+    root = tmp_path / "campaigns" / "salt"
+    (root / "gm").mkdir(parents=True)
+    (root / "sessions").mkdir()
+    (root / "campaign.toml").write_text('name = "Salt"\ngm_paths = ["gm/**"]\n')
+    (root / "factions.md").write_text("---\ntitle: Factions of Saltmarsh\n---\nThe guilds and the watch.\n")
+    (root / "guilds.md").write_text("---\ntitle: The Guilds\naliases: [Factions]\n---\nThe salt guild.\n")
+    (root / "sessions" / "session-3.md").write_text("---\ntitle: Session 3\n---\nThe party sailed.\n")
+    (root / "gm" / "session-3.md").write_text("---\ntitle: Session 3\n---\nThe GM's plan for the sailing.\n")
+    engine = await make_engine(tmp_path, milvus=False)
+    gm, players = frozenset({"gm"}), frozenset({"players"})
+    try:
+        await engine.ingest("salt")
+        assert await engine.add_pin("salt", "Factions of Saltmarsh", gm) == "factions"
+        assert [d for d, _ in await engine.list_pins("salt", players)] == ["factions"]
+        bundle = await engine.retrieve("salt", "who sailed?", players)
+        assert [d.doc_id for d in bundle.documents if d.pinned] == ["factions"]
+        with pytest.raises(InvalidInput) as info:
+            await engine.add_pin("salt", "Session 3", gm)
+        assert "`gm/session-3`" in info.value.user_message and "`sessions/session-3`" in info.value.user_message
+        assert await engine.add_pin("salt", "gm/session-3", gm) == "gm/session-3"
+        assert await engine.resolve_document("salt", "Session 3", players) == "sessions/session-3"  # one for players
+    finally:
+        await close_engine(engine)

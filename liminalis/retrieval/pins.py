@@ -63,7 +63,9 @@ def resolve_pins(
         return found
 
     add(keyed(always), "always")
-    add(keyed(pinned), "pinned")
+    # Stored pins are document ids: the document itself, never a namesake whose title or alias
+    # happens to equal the id ("factions" pinned must not pin the guilds document aliased so).
+    add([d for d in pinned if d in catalog.documents], "pinned")
     add(keyed(forced), "forced")
     add(keyed(mentions_in(query)), "mention")
     if named_keys:
