@@ -297,11 +297,12 @@ class BotService:
             if len(parts) != 2:
                 raise InvalidInput("bad link", user_message="Usage: `/campaign link <slug>`")
             cfg = await self.config(validate_slug(parts[1]))
-            if not (await self.lens_of(msg, cfg)).is_gm and not await self.at_home(msg, cfg):
+            lens = await self.lens_of(msg, cfg)
+            if not lens.is_gm and not await self.at_home(msg, cfg):
                 raise PermissionDenied("link from a server that is not the campaign's home", user_message=(
                     f"**{cfg.name}** is played on another Discord server. A GM there can link this channel, "
                     "or its host can add this server's id to `[roles.discord] guilds` in campaign.toml."))
-            self._require_gm(await self.lens_of(msg, cfg))
+            self._require_gm(lens)
             await self.directory.link(msg.platform, msg.channel_id, cfg.slug)
             if msg.platform == "discord" and msg.guild_id is not None:
                 await self.directory.claim("discord", cfg.slug, msg.guild_id)

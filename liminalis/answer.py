@@ -264,13 +264,17 @@ class Responder:
         notes.extend(prompt.notes)
 
         spent = self.model is not None and self.gate is not None and not await self.gate.allows()
-        if self.model is None or spent:
-            answer = self.offline.answer(clip_query, prompt.all_documents, lens=lens)
-            text = answer.text
-            if spent:
-                notes.append("daily model-token budget spent: offline answer")
-                text = f"_Today's language-model budget is spent, so until midnight UTC I quote the documents._\n\n{text}"
-            answer = Answer(text=text, sources=answer.sources, notes=(*notes, *answer.notes), lens=lens)
+
+        def offline(why: str = "", note: str = "") -> Answer:
+            quoted = self.offline.answer(clip_query, prompt.all_documents, lens=lens)
+            return Answer(text=f"_{why}_\n\n{quoted.text}" if why else quoted.text, sources=quoted.sources,
+                          notes=(*notes, *((note,) if note else ()), *quoted.notes), lens=lens)
+
+        if self.model is None:
+            answer = offline()
+        elif spent:
+            answer = offline("Today's language-model budget is spent, so until midnight UTC I quote the documents.",
+                             "daily model-token budget spent: offline answer")
         else:
             try:
                 answer = await self._ask_model(prompt, notes, lens, on_text)
@@ -278,10 +282,8 @@ class Responder:
                 # Busy, overloaded or timed out after the client's retries: the question still
                 # gets the grounded offline answer, marked as such, rather than only an error.
                 _log.warning("model unavailable (%s): answering offline", exc)
-                offline = self.offline.answer(clip_query, prompt.all_documents, lens=lens)
-                text = f"_The language model is unavailable right now, so I quote the documents._\n\n{offline.text}"
-                notes.append("model unavailable: offline answer")
-                answer = Answer(text=text, sources=offline.sources, notes=(*notes, *offline.notes), lens=lens)
+                answer = offline("The language model is unavailable right now, so I quote the documents.",
+                                 "model unavailable: offline answer")
             if self.gate is not None:
                 await self.gate.charge(answer.usage)
 
