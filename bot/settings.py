@@ -116,3 +116,7 @@ class Settings:
             raise ConfigError("SLACK_BOT_TOKEN is set but SLACK_APP_TOKEN (xapp-…, Socket Mode) is missing")
         if self.max_upload_bytes < 1024:
             raise ConfigError("LIMINALIS_MAX_UPLOAD_BYTES must be at least 1024")
+        if not 500 <= self.context_budget_tokens <= 200_000:  # the range /budget set allows
+            raise ConfigError("LIMINALIS_CONTEXT_BUDGET_TOKENS must be between 500 and 200,000")
+        if self.daily_token_budget < 0:
+            raise ConfigError("LIMINALIS_DAILY_TOKEN_BUDGET must be 0 (no limit) or more")

@@ -167,3 +167,14 @@ async def test_budget_and_pin_commands_say_what_they_did(service):
     assert not (await service.handle(msg("/pin add Baron Aldric", **gm))).error
     reply = await service.handle(msg("/pin remove Baron Aldric", **gm))
     assert not reply.error and "Unpinned" in reply.text
+
+
+def test_budget_settings_are_checked_at_start():
+    from liminalis.errors import ConfigError
+
+    for env in ({"LIMINALIS_CONTEXT_BUDGET_TOKENS": "0"}, {"LIMINALIS_CONTEXT_BUDGET_TOKENS": "10000000"},
+                {"LIMINALIS_DAILY_TOKEN_BUDGET": "-5"}):
+        with pytest.raises(ConfigError):
+            Settings.from_env(env)
+    ok = Settings.from_env({"LIMINALIS_CONTEXT_BUDGET_TOKENS": "12000", "LIMINALIS_DAILY_TOKEN_BUDGET": "0"})
+    assert ok.context_budget_tokens == 12000 and ok.daily_token_budget == 0
