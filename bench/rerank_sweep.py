@@ -218,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, rows in offline_rows(args.pools, json.loads(args.scores.read_text())).items():
             results[name] = table(rows)
             if timer is not None:
-                _with_latency(results[name], asyncio.run(latency(timer, args.pools, name, args.latency)))
+                _with_latency(results[name], asyncio.run(latency(timer, args.pools, name, args.latency, args.depths)))
             _print(name, results[name], len(rows))
         if args.out:
             args.out.write_text(json.dumps(results, indent=2))
