@@ -31,7 +31,7 @@ COMMANDS = ("ask", "pin", "budget", "upload", "recap", "explain", "campaign", "l
 HELP = """**Liminalis** answers questions from your campaign's own documents, with sources.
 `/ask <question>` — ask about the campaign (or mention the bot)
 `/pin add|remove|list <document>` — always include a document (GM changes)
-`/budget show|set <tokens>` — the context budget (GM sets)
+`/budget show|set <tokens> [chat]` — the context budget of the campaign, or of this chat (GM sets)
 `/upload` — GM: attach Markdown/text session notes to ingest
 `/recap [sessions]` — "previously on…" from the latest session notes
 `/recap schedule <cron>|off` — GM: post a recap here on a schedule (5-field cron, UTC)
@@ -356,7 +356,7 @@ class BotService:
                 raise InvalidInput("budget out of range", user_message="Budgets must be between 500 and 200,000 tokens.")
             await self.engine.db.execute("INSERT OR REPLACE INTO budgets VALUES (?, ?, ?)", (cfg.slug, scope, tokens))
             return Reply(text=f"Context budget for this {'chat' if scope != CAMPAIGN_SCOPE else 'campaign'} set to {tokens:,} tokens.", ephemeral=True)
-        raise InvalidInput("bad budget", user_message="Usage: `/budget show|set <tokens>`")
+        raise InvalidInput("bad budget", user_message="Usage: `/budget show|set <tokens> [chat]`")
 
     async def budget(self, slug: str, chat_key: str | None, default: int = 6000) -> int:
         for scope in (chat_key, CAMPAIGN_SCOPE):

@@ -79,8 +79,14 @@ class Settings:
         return self.milvus_uri or str(self.data_dir / "milvus.db")
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
-        env = os.environ if env is None else env
+    def from_env(cls, env: Mapping[str, str] | None = None, *, env_file: Path | None = Path(".env")) -> Settings:
+        """Settings from ``env`` (default: the process environment over ``env_file``, the
+        ``.env`` of the working directory when there is one; the real environment wins)."""
+        if env is None:
+            from dotenv import dotenv_values
+
+            found = {k: v for k, v in dotenv_values(env_file).items() if v is not None} if env_file and env_file.is_file() else {}
+            env = {**found, **os.environ}
         kw: dict[str, object] = {}
         unprefixed = {"discord_token": "DISCORD_TOKEN", "slack_bot_token": "SLACK_BOT_TOKEN",
                       "slack_app_token": "SLACK_APP_TOKEN", "slack_signing_secret": "SLACK_SIGNING_SECRET",

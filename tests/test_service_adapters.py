@@ -178,3 +178,14 @@ def test_budget_settings_are_checked_at_start():
             Settings.from_env(env)
     ok = Settings.from_env({"LIMINALIS_CONTEXT_BUDGET_TOKENS": "12000", "LIMINALIS_DAILY_TOKEN_BUDGET": "0"})
     assert ok.context_budget_tokens == 12000 and ok.daily_token_budget == 0
+
+
+def test_settings_read_a_dotenv_file_under_the_environment(tmp_path, monkeypatch):
+    (tmp_path / ".env").write_text('# copied from .env.example\nLIMINALIS_CONTEXT_BUDGET_TOKENS=9000\n'
+                                   'export LIMINALIS_LOG_LEVEL="WARNING"\nANTHROPIC_API_KEY=sk-from-file\n')
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-from-env")
+    settings = Settings.from_env(env_file=tmp_path / ".env")
+    assert settings.context_budget_tokens == 9000 and settings.log_level == "WARNING"
+    assert settings.anthropic_api_key == "sk-from-env"  # the real environment wins
+    monkeypatch.delenv("LIMINALIS_CONTEXT_BUDGET_TOKENS", raising=False)
+    assert Settings.from_env(env_file=tmp_path / "missing.env").context_budget_tokens == 6000
