@@ -189,6 +189,18 @@ async def test_gm_upload_by_mention_with_file(env):
     assert len(api.find("/files/notes.md")) == 1  # the player's file was never downloaded
 
 
+async def test_a_long_upload_is_downloaded_whole(env):
+    api, adapter, _ = env
+    body = "# Session 7\n\n" + "\n\n".join(f"Paragraph {i}: the party crossed the frozen river again." for i in range(1200))
+    api.files["session-7.md"] = body.encode()
+    f = {"id": "F7", "name": "session-7.md", "size": len(body), "url_private_download": f"{api.url}/files/session-7.md"}
+    await event(adapter, {"type": "app_mention", "user": SLACK_GM, "text": f"<@{BOT_USER}> /upload", "channel": CHANNEL,
+                          "ts": "7.1", "event_ts": "7.1", "files": [f]})
+    assert "Ingested 1 file" in dump((await api.wait_for("chat.postEphemeral"))[0])
+    cfg = await adapter.service.engine.campaign("greyhold")
+    assert (cfg.uploads_root / "session-7.md").read_bytes() == body.encode()
+
+
 async def test_a_failed_download_is_reported_for_that_file_and_the_others_ingested(env):
     api, adapter, _ = env
     api.files["notes.md"] = b"# Session 2\n\nThe party found the silver bell.\n"

@@ -200,7 +200,16 @@ class SlackAdapter:
             async with aiohttp.ClientSession(timeout=_DOWNLOAD_TIMEOUT) as session, \
                     session.get(url, headers=headers) as resp:
                 resp.raise_for_status()
-                data = await resp.content.read(self.service.max_upload_bytes + 1)
+                # To the end (or past the cap, which the service refuses): ``content.read(n)``
+                # returns only what has arrived so far, and a longer file was saved cut short.
+                chunks: list[bytes] = []
+                got = 0
+                async for chunk in resp.content.iter_chunked(64 * 1024):
+                    chunks.append(chunk)
+                    got += len(chunk)
+                    if got > self.service.max_upload_bytes:
+                        break
+                data = b"".join(chunks)
         except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
             _log.warning("slack: downloading %s failed: %s", name, exc)
             return Attachment(name, b"", error=DOWNLOAD_FAILED)

@@ -70,7 +70,17 @@ class MockSlackApi(CatchAllServer):
             if request.headers.get("Authorization") != "Bearer xoxb-test":
                 return web.Response(status=403)
             name = path.rsplit("/", 1)[-1]
-            return web.Response(body=self.files[name]) if name in self.files else web.Response(status=404)
+            if name not in self.files:
+                return web.Response(status=404)
+            # Streamed in pieces, as a real file server over a real network delivers them.
+            resp = web.StreamResponse()
+            resp.content_length = len(self.files[name])
+            await resp.prepare(request)
+            for i in range(0, len(self.files[name]), 4096):
+                await resp.write(self.files[name][i : i + 4096])
+                await asyncio.sleep(0.002)
+            await resp.write_eof()
+            return resp
         if path.startswith("/respond/"):
             return web.Response(text="ok")
         method = path.removeprefix("/api/")
