@@ -139,6 +139,28 @@ async def test_a_role_named_gm_on_another_server_is_not_a_gm(env):
     assert "baron" in text.lower() and CANARY not in text and GM_TITLE not in text and "GM view" not in text
 
 
+async def test_a_recap_posted_before_login_is_sent_once_logged_in(env):
+    """The scheduler's start-up catch-up runs before the client logs in (and has claimed its
+    slot): the post waits for the login instead of failing and losing the recap."""
+    import asyncio
+
+    api, _, service = env
+    fresh = DiscordAdapter(service, sync_commands=False)
+    try:
+        await fresh.post("4242", Reply(text="Previously on Greyhold: the bell.", title="Recap"))
+        await asyncio.sleep(0.05)
+        assert not api.find("POST", "/channels/4242/messages")
+        await fresh.client.login("fake-token")
+        for _ in range(100):
+            if api.find("POST", "/channels/4242/messages"):
+                break
+            await asyncio.sleep(0.02)
+        (sent,) = api.find("POST", "/channels/4242/messages")
+        assert "the bell" in all_text(sent.json)
+    finally:
+        await fresh.client.close()
+
+
 async def test_gm_by_user_id_and_thread_inherits_parent_campaign(env):
     api, adapter, _ = env
     await invoke(adapter, interaction_payload("lens", user_id=111, channel_id=THREAD_ID))

@@ -30,6 +30,7 @@ T = TypeVar("T")
 NEUTRAL = "Sorry, something went wrong on my side. The error has been logged."
 DOWNLOAD_FAILED = "could not be downloaded from Discord; attach it again"
 _MENTION = re.compile(r"<@!?(\d+)>")
+LOGIN_WAIT_S = 300.0
 NO_MENTIONS = discord.AllowedMentions.none()
 
 
@@ -96,11 +97,14 @@ class DiscordAdapter:
         self.client.setup_hook = self.setup_hook  # type: ignore[method-assign]
         self.client.event(self.on_message)
         self.client.event(self.on_ready)
+        self._logged_in = asyncio.Event()  # set by setup_hook: the REST API can be used from then on
+        self._deferred: set[asyncio.Task[None]] = set()
         self._register()
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def setup_hook(self) -> None:
+        self._logged_in.set()
         if not self.sync_commands:
             return
         if self.guild_ids:
@@ -255,7 +259,27 @@ class DiscordAdapter:
                     content=out.content, embeds=list(out.embeds), allowed_mentions=NO_MENTIONS))
 
     async def post(self, channel_id: str, reply: Reply) -> None:
-        """Post a (public) reply to a channel by id: scheduled recaps."""
+        """Post a (public) reply to a channel by id: scheduled recaps.
+
+        The scheduler's start-up catch-up runs before the client has logged in (its slot is
+        already claimed, so a failed post would lose the recap): until the login, the post waits
+        in the background (up to ``LOGIN_WAIT_S``) instead of failing.
+        """
+        if not self._logged_in.is_set():
+            task = asyncio.create_task(self._post_after_login(channel_id, reply))
+            self._deferred.add(task)
+            task.add_done_callback(self._deferred.discard)
+            return
+        await self._send(channel_id, reply)
+
+    async def _post_after_login(self, channel_id: str, reply: Reply) -> None:
+        try:
+            await asyncio.wait_for(self._logged_in.wait(), timeout=LOGIN_WAIT_S)
+            await self._send(channel_id, reply)
+        except Exception:
+            _log.exception("discord: a recap for channel %s could not be posted", channel_id)
+
+    async def _send(self, channel_id: str, reply: Reply) -> None:
         channel = self.client.get_partial_messageable(int(channel_id))
         for out in render_reply(reply):
             await send_with_retry(lambda out=out: channel.send(  # type: ignore[misc]
