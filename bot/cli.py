@@ -123,6 +123,10 @@ def _announce(campaign: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # A terminal that is not UTF-8 (LANG=…ISO-8859-1) must get "?" for "—", not a traceback.
+    for stream in (sys.stdin, sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
     args = _parser().parse_args(argv)
     if args.command == "train-reranker":
         from bench.train_reranker import main as train_main

@@ -9,12 +9,38 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
 from bot.service import BotService, IncomingMessage, Reply
 
 __all__ = ["ConsoleAdapter", "format_reply"]
+
+
+async def _blocking(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)`` in a daemon thread. Not ``asyncio.to_thread``: on Ctrl-C, ``asyncio.run``
+    waits for its executor's threads, and one blocked in ``input()`` would hold the exit until
+    the next Enter."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Any] = loop.create_future()
+
+    def settle(ok: bool, value: Any) -> None:
+        if not done.done():
+            done.set_result(value) if ok else done.set_exception(value)
+
+    def work() -> None:
+        try:
+            result, ok = fn(*args), True
+        except BaseException as exc:  # EOFError, KeyboardInterrupt: handed to the awaiting side
+            result, ok = exc, False
+        try:
+            loop.call_soon_threadsafe(settle, ok, result)
+        except RuntimeError:  # the loop closed first (the user left)
+            pass
+
+    threading.Thread(target=work, daemon=True).start()
+    return await done
 
 
 def format_reply(reply: Reply) -> str:
@@ -28,7 +54,7 @@ class ConsoleAdapter:
     def __init__(self, service: BotService, *, campaign: str, lens: str = "players", user: str = "console") -> None:
         self.service = service
         self.campaign = campaign
-        self.roles = tuple(x.strip() for x in lens.split(",") if x.strip())
+        self.roles = tuple(x.strip().lower() for x in lens.split(",") if x.strip())
         self.user = user
 
     def message(self, text: str) -> IncomingMessage:
@@ -46,9 +72,9 @@ class ConsoleAdapter:
         while True:
             try:
                 if interactive:
-                    line = await asyncio.to_thread(input_fn or input, "> ")
+                    line = await _blocking(input_fn or input, "> ")
                 else:
-                    line = await asyncio.to_thread(stdin.readline)
+                    line = await _blocking(stdin.readline)
                     if not line:
                         break
             except (EOFError, KeyboardInterrupt):

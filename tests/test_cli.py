@@ -13,11 +13,11 @@ from conftest import ROOT
 QUESTIONS = json.loads((ROOT / "tests" / "data" / "emberfall_questions.json").read_text())
 
 
-def cli(args: list[str], tmp_path: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def cli(args: list[str], tmp_path: Path, stdin: str | None = None, **env_extra: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "LIMINALIS_DATA_DIR": str(tmp_path / "data"), "HF_HUB_OFFLINE": "1",
-           "ANTHROPIC_API_KEY": "", "LIMINALIS_RERANKER": "none"}
+           "ANTHROPIC_API_KEY": "", "LIMINALIS_RERANKER": "none", **env_extra}
     return subprocess.run([sys.executable, "-m", "bot.cli", *args], cwd=ROOT, env=env, input=stdin,
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, errors="replace")
 
 
 def test_help_lists_subcommands(tmp_path):
@@ -45,6 +45,10 @@ def test_ingest_json_then_ask_and_chat_by_lens(tmp_path):
     assert not [c for c in canaries if c in out]
     gm = cli(["ask", "--campaign", "emberfall", "--lens", "gm", "--passages", q], tmp_path)
     assert gm.returncode == 0 and any(c in gm.stdout.lower() for c in canaries)
+    # --lens is read in any case; a terminal that is not UTF-8 gets its text, not a traceback
+    latin = cli(["ask", "--campaign", "emberfall", "--lens", "GM", q], tmp_path, PYTHONIOENCODING="latin-1")
+    assert latin.returncode == 0 and "Traceback" not in latin.stderr, latin.stderr[-2000:]
+    assert "The True Heir of Emberfall" in latin.stdout  # a GM-only source: the GM lens, from "GM"
     bad = cli(["ask", "--campaign", "no-such-campaign", "hello"], tmp_path)
     assert bad.returncode != 0 and "no campaign" in (bad.stdout + bad.stderr).lower()
     assert "Traceback" not in bad.stderr and "indexing" not in bad.stderr
@@ -56,3 +60,41 @@ def test_ask_on_a_fresh_data_dir_indexes_first_and_answers(tmp_path):
     r = cli(["ask", "--campaign", "emberfall", "--lens", "players", "Who carried the Vigil Key?"], tmp_path)
     assert r.returncode == 0, r.stderr
     assert "indexing emberfall" in r.stderr and "Pell Wickery" in r.stdout and "Sources:" in r.stdout
+
+
+def test_ctrl_c_at_the_chat_prompt_leaves_at_once(tmp_path):
+    """In a terminal, Ctrl-C at `> ` exits (130) without waiting for another Enter."""
+    import pty
+    import select
+    import time
+
+    env = {**os.environ, "LIMINALIS_DATA_DIR": str(tmp_path / "data"), "HF_HUB_OFFLINE": "1",
+           "ANTHROPIC_API_KEY": "", "LIMINALIS_RERANKER": "none"}
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the chat, on a terminal
+        os.chdir(ROOT)
+        os.execve(sys.executable, [sys.executable, "-m", "bot.cli", "chat", "--campaign", "emberfall"], env)
+    seen = b""
+    try:
+        deadline = time.time() + 240
+        while b"to leave." not in seen or not seen.rstrip().endswith(b">"):
+            assert time.time() < deadline, seen[-500:]
+            if select.select([fd], [], [], 0.5)[0]:
+                seen += os.read(fd, 4096)
+        os.write(fd, b"\x03")  # Ctrl-C: the terminal sends SIGINT
+        deadline = time.time() + 5
+        while not (done := os.waitpid(pid, os.WNOHANG))[0]:
+            assert time.time() < deadline, "still waiting for Enter after Ctrl-C"
+            if select.select([fd], [], [], 0.1)[0]:
+                try:
+                    os.read(fd, 4096)
+                except OSError:
+                    pass
+        assert os.waitstatus_to_exitcode(done[1]) == 130
+    finally:
+        try:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+        os.close(fd)
