@@ -251,3 +251,13 @@ async def test_rate_limiter_real_time():
     t0 = loop.time()
     await asyncio.gather(lim.wait("C"), lim.wait("C"), lim.wait("C"))
     assert loop.time() - t0 >= 0.39
+
+
+
+async def test_a_refused_bot_token_stops_the_start_with_a_clear_error(env):
+    from liminalis.errors import ConfigError
+
+    api, adapter, _ = env
+    api.token_ok = False
+    with pytest.raises(ConfigError, match="SLACK_BOT_TOKEN"):
+        await adapter.run("xapp-test")

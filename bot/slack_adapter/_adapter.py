@@ -26,6 +26,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.service import COMMANDS, Attachment, BotService, IncomingMessage, Reply
 from bot.slack_adapter._render import render_blocks
+from liminalis.errors import ConfigError
 
 __all__ = ["SlackAdapter", "ChannelRateLimiter"]
 
@@ -90,8 +91,16 @@ class SlackAdapter:
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def run(self, app_token: str) -> None:
-        """Serve over Socket Mode until cancelled."""
+        """Serve over Socket Mode until cancelled. The bot token is checked first: Socket Mode
+        connects with the app token alone, and a wrong bot token otherwise showed "connected"
+        while every command got Slack's "reinstall the app" reply and mentions went unanswered."""
         from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+        from slack_sdk.errors import SlackApiError
+
+        try:
+            await self.client.auth_test()
+        except SlackApiError as exc:
+            raise ConfigError(f"SLACK_BOT_TOKEN was refused by Slack ({exc.response.get('error', '?')})") from exc
 
         handler = AsyncSocketModeHandler(self.app, app_token)
         await handler.connect_async()

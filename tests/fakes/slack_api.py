@@ -37,6 +37,7 @@ class MockSlackApi(CatchAllServer):
     calls: list[SlackCall] = field(default_factory=list)
     usergroups: list[dict[str, Any]] | None = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
+    token_ok: bool = True  # auth.test answers invalid_auth when False
     url: str = ""
     _runner: web.AppRunner | None = None
 
@@ -84,6 +85,8 @@ class MockSlackApi(CatchAllServer):
         if path.startswith("/respond/"):
             return web.Response(text="ok")
         method = path.removeprefix("/api/")
+        if method == "auth.test" and not self.token_ok:
+            return web.json_response({"ok": False, "error": "invalid_auth"})
         if method == "auth.test":
             return web.json_response({"ok": True, "url": "https://test.slack.com/", "team": "T", "user": "liminalis",
                                       "team_id": "T0001", "user_id": BOT_USER, "bot_id": "B0001"})
