@@ -59,9 +59,29 @@ async def serve(settings: Settings, *, out: Callable[[str], None] = print) -> in
     from bot.main import build_engine, open_service
 
     async with build_engine(settings) as engine:
-        await engine.ensure_indexed(settings.default_campaign, announce=lambda slug: out(f"indexing {slug} …"))
+        await index_campaigns(engine, out)
         async with open_service(settings, engine) as service:
             return await _run_platforms(settings, service, enabled, out)
+
+
+async def index_campaigns(engine: Any, out: Callable[[str], None]) -> list[str]:
+    """Index every campaign of the campaigns folder that is not indexed yet (the bot serves all
+    of them; LIMINALIS_DEFAULT_CAMPAIGN is the console's). One that fails to load is reported and
+    skipped, not a failed start. Returns the campaigns that are ready."""
+    from liminalis.errors import LiminalisError
+
+    ready = []
+    for slug in await engine.list_campaigns():
+        try:
+            await engine.ensure_indexed(slug, announce=lambda s: out(f"indexing {s} …"))
+        except LiminalisError as exc:
+            out(f"{slug}: skipped ({exc.user_message})")
+            _log.warning("campaign %s not indexed at start: %s", slug, exc)
+            continue
+        ready.append(slug)
+    if not ready:
+        out("No campaign could be indexed: add one under the campaigns folder (see campaigns/emberfall).")
+    return ready
 
 
 async def _run_platforms(settings: Settings, service: Any, enabled: set[str], out: Callable[[str], None]) -> int:

@@ -189,3 +189,21 @@ def test_settings_read_a_dotenv_file_under_the_environment(tmp_path, monkeypatch
     assert settings.anthropic_api_key == "sk-from-env"  # the real environment wins
     monkeypatch.delenv("LIMINALIS_CONTEXT_BUDGET_TOKENS", raising=False)
     assert Settings.from_env(env_file=tmp_path / "missing.env").context_budget_tokens == 6000
+
+
+async def test_serve_indexes_every_campaign_and_skips_a_broken_one(tmp_path):
+    """`serve` indexes all campaigns, not only the console's default (emberfall need not exist),
+    and a campaign that fails to load is reported, not a failed start."""
+    from bot.serve import index_campaigns
+
+    make_tiny_campaign(tmp_path / "campaigns")
+    broken = make_tiny_campaign(tmp_path / "campaigns", slug="broken")
+    (broken / "campaign.toml").write_text("lenses = 5\n")
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        lines: list[str] = []
+        assert await index_campaigns(engine, lines.append) == ["greyhold"]
+        assert "indexing greyhold …" in lines and any(x.startswith("broken: skipped") for x in lines)
+        assert await engine.is_indexed("greyhold")
+    finally:
+        await close_engine(engine)
