@@ -230,3 +230,27 @@ async def test_a_gm_only_upload_saved_on_windows_stays_gm_only(service):
     gm = await service.handle(IncomingMessage(platform="discord", channel_id="C1", user_id="111", roles=("GM",),
                                               text="/ask What does the bell tower hide?"))
     assert CANARY in gm.text
+
+
+async def test_a_symlink_into_the_gm_folder_is_gm_only(service):
+    engine = service.engine
+    cfg = await engine.campaign("greyhold")
+    (cfg.root / "lore").mkdir()
+    (cfg.root / "lore" / "plan.md").symlink_to(cfg.root / "gm" / "plot.md")
+    await engine.ingest("greyhold")
+    for q in ["the truth about the baron", "baron plot secrets", "drowned vampire"]:
+        bundle = await engine.retrieve("greyhold", q, frozenset({"players"}))
+        assert all(CANARY not in d.text and d.title != GM_TITLE for d in bundle.documents), q
+
+
+async def test_moving_a_document_into_the_gm_folder_forgets_what_players_remember_of_it(service):
+    from liminalis.answer import Responder
+
+    engine = service.engine
+    responder = Responder(engine)
+    players = frozenset({"players"})
+    await responder.respond("greyhold", "What does the baron collect?", players, chat="discord:C1")
+    cfg = await engine.campaign("greyhold")
+    (cfg.root / "baron.md").rename(cfg.root / "gm" / "baron.md")  # the usual way to hide a file
+    await engine.ingest("greyhold")
+    assert (await responder.memory.load("greyhold", "discord:C1", players)).turns == []

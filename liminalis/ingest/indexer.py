@@ -30,6 +30,7 @@ from liminalis.context.rolling import forget_hidden
 from liminalis.ingest.chunking import ChunkingParams, chunk_document, content_hash, make_windows
 from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, doc_id_for, load_document
 from liminalis.ingest.synopsis import contextual_text, extractive_synopsis, title_text
+from liminalis.lens import GM
 from liminalis.ports import Embedder, VectorRecord, VectorStore
 from liminalis.retrieval.lexical import Tokenizer
 from liminalis.store.sqlite import Database
@@ -112,9 +113,12 @@ class Indexer:
     @staticmethod
     def _walk(root: Path, scope: Path, prefix: str) -> Iterable[tuple[Path, str]]:
         """Files under ``scope`` (which must lie in ``root``) with their campaign-relative paths.
-        A file's path is where it sits in the campaign, not where a symlink leads: lore shared
-        between campaigns by symlink is ingested in its place here."""
-        base = scope.resolve().relative_to(root.resolve()).as_posix()
+
+        A symlink to a file inside the campaign is that file's path (``lore/plan.md`` linking to
+        ``gm/plan.md`` is in the GM folder: GM-only). A symlink to lore outside the campaign is
+        ingested where the link sits, instead of failing the whole ingest."""
+        real_root = root.resolve()
+        base = scope.resolve().relative_to(real_root).as_posix()
         if scope.is_file():
             yield scope, prefix + base
             return
@@ -124,8 +128,11 @@ class Indexer:
                 if name.startswith(".") or name in _SKIP_NAMES:
                     continue
                 fpath = Path(dirpath) / name
-                rel = fpath.relative_to(scope).as_posix()
-                yield fpath, prefix + (rel if base == "." else f"{base}/{rel}")
+                try:
+                    yield fpath, prefix + fpath.resolve().relative_to(real_root).as_posix()
+                except ValueError:  # outside the campaign
+                    rel = fpath.relative_to(scope).as_posix()
+                    yield fpath, prefix + (rel if base == "." else f"{base}/{rel}")
 
     def _scope(self, config: CampaignConfig, path: Path | None) -> tuple[list[tuple[Path, str]], str]:
         """Files to ingest and the campaign-relative scope whose vanished files are deletions."""
@@ -307,6 +314,10 @@ class Indexer:
             if in_scope and doc_id not in seen and not config.path_of(rel).exists():
                 report.passages_removed += await self.db.remove_document(slug, doc_id)
                 report.documents_removed += 1
+                # Moving a file into a GM folder (the usual way to hide it) removes its old id:
+                # forget what the lenses that could read it remember, as for a narrowed one.
+                if (was := stored_visibility.get(doc_id)) is not None:
+                    await forget_hidden(self.db, slug, was, frozenset({GM}))
         await self.collect_garbage(slug)
         # The profile is recorded only once the campaign is built under it: no document is left
         # awaiting re-preparing (a reset blanks every content hash). Until then the engine tells
