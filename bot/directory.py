@@ -68,6 +68,7 @@ class Directory:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._homes: dict[tuple[str, str], frozenset[str]] = {}
 
     async def link(self, platform: str, channel_id: str, campaign: str) -> None:
         await self.db.execute(
@@ -75,15 +76,21 @@ class Directory:
             (platform, str(channel_id), validate_slug(campaign), time.time()),
         )
 
-    async def homes(self, platform: str, campaign: str) -> set[str]:
-        """The servers (Discord guild ids) that have claimed ``campaign`` by linking a channel."""
-        rows = await self.db.fetchall("SELECT home_id FROM campaign_homes WHERE platform = ? AND campaign = ?",
-                                      (platform, campaign))
-        return {str(r["home_id"]) for r in rows}
+    async def homes(self, platform: str, campaign: str) -> frozenset[str]:
+        """The servers (Discord guild ids) that have claimed ``campaign`` by linking a channel.
+        Asked on every Discord command (and autocomplete keystroke): remembered once read, and
+        kept current by :meth:`claim`."""
+        key = (platform, campaign)
+        if key not in self._homes:
+            rows = await self.db.fetchall("SELECT home_id FROM campaign_homes WHERE platform = ? AND campaign = ?",
+                                          (platform, campaign))
+            self._homes[key] = frozenset(str(r["home_id"]) for r in rows)
+        return self._homes[key]
 
     async def claim(self, platform: str, campaign: str, home_id: str) -> None:
         await self.db.execute("INSERT OR IGNORE INTO campaign_homes VALUES (?, ?, ?, ?)",
                               (platform, validate_slug(campaign), str(home_id), time.time()))
+        self._homes.pop((platform, campaign), None)
 
     async def unlink(self, platform: str, channel_id: str) -> bool:
         row = await self.db.fetchone(

@@ -37,4 +37,4 @@ def _has_surrogate(text: str) -> bool:
 
 def natural_key(name: str) -> list[tuple[int, int, str]]:
     """Sort key that orders the digit runs of a name by value: session-9 before session-10."""
-    return [(0, int(x), "") if x.isdigit() else (1, 0, x) for x in _DIGIT_RUNS.split(name)]
+    return [(0, int(x), "") if x.isdecimal() else (1, 0, x) for x in _DIGIT_RUNS.split(name)]

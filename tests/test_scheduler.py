@@ -240,6 +240,13 @@ async def test_start_arms_jobs_with_cron_trigger(setup):
         await s.close()
 
 
+def test_natural_key_orders_numbers_by_value_and_survives_odd_digits():
+    from liminalis.text import natural_key
+
+    assert sorted(["session-10", "session-9", "session-1"], key=natural_key) == ["session-1", "session-9", "session-10"]
+    assert natural_key("x1²") and natural_key("٣")  # a superscript is text; an Arabic-Indic digit a number
+
+
 def test_helpers():
     trig = parse_cron("0 18 * * 5")
     assert latest_slot(trig, FRIDAY_18, dt.timedelta(hours=1)) == FRIDAY_18.replace(second=0)

@@ -201,6 +201,19 @@ async def test_a_long_upload_is_downloaded_whole(env):
     assert (cfg.uploads_root / "session-7.md").read_bytes() == body.encode()
 
 
+async def test_files_past_the_tenth_are_named_not_dropped(env):
+    api, adapter, _ = env
+    files = []
+    for i in range(11):
+        api.files[f"n{i}.md"] = f"# Note {i}\n\nBell {i} rang.\n".encode()
+        files.append({"id": f"F{i}", "name": f"n{i}.md", "size": 20, "url_private_download": f"{api.url}/files/n{i}.md"})
+    await event(adapter, {"type": "app_mention", "user": SLACK_GM, "text": f"<@{BOT_USER}> /upload", "channel": CHANNEL,
+                          "ts": "8.1", "event_ts": "8.1", "files": files})
+    text = dump((await api.wait_for("chat.postEphemeral"))[0])
+    assert "Ingested 10 file(s)" in text and "n10.md: only 10 files" in text
+    assert not api.find("/files/n10.md")  # named, never downloaded
+
+
 async def test_a_failed_download_is_reported_for_that_file_and_the_others_ingested(env):
     api, adapter, _ = env
     api.files["notes.md"] = b"# Session 2\n\nThe party found the silver bell.\n"

@@ -178,9 +178,10 @@ class SlackAdapter:
             text = _MENTION.sub(lambda m: "" if m.group(1) == bot_user_id else m.group(0), event.get("text", "")).strip()
             msg = await self.incoming(user_id=user, channel_id=channel, text=text or "/help", is_dm=is_dm)
             files = event.get("files") or []
-            if files and await self.service.is_gm(msg):
+            if files and await self.service.is_gm(msg):  # past the tenth: named, not downloaded
                 msg = await self.incoming(user_id=user, channel_id=channel, text=msg.text, is_dm=is_dm,
-                                          attachments=tuple([await self._download(f) for f in files[:10]]))
+                                          attachments=tuple([await self._download(f) for f in files[:10]] + [
+                                              Attachment(str(f.get("name") or "upload.md"), b"") for f in files[10:]]))
             reply = await self.service.handle(msg)
         except Exception:
             _log.exception("slack mention failed")
