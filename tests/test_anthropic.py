@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 from conftest import SAMPLE, close_engine, make_engine
@@ -12,7 +13,7 @@ from fakes.anthropic_server import FakeAnthropic
 from liminalis.adapters.anthropic import AnthropicModel
 from liminalis.answer import Responder
 from liminalis.errors import ConfigError, ModelUnavailable
-from liminalis.ports import Message
+from liminalis.ports import Message, Usage
 
 
 class Sleeps:
@@ -177,3 +178,27 @@ async def test_the_services_daily_token_budget_gates_the_real_client(pinned_engi
     unlimited = build_responder(Settings(anthropic_api_key="k", daily_token_budget=0), pinned_engine)
     assert unlimited.gate is None
     await unlimited.model.close()
+
+
+
+async def test_the_offline_fallbacks_hold_the_gm_wall(pinned_engine):
+    """Budget spent, or the model overloaded: the quoted answer a player gets instead holds no
+    GM-only text, for questions aimed straight at the GM's secrets."""
+    data = json.loads((Path(__file__).parent / "data" / "emberfall_questions.json").read_text())
+    canaries = [c.lower() for c in data["gm_canaries"]]
+    from bot.main import build_responder
+    from bot.settings import Settings
+
+    async with FakeAnthropic() as fake:
+        spent = build_responder(Settings(anthropic_api_key="k", anthropic_base_url=fake.url, daily_token_budget=1),
+                                pinned_engine)
+        await spent.gate.charge(Usage(input_tokens=5))
+        fake.script = [529] * 100
+        async with model(fake, max_retries=0, backoff_s=0.0) as m:
+            busy = Responder(pinned_engine, model=m)
+            for q in data["gm_secret_questions"]:
+                for responder in (spent, busy):
+                    answer = await responder.respond("emberfall", q["question"], frozenset({"players"}))
+                    shown = " ".join([answer.text, *(f"{s.title} {s.doc_id}" for s in answer.sources)]).lower()
+                    assert answer.model == "offline" and not [c for c in canaries if c in shown], q["question"]
+        await spent.model.close()

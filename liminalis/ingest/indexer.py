@@ -264,11 +264,13 @@ class Indexer:
             texts = {h: text for prep in batch for (_, _, _, text, h) in prep.records}
             vectors, fresh = await self._embed(texts)
             new_records: list[VectorRecord] = []
+            # Documents whose visibility changed: their vector rows are rewritten (same text, same
+            # ids, or the store would go on filtering them by the old visibility), and the chat
+            # memories of lenses that lost them forget.
+            moved = {prep.doc.doc_id: was for prep in batch
+                     if (was := stored_visibility.get(prep.doc.doc_id)) is not None and was != prep.doc.visibility}
             for prep in batch:
-                # A new visibility with the same text keeps the vector ids: rewrite those rows,
-                # or the store would go on filtering them by the old visibility.
-                was = stored_visibility.get(prep.doc.doc_id)
-                revisit = was is not None and was != prep.doc.visibility
+                revisit = prep.doc.doc_id in moved
                 old = set(stored_by_doc.get(prep.doc.doc_id, []))
                 new = {p.passage_id for p in prep.passages}
                 report.passages_added += len(new - old)
@@ -292,9 +294,8 @@ class Indexer:
             existing_vectors.update(r.id for r in new_records)
             for prep in batch:
                 await self.db.replace_document(slug, prep.doc, prep.passages, prep.tokens)
-                was = stored_visibility.get(prep.doc.doc_id)
-                if was is not None and was != prep.doc.visibility:
-                    await forget_hidden(self.db, slug, was, prep.doc.visibility)
+                if prep.doc.doc_id in moved:
+                    await forget_hidden(self.db, slug, moved[prep.doc.doc_id], prep.doc.visibility)
             # Same passage, new context (e.g. a retitled document): drop the old vectors now. By
             # each vector's own document id, not a prefix ("npc" is a prefix of "npc#2").
             current = {prep.doc.doc_id: {vid for vid, *_ in prep.records} for prep in batch}
