@@ -37,6 +37,7 @@ UPLOADS = [
     b"", b"\xff\xfe\x00", b"hello world " * 10, b"---\n: : :\n---\nx", ("# t\n" + "word " * 20000).encode(),
     f"---\ntitle: Hidden\nvisibility: gm\n---\nThe bell tower hides this: {CANARY}.".encode(),
     f"---\r\ntitle: Hidden\r\nvisibility: gm\r\n---\r\nThe bell tower hides this: {CANARY}.\r\n".encode(),
+    f"\n\u200b---\ntitle: Hidden\nvisibility: gm\n---\nThe bell tower hides this: {CANARY}.".encode(),
     "---\ntitle: Tower \ud800\n---\nThe river tower has a bell.".encode("utf-8", "surrogatepass"),
 ]
 NAMES = ["a.md", "../x.md", "b.txt", "c.pdf", "", "gm/plot.md", ".hidden.md", "\x00.md", "tower\ud800.md"]
@@ -159,6 +160,25 @@ async def test_hostile_documents_ingest_and_never_leak(tmp_path, seed):
             assert all(CANARY not in d.text for d in bundle.documents), q
     finally:
         await close_engine(engine)
+
+
+@pytest.mark.parametrize("text", [
+    "\n---\nvisibility: gm\n---\n", " ---\nvisibility: gm\n---\n", "\ufeff\r\n---\r\nvisibility: gm\r\n---\r\n",
+    "\u200b---\nvisibility: gm\n---\n", "----\nvisibility: gm\n----\n", "+++\nvisibility = 'gm'\n+++\n",
+    "---\nvisibility:\n---\n", "---\nvisibility: ~\n---\n", "---\nvisibility: gm\nVisibility: players\n---\n",
+    "---\nvisibility: gm\nvisibility: players\n---\n", "title: Plot\nvisibility: gm\n\n", "visibility: gm\n",
+])
+def test_front_matter_a_gm_meant_is_never_published(tmp_path, text):
+    """Whatever stands before or around the GM's ``visibility: gm`` — a blank line, a space, a
+    zero-width character, four dashes, TOML fences, a repeated key, no fences at all — the file is
+    GM-only or refused with a reason, never read as a players document."""
+    config = load_campaign(make_tiny_campaign(tmp_path / "campaigns"))
+    try:
+        doc = parse_document(f"{text}The vault key is under the {CANARY}.".encode(), "lore/vault.md", config)
+    except LoadError as exc:
+        assert "front matter" in exc.reason
+        return
+    assert doc.visibility == frozenset({"gm"}) and "visibility" not in doc.text
 
 
 def test_front_matter_typos_and_alias_bombs():

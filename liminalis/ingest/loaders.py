@@ -25,6 +25,13 @@ SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt")
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 _TITLE_LINE = re.compile(r"\A\s*#\s+(.+?)\s*#*\s*$", re.M)
+#: What may stand before the opening ``---`` without hiding the front matter: blank lines, spaces,
+#: a byte-order mark, zero-width characters. Read as body text, a GM's ``visibility: gm`` after a
+#: stray blank line would publish the file to players.
+_LEAD = re.compile(r"\A[\s\ufeff\u200b\u200c\u200d\u2060]+")
+#: A fence that is not ``---`` (``----``, TOML's ``+++``) followed by a ``key:`` line.
+_OTHER_FENCE = re.compile(r"\A(?:-{4,}|\+{3,})[ \t]*\n[ \t]*[\w-]+[ \t]*[:=]")
+_HEADER_LINE = re.compile(r"[ \t]*([\w-]+)[ \t]*:")
 
 
 class _FrontMatterLoader(yaml.SafeLoader):
@@ -37,6 +44,18 @@ class _FrontMatterLoader(yaml.SafeLoader):
         if self.check_event(yaml.AliasEvent):
             raise LoadError("malformed front matter (YAML aliases such as *name are not supported)")
         return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[object, object]:
+        """Refuse a key given twice (in any case): YAML keeps the last silently, so
+        ``visibility: gm`` above ``Visibility: players`` would publish the file."""
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                key = str(key_node.value).strip().lower()
+                if key in seen:
+                    raise LoadError(f"malformed front matter (`{key}` is given twice)")
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
 
 
 _FrontMatterLoader.yaml_implicit_resolvers = {
@@ -97,14 +116,25 @@ def _as_tuple(value: object) -> tuple[str, ...]:
     return (str(value).strip(),) if str(value).strip() else ()
 
 
+def _refuse_bare_header(body: str) -> None:
+    """A file that opens with ``key: value`` lines naming ``visibility`` but no ``---`` lines
+    around them meant front matter: refuse it rather than publish what it meant to hide."""
+    for line in body.split("\n"):
+        m = _HEADER_LINE.match(line)
+        if not m:
+            return
+        if m.group(1).lower() == "visibility":
+            raise LoadError("`visibility:` must sit in front matter, between two lines of three dashes (---)")
+
+
 def parse_document(raw: bytes, rel_path: str, config: CampaignConfig) -> Document:
     """Turn one file's bytes into a Document (raises :class:`LoadError`)."""
     # Line endings first: a file saved on Windows ("---\r\n") must not lose its front matter —
     # its visibility with it, which would publish a GM-only file to players.
     text = _decode(raw).replace("\r\n", "\n").replace("\r", "\n")
     meta: dict[str, object] = {}
-    m = _FRONT.match(text.lstrip("\ufeff"))
-    body = text.lstrip("\ufeff")
+    body = _LEAD.sub("", text, count=1)
+    m = _FRONT.match(body)
     if m:
         loaded = _front_matter(m.group(1))
         if loaded is None:
@@ -115,10 +145,16 @@ def parse_document(raw: bytes, rel_path: str, config: CampaignConfig) -> Documen
         body = body[m.end():]
     elif body.startswith("---\n"):
         raise LoadError("malformed front matter (no closing ---)")
+    elif _OTHER_FENCE.match(body):
+        raise LoadError("malformed front matter (open and close it with a line of three dashes: ---)")
+    else:
+        _refuse_bare_header(body)
     body = normalize_text(body)
     if not body:
         raise LoadError("empty document (no text after front matter)")
     gm_path = config.is_gm_path(rel_path)
+    if "visibility" in meta and meta["visibility"] is None:
+        meta["visibility"] = ""  # "visibility:" with no value: not understood, so GM-only
     visibility = parse_visibility(meta.get("visibility"), known_lenses=config.lenses, gm_path=gm_path)
     title = str(meta.get("title") or "").strip()
     if not title:
