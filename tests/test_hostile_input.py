@@ -274,3 +274,40 @@ async def test_moving_a_document_into_the_gm_folder_forgets_what_players_remembe
     (cfg.root / "baron.md").rename(cfg.root / "gm" / "baron.md")  # the usual way to hide a file
     await engine.ingest("greyhold")
     assert (await responder.memory.load("greyhold", "discord:C1", players)).turns == []
+
+
+async def test_an_answer_in_flight_when_its_document_is_hidden_is_not_remembered(service):
+    """The race: a player's answer is being written while the GM hides the document it quotes
+    and re-ingests. The forget runs first; the answer, finishing after it, must not write the
+    players' memory back (its turn would be replayed into their next prompts)."""
+    import asyncio
+
+    from liminalis.answer import Responder
+    from liminalis.testing import ScriptedModel
+
+    engine = service.engine
+    started, release = asyncio.Event(), asyncio.Event()
+
+    class HeldModel(ScriptedModel):
+        async def complete(self, **kw):  # type: ignore[override]
+            started.set()
+            await release.wait()
+            return await super().complete(**kw)
+
+    model = HeldModel(replies=["The baron collects silver bells [Baron Aldric]."])
+    responder = Responder(engine, model=model)
+    players = frozenset({"players"})
+    answering = asyncio.create_task(responder.respond("greyhold", "What does the baron collect?", players, chat="discord:C1"))
+    await asyncio.wait_for(started.wait(), 30)
+    cfg = await engine.campaign("greyhold")
+    baron = cfg.root / "baron.md"
+    baron.write_text(baron.read_text().replace("title: Baron Aldric\n", "title: Baron Aldric\nvisibility: gm\n"))
+    await engine.ingest("greyhold")
+    release.set()
+    answer = await answering
+    assert "silver" in answer.text  # delivered: it was readable when asked
+    mem = await responder.memory.load("greyhold", "discord:C1", players)
+    assert mem.turns == [] and mem.story == [] and mem.loaded == []
+    # Memory works again from here: the next answer is remembered.
+    await responder.respond("greyhold", "Who guards the keep?", players, chat="discord:C1")
+    assert len((await responder.memory.load("greyhold", "discord:C1", players)).turns) == 1

@@ -29,6 +29,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
+import aiosqlite
+
 from liminalis.context.material import ContextDoc
 from liminalis.context.tokens import default_counter
 from liminalis.lens import GM, visible
@@ -82,7 +84,14 @@ def _new_words(question: str, known: str) -> int:
 async def forget_hidden(db: Database, campaign: str, was: frozenset[str], now: frozenset[str]) -> int:
     """Forget every chat memory of ``campaign`` whose lens could read a document of visibility
     ``was`` and cannot read it at ``now`` (a GM hid it again): its turns, story lines and loaded
-    material may quote it, and would be replayed to that lens. Returns how many were forgotten."""
+    material may quote it, and would be replayed to that lens. Returns how many were forgotten.
+
+    The campaign's forget epoch moves on too, so an answer in flight — begun while the document
+    was readable, its memory loaded before this — is not written back (:meth:`RollingMemory.record`).
+    """
+    async with db.write() as conn:
+        await conn.execute("INSERT INTO memory_forgets VALUES (?, 1) ON CONFLICT(campaign) DO UPDATE SET "
+                           "epoch = epoch + 1", (campaign,))
     rows = await db.fetchall("SELECT chat_key FROM chat_state WHERE campaign = ?", (campaign,))
     doomed = []
     for r in rows:
@@ -96,6 +105,12 @@ async def forget_hidden(db: Database, campaign: str, was: frozenset[str], now: f
                 await conn.execute("DELETE FROM chat_state WHERE chat_key = ?", (key,))
         _log.info("%s: forgot %d chat memories that may quote a document now hidden from them", campaign, len(doomed))
     return len(doomed)
+
+
+async def _forget_epoch(conn: aiosqlite.Connection, campaign: str) -> int:
+    async with conn.execute("SELECT epoch FROM memory_forgets WHERE campaign = ?", (campaign,)) as cur:
+        row = await cur.fetchone()
+    return int(row[0]) if row else 0
 
 
 def _lens_ok(turn_lens: frozenset[str], lens: frozenset[str]) -> bool:
@@ -123,6 +138,8 @@ class ChatMemory:
     last_question: str = ""
     updated_at: float = 0.0
     seq: int = 0
+    #: The campaign's forget epoch when this memory was loaded (see :func:`forget_hidden`).
+    forget_epoch: int = 0
 
     def story_text(self) -> str:
         return "\n".join(f"- {line}" for _, line in self.story)
@@ -169,7 +186,7 @@ class RollingMemory:
 
     async def load(self, campaign: str, chat: str, lens: frozenset[str]) -> ChatMemory:
         key = memory_key(campaign, chat, lens)
-        mem = ChatMemory(key=key, campaign=campaign, lens=frozenset(lens))
+        mem = ChatMemory(key=key, campaign=campaign, lens=frozenset(lens), forget_epoch=await _forget_epoch(self.db.conn, campaign))
         row = await self.db.fetchone("SELECT state FROM chat_state WHERE chat_key = ?", (key,))
         if row is not None:
             st = json.loads(row["state"])
@@ -270,6 +287,11 @@ class RollingMemory:
             "updated_at": mem.updated_at, "seq": mem.seq, "gists": mem.gists,
         }
         async with self.db.write() as conn:
+            # A document was hidden since this memory was loaded: the answer and the state loaded
+            # with it may quote it. Forgetting wins; this exchange is not remembered.
+            if await _forget_epoch(conn, mem.campaign) != mem.forget_epoch:
+                _log.info("chat memory %s: a document was hidden during the answer; not recorded", mem.key)
+                return
             # The pair's numbers come from the table, in one statement: two questions answered at
             # once in one chat both loaded the same state, and numbering from it made the second
             # answer collide with the first and be lost. (Its rolling state is the last writer's.)

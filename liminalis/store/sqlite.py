@@ -76,6 +76,9 @@ CREATE TABLE IF NOT EXISTS chat_turns (
     chat_key TEXT NOT NULL, seq INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL,
     lens TEXT NOT NULL DEFAULT '', created_at REAL, PRIMARY KEY (chat_key, seq)
 );
+CREATE TABLE IF NOT EXISTS memory_forgets (
+    campaign TEXT PRIMARY KEY, epoch INTEGER NOT NULL
+);
 CREATE TABLE IF NOT EXISTS recap_posts (
     campaign TEXT NOT NULL, slot TEXT NOT NULL, posted_at REAL, PRIMARY KEY (campaign, slot)
 );
