@@ -71,10 +71,13 @@ class Directory:
         self._homes: dict[tuple[str, str], frozenset[str]] = {}
 
     async def link(self, platform: str, channel_id: str, campaign: str) -> None:
-        await self.db.execute(
-            "INSERT OR REPLACE INTO channel_links VALUES (?, ?, ?, ?)",
-            (platform, str(channel_id), validate_slug(campaign), time.time()),
-        )
+        """Link a channel; a recap schedule another campaign had in it goes (it would post that
+        campaign's recaps to this one's players)."""
+        async with self.db.write() as conn:
+            await conn.execute("INSERT OR REPLACE INTO channel_links VALUES (?, ?, ?, ?)",
+                               (platform, str(channel_id), validate_slug(campaign), time.time()))
+            await conn.execute("DELETE FROM recap_schedules WHERE platform = ? AND channel_id = ? AND campaign <> ?",
+                               (platform, str(channel_id), campaign))
 
     async def homes(self, platform: str, campaign: str) -> frozenset[str]:
         """The servers (Discord guild ids) that have claimed ``campaign`` by linking a channel.
@@ -96,7 +99,9 @@ class Directory:
         row = await self.db.fetchone(
             "SELECT campaign FROM channel_links WHERE platform = ? AND channel_id = ?", (platform, str(channel_id))
         )
-        await self.db.execute("DELETE FROM channel_links WHERE platform = ? AND channel_id = ?", (platform, str(channel_id)))
+        async with self.db.write() as conn:  # and its recap schedule, with it
+            await conn.execute("DELETE FROM channel_links WHERE platform = ? AND channel_id = ?", (platform, str(channel_id)))
+            await conn.execute("DELETE FROM recap_schedules WHERE platform = ? AND channel_id = ?", (platform, str(channel_id)))
         return row is not None
 
     async def campaign_for(self, platform: str, channel_id: str, parent_id: str | None = None) -> str | None:

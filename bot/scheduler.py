@@ -17,8 +17,9 @@ with a frozen clock:
   APScheduler's own job store stays in memory: the jobs are rebuilt from the database on start,
   and the database, not APScheduler, remembers what was posted.
 * **Tick.** Every ``tick_seconds`` the tick runs pending ingest for indexed campaigns (the
-  indexer is incremental, so an unchanged campaign costs a scan of hashes) and any extra tasks
-  plugged in later (analysis passes).
+  indexer is incremental, so an unchanged campaign costs a scan of hashes), brings the recap jobs
+  in line with the schedules (campaign.toml edits apply without a restart) and posts any slot
+  still due, then any extra tasks plugged in later (analysis passes).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from apscheduler.triggers.base import BaseTrigger
+from apscheduler.triggers.combining import OrTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
@@ -91,17 +94,35 @@ def _crontab_days(field: str) -> str:
     return ",".join(_DAY_NAMES[d] for d in sorted(set(days)))
 
 
-def parse_cron(expr: str) -> CronTrigger:
-    """A UTC ``CronTrigger`` from a 5-field crontab expression; ``InvalidInput`` if malformed."""
+def parse_cron(expr: str) -> BaseTrigger:
+    """A UTC trigger from a 5-field crontab expression; ``InvalidInput`` if malformed or if it
+    can never fire (``0 0 31 2 *``: accepted, it would replace a working schedule with silence).
+
+    Crontab's rule for the two day fields is kept: when both are restricted (neither starts with
+    ``*``), either matching fires (``0 18 1 * 5`` is the 1st *and* every Friday). APScheduler's
+    ``CronTrigger`` wants both, so that case is an ``OrTrigger`` of the two.
+    """
     fields = (expr or "").split()
     if len(fields) != 5:
         raise InvalidInput(f"cron {expr!r}", user_message="Use a 5-field cron expression (UTC), e.g. `0 18 * * 5`.")
+    minute, hour, day, month, dow = fields
     try:
-        minute, hour, day, month, dow = fields
-        return CronTrigger(minute=minute, hour=hour, day=day, month=month, day_of_week=_crontab_days(dow),
-                           timezone=dt.UTC)
+        trigger: BaseTrigger
+        if not day.startswith("*") and not dow.startswith("*"):
+            trigger = OrTrigger([
+                CronTrigger(minute=minute, hour=hour, day=day, month=month, timezone=dt.UTC),
+                CronTrigger(minute=minute, hour=hour, month=month, day_of_week=_crontab_days(dow), timezone=dt.UTC),
+            ])
+        else:
+            trigger = CronTrigger(minute=minute, hour=hour, day=day, month=month, day_of_week=_crontab_days(dow),
+                                  timezone=dt.UTC)
     except ValueError as exc:
         raise InvalidInput(f"cron {expr!r}: {exc}", user_message="That cron expression is not valid, e.g. `0 18 * * 5`.") from exc
+    # Five fields have no year, so one that fires at all fires within any four years (29 February).
+    if trigger.get_next_fire_time(None, dt.datetime(2000, 1, 1, tzinfo=dt.UTC)) is None:
+        raise InvalidInput(f"cron {expr!r} never fires",
+                           user_message="That schedule never fires (no such date); e.g. `0 18 * * 5` is Fridays 18:00 UTC.")
+    return trigger
 
 
 def parse_target(spec: str) -> tuple[str, str] | None:
@@ -112,7 +133,7 @@ def parse_target(spec: str) -> tuple[str, str] | None:
     return platform, channel.strip()
 
 
-def latest_slot(trigger: CronTrigger, now: dt.datetime, grace: dt.timedelta) -> dt.datetime | None:
+def latest_slot(trigger: BaseTrigger, now: dt.datetime, grace: dt.timedelta) -> dt.datetime | None:
     """The latest fire time of ``trigger`` in ``[now - grace, now]``, or ``None``."""
     t = trigger.get_next_fire_time(None, now - grace)
     last = None
@@ -154,8 +175,9 @@ class RecapScheduler:
         self.clock: Clock = clock or SystemClock()
         self.grace = grace
         self.tick_seconds = tick_seconds
-        self.tick_tasks: list[TickTask] = [self.ingest_pending, *tick_tasks]
+        self.tick_tasks: list[TickTask] = [self.ingest_pending, self.recaps, *tick_tasks]
         self._aps: AsyncIOScheduler | None = None
+        self._armed: dict[str, str] = {}  # campaign → the cron its job runs on
         self._tick_lock = asyncio.Lock()
 
     # -- schedules ---------------------------------------------------------------------------
@@ -205,9 +227,21 @@ class RecapScheduler:
     async def remove_schedule(self, campaign: str) -> bool:
         row = await self.db.fetchone("SELECT 1 FROM recap_schedules WHERE campaign = ?", (campaign,))
         await self.db.execute("DELETE FROM recap_schedules WHERE campaign = ?", (campaign,))
-        if self._aps is not None and self._aps.get_job(f"recap:{campaign}"):
-            self._aps.remove_job(f"recap:{campaign}")
+        await self.sync_jobs()  # campaign.toml's [recap], if any, applies again
         return row is not None
+
+    async def sync_jobs(self) -> None:
+        """One cron job per schedule, on its current cron; jobs of schedules gone are removed."""
+        if self._aps is None:
+            return
+        want = {s.campaign: s for s in await self.schedules()}
+        for slug in [c for c in self._armed if c not in want]:
+            if self._aps.get_job(f"recap:{slug}"):
+                self._aps.remove_job(f"recap:{slug}")
+            del self._armed[slug]
+        for slug, sched in want.items():
+            if self._armed.get(slug) != sched.cron:
+                self._arm(sched)
 
     async def describe(self, campaign: str) -> str:
         for s in await self.schedules():
@@ -228,7 +262,11 @@ class RecapScheduler:
         return changed == 1
 
     async def run_due(self, campaign: str | None = None) -> list[tuple[str, str]]:
-        """Post every due, unposted slot (optionally for one campaign); returns ``(campaign, slot)``s posted."""
+        """Post every due, unposted slot (optionally for one campaign); returns ``(campaign, slot)``s posted.
+
+        The recap is built before its slot is claimed: a failure to build it (a campaign.toml
+        mid-edit, a database error) leaves the slot to the next tick, within the grace window.
+        Only the post itself is at-most-once."""
         now = self.clock.now()
         posted: list[tuple[str, str]] = []
         for sched in await self.schedules():
@@ -239,11 +277,26 @@ class RecapScheduler:
                 _log.debug("recap for %s waits: %s is not running", sched.campaign, sched.platform)
                 continue
             slot = latest_slot(parse_cron(sched.cron), now, self.grace)
-            if slot is None or not await self.claim(sched.campaign, slot):
+            if slot is None or await self._posted(sched.campaign, slot):
                 continue
+            if sched.source == "db":
+                # A channel since linked to another campaign must not get this one's recaps
+                # (its players may not be this campaign's).
+                linked = await self.service.directory.campaign_for(sched.platform, sched.channel_id)
+                if linked is not None and linked != sched.campaign:
+                    _log.warning("recap of %s not posted: %s:%s is now linked to %s", sched.campaign,
+                                 sched.platform, sched.channel_id, linked)
+                    continue
             try:
                 cfg = await self.service.config(sched.campaign)
                 text, sources = await self.service.recap(sched.campaign)
+            except Exception:
+                _log.exception("recap of %s for slot %s could not be built; the next tick tries again",
+                               sched.campaign, _slot_key(slot))
+                continue
+            if not await self.claim(sched.campaign, slot):
+                continue
+            try:
                 await poster(sched.channel_id, Reply(text=text, sources=sources, title=f"Previously on {cfg.name}"))
                 posted.append((sched.campaign, _slot_key(slot)))
                 _log.info("posted recap of %s for slot %s", sched.campaign, _slot_key(slot))
@@ -251,6 +304,18 @@ class RecapScheduler:
                 _log.exception("recap of %s for slot %s failed (not retried: it may have reached the channel)",
                                sched.campaign, _slot_key(slot))
         return posted
+
+    async def _posted(self, campaign: str, slot: dt.datetime) -> bool:
+        row = await self.db.fetchone("SELECT 1 FROM recap_posts WHERE campaign = ? AND slot = ?",
+                                     (campaign, _slot_key(slot)))
+        return row is not None
+
+    async def recaps(self) -> None:
+        """The tick's recap task: arm the jobs the schedules now call for (a ``[recap]`` edited
+        or added in campaign.toml, the config default back after ``/recap schedule off``, a
+        campaign gone), and post any due slot a job missed."""
+        await self.sync_jobs()
+        await self.run_due()
 
     # -- tick --------------------------------------------------------------------------------
 
@@ -296,6 +361,7 @@ class RecapScheduler:
     def _arm(self, sched: RecapSchedule) -> None:
         if self._aps is None:
             return
+        self._armed[sched.campaign] = sched.cron
         self._aps.add_job(
             self._fire, parse_cron(sched.cron), args=[sched.campaign], id=f"recap:{sched.campaign}",
             replace_existing=True, coalesce=True, max_instances=1, misfire_grace_time=int(self.grace.total_seconds()),
@@ -311,8 +377,7 @@ class RecapScheduler:
         """Catch up missed slots, then arm one cron job per schedule and the tick."""
         self._aps = AsyncIOScheduler(timezone=dt.UTC)
         await self.run_due()
-        for sched in await self.schedules():
-            self._arm(sched)
+        await self.sync_jobs()
         if self.tick_seconds > 0:
             # The first tick runs at start: campaigns built with an older embedder are re-indexed
             # (and files changed while the bot was down picked up) now, not one period later.
@@ -330,6 +395,7 @@ class RecapScheduler:
         if self._aps is not None and self._aps.running:
             self._aps.shutdown(wait=False)
         self._aps = None
+        self._armed.clear()
 
     async def __aenter__(self) -> RecapScheduler:
         await self.start()

@@ -310,7 +310,8 @@ class BotService:
         if sub == "unlink":
             cfg = await self.campaign_of(msg)
             self._require_gm(await self.lens_of(msg, cfg))
-            await self.directory.unlink(msg.platform, msg.channel_id)
+            if not await self.directory.unlink(msg.platform, msg.channel_id):
+                return Reply(text="This thread follows its channel's link: unlink the channel itself.", ephemeral=True)
             return Reply(text="Unlinked this channel.")
         raise InvalidInput("bad campaign sub", user_message="Usage: `/campaign link <slug>|unlink|status`")
 
@@ -348,7 +349,7 @@ class BotService:
         if sub == "set":
             self._require_gm(lens)
             # ASCII digits only: "²".isdigit() is true, and int() refuses it.
-            nums = [p for p in parts[1:] if re.fullmatch(r"[0-9][0-9,_]*", p)]
+            nums = [p for p in parts[1:] if re.fullmatch(r"[0-9][0-9,_]{0,11}", p)]
             if len(nums) != 1 or any(p not in {"chat", "campaign"} for p in parts[1:] if p not in nums):
                 raise InvalidInput("bad budget", user_message="Usage: `/budget set <tokens> [chat]`")
             tokens = int(nums[0].replace(",", "").replace("_", ""))
@@ -384,7 +385,9 @@ class BotService:
             return await self._recap_schedule(msg, cfg, arg.strip()[len("schedule"):].strip())
         n = 1
         if arg.strip():
-            if not arg.strip().isdigit() or not 1 <= int(arg.strip()) <= 10:
+            # ASCII digits, few of them: "²".isdigit() is true and int() refuses it; int() of
+            # thousands of digits raises too.
+            if not re.fullmatch(r"[0-9]{1,3}", arg.strip()) or not 1 <= int(arg.strip()) <= 10:
                 raise InvalidInput("bad recap", user_message="Usage: `/recap [sessions 1-10]`")
             n = int(arg.strip())
         text, sources = await self.recap(cfg.slug, n)

@@ -257,3 +257,78 @@ def test_helpers():
         parse_cron("* * *")
     assert parse_target("slack:C1") == ("slack", "C1")
     assert parse_target("C1") is None and parse_target("irc:x") is None
+
+
+def test_cron_keeps_crontabs_either_day_rule_and_refuses_a_date_that_never_comes():
+    """``0 18 1 * 5`` is the 1st of the month *and* every Friday (crontab), not only a 1st that
+    is a Friday; ``0 0 31 2 *`` is refused rather than replacing a working schedule with silence."""
+    trig = parse_cron("0 18 1 * 5")
+    t, fires = dt.datetime(2026, 6, 1, tzinfo=dt.UTC), []  # Monday 1 June
+    for _ in range(3):
+        t = trig.get_next_fire_time(None, t)
+        fires.append(t.date().isoformat())
+        t += dt.timedelta(seconds=1)
+    assert fires == ["2026-06-01", "2026-06-05", "2026-06-12"]
+    with pytest.raises(InvalidInput, match="never fires"):
+        parse_cron("0 0 31 2 *")
+    assert parse_cron("0 0 29 2 *")  # leap days come
+
+
+async def test_a_recap_that_cannot_be_built_is_retried_not_lost(setup):
+    """A campaign.toml mid-edit at recap time: the slot is not claimed, so the next tick (the
+    file fixed, within the grace window) posts it."""
+    tmp_path, engine = setup
+    rec = Recorder()
+    clock = FrozenClock(FRIDAY_18)
+    service = BotService(engine)
+    s = RecapScheduler(service, posters={"discord": rec}, clock=clock, tick_seconds=0)
+    await s.set_schedule("greyhold", cron="0 19 * * 5", platform="discord", channel_id="4242")
+    toml = tmp_path / "campaigns" / "greyhold" / "campaign.toml"
+    good = toml.read_text()
+    toml.write_text(good + "\nname = [unclosed\n")
+    clock.advance(hours=1)
+    assert await s.run_due() == [] and rec.posts == []
+    toml.write_text(good)
+    clock.advance(minutes=20)
+    assert await s.run_due() == [("greyhold", "2026-01-02T19:00Z")]
+
+
+async def test_relinking_a_channel_drops_the_other_campaigns_recap_schedule(setup):
+    """#table had greyhold's weekly recap; a GM links #table to another campaign: greyhold's
+    recaps must not be posted to that campaign's players (and unlink ends the schedule too)."""
+    tmp_path, engine = setup
+    make_tiny_campaign(tmp_path / "campaigns", slug="saltmarsh")
+    rec = Recorder()
+    clock = FrozenClock(FRIDAY_18 - dt.timedelta(hours=2))
+    service = BotService(engine)
+    s = RecapScheduler(service, posters={"slack": rec}, clock=clock, tick_seconds=0)
+    await service.directory.link("slack", "C9", "greyhold")
+    await s.set_schedule("greyhold", cron="0 18 * * 5", platform="slack", channel_id="C9")
+    await service.directory.link("slack", "C9", "saltmarsh")
+    clock.set(FRIDAY_18)
+    assert all(sched.channel_id != "C9" for sched in await s.schedules()) and rec.posts == []
+    await s.run_due()
+    assert rec.posts == []
+    await service.directory.link("slack", "C9", "greyhold")
+    await s.set_schedule("greyhold", cron="0 18 * * 5", platform="slack", channel_id="C9")
+    await service.directory.unlink("slack", "C9")
+    assert all(sched.channel_id != "C9" for sched in await s.schedules())
+
+
+async def test_the_tick_arms_recap_jobs_from_the_current_schedules(setup):
+    """``/recap schedule off`` brings campaign.toml's [recap] back at once, and an edited
+    [recap] cron applies on the next tick, without a restart."""
+    tmp_path, engine = setup
+    service = BotService(engine)
+    s = RecapScheduler(service, posters={"discord": Recorder()}, clock=FrozenClock(FRIDAY_18), tick_seconds=0)
+    await s.start()
+    try:
+        await s.set_schedule("greyhold", cron="0 9 * * 1", platform="discord", channel_id="77")
+        assert await s.remove_schedule("greyhold")
+        assert "recap:greyhold" in s.jobs()  # the config's Friday recap again
+        toml = tmp_path / "campaigns" / "greyhold" / "campaign.toml"
+        toml.write_text(toml.read_text().replace('cron = "0 18 * * 5"', 'cron = "30 7 * * 2"'))
+        await s.tick()
+        assert "minute='30'" in str(s._aps.get_job("recap:greyhold").trigger)
+    finally:
+        await s.close()

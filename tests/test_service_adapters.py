@@ -207,3 +207,15 @@ async def test_serve_indexes_every_campaign_and_skips_a_broken_one(tmp_path):
         assert await engine.is_indexed("greyhold")
     finally:
         await close_engine(engine)
+
+
+async def test_numbers_a_user_types_never_reach_int_unchecked_and_a_thread_unlink_says_what_it_did(service):
+    gm = dict(roles=["GM"])
+    for bad in ["/recap ²", "/recap " + "9" * 5000, "/budget set " + "9" * 5000]:
+        reply = await service.handle(msg(bad, **gm))
+        assert reply.error and "Usage" in reply.text and "wrong on my side" not in reply.text, bad[:20]
+    thread = IncomingMessage(platform="discord", channel_id="T1", parent_id="C1", user_id="9", roles=("GM",),
+                             text="/campaign unlink")
+    reply = await service.handle(thread)
+    assert "follows its channel" in reply.text
+    assert await service.directory.campaign_for("discord", "T1", "C1") == "greyhold"  # still linked, as it says
