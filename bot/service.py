@@ -19,7 +19,7 @@ from liminalis.answer import Answer, Responder, Source
 from liminalis.campaign import CampaignConfig, validate_slug
 from liminalis.engine import CAMPAIGN_SCOPE, Engine
 from liminalis.errors import ConfigError, InvalidInput, LiminalisError, PermissionDenied, UnknownCampaign, UploadRejected
-from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, parse_document
+from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, doc_id_for, parse_document
 from liminalis.lens import Lens
 from liminalis.text import clean_text, natural_key
 
@@ -41,7 +41,18 @@ HELP = """**Liminalis** answers questions from your campaign's own documents, wi
 `/help` — this message"""
 
 _MAX_FILES = 10
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_SAFE_NAME = re.compile(r"[^\w.-]+")  # \w is Unicode: "Сессия 1.md" keeps its letters
+
+
+def upload_name(filename: str) -> str:
+    """The name an upload is saved under: the last path part, the stem cleaned to letters,
+    digits, ``._-`` and cut to 100 characters, the suffix kept (cutting the whole name could cut
+    ``.md`` off, and a stem of only dots or marks becomes ``upload``)."""
+    base = PurePosixPath(filename.replace("\\", "/")).name
+    suffix = PurePosixPath(base).suffix
+    stem = base[: len(base) - len(suffix)] if suffix else base
+    stem = _SAFE_NAME.sub("-", stem).strip(".-")[:100] or "upload"
+    return stem + (_SAFE_NAME.sub("", suffix)[:12] if suffix else ("" if base.strip(". ") else ".md"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,26 +446,39 @@ class BotService:
             raise InvalidInput("no attachment", user_message="Attach one or more .md or .txt files to `/upload`.")
         if cfg.uploads_root is None:
             raise UploadRejected("uploads disabled", user_message="Uploads are not enabled on this bot.")
-        saved, skipped = self.save_uploads(cfg, msg.attachments)
+        saved, skipped, replaced = self.save_uploads(cfg, msg.attachments)
         if not saved:
             lines = "\n".join(f"• {n}: {r}" for n, r in skipped)
             return Reply(text=f"Nothing was ingested.\n{lines}", ephemeral=True, error=True)
         report = await self.engine.ingest(cfg.slug, None)
+        refused = {s.path.removeprefix("uploads/") for s in report.skipped}
+        ingested = [n for n in saved if n not in refused]
         lines = [
-            f"Ingested {len(saved)} file(s) into **{cfg.name}**: {report.passages_added} passages added, "
+            f"Ingested {len(ingested)} file(s) into **{cfg.name}**: {report.passages_added} passages added, "
             f"{report.passages_removed} removed, {report.passages_unchanged} unchanged."
         ]
+        if replaced:
+            lines.append("Replaced the earlier upload of " + ", ".join(replaced) + ".")
         for n, r in skipped + [(s.path, s.reason) for s in report.skipped]:
             lines.append(f"• skipped {n}: {r}")
         return Reply(text="\n".join(lines), ephemeral=True)
 
-    def save_uploads(self, cfg: CampaignConfig, attachments: Sequence[Attachment]) -> tuple[list[str], list[tuple[str, str]]]:
-        """Validate every file before writing any; a bad file never replaces a good one."""
+    def save_uploads(self, cfg: CampaignConfig, attachments: Sequence[Attachment],
+                     ) -> tuple[list[str], list[tuple[str, str]], list[str]]:
+        """Validate every file before writing any; a bad file never replaces a good one.
+
+        Returns the names saved, the ``(name, reason)`` of those refused, and the saved names
+        that replaced an earlier upload (a GM's new version of the notes: said in the reply). A
+        file whose document id an earlier upload of another name holds (``notes.txt`` beside
+        ``notes.md``) is refused: the two would be one document, and the older would win."""
         assert cfg.uploads_root is not None
         saved: list[str] = []
         skipped: list[tuple[str, str]] = []
+        replaced: list[str] = []
+        existing = {doc_id_for(f.name): f.name for f in sorted(cfg.uploads_root.iterdir())
+                    if f.is_file() and not f.name.startswith(".")} if cfg.uploads_root.is_dir() else {}
         for i, att in enumerate(attachments):
-            name = _SAFE_NAME.sub("-", PurePosixPath(att.filename.replace("\\", "/")).name).strip(".-")[:100] or "upload.md"
+            name = upload_name(att.filename)
             if i >= _MAX_FILES:
                 skipped.append((name, f"only {_MAX_FILES} files are read per upload: send it again"))
                 continue
@@ -470,14 +494,22 @@ class BotService:
             if max(len(att.data), att.size or 0) > self.max_upload_bytes:
                 skipped.append((name, f"file too large (limit {self.max_upload_bytes:,} bytes)"))
                 continue
+            other = existing.get(doc_id_for(name))
+            if other is not None and other != name:
+                skipped.append((name, f"an earlier upload, {other}, is the same document: send it as {other} to replace it"))
+                continue
             try:
                 parse_document(att.data, f"uploads/{name}", cfg)
             except LoadError as exc:
                 skipped.append((name, exc.reason))
                 continue
             cfg.uploads_root.mkdir(parents=True, exist_ok=True)
+            target = cfg.uploads_root / name
+            if target.exists():
+                replaced.append(name)
             tmp = cfg.uploads_root / f".{name}.part"
             tmp.write_bytes(att.data)
-            tmp.replace(cfg.uploads_root / name)
+            tmp.replace(target)
             saved.append(name)
-        return saved, skipped
+            existing[doc_id_for(name)] = name
+        return saved, skipped, replaced

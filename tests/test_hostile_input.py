@@ -102,6 +102,31 @@ async def test_an_upload_of_many_files_loses_none_silently(service):
     assert (cfg.uploads_root / "note-3.md").read_text().startswith("# Note 3")
 
 
+async def test_an_upload_that_replaces_or_shadows_an_earlier_one_says_so(service):
+    """A new version of an upload replaces the old and the reply says so; a file that would be
+    the same document as an earlier upload of another name (notes.txt beside notes.md) is
+    refused, not silently shadowed; names in any script keep their letters and their suffix."""
+
+    async def upload(*files: tuple[str, str]) -> str:
+        reply = await service.handle(IncomingMessage(
+            platform="discord", channel_id="C1", user_id="111", roles=("GM",), text="/upload",
+            attachments=tuple(Attachment(filename=n, data=t.encode()) for n, t in files)))
+        return reply.text
+
+    cfg = await service.config("greyhold")
+    first = await upload(("notes.md", "# Notes\n\nThe ferry leaves at dawn."))
+    assert "Ingested 1 file" in first and "Replaced" not in first
+    again = await upload(("notes.md", "# Notes\n\nThe ferry leaves at dusk."))
+    assert "Replaced the earlier upload of notes.md" in again
+    shadow = await upload(("notes.txt", "The ferry is cancelled."))
+    assert "Ingested 0 file" not in shadow and "Nothing was ingested" in shadow and "send it as notes.md" in shadow
+    assert (cfg.uploads_root / "notes.md").read_text().endswith("dusk.") and not (cfg.uploads_root / "notes.txt").exists()
+    scripts = await upload(("Сессия 1.md", "# Сессия\n\nПаром."), ("Глава 1.md", "# Глава\n\nБашня."),
+                           ("a" * 120 + ".md", "# Long\n\nA long name."))
+    assert "Ingested 3 file(s)" in scripts, scripts
+    assert {"Сессия-1.md", "Глава-1.md", "a" * 100 + ".md"} <= {f.name for f in cfg.uploads_root.iterdir()}
+
+
 async def test_lone_surrogates_are_cleaned_where_text_enters(service):
     for text in ["/ask who guards the keep \ud800?", "who pays the guards \udfff", "/pin add Baron \ud800"]:
         reply = await service.handle(IncomingMessage(platform="discord", channel_id="C1", user_id="111",
