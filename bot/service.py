@@ -41,6 +41,7 @@ HELP = """**Liminalis** answers questions from your campaign's own documents, wi
 `/help` — this message"""
 
 _MAX_FILES = 10
+_DM_NOT_LINKED = "Direct messages are not linked to a campaign: ask in your campaign's channel."
 _SAFE_NAME = re.compile(r"[^\w.-]+")  # \w is Unicode: "Сессия 1.md" keeps its letters
 
 
@@ -157,6 +158,8 @@ class BotService:
         if slug is None and msg.platform == "console":
             slug = self.default_campaign
         if slug is None:
+            if msg.is_dm:  # a DM is never linked (a GM's roles don't reach it): say where to ask
+                raise UnknownCampaign("dm not linked", user_message=_DM_NOT_LINKED)
             raise UnknownCampaign("channel not linked")
         return await self.config(slug)
 
@@ -299,7 +302,8 @@ class BotService:
             if slug is None and msg.platform == "console":
                 slug = self.default_campaign
             if slug is None:
-                return Reply(text="This channel is not linked to a campaign. A GM can run `/campaign link <slug>`.", ephemeral=True)
+                return Reply(text=_DM_NOT_LINKED if msg.is_dm else
+                             "This channel is not linked to a campaign. A GM can run `/campaign link <slug>`.", ephemeral=True)
             cfg = await self.config(slug)
             lens = await self.lens_of(msg, cfg)
             titles = await self.engine.titles(cfg.slug, frozenset(lens), limit=25)

@@ -219,3 +219,11 @@ async def test_numbers_a_user_types_never_reach_int_unchecked_and_a_thread_unlin
     reply = await service.handle(thread)
     assert "follows its channel" in reply.text
     assert await service.directory.campaign_for("discord", "T1", "C1") == "greyhold"  # still linked, as it says
+
+
+async def test_a_question_in_a_dm_says_where_to_ask(service):
+    """A DM can never be linked (/campaign link needs a GM, and a DM is always the players lens):
+    "a GM can link it" sent people to a dead end."""
+    for text in ["who guards the keep?", "/campaign status"]:
+        reply = await service.handle(msg(text, channel="D5", dm=True))
+        assert "ask in your campaign's channel" in reply.text and "/campaign link" not in reply.text, text

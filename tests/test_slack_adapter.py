@@ -274,3 +274,21 @@ async def test_a_refused_bot_token_stops_the_start_with_a_clear_error(env):
     api.token_ok = False
     with pytest.raises(ConfigError, match="SLACK_BOT_TOKEN"):
         await adapter.run("xapp-test")
+
+
+async def test_a_dm_with_a_file_is_answered_and_an_edit_is_not(env):
+    """Slack sends a message with a file as subtype "file_share": a question with a screenshot
+    in a DM got no reply at all. Edits and bots' posts are still not questions."""
+    api, adapter, _ = env
+    await adapter.service.directory.link("slack", "D0DM", "greyhold")
+    shot = {"id": "F9", "name": "map.png", "size": 10, "url_private_download": f"{api.url}/files/map.png"}
+    await event(adapter, {"type": "message", "subtype": "message_changed", "channel_type": "im", "user": PLAYER,
+                          "text": "who guards the keep?", "channel": "D0DM", "ts": "3.0", "event_ts": "3.0"})
+    await event(adapter, {"type": "message", "subtype": "file_share", "channel_type": "im", "user": PLAYER,
+                          "text": "who guards the keep?", "channel": "D0DM", "ts": "3.1", "event_ts": "3.1",
+                          "files": [shot]})
+    (post,) = await api.wait_for("chat.postMessage")
+    assert post.args["channel"] == "D0DM" and post.args["thread_ts"] == "3.1"
+    assert not api.find("/files/map.png")  # a player's file is never downloaded
+    await asyncio.sleep(0.2)
+    assert len(api.find("chat.postMessage")) == 1  # the edit got no answer

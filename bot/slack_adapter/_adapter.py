@@ -37,6 +37,11 @@ _DOWNLOAD_TIMEOUT = aiohttp.ClientTimeout(total=60)
 _MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|[^>]*)?>")
 
 
+#: Message subtypes that are a person's message: plain, with files, a thread reply also sent to
+#: the channel.
+_USER_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
+
+
 class ChannelRateLimiter:
     """At most one message per ``interval`` seconds per channel (Slack's chat.postMessage guidance)."""
 
@@ -165,7 +170,9 @@ class SlackAdapter:
                                  is_dm=event.get("channel_type") == "im")
 
     async def _on_dm(self, event: dict[str, Any], context: Any) -> None:
-        if event.get("subtype") or event.get("bot_id"):
+        # A message with a file comes as subtype "file_share" (a GM's upload in a DM, a player's
+        # question with a screenshot); edits, deletions, joins and bots' posts are not questions.
+        if event.get("subtype") not in _USER_SUBTYPES or event.get("bot_id"):
             return
         await self._answer_event(event, bot_user_id=getattr(context, "bot_user_id", None) or context.get("bot_user_id"),
                                  is_dm=True)
@@ -203,8 +210,10 @@ class SlackAdapter:
         except (TypeError, ValueError):
             size = 0
         url = file.get("url_private_download") or file.get("url_private")
-        if not url or size > self.service.max_upload_bytes:
+        if size > self.service.max_upload_bytes:
             return Attachment(name, b"", size=size)  # rejected by the service, never downloaded
+        if not url:  # a file hosted elsewhere (Google Drive…): nothing to download
+            return Attachment(name, b"", error="not downloadable from Slack (attach the file itself)")
         headers = {"Authorization": f"Bearer {self.client.token}"}
         try:
             async with aiohttp.ClientSession(timeout=_DOWNLOAD_TIMEOUT) as session, \
