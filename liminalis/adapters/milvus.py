@@ -126,6 +126,14 @@ def _check_lite_lock(uri: str) -> None:
         os.close(fd)
 
 
+
+def _str_list(values: Sequence[str]) -> str:
+    """A list of strings in Milvus's expression syntax. JSON's quoting, but with characters
+    beyond ASCII written as they are: Milvus knows no ``\\u`` escape, so a document "café" or
+    "セッション" failed every exact search that named it (and the ranker fell back to the fused
+    order, logging one warning)."""
+    return json.dumps(list(values), ensure_ascii=False)
+
 class MilvusVectorStore:
     """Milvus (Lite or server) vector store, one collection per campaign and model."""
 
@@ -237,7 +245,9 @@ class MilvusVectorStore:
         def go() -> None:
             self._doc_rows.pop(name, None)
             for i in range(0, len(ids), 1000):
-                self._client.delete(name, ids=ids[i : i + 1000])
+                # By filter, not ``ids=``: pymilvus quotes ids without escaping, so an id with a
+                # quote (a document "Vex'ahlia") failed the delete and with it the re-ingest.
+                self._client.delete(name, filter=f"id in {_str_list(ids[i : i + 1000])}")
 
         await self._run(go)
 
@@ -289,9 +299,9 @@ class MilvusVectorStore:
                 keys = sorted({visibility_key(v) for v in visibilities if set(v) & set(names)})
                 if not keys:
                     return []
-                kwargs["filter"] = "vkey in {keys}".format(keys=str(keys).replace("'", '"'))
+                kwargs["filter"] = f"vkey in {_str_list(keys)}"
             else:
-                kwargs["filter"] = "array_contains_any(vis, {names})".format(names=str(names).replace("'", '"'))
+                kwargs["filter"] = f"array_contains_any(vis, {_str_list(names)})"
 
         def exact() -> list[VectorHit]:
             # A search restricted to a few documents is exact: the index's approximate search
@@ -308,7 +318,7 @@ class MilvusVectorStore:
                 # An iterator, not one query: a query returns at most 16,384 rows, and a few
                 # multi-megabyte documents hold more (their rows were silently cut off).
                 rows = self._scan(name, ["id", "passage_id", "doc_id", "kind", "vis", "vector"],
-                                  where="doc_id in {ids}".format(ids=json.dumps(part)))
+                                  where=f"doc_id in {_str_list(part)}")
                 for r in rows:
                     got.setdefault(r["doc_id"], []).append(r)
                 for d, rs in got.items():

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import time
 from collections.abc import Iterable
@@ -62,16 +63,29 @@ class IngestOptions:
     progress: bool | None = None  # None: show a bar when stderr is a terminal
 
 
+_ID_ESCAPES = {"%": "%25", '"': "%22", "\\": "%5C"}
+_ID_UNESCAPE = re.compile("%(25|22|5C)")
+
+
 def vector_id(kind: str, owner: str, text_hash: str) -> str:
-    """Vector ids carry the embedded text's hash, so a changed context gives a new row."""
+    """Vector ids carry the embedded text's hash, so a changed context gives a new row.
+
+    A document named with ``"`` or ``\\`` has them (and ``%``) percent-escaped in its vector
+    ids: pymilvus's query iterator pastes primary keys into its expressions unescaped, and such
+    an id failed every exact search of the document. Other ids are unchanged."""
+    owner = "".join(_ID_ESCAPES.get(ch, ch) for ch in owner)
     return f"{kind[0]}:{owner}:{text_hash[:10]}"
+
+
+def _unescape(text: str) -> str:
+    return _ID_UNESCAPE.sub(lambda m: {"25": "%", "22": '"', "5C": "\\"}[m.group(1)], text)
 
 
 def vector_owner(vid: str) -> str:
     """What a vector belongs to: its passage id (a sentence window's too), or itself for a title
     vector. Parsed from the right: a document id may hold ':' '#' or '@' (``contact@guild.md``,
     ``Act 1: Prologue.md``)."""
-    kind, rest = vid[:2], vid[2:].rsplit(":", 1)[0]
+    kind, rest = vid[:2], _unescape(vid[2:].rsplit(":", 1)[0])
     if kind == "t:":
         return vid
     return rest.rsplit("@", 1)[0] if kind == "w:" else rest
@@ -80,7 +94,7 @@ def vector_owner(vid: str) -> str:
 def vector_doc(vid: str) -> str:
     """The document id a vector belongs to (passage ids are ``{doc_id}#{hash}``)."""
     if vid.startswith("t:"):
-        return vid[2:].rsplit(":", 1)[0]
+        return _unescape(vid[2:].rsplit(":", 1)[0])
     return vector_owner(vid).rsplit("#", 1)[0]
 
 
