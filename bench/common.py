@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import re
+import sys
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,8 +23,9 @@ from liminalis.engine import Engine
 from liminalis.ingest.indexer import IngestOptions
 from liminalis.ports import Embedder, Reranker
 from liminalis.store.sqlite import Database
+from liminalis.text import clean_text
 
-__all__ = ["BenchSet", "load_set", "bench_engine", "doc_metrics", "detail_hit", "percentile", "CACHE_DIR", "mean"]
+__all__ = ["unique_label", "BenchSet", "load_set", "bench_engine", "doc_metrics", "detail_hit", "percentile", "CACHE_DIR", "mean"]
 
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
 
@@ -44,14 +46,53 @@ class BenchSet:
 
 
 def load_set(path: Path | str, *, limit: int | None = None) -> BenchSet:
+    """A set in shared/bench/README.md's format. Forgiving where a new set may differ: a UTF-8
+    byte-order mark, ``relevant`` / ``answers`` / ``passages`` given as one string rather than a
+    list, ids that are numbers. Relevant ids with no document in ``corpus/`` are counted and
+    reported (each is a miss no system can avoid), never silently dropped."""
     root = Path(path).resolve()
     corpus = root / "corpus"
     if not corpus.is_dir() or not (root / "queries.jsonl").exists():
         raise SystemExit(f"{root}: expected corpus/ and queries.jsonl")
-    queries = [json.loads(line) for line in (root / "queries.jsonl").read_text().splitlines() if line.strip()]
+    queries = []
+    for n, line in enumerate((root / "queries.jsonl").read_text(encoding="utf-8-sig").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            q = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SystemExit(f"{root / 'queries.jsonl'}:{n}: not JSON ({exc.msg})") from None
+        queries.append(_normalise_query(q))
     if limit:
         queries = queries[:limit]
+    ids = {f.relative_to(corpus).with_suffix("").as_posix() for f in corpus.rglob("*") if f.is_file()}
+    missing = sum(d not in ids for q in queries for d in q["relevant"])
+    if missing:
+        print(f"[{root.name}] {missing} relevant ids name no file in corpus/ (counted as misses)", file=sys.stderr)
     return BenchSet(name=root.name, root=root, corpus=corpus, queries=queries)
+
+
+def unique_label(bench: BenchSet, taken: Any) -> str:
+    """The set's name in a results table, with its parent folder's when the name is taken
+    (``fqa/test`` and ``crd3/test`` must not overwrite each other's rows)."""
+    if bench.name not in taken:
+        return bench.name
+    label = f"{bench.root.parent.name}/{bench.name}"
+    n = 2
+    while label in taken:
+        label, n = f"{bench.root.parent.name}/{bench.name}#{n}", n + 1
+    return label
+
+
+def _normalise_query(q: dict[str, Any]) -> dict[str, Any]:
+    def strings(value: Any) -> list[str]:
+        if value is None:
+            return []
+        items = value if isinstance(value, list) else [value]
+        return [str(v) for v in items if str(v).strip()]
+
+    return {**q, "query": str(q.get("query") or ""), "relevant": strings(q.get("relevant")),
+            "answers": strings(q.get("answers")), "passages": strings(q.get("passages"))}
 
 
 def _slug(name: str, variant: str) -> str:
@@ -88,7 +129,10 @@ async def bench_engine(
         )
         config = CampaignConfig(slug=slug, name=bench.name, root=bench.corpus, gm_paths=(), always_include=())
         await engine.register(config)
-        await engine.indexer.ingest(config)
+        report = await engine.indexer.ingest(config)
+        if report.skipped:  # a skipped relevant document is a miss: say so
+            print(f"[{bench.name}] {len(report.skipped)} corpus files not ingested: "
+                  + "; ".join(f"{s.path} ({s.reason})" for s in report.skipped[:5]), file=sys.stderr)
         try:
             yield engine, slug
         finally:
@@ -108,7 +152,9 @@ def doc_metrics(ranked: Sequence[str], relevant: Sequence[str]) -> dict[str, flo
 
 
 def _norm(text: str) -> str:
-    return _WS.sub(" ", text).strip().lower()
+    """As the product reads text (NFC, no control characters: liminalis.text.clean_text), one
+    space for any run of white space, lower case."""
+    return _WS.sub(" ", clean_text(text)).strip().lower()
 
 
 def answerable(query: dict[str, Any]) -> bool:

@@ -38,11 +38,13 @@ from bench.common import (
     doc_metrics,
     load_set,
     mean,
+    unique_label,
 )
 from liminalis.context.budget import BudgetParams
 from liminalis.context.prompt import build_prompt, instructions_for, split_bundle
 from liminalis.context.tiering import TierParams
 from liminalis.context.tokens import default_counter
+from liminalis.errors import LiminalisError
 from liminalis.ports import Embedder
 
 __all__ = ["BUDGETS", "run_set", "main"]
@@ -70,7 +72,17 @@ async def run_set(
         instructions = instructions_for(bench.name)
         t0 = time.perf_counter()
         for n, q in enumerate(bench.queries):
-            bundle = await engine.retrieve(slug, q["query"], PLAYERS)
+            try:
+                bundle = await engine.retrieve(slug, q["query"], PLAYERS)
+            except LiminalisError:  # an empty or over-long query: refused by the product, a miss here
+                print(f"[{bench.name}] query {q.get('id')} refused by the engine: counted as a miss", file=sys.stderr)
+                for r in rows.values():
+                    r["tokens"].append(0)
+                    r["recall@5"].append(0.0)
+                    r["mrr"].append(0.0)
+                    if answerable(q):
+                        r["detail"].append(0.0)
+                continue
             texts = {d.doc_id: catalog.documents[d.doc_id].text for d in bundle.documents}
             stable, volatile, matched = split_bundle(bundle, texts, counter=counter)
             whole = [d.with_text(texts[d.doc_id], "whole") for d in volatile]
@@ -126,7 +138,7 @@ async def _main(args: argparse.Namespace, embedder: Embedder | None, cache_dir: 
     results: dict[str, Any] = {}
     for d in args.dirs:
         bench = load_set(d, limit=args.limit)
-        results[bench.name] = await run_set(bench, embedder=embedder, contextual=not args.plain, cache_dir=cache_dir,
+        results[unique_label(bench, results)] = await run_set(bench, embedder=embedder, contextual=not args.plain, cache_dir=cache_dir,
                                             progress=not args.quiet, ranker=ranker, reranker=reranker)
     return results
 

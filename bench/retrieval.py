@@ -37,8 +37,10 @@ from bench.common import (
     load_set,
     mean,
     percentile,
+    unique_label,
 )
 from liminalis.context.tokens import count_tokens
+from liminalis.errors import LiminalisError
 from liminalis.retrieval.retriever import RetrievalParams
 
 __all__ = ["LADDER", "parse_config", "run", "main"]
@@ -88,9 +90,17 @@ async def _run_config(engine: Any, slug: str, bench: BenchSet, params: Retrieval
         from tqdm import tqdm
 
         bar = tqdm(total=len(bench.queries), desc="queries", unit="q", file=sys.stderr, leave=False)
+    refused = 0
     for q in bench.queries:
         t = time.perf_counter()
-        bundle = await engine.retrieve(slug, q["query"], frozenset({"players"}), params=params)
+        try:
+            bundle = await engine.retrieve(slug, q["query"], frozenset({"players"}), params=params)
+        except LiminalisError:  # an empty or over-long query: the product refuses it; a miss here
+            refused += 1
+            rows.append(doc_metrics([], q["relevant"]))
+            if answerable(q):
+                details.append(0.0)
+            continue
         lat.append((time.perf_counter() - t) * 1000)
         rows.append(doc_metrics(bundle.ranked_doc_ids, q["relevant"]))
         text = bundle.text
@@ -101,6 +111,9 @@ async def _run_config(engine: Any, slug: str, bench: BenchSet, params: Retrieval
             bar.update(1)
     if bar:
         bar.close()
+    if refused:
+        print(f"[{bench.name}] {refused} queries refused by the engine (empty or too long): counted as misses",
+              file=sys.stderr)
     out = {k: mean([r[k] for r in rows]) for k in rows[0]} if rows else {}
     out.update(tokens=mean(tokens), detail_recall=mean(details), p50_ms=percentile(lat, 50), p95_ms=percentile(lat, 95))
     return out
@@ -128,7 +141,8 @@ async def run(
     results: dict[str, dict[str, dict[str, float]]] = {}
     for d in dirs:
         bench = load_set(d, limit=limit)
-        results[bench.name] = {}
+        label = unique_label(bench, results)
+        results[label] = {}
         for contextual in (False, True):
             chosen = [c for c in configs if parse_config(c)[1] == contextual]
             if not chosen:
@@ -147,7 +161,7 @@ async def run(
                               file=sys.stderr)
                         continue
                     params = dataclasses.replace(engine.retriever.params, **over)
-                    results[bench.name][spec] = await _run_config(engine, slug, bench, params, progress)
+                    results[label][spec] = await _run_config(engine, slug, bench, params, progress)
     return results
 
 
