@@ -447,7 +447,9 @@ class BotService:
         cfg = await self.campaign_of(msg)
         self._require_gm(await self.lens_of(msg, cfg))
         if not msg.attachments:
-            raise InvalidInput("no attachment", user_message="Attach one or more .md or .txt files to `/upload`.")
+            how = ("Slack commands cannot carry files: mention me with the files attached, `@Liminalis /upload`."
+                   if msg.platform == "slack" else "Attach one or more .md or .txt files to `/upload`.")
+            raise InvalidInput("no attachment", user_message=how)
         if cfg.uploads_root is None:
             raise UploadRejected("uploads disabled", user_message="Uploads are not enabled on this bot.")
         saved, skipped, replaced = self.save_uploads(cfg, msg.attachments)

@@ -292,3 +292,10 @@ async def test_a_dm_with_a_file_is_answered_and_an_edit_is_not(env):
     assert not api.find("/files/map.png")  # a player's file is never downloaded
     await asyncio.sleep(0.2)
     assert len(api.find("chat.postMessage")) == 1  # the edit got no answer
+
+
+async def test_upload_by_slash_command_says_how_to_upload_on_slack(env):
+    """A Slack slash command cannot carry a file: "attach files to /upload" was a dead end."""
+    api, adapter, _ = env
+    await command(adapter, api, "/upload", "", user=SLACK_GM)
+    assert "@Liminalis /upload" in dump((await api.wait_for("/respond/upload"))[0])
