@@ -192,6 +192,7 @@ async def test_hostile_documents_ingest_and_never_leak(tmp_path, seed):
     "\u200b---\nvisibility: gm\n---\n", "----\nvisibility: gm\n----\n", "+++\nvisibility = 'gm'\n+++\n",
     "---\nvisibility:\n---\n", "---\nvisibility: ~\n---\n", "---\nvisibility: gm\nVisibility: players\n---\n",
     "---\nvisibility: gm\nvisibility: players\n---\n", "title: Plot\nvisibility: gm\n\n", "visibility: gm\n",
+    "\u200e---\nvisibility: gm\n---\n", "\u00ad\n---\nvisibility: gm\n---\n",
 ])
 def test_front_matter_a_gm_meant_is_never_published(tmp_path, text):
     """Whatever stands before or around the GM's ``visibility: gm`` — a blank line, a space, a
@@ -204,6 +205,19 @@ def test_front_matter_a_gm_meant_is_never_published(tmp_path, text):
         assert "front matter" in exc.reason
         return
     assert doc.visibility == frozenset({"gm"}) and "visibility" not in doc.text
+
+
+@pytest.mark.parametrize("text", [
+    "\n---\n\nThe harbour is quiet tonight.", "----\nNote: a draft\n----\nThe harbour is quiet tonight.",
+    "Location: Docks\nVisibility: poor (fog)\n\nThe harbour is quiet tonight.",
+    "---\n\nThe harbour is quiet tonight.\n\n---\n\nThe ferry is late.",
+])
+def test_ordinary_documents_that_only_look_like_front_matter_still_ingest(tmp_path, text):
+    """A horizontal rule first, a ``----`` note, a stat block whose ``Visibility:`` names no lens:
+    published as they were, not refused as malformed front matter."""
+    config = load_campaign(make_tiny_campaign(tmp_path / "campaigns"))
+    doc = parse_document(text.encode(), "lore/harbour.md", config)
+    assert "players" in doc.visibility and "harbour is quiet" in doc.text
 
 
 def test_front_matter_typos_and_alias_bombs():

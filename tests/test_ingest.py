@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from liminalis.ingest.indexer import IngestOptions
@@ -378,5 +379,47 @@ async def test_odd_file_names_keep_their_vectors_and_one_id_is_one_file(tmp_path
         after = await owners()
         assert {n: after[n] for n in names if n not in retitled} == {n: before[n] for n in names if n not in retitled}
         assert all(after[n] == before[n] for n in retitled)  # the old rows went, the new came
+    finally:
+        await close_engine(engine)
+
+
+async def test_a_quoted_document_indexed_by_an_older_version_is_re_embedded_under_escaped_ids(tmp_path, caplog):
+    """An older version stored 'the "bell"'s vectors under raw ids, which Milvus's iterator cannot
+    page past: every exact search naming the document failed. The upgrade re-embeds that document
+    once (its hash carries the id scheme), drops the raw rows, and leaves every other id as it was."""
+    from liminalis.ingest.indexer import vector_doc
+    from liminalis.ports import VectorRecord
+
+    root = tmp_path / "campaigns" / "q"
+    root.mkdir(parents=True)
+    (root / "campaign.toml").write_text('name = "Q"\n')
+    (root / 'the "bell".md').write_text("# The Bell\n\nThe bell of the drowned abbey rings at dusk.\n")
+    (root / "50% off.md").write_text("# Market\n\nThe market sells lanterns at half price.\n")
+    engine = await make_engine(tmp_path)
+    try:
+        await engine.ingest("q")
+        plain_before = {v for v in await engine.store.ids("q") if vector_doc(v) == "50% off"}
+        legacy = [VectorRecord(f'p:the "bell"#{n:020x}:0123456789', f'the "bell"#{n:020x}', 'the "bell"', "passage",
+                               frozenset({"players", "gm"}), np.ones(engine.embedder.dim, dtype=np.float32))
+                  for n in range(2)]
+        await engine.store.upsert("q", legacy)
+        # The hash an older version stored: the same file's, without the id scheme in it.
+        from liminalis.ingest.loaders import parse_document
+
+        cfg = await engine.campaign("q")
+        raw = (root / 'the "bell".md').read_bytes()
+        old_hash = parse_document(raw, "bell.md", cfg).content_hash
+        assert old_hash != parse_document(raw, 'the "bell".md', cfg).content_hash
+        await engine.db.execute("UPDATE documents SET content_hash = ? WHERE doc_id = ?", (old_hash, 'the "bell"'))
+        await engine.ingest("q")
+        ids = await engine.store.ids("q")
+        assert not any(r.id in ids for r in legacy)
+        assert {v for v in ids if vector_doc(v) == 'the "bell"'} and all(
+            v[0].isupper() for v in ids if vector_doc(v) == 'the "bell"')
+        assert {v for v in ids if vector_doc(v) == "50% off"} == plain_before
+        with caplog.at_level("WARNING"):
+            bundle = await engine.retrieve("q", "the bell of the drowned abbey", frozenset({"players"}))
+        assert bundle.documents[0].doc_id == 'the "bell"'
+        assert not [r for r in caplog.records if "failed" in r.getMessage()]
     finally:
         await close_engine(engine)

@@ -88,21 +88,25 @@ async def forget_hidden(db: Database, campaign: str, was: frozenset[str], now: f
 
     The campaign's forget epoch moves on too, so an answer in flight — begun while the document
     was readable, its memory loaded before this — is not written back (:meth:`RollingMemory.record`).
+    One write block, the epoch last: a memory loaded meanwhile either read the old epoch (and its
+    answer is not recorded) or the new one, after its rows were gone.
     """
+    if was <= now:  # opened wider: nobody loses it
+        return 0
     async with db.write() as conn:
+        async with conn.execute("SELECT chat_key FROM chat_state WHERE campaign = ?", (campaign,)) as cur:
+            rows = list(await cur.fetchall())
+        doomed = []
+        for r in rows:
+            lens = frozenset(x for x in str(r[0]).rsplit("|", 1)[-1].split(",") if x)
+            if visible(was, lens) and not visible(now, lens):
+                doomed.append(str(r[0]))
+        for key in doomed:
+            await conn.execute("DELETE FROM chat_turns WHERE chat_key = ?", (key,))
+            await conn.execute("DELETE FROM chat_state WHERE chat_key = ?", (key,))
         await conn.execute("INSERT INTO memory_forgets VALUES (?, 1) ON CONFLICT(campaign) DO UPDATE SET "
                            "epoch = epoch + 1", (campaign,))
-    rows = await db.fetchall("SELECT chat_key FROM chat_state WHERE campaign = ?", (campaign,))
-    doomed = []
-    for r in rows:
-        lens = frozenset(x for x in str(r["chat_key"]).rsplit("|", 1)[-1].split(",") if x)
-        if visible(was, lens) and not visible(now, lens):
-            doomed.append(str(r["chat_key"]))
     if doomed:
-        async with db.write() as conn:
-            for key in doomed:
-                await conn.execute("DELETE FROM chat_turns WHERE chat_key = ?", (key,))
-                await conn.execute("DELETE FROM chat_state WHERE chat_key = ?", (key,))
         _log.info("%s: forgot %d chat memories that may quote a document now hidden from them", campaign, len(doomed))
     return len(doomed)
 

@@ -29,7 +29,7 @@ import numpy as np
 from liminalis.campaign import CampaignConfig
 from liminalis.context.rolling import forget_hidden
 from liminalis.ingest.chunking import ChunkingParams, chunk_document, content_hash, make_windows
-from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, doc_id_for, load_document
+from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, doc_id_for, load_document, needs_escaped_ids
 from liminalis.ingest.synopsis import contextual_text, extractive_synopsis, title_text
 from liminalis.lens import GM
 from liminalis.ports import Embedder, VectorRecord, VectorStore
@@ -64,28 +64,34 @@ class IngestOptions:
 
 
 _ID_ESCAPES = {"%": "%25", '"': "%22", "\\": "%5C"}
-_ID_UNESCAPE = re.compile("%(25|22|5C)")
+_ID_UNESCAPE = re.compile("%(" + "|".join(v[1:] for v in _ID_ESCAPES.values()) + ")")
+_ID_UNESCAPES = {v[1:]: k for k, v in _ID_ESCAPES.items()}
 
 
 def vector_id(kind: str, owner: str, text_hash: str) -> str:
     """Vector ids carry the embedded text's hash, so a changed context gives a new row.
 
-    A document named with ``"`` or ``\\`` has them (and ``%``) percent-escaped in its vector
-    ids: pymilvus's query iterator pastes primary keys into its expressions unescaped, and such
-    an id failed every exact search of the document. Other ids are unchanged."""
-    owner = "".join(_ID_ESCAPES.get(ch, ch) for ch in owner)
+    An owner with ``"`` or ``\\`` (:func:`needs_escaped_ids`) has them and ``%`` percent-escaped,
+    and its kind letter in upper case to say so; every other id is as it always was."""
+    if needs_escaped_ids(owner):
+        owner = "".join(_ID_ESCAPES.get(ch, ch) for ch in owner)
+        return f"{kind[0].upper()}:{owner}:{text_hash[:10]}"
     return f"{kind[0]}:{owner}:{text_hash[:10]}"
 
 
-def _unescape(text: str) -> str:
-    return _ID_UNESCAPE.sub(lambda m: {"25": "%", "22": '"', "5C": "\\"}[m.group(1)], text)
+def _owner_part(vid: str) -> tuple[str, str]:
+    """(lower-case kind prefix, the owner text unescaped) of a vector id."""
+    kind, rest = vid[:2], vid[2:].rsplit(":", 1)[0]
+    if kind[:1].isupper():
+        return kind.lower(), _ID_UNESCAPE.sub(lambda m: _ID_UNESCAPES[m.group(1)], rest)
+    return kind, rest
 
 
 def vector_owner(vid: str) -> str:
     """What a vector belongs to: its passage id (a sentence window's too), or itself for a title
     vector. Parsed from the right: a document id may hold ':' '#' or '@' (``contact@guild.md``,
     ``Act 1: Prologue.md``)."""
-    kind, rest = vid[:2], _unescape(vid[2:].rsplit(":", 1)[0])
+    kind, rest = _owner_part(vid)
     if kind == "t:":
         return vid
     return rest.rsplit("@", 1)[0] if kind == "w:" else rest
@@ -93,8 +99,9 @@ def vector_owner(vid: str) -> str:
 
 def vector_doc(vid: str) -> str:
     """The document id a vector belongs to (passage ids are ``{doc_id}#{hash}``)."""
-    if vid.startswith("t:"):
-        return _unescape(vid[2:].rsplit(":", 1)[0])
+    kind, rest = _owner_part(vid)
+    if kind == "t:":
+        return rest
     return vector_owner(vid).rsplit("#", 1)[0]
 
 
@@ -377,7 +384,7 @@ class Indexer:
 
         windows = self.options.windows
         stale = [i for i in await self.store.ids(slug)
-                 if vector_owner(i) not in live or (not windows and i.startswith("w:"))]
+                 if vector_owner(i) not in live or (not windows and i[:2].lower() == "w:")]
         if stale:
             await self.store.delete(slug, stale)
             await self.store.flush(slug)

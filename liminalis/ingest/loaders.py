@@ -8,6 +8,7 @@ files, files over the size limit, unreadable paths and malformed front matter ea
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -15,23 +16,21 @@ import yaml
 
 from liminalis.campaign import CampaignConfig
 from liminalis.ingest.chunking import content_hash
-from liminalis.lens import parse_visibility
+from liminalis.lens import GM, PLAYERS, parse_visibility
 from liminalis.text import clean_text
 from liminalis.types import Document
 
-__all__ = ["LoadError", "load_document", "parse_document", "normalize_text", "SUPPORTED_SUFFIXES", "doc_id_for"]
+__all__ = ["LoadError", "load_document", "parse_document", "normalize_text", "SUPPORTED_SUFFIXES", "doc_id_for",
+           "needs_escaped_ids"]
 
 SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt")
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 _FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
 _TITLE_LINE = re.compile(r"\A\s*#\s+(.+?)\s*#*\s*$", re.M)
-#: What may stand before the opening ``---`` without hiding the front matter: blank lines, spaces,
-#: a byte-order mark, zero-width characters. Read as body text, a GM's ``visibility: gm`` after a
-#: stray blank line would publish the file to players.
-_LEAD = re.compile(r"\A[\s\ufeff\u200b\u200c\u200d\u2060]+")
-#: A fence that is not ``---`` (``----``, TOML's ``+++``) followed by a ``key:`` line.
-_OTHER_FENCE = re.compile(r"\A(?:-{4,}|\+{3,})[ \t]*\n[ \t]*[\w-]+[ \t]*[:=]")
-_HEADER_LINE = re.compile(r"[ \t]*([\w-]+)[ \t]*:")
+#: A fence that is not ``---`` (``----``, TOML's ``+++``), and the lines after it up to the next.
+_OTHER_FENCE = re.compile(r"\A(?:-{4,}|\+{3,})[ \t]*\n(.*?)(?:\n(?:-{3,}|\+{3,})[ \t]*(?:\n|\Z)|\Z)", re.S)
+_KEY_LINE = re.compile(r"[ \t]*([\w-]+)[ \t]*:(?:\s|\Z)")
+_VISIBILITY_LINE = re.compile(r"^[ \t]*visibility[ \t]*[:=]", re.I | re.M)
 
 
 class _FrontMatterLoader(yaml.SafeLoader):
@@ -97,6 +96,12 @@ def doc_id_for(rel_path: str) -> str:
     return str(p.with_suffix("")) if p.suffix.lower() in SUPPORTED_SUFFIXES else str(p)
 
 
+def needs_escaped_ids(doc_id: str) -> bool:
+    """A document named with ``"`` or ``\\``: pymilvus's query iterator pastes primary keys into
+    its expressions unescaped, so its vector ids are escaped (liminalis.ingest.indexer.vector_id)."""
+    return '"' in doc_id or "\\" in doc_id
+
+
 def _decode(raw: bytes) -> str:
     if not raw.strip():
         raise LoadError("empty file")
@@ -116,15 +121,45 @@ def _as_tuple(value: object) -> tuple[str, ...]:
     return (str(value).strip(),) if str(value).strip() else ()
 
 
-def _refuse_bare_header(body: str) -> None:
-    """A file that opens with ``key: value`` lines naming ``visibility`` but no ``---`` lines
-    around them meant front matter: refuse it rather than publish what it meant to hide."""
-    for line in body.split("\n"):
-        m = _HEADER_LINE.match(line)
-        if not m:
+def _without_invisible_lead(text: str) -> str:
+    """The text from its first visible character: blank lines, spaces, a byte-order mark and
+    other format characters (zero-width, direction marks, soft hyphens: Unicode ``Cf``) before an
+    opening ``---`` must not hide the front matter. Read as body text, a GM's ``visibility: gm``
+    after a stray blank line would publish the file to players."""
+    i = 0
+    while i < len(text) and (text[i].isspace() or unicodedata.category(text[i]) == "Cf"):
+        i += 1
+    return text[i:]
+
+
+def _looks_like_front_matter(block: str) -> bool:
+    """Whether the lines between two fences are front matter, not prose between two horizontal
+    rules: they name ``visibility`` (fail closed), or their first line (past YAML comments) is a
+    ``key:`` line."""
+    if _VISIBILITY_LINE.search(block):
+        return True
+    first = next((ln for ln in block.split("\n") if ln.strip() and not ln.lstrip().startswith("#")), "")
+    return bool(_KEY_LINE.match(first))
+
+
+def _refuse_misplaced_visibility(head: str, config: CampaignConfig) -> None:
+    """A file with no ``---`` front matter that still says who may read it: ``visibility: gm``
+    between ``----`` or ``+++`` fences, or in ``key: value`` lines opening the file. It meant
+    front matter; refuse it rather than publish what it meant to hide. A stat block's
+    ``Visibility: poor (fog)`` names no lens and is left alone."""
+    m = _OTHER_FENCE.match(head)
+    if m and _VISIBILITY_LINE.search(m.group(1)):
+        raise LoadError("malformed front matter (open and close it with a line of three dashes: ---)")
+    words = {GM, PLAYERS, "player", "public", "all", *config.lenses}
+    for line in head.split("\n"):
+        km = _KEY_LINE.match(line)
+        if not km:
             return
-        if m.group(1).lower() == "visibility":
-            raise LoadError("`visibility:` must sit in front matter, between two lines of three dashes (---)")
+        if km.group(1).lower() == "visibility":
+            value = line[km.end():].strip().strip("[]").replace("'", "").replace('"', "")
+            names = [v.strip().lower() for v in value.split(",") if v.strip()]
+            if names and all(n in words for n in names):
+                raise LoadError("`visibility:` must sit in front matter, between two lines of three dashes (---)")
 
 
 def parse_document(raw: bytes, rel_path: str, config: CampaignConfig) -> Document:
@@ -133,9 +168,9 @@ def parse_document(raw: bytes, rel_path: str, config: CampaignConfig) -> Documen
     # its visibility with it, which would publish a GM-only file to players.
     text = _decode(raw).replace("\r\n", "\n").replace("\r", "\n")
     meta: dict[str, object] = {}
-    body = _LEAD.sub("", text, count=1)
+    body = _without_invisible_lead(text)
     m = _FRONT.match(body)
-    if m:
+    if m and _looks_like_front_matter(m.group(1)):
         loaded = _front_matter(m.group(1))
         if loaded is None:
             loaded = {}
@@ -143,12 +178,10 @@ def parse_document(raw: bytes, rel_path: str, config: CampaignConfig) -> Documen
             raise LoadError("malformed front matter (not a mapping)")
         meta = {str(k).lower(): v for k, v in loaded.items()}
         body = body[m.end():]
-    elif body.startswith("---\n"):
+    elif not m and body.startswith("---\n") and _looks_like_front_matter(body[4:].split("\n\n", 1)[0]):
         raise LoadError("malformed front matter (no closing ---)")
-    elif _OTHER_FENCE.match(body):
-        raise LoadError("malformed front matter (open and close it with a line of three dashes: ---)")
     else:
-        _refuse_bare_header(body)
+        _refuse_misplaced_visibility(body, config)
     body = normalize_text(body)
     if not body:
         raise LoadError("empty document (no text after front matter)")
@@ -166,8 +199,12 @@ def parse_document(raw: bytes, rel_path: str, config: CampaignConfig) -> Documen
     # The summary feeds contextual embeddings and the title vectors, so editing it must re-embed;
     # added to the hash only when present, so documents without one keep their hashes.
     extra = (f"\x1fsummary:{synopsis}" if synopsis else "") + (f"\x1ftags:{tags!r}" if tags else "")
+    # Such a document is re-embedded once under escaped vector ids (its old rows failed every
+    # exact search); every other document keeps its hash.
+    doc_id = doc_id_for(rel_path)
+    extra += "\x1fids:escaped" if needs_escaped_ids(doc_id) else ""
     return Document(
-        doc_id=doc_id_for(rel_path),
+        doc_id=doc_id,
         path=rel_path,
         title=normalize_text(title)[:300],
         text=body,
