@@ -178,6 +178,7 @@ class RecapScheduler:
         self.tick_tasks: list[TickTask] = [self.ingest_pending, self.recaps, *tick_tasks]
         self._aps: AsyncIOScheduler | None = None
         self._armed: dict[str, str] = {}  # campaign → the cron its job runs on
+        self._sync_lock = asyncio.Lock()
         self._tick_lock = asyncio.Lock()
 
     # -- schedules ---------------------------------------------------------------------------
@@ -185,7 +186,14 @@ class RecapScheduler:
     async def schedules(self) -> list[RecapSchedule]:
         """Every active schedule: database rows, else ``campaign.toml`` ``[recap]``."""
         rows = await self.db.fetchall("SELECT campaign, cron, platform, channel_id FROM recap_schedules")
-        out = {r["campaign"]: RecapSchedule(r["campaign"], r["cron"], r["platform"], r["channel_id"]) for r in rows}
+        out: dict[str, RecapSchedule] = {}
+        for r in rows:
+            try:  # one stored before parse_cron refused it (a date that never comes) is skipped
+                parse_cron(r["cron"])
+            except InvalidInput:
+                _log.warning("campaign %s: stored recap cron %r is invalid; no recap", r["campaign"], r["cron"])
+                continue
+            out[r["campaign"]] = RecapSchedule(r["campaign"], r["cron"], r["platform"], r["channel_id"])
         for slug in await self.service.engine.list_campaigns():
             if slug in out:
                 continue
@@ -220,7 +228,7 @@ class RecapScheduler:
         slot = latest_slot(trigger, self.clock.now(), self.grace)
         if slot is not None:
             await self.claim(campaign, slot)
-        self._arm(RecapSchedule(campaign, cron, platform, str(channel_id)))
+        await self.sync_jobs()
         nxt = trigger.get_next_fire_time(None, self.clock.now() + dt.timedelta(seconds=1))
         return f"on `{cron}` (UTC); next {nxt:%a %d %b %H:%M} UTC" if nxt else f"on `{cron}` (UTC)"
 
@@ -234,14 +242,17 @@ class RecapScheduler:
         """One cron job per schedule, on its current cron; jobs of schedules gone are removed."""
         if self._aps is None:
             return
-        want = {s.campaign: s for s in await self.schedules()}
-        for slug in [c for c in self._armed if c not in want]:
-            if self._aps.get_job(f"recap:{slug}"):
-                self._aps.remove_job(f"recap:{slug}")
-            del self._armed[slug]
-        for slug, sched in want.items():
-            if self._armed.get(slug) != sched.cron:
-                self._arm(sched)
+        async with self._sync_lock:  # two at once: the one that read the schedules first must not undo the other
+            want = {s.campaign: s for s in await self.schedules()}
+            if self._aps is None:
+                return
+            for slug in [c for c in self._armed if c not in want]:
+                if self._aps.get_job(f"recap:{slug}"):
+                    self._aps.remove_job(f"recap:{slug}")
+                del self._armed[slug]
+            for slug, sched in want.items():
+                if self._armed.get(slug) != sched.cron:
+                    self._arm(sched)
 
     async def describe(self, campaign: str) -> str:
         for s in await self.schedules():
@@ -279,14 +290,13 @@ class RecapScheduler:
             slot = latest_slot(parse_cron(sched.cron), now, self.grace)
             if slot is None or await self._posted(sched.campaign, slot):
                 continue
-            if sched.source == "db":
-                # A channel since linked to another campaign must not get this one's recaps
-                # (its players may not be this campaign's).
-                linked = await self.service.directory.campaign_for(sched.platform, sched.channel_id)
-                if linked is not None and linked != sched.campaign:
-                    _log.warning("recap of %s not posted: %s:%s is now linked to %s", sched.campaign,
-                                 sched.platform, sched.channel_id, linked)
-                    continue
+            # A channel linked to another campaign must not get this one's recaps (its players
+            # may not be this campaign's), whether /recap schedule or campaign.toml named it.
+            linked = await self.service.directory.campaign_for(sched.platform, sched.channel_id)
+            if linked is not None and linked != sched.campaign:
+                _log.warning("recap of %s not posted: %s:%s is linked to %s", sched.campaign,
+                             sched.platform, sched.channel_id, linked)
+                continue
             try:
                 cfg = await self.service.config(sched.campaign)
                 text, sources = await self.service.recap(sched.campaign)

@@ -49,7 +49,7 @@ def upload_name(filename: str) -> str:
     """The name an upload is saved under: the last path part, the stem cleaned to letters,
     digits, ``._-`` and cut to 100 characters, the suffix kept (cutting the whole name could cut
     ``.md`` off, and a stem of only dots or marks becomes ``upload``)."""
-    base = PurePosixPath(filename.replace("\\", "/")).name
+    base = PurePosixPath(clean_text(filename).replace("\\", "/")).name  # NFC: macOS sends "café" decomposed
     suffix = PurePosixPath(base).suffix
     stem = base[: len(base) - len(suffix)] if suffix else base
     stem = _SAFE_NAME.sub("-", stem).strip(".-")[:100] or "upload"
@@ -457,8 +457,8 @@ class BotService:
             lines = "\n".join(f"• {n}: {r}" for n, r in skipped)
             return Reply(text=f"Nothing was ingested.\n{lines}", ephemeral=True, error=True)
         report = await self.engine.ingest(cfg.slug, None)
-        refused = {s.path.removeprefix("uploads/") for s in report.skipped}
-        ingested = [n for n in saved if n not in refused]
+        refused = {s.path for s in report.skipped}
+        ingested = [n for n in saved if f"uploads/{n}" not in refused]
         lines = [
             f"Ingested {len(ingested)} file(s) into **{cfg.name}**: {report.passages_added} passages added, "
             f"{report.passages_removed} removed, {report.passages_unchanged} unchanged."
@@ -481,8 +481,10 @@ class BotService:
         saved: list[str] = []
         skipped: list[tuple[str, str]] = []
         replaced: list[str] = []
-        existing = {doc_id_for(f.name): f.name for f in sorted(cfg.uploads_root.iterdir())
-                    if f.is_file() and not f.name.startswith(".")} if cfg.uploads_root.is_dir() else {}
+        existing: dict[str, str] = {}  # document id → the upload the indexer reads for it (the first by name)
+        for f in sorted(cfg.uploads_root.iterdir()) if cfg.uploads_root.is_dir() else ():
+            if f.is_file() and not f.name.startswith("."):
+                existing.setdefault(doc_id_for(f.name), f.name)
         for i, att in enumerate(attachments):
             name = upload_name(att.filename)
             if i >= _MAX_FILES:

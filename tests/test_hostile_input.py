@@ -125,6 +125,13 @@ async def test_an_upload_that_replaces_or_shadows_an_earlier_one_says_so(service
                            ("a" * 120 + ".md", "# Long\n\nA long name."))
     assert "Ingested 3 file(s)" in scripts, scripts
     assert {"Сессия-1.md", "Глава-1.md", "a" * 100 + ".md"} <= {f.name for f in cfg.uploads_root.iterdir()}
+    decomposed = await upload(("cafe\u0301.md", "# Café\n\nBitter coffee."), ("\u30ab\u3099\u30a4\u30c8\u3099.md", "# Guide\n\nA map."))
+    assert "Ingested 2 file(s)" in decomposed and {"café.md", "ガイド.md"} <= {f.name for f in cfg.uploads_root.iterdir()}
+    # Two files of one document already side by side (put there by hand): the indexer reads the
+    # first by name, so that is the one an upload may replace.
+    (cfg.uploads_root / "notes.txt").write_text("A hand-copied note.")
+    again = await upload(("notes.md", "# Notes\n\nThe ferry leaves at noon."))
+    assert "Replaced the earlier upload of notes.md" in again and "Ingested 1 file(s)" in again, again
 
 
 async def test_lone_surrogates_are_cleaned_where_text_enters(service):

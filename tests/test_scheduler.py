@@ -313,6 +313,18 @@ async def test_relinking_a_channel_drops_the_other_campaigns_recap_schedule(setu
     await s.set_schedule("greyhold", cron="0 18 * * 5", platform="slack", channel_id="C9")
     await service.directory.unlink("slack", "C9")
     assert all(sched.channel_id != "C9" for sched in await s.schedules())
+    # A schedule row that outlived its link (written before links cleaned up after themselves),
+    # and campaign.toml's own channel linked to another campaign: neither is posted to.
+    await service.directory.link("slack", "C9", "saltmarsh")
+    await engine.db.execute("INSERT INTO recap_schedules VALUES ('greyhold', '0 18 * * 5', 'slack', 'C9')")
+    assert await s.run_due() == [] and rec.posts == []
+    await engine.db.execute("DELETE FROM recap_schedules")
+    s.posters["discord"] = rec
+    clock.advance(days=7)  # a slot nobody claimed
+    await service.directory.link("discord", "4242", "saltmarsh")  # greyhold's [recap] channel
+    assert await s.run_due() == [] and rec.posts == []
+    await service.directory.unlink("discord", "4242")
+    assert [c for c, _ in await s.run_due()] == ["greyhold"]  # unlinked, the host's channel is posted to
 
 
 async def test_the_tick_arms_recap_jobs_from_the_current_schedules(setup):
@@ -325,10 +337,25 @@ async def test_the_tick_arms_recap_jobs_from_the_current_schedules(setup):
     try:
         await s.set_schedule("greyhold", cron="0 9 * * 1", platform="discord", channel_id="77")
         assert await s.remove_schedule("greyhold")
-        assert "recap:greyhold" in s.jobs()  # the config's Friday recap again
+        assert "hour='18'" in str(s._aps.get_job("recap:greyhold").trigger)  # the config's Friday recap again
         toml = tmp_path / "campaigns" / "greyhold" / "campaign.toml"
         toml.write_text(toml.read_text().replace('cron = "0 18 * * 5"', 'cron = "30 7 * * 2"'))
         await s.tick()
         assert "minute='30'" in str(s._aps.get_job("recap:greyhold").trigger)
+    finally:
+        await s.close()
+
+
+async def test_a_stored_schedule_that_never_fires_does_not_stop_the_scheduler(setup):
+    """A schedule saved before such crons were refused (``0 0 31 2 *``) is skipped with a
+    warning; the start, the tick and the other schedules go on."""
+    _, engine = setup
+    await engine.db.execute("INSERT INTO recap_schedules VALUES ('ghost', '0 0 31 2 *', 'discord', '1')")
+    rec = Recorder()
+    s = RecapScheduler(BotService(engine), posters={"discord": rec}, clock=FrozenClock(FRIDAY_18), tick_seconds=0)
+    await s.start()
+    try:
+        assert "recap:greyhold" in s.jobs() and "recap:ghost" not in s.jobs()
+        assert len(rec.posts) == 1  # greyhold's slot, caught up at start
     finally:
         await s.close()
