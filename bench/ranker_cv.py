@@ -1,6 +1,6 @@
 """Leave-one-group-out cross-validation of the learned ranker's features, on training data only.
 
-    python -m bench.ranker_cv [--without F[,F...] ...] [--l2 0.001]
+    python -m bench.ranker_cv [--without F[,F...] ...] [--hidden UNITS ...] [--l2 0.001]
 
 Each training group (bench.train_ranker's campaign-sized groups) is scored by a model fit on
 the other groups, with the L2 weight fixed. Reported per corpus, over the held-out queries: MRR
@@ -9,7 +9,8 @@ the pool counts 0, as in ``bench.train_ranker.evaluate``). Each ``--without`` va
 those features (their columns held constant, so the model cannot use them) and is compared with
 the full set query by query: the mean difference and a 95% bootstrap interval (2,000 resamples
 of the queries, seeded). This is how a feature earns its place without a dev set: a gain whose
-interval stays above zero on one corpus and does not cost the other.
+interval stays above zero on one corpus and does not cost the other. ``--hidden`` variants
+compare the model with a tanh hidden layer (``bench.train_ranker --hidden``) the same way.
 
 Features come from the same per-group caches ``bench.train_ranker`` writes (collected on first
 use: about 35 minutes for the five groups from scratch on 2 cores).
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from bench.common import CACHE_DIR
-from bench.train_ranker import add_group_args, fit, group_features, plain_embedder
+from bench.train_ranker import add_group_args, fit_model, group_features, plain_embedder
 from liminalis.retrieval.learned import FEATURES
 
 __all__ = ["held_out_scores", "compare", "main"]
@@ -57,13 +58,13 @@ def _mask(examples: Sequence[Example], drop: Sequence[int]) -> list[Example]:
 
 
 def held_out_scores(data: dict[str, list[Example]], *, drop: Sequence[int] = (), l2: float = 1e-3,
-                    steps: int = 400) -> dict[str, np.ndarray]:
+                    steps: int = 400, hidden: int = 0) -> dict[str, np.ndarray]:
     """group → (queries × 2) array of held-out (RR, recall@5), each group scored by a model fit
     on every other group."""
     out: dict[str, np.ndarray] = {}
     masked = {g: _mask(ex, drop) for g, ex in data.items()}
     for g, held in masked.items():
-        model = fit([e for h, ex in masked.items() if h != g for e in ex], l2=l2, steps=steps)
+        model = fit_model([e for h, ex in masked.items() if h != g for e in ex], l2=l2, steps=steps, hidden=hidden)
         out[g] = np.asarray([_metrics(model.score(x), y) for x, y in held]).reshape(len(held), 2)
     return out
 
@@ -102,6 +103,8 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     ap.add_argument("--l2", type=float, default=1e-3)
     ap.add_argument("--steps", type=int, default=400)
     ap.add_argument("--without", nargs="*", default=[], help="variants: comma-separated feature names to drop")
+    ap.add_argument("--hidden", type=int, nargs="*", default=[],
+                    help="variants: a tanh hidden layer of these many units (on the reference's features)")
     ap.add_argument("--against", default="",
                     help="comma-separated features the reference drops too (default: the full set is the reference)")
     ap.add_argument("--out", type=Path, help="also write the report as JSON")
@@ -127,6 +130,9 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     for variant in args.without:
         scores = held_out_scores(data, drop=sorted({*against, *columns(variant)}), l2=args.l2, steps=args.steps)
         report[f"without {variant}"] = compare(base, scores)
+    for units in args.hidden:
+        scores = held_out_scores(data, drop=against, l2=args.l2, steps=args.steps, hidden=units)
+        report[f"hidden {units}"] = compare(base, scores)
     for name, rows in report.items():
         if not isinstance(rows, dict) or name == "groups":
             continue

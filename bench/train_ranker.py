@@ -36,7 +36,7 @@ import numpy as np
 from bench.common import CACHE_DIR, add_embedder_arg, load_set
 from liminalis.retrieval.learned import FEATURES, LearnedRanker
 
-__all__ = ["make_groups", "collect", "group_features", "fit", "evaluate", "main"]
+__all__ = ["make_groups", "collect", "group_features", "fit", "fit_hidden", "fit_model", "evaluate", "main"]
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TRAIN = ROOT.parent / "shared" / "bench" / "train"
@@ -157,10 +157,10 @@ def _stack(examples: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[tuple[np.n
     return [(x, y) for x, y in examples if y.sum() > 0]
 
 
-def fit(examples: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 1e-3, steps: int = 400,
-        lr: float = 0.1) -> LearnedRanker:
-    """Listwise softmax cross-entropy (ListNet top-one; relevant documents share the target mass),
-    full-batch Adam from zero weights over the queries padded into one array: deterministic."""
+def _padded(examples: Sequence[tuple[np.ndarray, np.ndarray]],
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Feature mean and scale, and the queries (those with a relevant candidate) standardised and
+    padded into one array: features, target distribution, mask of real candidates."""
     data = _stack(examples)
     allx = np.concatenate([x for x, _ in data])
     mean = allx.mean(axis=0)
@@ -174,6 +174,15 @@ def fit(examples: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 1e-3, 
         xb[i, : len(y)] = (x - mean) / scale
         yb[i, : len(y)] = y / y.sum()
         mask[i, : len(y)] = True
+    return mean, scale, xb, yb, mask
+
+
+def fit(examples: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 1e-3, steps: int = 400,
+        lr: float = 0.1) -> LearnedRanker:
+    """Listwise softmax cross-entropy (ListNet top-one; relevant documents share the target mass),
+    full-batch Adam from zero weights over the queries padded into one array: deterministic."""
+    mean, scale, xb, yb, mask = _padded(examples)
+    n = len(xb)
     w = np.zeros(len(FEATURES))
     m = np.zeros_like(w)
     v = np.zeros_like(w)
@@ -186,6 +195,46 @@ def fit(examples: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 1e-3, 
         v = 0.999 * v + 0.001 * g * g
         w -= lr * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
     return LearnedRanker(weights=w, mean=mean, scale=scale)
+
+
+HIDDEN_STEPS = 1500
+
+
+def fit_hidden(examples: Sequence[tuple[np.ndarray, np.ndarray]], *, units: int, l2: float = 1e-2,
+               steps: int = HIDDEN_STEPS, lr: float = 0.01, seed: int = 0) -> LearnedRanker:
+    """The same listwise objective for the linear score plus a tanh hidden layer of ``units``
+    (:class:`LearnedRanker`): full-batch Adam in torch from a seeded start (linear weights and
+    the output layer near zero, so training starts from "no opinion"), L2 ``l2`` on every
+    weight. Deterministic for a seed on CPU."""
+    import torch
+
+    mean, scale, xb, yb, mask = _padded(examples)
+    f = len(FEATURES)
+    xb, yb = xb.astype(np.float32), yb.astype(np.float32)
+    x_t, y_t, m_t = torch.from_numpy(xb), torch.from_numpy(yb), torch.from_numpy(mask)
+    gen = torch.Generator().manual_seed(seed)
+    bound = 1.0 / np.sqrt(f)
+    w = torch.zeros(f, requires_grad=True)
+    w1 = ((torch.rand(f, units, generator=gen) * 2 - 1) * bound).requires_grad_()
+    b1 = ((torch.rand(units, generator=gen) * 2 - 1) * bound).requires_grad_()
+    w2 = (torch.randn(units, generator=gen) * 0.01).requires_grad_()
+    opt = torch.optim.Adam([w, w1, b1, w2], lr=lr)
+    for _ in range(steps):
+        s = (x_t @ w + torch.tanh(x_t @ w1 + b1) @ w2).masked_fill(~m_t, -1e9)
+        loss = -(y_t * torch.log_softmax(s, dim=1)).sum(dim=1).mean()
+        loss = loss + l2 * (w.pow(2).sum() + w1.pow(2).sum() + w2.pow(2).sum())
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    arr = [t.detach().numpy().astype(np.float64) for t in (w, w1, b1, w2)]
+    return LearnedRanker(weights=arr[0], mean=mean, scale=scale, hidden=(arr[1], arr[2], arr[3]),
+                         model_id=f"learned-ranker-h{units}")
+
+
+def fit_model(examples: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float, steps: int, hidden: int = 0,
+              ) -> LearnedRanker:
+    """:func:`fit` (linear), or :func:`fit_hidden` with ``hidden`` units."""
+    return fit_hidden(examples, units=hidden, l2=l2) if hidden else fit(examples, l2=l2, steps=steps)
 
 
 def evaluate(model: LearnedRanker | None, examples: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
@@ -204,7 +253,8 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     add_group_args(ap)
     ap.add_argument("--limit", type=int, help="queries per group (a quick run)")
     ap.add_argument("--l2", type=float, nargs="*", default=[1e-4, 1e-3, 1e-2, 1e-1])
-    ap.add_argument("--steps", type=int, default=400)
+    ap.add_argument("--steps", type=int, default=400, help="linear model's steps (a hidden layer trains 1500)")
+    ap.add_argument("--hidden", type=int, default=16, help="units of a tanh hidden layer (0: linear; 16 ships)")
     ap.add_argument("--out", type=Path, default=ROOT / "models" / "ranker")
     ap.add_argument("--query-adapter-folds", type=Path,
                     help="out-of-fold query adapters, <group>.npz each (bench.train_query_adapter --folds): "
@@ -220,16 +270,17 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     valid = [e for name, ex in data.items() if name in args.valid for e in ex]
     rows = []
     for l2 in args.l2:
-        model = fit(train, l2=l2, steps=args.steps)
+        model = fit_model(train, l2=l2, steps=args.steps, hidden=args.hidden)
         rows.append((l2, evaluate(model, valid) if valid else evaluate(model, train)))
         print(f"l2 {l2:g}: validation MRR {rows[-1][1]:.4f} (fused order {evaluate(None, valid or train):.4f})")
     best_l2 = max(rows, key=lambda r: (r[1], r[0]))[0]
-    chosen = fit(train, l2=best_l2, steps=args.steps)
+    chosen = fit_model(train, l2=best_l2, steps=args.steps, hidden=args.hidden)
     by_group = {name: {"fused": round(evaluate(None, data[name]), 4), "learned": round(evaluate(chosen, data[name]), 4)}
                 for name in args.valid if name in data}
-    final = dataclasses.replace(fit(train + valid, l2=best_l2, steps=args.steps), embedder=embedder.model_id)
+    final = dataclasses.replace(fit_model(train + valid, l2=best_l2, steps=args.steps, hidden=args.hidden),
+                                embedder=embedder.model_id)
     report = {
-        "l2": best_l2, "steps": args.steps, "validation_mrr": dict((f"{k:g}", round(v, 4)) for k, v in rows),
+        "l2": best_l2, "steps": HIDDEN_STEPS if args.hidden else args.steps, "hidden": args.hidden, "validation_mrr": dict((f"{k:g}", round(v, 4)) for k, v in rows),
         "validation_fused_mrr": round(evaluate(None, valid), 4) if valid else None,
         "validation_by_group": by_group,
         "features_from_cache": cached,
@@ -324,9 +375,11 @@ def write_card(out: Path, report: dict[str, Any], model: LearnedRanker) -> None:
     old_card = card.read_text() if card.exists() else ""
     at = old_card.find("\n## Why ")
     kept = old_card[at:] if at >= 0 else ""
+    kind = ("A linear listwise ranker (ListNet top-one)" if model.hidden is None else
+            f"A listwise ranker (ListNet top-one), linear plus a {model.hidden[0].shape[1]}-unit tanh hidden layer,")
     card.write_text(f"""# Liminalis learned document ranker
 
-A linear listwise ranker (ListNet top-one) over {len(FEATURES)} retrieval features
+{kind} over {len(FEATURES)} retrieval features
 (liminalis/retrieval/learned.py) that re-orders the documents of the fused pool. Trained by
 `bench/train_ranker.py`; weights, feature means and scales live in `ranker.json` (numpy only).
 
@@ -349,7 +402,7 @@ A linear listwise ranker (ListNet top-one) over {len(FEATURES)} retrieval featur
 - by held-out group (fused → learned): {by_group}
 - {report["seconds"]} s on 2 CPU cores{cache_note}
 
-## Weights (standardised features, largest first)
+## {"Linear weights" if model.hidden is not None else "Weights"} (standardised features, largest first)
 | feature | weight |
 |---|---|
 {weights}

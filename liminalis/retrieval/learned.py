@@ -23,7 +23,8 @@ pool by a small model over features retrieval already computed, per (query, docu
   story's sections are written in order, and a scene a question asks about often runs across
   the boundary.
 
-The model is linear in standardised features (:data:`FEATURES`), trained listwise (softmax
+The model is linear in standardised features (:data:`FEATURES`), optionally plus a small hidden
+layer (:class:`LearnedRanker`), trained listwise (softmax
 cross-entropy over each query's candidates, Cao et al., ICML 2007, "ListNet" top-one) on the
 training split in shared/bench/train (``python -m bench.train_ranker``), never on an evaluation
 set. It ships as a few hundred bytes of JSON, costs a few milliseconds a query, and loads with
@@ -216,7 +217,11 @@ class DocumentRanker(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class LearnedRanker:
-    """A linear scorer over standardised :data:`FEATURES` (weights, mean, scale from training)."""
+    """A scorer over standardised :data:`FEATURES` (weights, mean, scale from training): linear,
+    plus, when trained with one, a small tanh hidden layer added to the linear score
+    (``hidden``: ``w1`` features × units, ``b1`` and ``w2`` per unit). The layer lets features
+    interact (a high coverage counts for more when the dense arm agrees) while the linear part
+    keeps what a linear fit already knew; it costs two small matrix products a query."""
 
     weights: np.ndarray
     mean: np.ndarray
@@ -226,15 +231,23 @@ class LearnedRanker:
     #: ``model_id`` of the embedder whose dense scores it was fit on ("" if not recorded): its
     #: dense weights are calibrated to that model's scores.
     embedder: str = ""
+    hidden: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def score(self, x: np.ndarray) -> np.ndarray:
-        return ((x - self.mean) / self.scale) @ self.weights
+        z = (x - self.mean) / self.scale
+        out = z @ self.weights
+        if self.hidden is not None:
+            w1, b1, w2 = self.hidden
+            out = out + np.tanh(z @ w1 + b1) @ w2
+        return out
 
     def to_json(self, **meta: object) -> str:
+        hidden = {} if self.hidden is None else {"hidden": {
+            k: a.round(6).tolist() for k, a in zip(("w1", "b1", "w2"), self.hidden, strict=True)}}
         return json.dumps({
             "model_id": self.model_id, "embedder": self.embedder, "features": list(self.features),
             "weights": self.weights.round(6).tolist(),
-            "mean": self.mean.round(6).tolist(), "scale": self.scale.round(6).tolist(), **meta,
+            "mean": self.mean.round(6).tolist(), "scale": self.scale.round(6).tolist(), **hidden, **meta,
         }, indent=2)
 
     @classmethod
@@ -246,8 +259,14 @@ class LearnedRanker:
         arrays = [np.asarray(data[k], dtype=np.float64) for k in ("weights", "mean", "scale")]
         if any(a.shape != (len(FEATURES),) for a in arrays):
             raise ValueError("ranker arrays do not match the feature count")
+        hidden = None
+        if data.get("hidden") is not None:
+            w1, b1, w2 = (np.asarray(data["hidden"][k], dtype=np.float64) for k in ("w1", "b1", "w2"))
+            if w1.ndim != 2 or w1.shape[0] != len(FEATURES) or b1.shape != (w1.shape[1],) or w2.shape != (w1.shape[1],):
+                raise ValueError("ranker hidden layer does not match the feature count")
+            hidden = (w1, b1, w2)
         return cls(*arrays, features=feats, model_id=str(data.get("model_id", "learned-ranker")),
-                   embedder=str(data.get("embedder", "")))
+                   embedder=str(data.get("embedder", "")), hidden=hidden)
 
 
 def load_ranker(path: str | Path | None) -> LearnedRanker | None:

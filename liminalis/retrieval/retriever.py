@@ -67,10 +67,12 @@ class RetrievalParams:
     #: ~20 ms a candidate on a fast 2-core machine, fp32 (bench/results/rerank-depth27.json).
     rerank_depth: int = 8
     #: Weight of the reranker's standardised score added to the learned ranker's score (or to the
-    #: fused log-rank when no learned ranker ran); None: the reranker's order alone. 0.125: with
-    #: the fine-tuned embedder's learned ranker the best MRR on both dev sets of {0.125, 0.25,
-    #: 0.5} at depths 6 and 10 (0.5 was the middle of the plateau for the weaker ranker before).
-    rerank_mix: float | None = 0.125
+    #: fused log-rank when no learned ranker ran); None: the reranker's order alone. 0.5: with the
+    #: ranker's hidden layer its scores spread wider, and the grid {1/32 … 0.5} × depth {6, 8, 10,
+    #: 12} peaked at depth 8, mix 0.5 on the mean of the four target metrics (fqa / crd3 MRR and
+    #: recall@5; bench/results/rerank-grid-h16.json). 0.375 ties the linear ranker's recall on both
+    #: sets; 0.5 trades crd3 MRR 0.945 → 0.941 for fqa recall@5 0.929 → 0.936.
+    rerank_mix: float | None = 0.5
     max_documents: int = 8
     #: Further pool passages per rendered document handed to tiering as ``related`` spans.
     related_per_doc: int = 4
