@@ -37,7 +37,7 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.service import BotService, Reply
-from liminalis.errors import InvalidInput
+from liminalis.errors import InvalidInput, UnknownCampaign
 from liminalis.ports import Clock
 
 __all__ = ["RecapSchedule", "RecapScheduler", "SystemClock", "Poster", "parse_cron", "parse_target", "latest_slot"]
@@ -300,6 +300,11 @@ class RecapScheduler:
             try:
                 cfg = await self.service.config(sched.campaign)
                 text, sources = await self.service.recap(sched.campaign)
+            except UnknownCampaign:  # its folder is gone: nothing to retry, said once per slot
+                if await self.claim(sched.campaign, slot):
+                    _log.warning("recap of %s for slot %s skipped: no such campaign any more (`/recap schedule off` "
+                                 "in its channel ends it)", sched.campaign, _slot_key(slot))
+                continue
             except Exception:
                 _log.exception("recap of %s for slot %s could not be built; the next tick tries again",
                                sched.campaign, _slot_key(slot))

@@ -359,3 +359,16 @@ async def test_a_stored_schedule_that_never_fires_does_not_stop_the_scheduler(se
         assert len(rec.posts) == 1  # greyhold's slot, caught up at start
     finally:
         await s.close()
+
+
+async def test_a_schedule_of_a_deleted_campaign_is_skipped_once_per_slot(setup, caplog):
+    """Its folder gone, a campaign's stored schedule logs one warning a slot, not a traceback
+    on every tick of the grace window."""
+    _, engine = setup
+    await engine.db.execute("INSERT INTO recap_schedules VALUES ('ghost', '0 18 * * 5', 'discord', '1')")
+    s = RecapScheduler(BotService(engine), posters={"discord": Recorder()}, clock=FrozenClock(FRIDAY_18), tick_seconds=0)
+    with caplog.at_level("WARNING"):
+        for _ in range(3):
+            await s.run_due()
+    ghost = [r for r in caplog.records if "ghost" in r.getMessage()]
+    assert len(ghost) == 1 and "no such campaign" in ghost[0].getMessage() and not ghost[0].exc_info
