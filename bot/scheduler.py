@@ -294,16 +294,17 @@ class RecapScheduler:
             # may not be this campaign's), whether /recap schedule or campaign.toml named it.
             linked = await self.service.directory.campaign_for(sched.platform, sched.channel_id)
             if linked is not None and linked != sched.campaign:
-                _log.warning("recap of %s not posted: %s:%s is linked to %s", sched.campaign,
-                             sched.platform, sched.channel_id, linked)
+                if await self.claim(sched.campaign, slot):  # said once a slot, not every tick
+                    _log.warning("recap of %s not posted: %s:%s is linked to %s", sched.campaign,
+                                 sched.platform, sched.channel_id, linked)
                 continue
             try:
                 cfg = await self.service.config(sched.campaign)
                 text, sources = await self.service.recap(sched.campaign)
             except UnknownCampaign:  # its folder is gone: nothing to retry, said once per slot
                 if await self.claim(sched.campaign, slot):
-                    _log.warning("recap of %s for slot %s skipped: no such campaign any more (`/recap schedule off` "
-                                 "in its channel ends it)", sched.campaign, _slot_key(slot))
+                    _log.warning("recap of %s for slot %s skipped: no such campaign any more", sched.campaign,
+                                 _slot_key(slot))
                 continue
             except Exception:
                 _log.exception("recap of %s for slot %s could not be built; the next tick tries again",
