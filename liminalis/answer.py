@@ -19,7 +19,7 @@ import logging
 import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from liminalis.context.budget import CLIP_MARKER, BudgetParams
 from liminalis.context.material import ContextDoc
@@ -27,7 +27,7 @@ from liminalis.context.prompt import Prompt, build_prompt, instructions_for, spl
 from liminalis.context.rolling import ChatMemory, RollingMemory
 from liminalis.context.tiering import TierParams
 from liminalis.context.tokens import default_counter
-from liminalis.errors import ModelUnavailable
+from liminalis.errors import ConfigError, ModelUnavailable
 from liminalis.ingest.sentences import split_sentences
 from liminalis.ports import Clock, LanguageModel, Usage
 from liminalis.retrieval.lexical import Tokenizer
@@ -89,7 +89,8 @@ def cited_sources(text: str, documents: Sequence[ContextDoc], *, fallback: int =
     hits: list[tuple[int, int]] = []
     for m in _BRACKETED.finditer(low):
         inner = m.group(1).lstrip()
-        match = next((i for t, i in titled if inner.startswith(t)), None)
+        # The title, then the end or a separator: "[Session 31 — Finale]" is not "Session 3".
+        match = next((i for t, i in titled if inner.startswith(t) and not inner[len(t):len(t) + 1].isalnum()), None)
         if match is not None:
             hits.append((m.start(), match))
     if not hits:
@@ -284,6 +285,18 @@ class Responder:
                 _log.warning("model unavailable (%s): answering offline", exc)
                 answer = offline("The language model is unavailable right now, so I quote the documents.",
                                  "model unavailable: offline answer")
+            except ConfigError as exc:
+                # A refused key, an unknown model name, a request too large: the host's to fix
+                # (logged at ERROR); the question still gets the quoted answer.
+                _log.error("model refused the request (%s): answering offline", exc)
+                answer = offline("The language model could not answer (the host has been told), so I quote the "
+                                 "documents.", "model refused the request: offline answer")
+            if not answer.text.strip():
+                # No text (a refusal can come back empty): an empty turn in the chat memory would
+                # make every later request invalid (the API refuses empty messages).
+                _log.warning("model returned no text: answering offline")
+                answer = replace(offline("The language model gave no answer, so I quote the documents.",
+                                         "model returned no text: offline answer"), usage=answer.usage)
             if self.gate is not None:
                 await self.gate.charge(answer.usage)
 

@@ -259,3 +259,5 @@ def test_cited_sources_reads_the_bracketed_citations():
     assert ids("Tobin Harrow heard it.") == ["harrow"]  # no brackets: the longest title named
     assert ids("Nothing in the documents says.") == ["s3", "bell", "tobin"]  # the top three, as before
     assert cited_sources("", docs) == () and cited_sources("  \n", docs) == ()
+    # A title that only begins another (from the story lines: not in the prompt) is not cited.
+    assert ids("The finale [Session 31 — Finale], then [Tobin Harrow].") == ["harrow"]

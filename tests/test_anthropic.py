@@ -112,6 +112,26 @@ async def test_an_overloaded_model_still_gets_the_question_a_quoted_answer(pinne
     assert "quoted, not paraphrased" in answer.text
 
 
+async def test_an_empty_reply_or_a_refused_request_gets_a_quoted_answer_and_the_chat_goes_on(pinned_engine):
+    """A reply with no text was recorded as an empty assistant turn, and the API refuses any
+    request holding an empty message: every later question in that chat failed as "the bot is
+    misconfigured". A refused request (400) also answered only that. Both now quote the
+    documents, and the next question in the chat gets the model's answer."""
+    async with FakeAnthropic() as fake:
+        fake.script = ["empty", 400]
+        async with model(fake, max_retries=0, backoff_s=0.0) as m:
+            responder = Responder(pinned_engine, model=m)
+            players = frozenset({"players"})
+            q = "Who paid her fine after the Watch arrested her?"
+            empty = await responder.respond("emberfall", q, players, chat="discord:C1")
+            assert empty.model == "offline" and "gave no answer" in empty.text and empty.sources
+            refused = await responder.respond("emberfall", q, players, chat="discord:C1")
+            assert refused.model == "offline" and "could not answer" in refused.text and refused.sources
+            ok = await responder.respond("emberfall", "And who arrested her?", players, chat="discord:C1")
+    assert ok.model != "offline" and ok.text == fake.reply.strip()
+    assert all(msg["content"] for msg in fake.requests[-1]["body"]["messages"])
+
+
 async def test_stream_yields_text_and_records_cache_read():
     async with FakeAnthropic(reply="The bell rang thirteen times on the ice.") as fake:
         fake.script = [529]

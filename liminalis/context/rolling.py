@@ -149,9 +149,13 @@ class ChatMemory:
         return "\n".join(f"- {line}" for _, line in self.story)
 
     def recent_messages(self) -> list[Message]:
+        """The recent turns as messages; a turn with an empty side is left out (the API refuses
+        an empty message, and one recorded before empty answers were caught would fail every
+        later request of the chat)."""
         out: list[Message] = []
         for q, a in self.turns:
-            out += [Message("user", q), Message("assistant", a)]
+            if q.strip() and a.strip():
+                out += [Message("user", q), Message("assistant", a)]
         return out
 
     def loaded_documents(self) -> list[ContextDoc]:

@@ -3,8 +3,9 @@
 * ``POST /v1/messages`` answers JSON, or SSE when the body says ``"stream": true``.
 * Every request is recorded (headers, JSON body) in ``requests``.
 * ``script`` is a queue of behaviours for the next requests: ``"ok"`` (default when empty),
-  an HTTP status such as ``529`` or ``429`` (an API error body), or ``"hang"`` (sleep past any
-  client timeout).
+  an HTTP status such as ``529`` or ``429`` (an API error body), ``"hang"`` (sleep past any
+  client timeout), or ``"empty"`` (a message with no content blocks, as a refusal can be).
+* As the real API, a request holding a message with empty content is refused with 400.
 * Prompt caching is simulated: the prefix up to and including the system block carrying
   ``cache_control`` is hashed; a prefix seen before reports ``cache_read_input_tokens``, a new
   one ``cache_creation_input_tokens`` (tokens ≈ characters / 4).
@@ -82,6 +83,10 @@ class FakeAnthropic:
         body = await request.json()
         self.requests.append({"headers": dict(request.headers), "body": body})
         action = self.script.pop(0) if self.script else "ok"
+        if any(not m.get("content") for m in body.get("messages", [])):
+            return web.json_response({"type": "error", "error": {
+                "type": "invalid_request_error",
+                "message": "messages: all messages must have non-empty content"}}, status=400)
         if action == "hang":
             try:
                 await asyncio.wait_for(self._release.wait(), 30)
@@ -97,7 +102,7 @@ class FakeAnthropic:
         if not body.get("stream"):
             return web.json_response({
                 "id": msg_id, "type": "message", "role": "assistant", "model": body["model"],
-                "content": [{"type": "text", "text": self.reply}], "stop_reason": "end_turn",
+                "content": [] if action == "empty" else [{"type": "text", "text": self.reply}], "stop_reason": "end_turn",
                 "stop_sequence": None, "usage": usage,
             })
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
