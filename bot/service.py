@@ -178,9 +178,12 @@ class BotService:
 
     async def at_home(self, msg: IncomingMessage, cfg: CampaignConfig) -> bool:
         """Whether ``msg`` comes from one of the campaign's home Discord servers, where role
-        names count (bot.directory). A campaign no server has claimed and no Discord channel is
-        linked to yet is at home anywhere, so that its GM can link it (which claims the server);
-        a channel linked before homes were recorded claims its server on its first message."""
+        names count (bot.directory). A campaign no server has claimed is at home nowhere: its
+        first Discord link takes a GM known by user or role *id* (``gm_users``, ``gm`` ids), or a
+        server listed in ``guilds``; that link claims the server. (At home anywhere, anyone who
+        invited the public bot to a server of their own and named a role "GM" there could claim
+        it first.) A channel linked before homes were recorded claims its server on its first
+        message."""
         if msg.platform != "discord" or msg.guild_id is None:
             return True
         if cfg.roles.discord_guilds:
@@ -194,7 +197,7 @@ class BotService:
         if linked == cfg.slug:
             await self.directory.claim("discord", cfg.slug, msg.guild_id)
             return True
-        return not any(platform == "discord" for platform, _ in await self.directory.links(cfg.slug))
+        return False
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -314,6 +317,12 @@ class BotService:
             cfg = await self.config(validate_slug(parts[1]))
             lens = await self.lens_of(msg, cfg)
             if not lens.is_gm and not await self.at_home(msg, cfg):
+                if not cfg.roles.discord_guilds and not await self.directory.homes("discord", cfg.slug) and not any(
+                        platform == "discord" for platform, _ in await self.directory.links(cfg.slug)):
+                    raise PermissionDenied("first link by role name", user_message=(
+                        f"**{cfg.name}** has no Discord server yet. Its first link takes a GM listed by user id "
+                        "(`gm_users`) or by role id, or this server's id in `[roles.discord] guilds` in "
+                        "campaign.toml: a role *name* counts only on the campaign's own server."))
                 raise PermissionDenied("link from a server that is not the campaign's home", user_message=(
                     f"**{cfg.name}** is played on another Discord server. A GM there can link this channel, "
                     "or its host can add this server's id to `[roles.discord] guilds` in campaign.toml."))

@@ -227,3 +227,18 @@ async def test_a_question_in_a_dm_says_where_to_ask(service):
     for text in ["who guards the keep?", "/campaign status"]:
         reply = await service.handle(msg(text, channel="D5", dm=True))
         assert "ask in your campaign's channel" in reply.text and "/campaign link" not in reply.text, text
+
+
+async def test_a_campaign_with_no_discord_server_yet_is_not_claimed_by_a_role_name(service):
+    """No Discord channel linked, no server claimed: whoever invites the public bot first and
+    names a role "GM" used to claim the campaign and read its secrets. The first link now takes
+    a GM by user (or role) id; that link claims the server, where role names then count."""
+    await service.directory.unlink("discord", "C1")  # (the fixture's link) no Discord channel left
+    rogue = await service.handle(msg("/campaign link greyhold", roles=["GM"], channel="R1", guild="6666"))
+    assert rogue.error and "no Discord server yet" in rogue.text
+    assert await service.directory.campaign_for("discord", "R1") is None
+    assert "GM view" not in (await service.handle(msg("/lens", roles=["GM"], channel="R1", guild="6666"))).text
+    gm = await service.handle(msg("/campaign link greyhold", channel="C1", guild="1000", user="111"))
+    assert not gm.error and await service.directory.homes("discord", "greyhold") == {"1000"}
+    assert "GM view" in (await service.handle(msg("/lens", roles=["GM"], channel="C1", guild="1000"))).text
+    assert "GM view" not in (await service.handle(msg("/lens", roles=["GM"], channel="R1", guild="6666"))).text
