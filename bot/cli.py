@@ -10,7 +10,7 @@ import logging
 import sys
 from pathlib import Path
 
-from liminalis.errors import LiminalisError
+from liminalis.errors import ConfigError, LiminalisError
 
 __all__ = ["main"]
 
@@ -145,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return asyncio.run(_run(args))
     except LiminalisError as exc:
-        print(f"error: {exc.user_message}", file=sys.stderr)
+        # The person at this terminal is the host: a setting's error names the setting.
+        detail = f" ({exc})" if isinstance(exc, ConfigError) and str(exc) and str(exc) != exc.user_message else ""
+        print(f"error: {exc.user_message}{detail}", file=sys.stderr)
         _log.debug("details: %s", exc)
         return 2
     except KeyboardInterrupt:

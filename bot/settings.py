@@ -94,7 +94,7 @@ class Settings:
         for f in fields(cls):
             name = unprefixed.get(f.name, f"LIMINALIS_{f.name.upper()}")
             raw = env.get(name)
-            if raw is None:
+            if raw is None or not raw.strip():  # a blanked line in .env means "the default", not "off"
                 continue
             if f.type in ("Path",):
                 kw[f.name] = Path(raw)

@@ -98,3 +98,15 @@ def test_ctrl_c_at_the_chat_prompt_leaves_at_once(tmp_path):
         except (ProcessLookupError, ChildProcessError):
             pass
         os.close(fd)
+
+
+def test_a_bad_setting_is_named_and_a_blank_one_is_the_default(tmp_path):
+    """The host at the terminal is told which setting is wrong (it read only "the bot is
+    misconfigured"); a blanked line in .env means the default, not "off" or an error."""
+    r = cli(["ask", "--campaign", "emberfall", "Who is the baron?"], tmp_path, LIMINALIS_TICK_SECONDS="5m")
+    assert r.returncode == 2 and "LIMINALIS_TICK_SECONDS" in r.stderr and "5m" in r.stderr
+    from bot.settings import Settings
+
+    blank = Settings.from_env({"LIMINALIS_CONTEXTUAL": "", "LIMINALIS_RERANKER": " ", "LIMINALIS_RANKER": "",
+                               "LIMINALIS_MAX_UPLOAD_BYTES": "", "LIMINALIS_EMBEDDER": ""})
+    assert blank == Settings()

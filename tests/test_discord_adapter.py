@@ -270,6 +270,35 @@ async def test_a_failed_attachment_download_is_reported_not_a_crash(env):
     assert "something went wrong" not in all_text(gm)
 
 
+async def test_a_dropped_download_loses_only_that_file(env):
+    """A connection dropped mid-download (aiohttp's error, not discord.py's) failed the whole
+    upload with "something went wrong"; the other files are ingested, that one is named."""
+    api, adapter, _ = env
+    api.files["keep.md"] = b"# Keep\n\nThe lantern burns blue at the ferry.\n"
+    api.dropped.add("drop.md")
+    atts = {str(i): {"id": str(i), "filename": n, "size": 50, "url": f"{api.url}/attachments/{n}",
+                     "proxy_url": f"{api.url}/attachments/{n}", "content_type": "text/markdown"}
+            for i, n in ((21, "drop.md"), (22, "keep.md"))}
+    opt = [{"name": "file", "type": 11, "value": "21"}, {"name": "file2", "type": 11, "value": "22"}]
+    await invoke(adapter, interaction_payload("upload", opt, user_id=GM, roles=[GM_ROLE_ID],
+                                              resolved={"attachments": atts}, iid=8))
+    (gm,) = followups(api)
+    text = all_text(gm)
+    assert "Ingested 1 file" in text and "drop.md: could not be downloaded" in text, text
+
+
+async def test_a_refused_command_sync_does_not_stop_the_bot(env):
+    """A guild id the bot is not in (403 Missing Access) raised out of login and stopped the whole
+    bot, Slack included; it is logged, and the other guilds are synced."""
+    api, _, service = env
+    other = DiscordAdapter(service, guild_ids=(999, 123))
+    try:
+        await other.client.login("fake-token")  # setup_hook syncs here
+        assert api.find("PUT", "/guilds/123/commands") and api.find("PUT", "/guilds/999/commands")
+    finally:
+        await other.client.close()
+
+
 async def test_mention_sanitized_and_gm_mention_goes_to_dm(env):
     api, adapter, _ = env
     state = adapter.client._connection

@@ -17,6 +17,7 @@ from dataclasses import replace
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Literal, TypeVar
 
+import aiohttp
 import discord
 from discord import app_commands
 
@@ -107,14 +108,24 @@ class DiscordAdapter:
         self._logged_in.set()
         if not self.sync_commands:
             return
+        # A refused sync (a guild id the bot is not in, a Discord 5xx) is logged, never fatal: it
+        # ran inside login, and its error stopped the whole bot, Slack included.
         if self.guild_ids:
             for gid in self.guild_ids:
                 guild = discord.Object(id=gid)
                 self.tree.copy_global_to(guild=guild)
-                synced = await self.tree.sync(guild=guild)
+                try:
+                    synced = await self.tree.sync(guild=guild)
+                except discord.HTTPException as exc:
+                    _log.error("discord: syncing commands to guild %s failed (%s); is the bot in it?", gid, exc)
+                    continue
                 _log.info("discord: synced %d commands to guild %s", len(synced), gid)
         else:
-            synced = await self.tree.sync()
+            try:
+                synced = await self.tree.sync()
+            except discord.HTTPException as exc:
+                _log.error("discord: syncing global commands failed (%s); the last synced set stays", exc)
+                return
             _log.info("discord: synced %d global commands (may take up to an hour to appear)", len(synced))
 
     async def on_ready(self) -> None:
@@ -171,7 +182,8 @@ class DiscordAdapter:
                 continue
             try:
                 out.append(Attachment(f.filename, await f.read()))
-            except discord.HTTPException as exc:  # an expired or deleted attachment: report that file alone
+            except (discord.HTTPException, aiohttp.ClientError, asyncio.TimeoutError) as exc:
+                # An expired or deleted attachment, a dropped connection: report that file alone.
                 _log.warning("discord: downloading %s failed: %s", f.filename, exc)
                 out.append(Attachment(f.filename, b"", error=DOWNLOAD_FAILED))
         return out

@@ -58,6 +58,8 @@ def user_payload(uid: int, name: str, *, bot: bool = False) -> dict[str, Any]:
 class FakeDiscordApi(CatchAllServer):
     calls: list[Call] = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
+    dropped: set[str] = field(default_factory=set)  # attachment names whose download drops the connection
+    missing_guilds: set[int] = field(default_factory=lambda: {999})  # guilds the bot is not in
     _limits: list[tuple[str, str, float, bool]] = field(default_factory=list)
     _ids: Any = field(default_factory=lambda: itertools.count(500000000000000001))
     url: str = ""
@@ -110,6 +112,10 @@ class FakeDiscordApi(CatchAllServer):
         m = request.method
         if path.startswith("/attachments/"):
             name = path.rsplit("/", 1)[-1]
+            if name in self.dropped:  # the connection drops mid-download
+                assert request.transport is not None
+                request.transport.close()
+                return web.Response(status=200)
             return web.Response(body=self.files[name]) if name in self.files else web.Response(status=404)
         if m == "GET" and path == "/users/@me":
             return _json(user_payload(BOT_ID, "Liminalis", bot=True))
@@ -118,6 +124,8 @@ class FakeDiscordApi(CatchAllServer):
                 "id": str(APP_ID), "name": "Liminalis", "description": "", "icon": None, "bot_public": False,
                 "bot_require_code_grant": False, "owner": user_payload(1, "owner"), "verify_key": "00", "flags": 0,
             })
+        if m == "PUT" and "/commands" in path and any(f"/guilds/{g}/" in path for g in self.missing_guilds):
+            return _json({"message": "Missing Access", "code": 50001}, status=403)  # a guild the bot is not in
         if m == "PUT" and "/commands" in path:
             return _json([{**c, "id": str(next(self._ids)), "application_id": str(APP_ID), "version": "1",
                                        "type": c.get("type", 1)} for c in (body or [])])
