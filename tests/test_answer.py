@@ -261,3 +261,27 @@ def test_cited_sources_reads_the_bracketed_citations():
     assert cited_sources("", docs) == () and cited_sources("  \n", docs) == ()
     # A title that only begins another (from the story lines: not in the prompt) is not cited.
     assert ids("The finale [Session 31 — Finale], then [Tobin Harrow].") == ["harrow"]
+
+
+async def test_a_pinned_long_document_still_gives_the_passage_the_question_matched(tmp_path):
+    """A pinned document is sent whole up to a cap, head first (question-independent, for the
+    prompt cache). Its passage past the cap that the question matched used to be dropped, so a
+    pinned document hid more of itself than an unpinned one; it now joins the volatile half."""
+    from fakes.tiny_campaign import make_tiny_campaign
+
+    root = make_tiny_campaign(tmp_path / "campaigns")
+    filler = "\n\n".join(f"Day {i}: the caravan walked the salt road and camped by the dunes." for i in range(400))
+    (root / "chronicle.md").write_text(f"# Chronicle\n\n{filler}\n\nThe vault key lies under the ninth bell of the "
+                                       "drowned abbey.\n")
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        await engine.ingest("greyhold")
+        players = frozenset({"players"})
+        await engine.add_pin("greyhold", "Chronicle", players)
+        model = ScriptedModel(replies=["Under the ninth bell [Chronicle]."])
+        await Responder(engine, model=model).respond("greyhold", "Where does the vault key lie?", players)
+        sent = " ".join([*model.requests[0]["system"], *(m.content for m in model.requests[0]["messages"])])
+        assert "Day 0: the caravan" in sent  # the standing head, as before
+        assert "vault key lies under the ninth bell" in sent
+    finally:
+        await close_engine(engine)

@@ -124,7 +124,14 @@ def split_bundle(
     for rank, d in enumerate(bundle.documents):
         cd = from_rendered(d, rank=rank, pin=reasons.get(d.doc_id, "pinned" if d.pinned else ""))
         if cd.pin in STABLE_PINS and d.doc_id in texts:
-            stable.append(stable_document(cd, texts[d.doc_id], cap_tokens=stable_doc_tokens, counter=c))
+            standing = stable_document(cd, texts[d.doc_id], cap_tokens=stable_doc_tokens, counter=c)
+            stable.append(standing)
+            if standing.tier == "clipped" and d.matched:
+                # The standing copy is the document's head (question-independent, so the prompt
+                # cache holds); what this question matched past it joins the volatile half, or a
+                # pinned long document would hide more of itself than an unpinned one. Unpinned
+                # there: it is recalled material, tiered and budgeted like any other.
+                volatile.append(replace(cd, pin=""))
         else:
             volatile.append(cd)
     matched = {d.doc_id: d.matched + d.related for d in bundle.documents}
