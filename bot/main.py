@@ -167,7 +167,8 @@ def build_responder(settings: Settings, engine: Engine) -> Responder:
         gate = DailyTokenGate(engine.db, settings.daily_token_budget, clock=SystemClock())
     _log.info("answers: %s via the Messages API (daily token budget: %s)", settings.model_reply,
               f"{settings.daily_token_budget:,}" if gate else "none")
-    return Responder(engine, model=model, budget_tokens=settings.context_budget_tokens, gate=gate)
+    return Responder(engine, model=model, budget_tokens=settings.context_budget_tokens, gate=gate,
+                     answer_deadline_s=settings.llm_timeout_s * 1.5)
 
 
 def build_service(settings: Settings, engine: Engine) -> BotService:

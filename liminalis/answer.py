@@ -15,6 +15,7 @@ re-checked against the catalog before it reaches the prompt, and chat memory is 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import re
@@ -186,6 +187,7 @@ class Responder:
         max_tokens: int = 800,
         offline: OfflineAnswerer | None = None,
         gate: DailyTokenGate | None = None,
+        answer_deadline_s: float | None = 90.0,
     ) -> None:
         from liminalis.engine import Engine
 
@@ -198,6 +200,9 @@ class Responder:
         self.memory = memory or RollingMemory(engine.db, clock=clock)
         self.stable_doc_tokens = stable_doc_tokens
         self.max_tokens = max_tokens
+        #: The most one answer may wait on the model, retries included (the client's timeout is
+        #: per attempt: a hung model with its retries kept a player waiting about five minutes).
+        self.answer_deadline_s = answer_deadline_s
         self.offline = offline or OfflineAnswerer()
         self.gate = gate
         self.last_prompt: Prompt | None = None
@@ -278,7 +283,11 @@ class Responder:
                              "daily model-token budget spent: offline answer")
         else:
             try:
-                answer = await self._ask_model(prompt, notes, lens, on_text)
+                answer = await asyncio.wait_for(self._ask_model(prompt, notes, lens, on_text), self.answer_deadline_s)
+            except TimeoutError:
+                _log.warning("model gave no answer within %ss: answering offline", self.answer_deadline_s)
+                answer = offline("The language model is unavailable right now, so I quote the documents.",
+                                 "model timed out: offline answer")
             except ModelUnavailable as exc:
                 # Busy, overloaded or timed out after the client's retries: the question still
                 # gets the grounded offline answer, marked as such, rather than only an error.

@@ -132,6 +132,22 @@ async def test_an_empty_reply_or_a_refused_request_gets_a_quoted_answer_and_the_
     assert all(msg["content"] for msg in fake.requests[-1]["body"]["messages"])
 
 
+async def test_a_hung_model_gives_the_quoted_answer_by_the_answer_deadline(pinned_engine):
+    """The client's timeout is per attempt: a model that hangs, with its retries, kept the asker
+    waiting minutes. The answer's own deadline ends the wait with the quoted answer."""
+    import time
+
+    async with FakeAnthropic() as fake:
+        fake.script = ["hang"] * 4
+        async with model(fake, timeout_s=20.0, max_retries=3, backoff_s=0.0) as m:
+            t = time.perf_counter()
+            answer = await Responder(pinned_engine, model=m, answer_deadline_s=0.5).respond(
+                "emberfall", "Who paid her fine after the Watch arrested her?", frozenset({"players"}))
+            waited = time.perf_counter() - t
+    assert answer.model == "offline" and "unavailable right now" in answer.text and answer.sources
+    assert waited < 10
+
+
 async def test_stream_yields_text_and_records_cache_read():
     async with FakeAnthropic(reply="The bell rang thirteen times on the ice.") as fake:
         fake.script = [529]
