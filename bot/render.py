@@ -42,14 +42,35 @@ def truncate(text: str, limit: int, *, marker: str = "…") -> str:
     return text[: max(0, limit - len(marker))].rstrip() + marker
 
 
+_FENCE = "```"
+
+
 def split_text(text: str, limit: int) -> list[str]:
     """Split ``text`` into chunks of at most ``limit`` characters.
 
     Prefers paragraph breaks, then line breaks, then spaces; a run with none of them is cut hard.
-    Never returns an empty list for non-empty text, and no chunk is empty or over ``limit``.
+    Never returns an empty list for non-empty text, and no chunk is empty or over ``limit``. A
+    chunk that ends inside a ``` code block closes it, and the next chunk opens it again (a
+    quoted stat block split in two showed its second half as raw text).
     """
     if limit < 1:
         raise ValueError("limit must be positive")
+    if _FENCE not in text or limit <= 4 * len(_FENCE):
+        return _split(text, limit)
+    out: list[str] = []
+    inside = False
+    for chunk in _split(text, limit - 2 * (len(_FENCE) + 1)):
+        if inside:
+            chunk = f"{_FENCE}\n{chunk}"
+        if chunk.count(_FENCE) % 2:
+            chunk, inside = f"{chunk}\n{_FENCE}", True
+        else:
+            inside = False
+        out.append(chunk)
+    return out
+
+
+def _split(text: str, limit: int) -> list[str]:
     text = text.strip()
     chunks: list[str] = []
     while len(text) > limit:

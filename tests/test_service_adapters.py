@@ -112,6 +112,11 @@ def test_sanitize_and_split():
     assert all(0 < len(p) <= 60 for p in parts) and parts[0] == "para one."
     assert split_text("z" * 130, 50) == ["z" * 50, "z" * 50, "z" * 30]
     assert truncate("abcdef", 4) == "abc…" and truncate("abc", 4) == "abc"
+    # A code block split across chunks is closed and reopened, each chunk still within the limit.
+    block = "Stat block:\n```\n" + "\n".join(f"STR {i:02d} DEX {i:02d} CON {i:02d}" for i in range(60)) + "\n```\nDone."
+    parts = split_text(block, 400)
+    assert len(parts) > 2 and all(0 < len(p) <= 400 and p.count("```") % 2 == 0 for p in parts)
+    assert "".join(p.replace("```\n", "").replace("\n```", "") for p in parts).count("STR") == 60
 
 
 async def test_serve_reports_off_platforms(capsys):
