@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+import signal
+from collections.abc import Callable, Coroutine
 from typing import Any
 from dataclasses import dataclass
 
 from bot.settings import Settings
 
-__all__ = ["serve", "platform_plan", "PlatformPlan"]
+__all__ = ["serve", "platform_plan", "PlatformPlan", "stop_on_sigterm"]
 
 _log = logging.getLogger(__name__)
 
@@ -56,12 +57,46 @@ async def serve(settings: Settings, *, out: Callable[[str], None] = print) -> in
         out("No platform has a token; nothing to serve. Try `liminalis chat` for the console adapter.")
         return 1
 
+    return await stop_on_sigterm(_serve_enabled(settings, enabled, out), out)
+
+
+async def _serve_enabled(settings: Settings, enabled: set[str], out: Callable[[str], None]) -> int:
     from bot.main import build_engine, open_service
 
     async with build_engine(settings) as engine:
         await index_campaigns(engine, out)
         async with open_service(settings, engine) as service:
             return await _run_platforms(settings, service, enabled, out)
+
+
+async def stop_on_sigterm(work: Coroutine[Any, Any, int], out: Callable[[str], None]) -> int:
+    """Run ``work``; SIGTERM (``docker stop``, systemd) cancels it, so every ``async with`` on the
+    way out closes (platforms, scheduler, database), and returns 0. Without a handler Python dies
+    on SIGTERM with no cleanup, and as a container's PID 1 it ignores it (killed 10 s later)."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(work)
+    termed = False
+
+    def on_term() -> None:
+        nonlocal termed
+        termed = True
+        out("SIGTERM: shutting down")
+        task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, on_term)
+        installed = True
+    except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
+        installed = False
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if termed and not asyncio.current_task().cancelling():  # type: ignore[union-attr]
+            return 0
+        raise
+    finally:
+        if installed:
+            loop.remove_signal_handler(signal.SIGTERM)
 
 
 async def index_campaigns(engine: Any, out: Callable[[str], None]) -> list[str]:

@@ -247,3 +247,27 @@ async def test_a_campaign_with_no_discord_server_yet_is_not_claimed_by_a_role_na
     assert not gm.error and await service.directory.homes("discord", "greyhold") == {"1000"}
     assert "GM view" in (await service.handle(msg("/lens", roles=["GM"], channel="C1", guild="1000"))).text
     assert "GM view" not in (await service.handle(msg("/lens", roles=["GM"], channel="R1", guild="6666"))).text
+
+
+async def test_sigterm_stops_serving_with_cleanup():
+    """`docker stop` / systemd send SIGTERM: serving stops, everything it opened closes on the
+    way out, and the exit is clean (before, no cleanup ran; as PID 1 it was ignored)."""
+    import asyncio
+    import os
+    import signal
+
+    from bot.serve import stop_on_sigterm
+
+    closed: list[bool] = []
+
+    async def work() -> int:
+        try:
+            await asyncio.sleep(60)
+            return 5
+        finally:
+            closed.append(True)
+
+    lines: list[str] = []
+    asyncio.get_running_loop().call_later(0.2, os.kill, os.getpid(), signal.SIGTERM)
+    assert await asyncio.wait_for(stop_on_sigterm(work(), lines.append), 10) == 0
+    assert closed == [True] and lines == ["SIGTERM: shutting down"]
