@@ -269,7 +269,9 @@ class Responder:
         self.last_prompt = prompt
         notes.extend(prompt.notes)
 
-        spent = self.model is not None and self.gate is not None and not await self.gate.allows()
+        # The call's booking with the daily gate: the prompt and the most the model may write.
+        estimate = prompt.tokens + self.max_tokens
+        spent = self.model is not None and self.gate is not None and not await self.gate.reserve(estimate)
 
         def offline(why: str = "", note: str = "") -> Answer:
             quoted = self.offline.answer(clip_query, prompt.all_documents, lens=lens)
@@ -282,32 +284,13 @@ class Responder:
             answer = offline("Today's language-model budget is spent, so until midnight UTC I quote the documents.",
                              "daily model-token budget spent: offline answer")
         else:
+            cost = Usage()  # what the booking settles to: nothing, unless the model answered
             try:
-                answer = await asyncio.wait_for(self._ask_model(prompt, notes, lens, on_text), self.answer_deadline_s)
-            except TimeoutError:
-                _log.warning("model gave no answer within %ss: answering offline", self.answer_deadline_s)
-                answer = offline("The language model is unavailable right now, so I quote the documents.",
-                                 "model timed out: offline answer")
-            except ModelUnavailable as exc:
-                # Busy, overloaded or timed out after the client's retries: the question still
-                # gets the grounded offline answer, marked as such, rather than only an error.
-                _log.warning("model unavailable (%s): answering offline", exc)
-                answer = offline("The language model is unavailable right now, so I quote the documents.",
-                                 "model unavailable: offline answer")
-            except ConfigError as exc:
-                # A refused key, an unknown model name, a request too large: the host's to fix
-                # (logged at ERROR); the question still gets the quoted answer.
-                _log.error("model refused the request (%s): answering offline", exc)
-                answer = offline("The language model could not answer (the host has been told), so I quote the "
-                                 "documents.", "model refused the request: offline answer")
-            if not answer.text.strip():
-                # No text (a refusal can come back empty): an empty turn in the chat memory would
-                # make every later request invalid (the API refuses empty messages).
-                _log.warning("model returned no text: answering offline")
-                answer = replace(offline("The language model gave no answer, so I quote the documents.",
-                                         "model returned no text: offline answer"), usage=answer.usage)
-            if self.gate is not None:
-                await self.gate.charge(answer.usage)
+                answer = await self._model_answer(prompt, notes, lens, on_text, offline)
+                cost = answer.usage
+            finally:
+                if self.gate is not None:
+                    await self.gate.settle(estimate, cost)
 
         if mem is not None:
             await self.memory.record(
@@ -315,6 +298,38 @@ class Responder:
                 stable=[d.doc_id for d in prompt.stable_documents], sources=[s.label() for s in answer.sources],
                 generation=catalog.generation,
             )
+        return answer
+
+    async def _model_answer(
+        self, prompt: Prompt, notes: list[str], lens: frozenset[str],
+        on_text: Callable[[str], Awaitable[None]] | None, offline: Callable[[str, str], Answer],
+    ) -> Answer:
+        """The model's answer, or — the model busy, hung past the deadline, refusing the request
+        or silent — the quoted answer, marked as such."""
+        try:
+            answer = await asyncio.wait_for(self._ask_model(prompt, notes, lens, on_text), self.answer_deadline_s)
+        except TimeoutError:
+            _log.warning("model gave no answer within %ss: answering offline", self.answer_deadline_s)
+            answer = offline("The language model is unavailable right now, so I quote the documents.",
+                             "model timed out: offline answer")
+        except ModelUnavailable as exc:
+            # Busy, overloaded or timed out after the client's retries: the question still
+            # gets the grounded offline answer, marked as such, rather than only an error.
+            _log.warning("model unavailable (%s): answering offline", exc)
+            answer = offline("The language model is unavailable right now, so I quote the documents.",
+                             "model unavailable: offline answer")
+        except ConfigError as exc:
+            # A refused key, an unknown model name, a request too large: the host's to fix
+            # (logged at ERROR); the question still gets the quoted answer.
+            _log.error("model refused the request (%s): answering offline", exc)
+            answer = offline("The language model could not answer (the host has been told), so I quote the "
+                             "documents.", "model refused the request: offline answer")
+        if not answer.text.strip():
+            # No text (a refusal can come back empty): an empty turn in the chat memory would
+            # make every later request invalid (the API refuses empty messages).
+            _log.warning("model returned no text: answering offline")
+            answer = replace(offline("The language model gave no answer, so I quote the documents.",
+                                     "model returned no text: offline answer"), usage=answer.usage)
         return answer
 
     async def _ask_model(

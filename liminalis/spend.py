@@ -4,8 +4,12 @@ A public bot's model spend grows with its busiest channel; the host sets a ceili
 (``LIMINALIS_DAILY_TOKEN_BUDGET``) and, once a day's tokens are spent, answers fall back to the
 offline answerer (quoted passages with sources) until midnight UTC — the bot keeps answering,
 it only stops paying. Every token the API reports counts: input, output, and cache writes and
-reads. Recorded in SQLite, so a restart does not reset the day. The gate is checked before a
-call and charged after it, so the call that crosses the line completes; the next one does not.
+reads. Recorded in SQLite, so a restart does not reset the day.
+
+A call books its estimated cost before it is made (:meth:`DailyTokenGate.reserve`: the prompt
+plus the most it may write) and settles to what the API reported after (:meth:`settle`). The
+call that crosses the line completes; the next does not — and answers asked at once see each
+other's bookings, so a busy minute cannot spend the limit many times over.
 """
 
 from __future__ import annotations
@@ -14,6 +18,9 @@ from liminalis.ports import Clock, Usage
 from liminalis.store.sqlite import Database
 
 __all__ = ["DailyTokenGate", "tokens_of"]
+
+#: Add a day's tokens (params: day, n, n); a settlement may be negative, never the total.
+_ADD = "INSERT INTO token_usage VALUES (?, MAX(0, ?)) ON CONFLICT(day) DO UPDATE SET tokens = MAX(0, tokens + ?)"
 
 
 def tokens_of(usage: Usage) -> int:
@@ -42,9 +49,25 @@ class DailyTokenGate:
         return await self.spent_today() < self.limit
 
     async def charge(self, usage: Usage) -> None:
-        n = tokens_of(usage)
+        await self._add(tokens_of(usage))
+
+    async def reserve(self, estimate: int) -> bool:
+        """Book ``estimate`` tokens for a call about to be made, if today's spend (bookings
+        included) is under the limit; False, booking nothing, when it is not."""
+        day = self._day()
+        async with self.db.write() as conn:
+            async with conn.execute("SELECT tokens FROM token_usage WHERE day = ?", (day,)) as cur:
+                row = await cur.fetchone()
+            if (int(row[0]) if row else 0) >= self.limit:
+                return False
+            await conn.execute(_ADD, (day, max(0, estimate), max(0, estimate)))
+        return True
+
+    async def settle(self, estimate: int, usage: Usage) -> None:
+        """Replace a booking of ``estimate`` by what the call cost (nothing, when it failed)."""
+        await self._add(tokens_of(usage) - max(0, estimate))
+
+    async def _add(self, n: int) -> None:
         if n:
-            await self.db.execute(
-                "INSERT INTO token_usage VALUES (?, ?) ON CONFLICT(day) DO UPDATE SET tokens = tokens + excluded.tokens",
-                (self._day(), n),
-            )
+            async with self.db.write() as conn:
+                await conn.execute(_ADD, (self._day(), n, n))

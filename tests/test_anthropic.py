@@ -238,3 +238,36 @@ async def test_the_offline_fallbacks_hold_the_gm_wall(pinned_engine):
                     shown = " ".join([answer.text, *(f"{s.title} {s.doc_id}" for s in answer.sources)]).lower()
                     assert answer.model == "offline" and not [c for c in canaries if c in shown], q["question"]
         await spent.model.close()
+
+
+async def test_answers_asked_at_once_see_each_others_booking_of_the_daily_budget(pinned_engine):
+    """The gate was checked before a call and charged after it, so every answer in flight read
+    "under the limit" and a busy minute could spend it many times over. A call now books its
+    estimate first: the second answer asked meanwhile is quoted, and the booking settles to the
+    reported usage afterwards."""
+    import asyncio
+
+    from liminalis.spend import DailyTokenGate, tokens_of
+    from liminalis.testing import FrozenClock, ScriptedModel
+
+    started, release = asyncio.Event(), asyncio.Event()
+
+    class HeldModel(ScriptedModel):
+        async def complete(self, **kw):  # type: ignore[override]
+            started.set()
+            await release.wait()
+            return await super().complete(**kw)
+
+    gate = DailyTokenGate(pinned_engine.db, 1, clock=FrozenClock())
+    model = HeldModel(replies=["Ilsa paid it [The Drowned Bell]."])
+    responder = Responder(pinned_engine, model=model, gate=gate)
+    players = frozenset({"players"})
+    first = asyncio.create_task(responder.respond("emberfall", "Who paid her fine?", players))
+    await asyncio.wait_for(started.wait(), 30)
+    assert await gate.spent_today() > 1000  # booked: the prompt and the reply's room
+    second = await responder.respond("emberfall", "Who arrested her?", players)
+    assert second.model == "offline" and "budget is spent" in second.text
+    release.set()
+    answer = await first
+    assert answer.model == "scripted" and len(model.requests) == 1
+    assert await gate.spent_today() == tokens_of(answer.usage)
