@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from bot.service import BotService, IncomingMessage, Reply
+from liminalis.errors import LiminalisError
 
 __all__ = ["ConsoleAdapter", "format_reply"]
 
@@ -67,7 +68,20 @@ class ConsoleAdapter:
     async def run(self, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout,
                   input_fn: Callable[[str], str] | None = None) -> None:
         interactive = stdin.isatty()
-        stdout.write(f"Liminalis — campaign '{self.campaign}', lens {','.join(self.roles)}. /help for commands, /quit to leave.\n")
+        try:
+            cfg = await self.service.config(self.campaign)
+        except LiminalisError as exc:
+            stdout.write(f"{exc.user_message}\n")
+            stdout.flush()
+            return
+        # The lens in effect, not the one asked for: a name the campaign does not define is dropped.
+        lens = await self.service.lens_of(self.message(""), cfg)
+        unknown = [r for r in self.roles if r not in lens and r not in {"gm", "players"}]
+        if unknown:
+            stdout.write(f"Unknown lens name(s) {', '.join(unknown)}; this campaign's: "
+                         f"{', '.join(['gm', 'players', *cfg.lenses])}.\n")
+        stdout.write(f"Liminalis — campaign '{self.campaign}', lens {','.join(sorted(lens))}. "
+                     "/help for commands, /quit to leave.\n")
         stdout.flush()
         while True:
             try:

@@ -121,3 +121,18 @@ async def test_slack_player_and_gm_differ(sample_engine):
             assert player["blocks"] != gm["blocks"]
     finally:
         await api.close()
+
+
+async def test_console_banner_shows_the_lens_in_effect(sample_engine):
+    """`liminalis chat --lens mirell` printed "lens mirell" and answered as players: the banner
+    shows the lens that answers, and names the unknown one."""
+    import io
+
+    service = BotService(sample_engine, default_campaign="emberfall")
+    out = io.StringIO()
+    await ConsoleAdapter(service, campaign="emberfall", lens="mirell").run(stdin=io.StringIO(""), stdout=out)
+    text = out.getvalue()
+    assert "Unknown lens name(s) mirell" in text and "mirel" in text and "lens players." in text
+    out = io.StringIO()
+    await ConsoleAdapter(service, campaign="nosuch", lens="players").run(stdin=io.StringIO(""), stdout=out)
+    assert "No campaign named `nosuch`" in out.getvalue()
