@@ -341,6 +341,10 @@ class Responder:
                 system=prompt.system, messages=prompt.messages, cache_upto=prompt.cache_upto, max_tokens=self.max_tokens,
             )
             text, model_name, usage = done.text, done.model, done.usage
+            if done.stop_reason == "max_tokens" and text.strip():
+                # Cut at the length limit: say so rather than pass a half sentence off as whole.
+                text = text.rstrip() + " …\n\n_(The answer was cut short at its length limit.)_"
+                notes = [*notes, "model answer cut at max_tokens"]
         else:
             parts: list[str] = []
             async for chunk in self.model.stream(

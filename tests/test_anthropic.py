@@ -128,7 +128,11 @@ async def test_an_empty_reply_or_a_refused_request_gets_a_quoted_answer_and_the_
             refused = await responder.respond("emberfall", q, players, chat="discord:C1")
             assert refused.model == "offline" and "could not answer" in refused.text and refused.sources
             ok = await responder.respond("emberfall", "And who arrested her?", players, chat="discord:C1")
+            fake.script = ["cut"]
+            cut = await responder.respond("emberfall", "Who paid her fine?", players)
     assert ok.model != "offline" and ok.text == fake.reply.strip()
+    assert cut.text.startswith(fake.reply.strip()) and "cut short at its length limit" in cut.text
+    assert "model answer cut at max_tokens" in cut.notes
     assert all(msg["content"] for msg in fake.requests[-1]["body"]["messages"])
 
 

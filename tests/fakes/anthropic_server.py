@@ -4,7 +4,8 @@
 * Every request is recorded (headers, JSON body) in ``requests``.
 * ``script`` is a queue of behaviours for the next requests: ``"ok"`` (default when empty),
   an HTTP status such as ``529`` or ``429`` (an API error body), ``"hang"`` (sleep past any
-  client timeout), or ``"empty"`` (a message with no content blocks, as a refusal can be).
+  client timeout), ``"empty"`` (a message with no content blocks, as a refusal can be), or
+  ``"cut"`` (the reply stopped at ``max_tokens``).
 * As the real API, a request holding a message with empty content is refused with 400.
 * Prompt caching is simulated: the prefix up to and including the system block carrying
   ``cache_control`` is hashed; a prefix seen before reports ``cache_read_input_tokens``, a new
@@ -102,7 +103,8 @@ class FakeAnthropic:
         if not body.get("stream"):
             return web.json_response({
                 "id": msg_id, "type": "message", "role": "assistant", "model": body["model"],
-                "content": [] if action == "empty" else [{"type": "text", "text": self.reply}], "stop_reason": "end_turn",
+                "content": [] if action == "empty" else [{"type": "text", "text": self.reply}],
+                "stop_reason": "max_tokens" if action == "cut" else "end_turn",
                 "stop_sequence": None, "usage": usage,
             })
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
