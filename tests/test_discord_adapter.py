@@ -309,6 +309,9 @@ async def test_mention_sanitized_and_gm_mention_goes_to_dm(env):
     posted = api.find("POST", f"/channels/{CHANNEL_ID}/messages")
     assert posted and CANARY not in all_text(posted[0].json)
     assert posted[0].json["allowed_mentions"]["parse"] == []
+    # A reply still goes out if the question was deleted meanwhile (Discord refused it, and the
+    # answer was lost, when the reference had to exist).
+    assert posted[0].json["message_reference"]["fail_if_not_exists"] is False
     m2 = discord.Message(state=state, channel=channel, data=message_payload(
         "<@900000000000000002> what is the truth about the baron?", user_id=GM, roles=[GM_ROLE_ID], mid=2))
     await adapter.on_message(m2)

@@ -245,7 +245,7 @@ class DiscordAdapter:
         except Exception:
             _log.exception("discord mention failed")
             try:
-                await message.reply(NEUTRAL, allowed_mentions=NO_MENTIONS)
+                await _reply(message, NEUTRAL)
             except discord.HTTPException:
                 pass
 
@@ -260,12 +260,11 @@ class DiscordAdapter:
                 note = "I sent you the answer in a direct message."
             except discord.Forbidden:
                 note = "That answer is private, and I could not DM you. Use `/ask` here instead."
-            await send_with_retry(lambda: message.reply(note, allowed_mentions=NO_MENTIONS, mention_author=False))
+            await send_with_retry(lambda: _reply(message, note))
             return
         for i, out in enumerate(outs):
             if i == 0:
-                await send_with_retry(lambda out=out: message.reply(  # type: ignore[misc]
-                    content=out.content, embeds=list(out.embeds), allowed_mentions=NO_MENTIONS, mention_author=False))
+                await send_with_retry(lambda out=out: _reply(message, out.content, embeds=list(out.embeds)))  # type: ignore[misc]
             else:
                 await send_with_retry(lambda out=out: message.channel.send(  # type: ignore[misc]
                     content=out.content, embeds=list(out.embeds), allowed_mentions=NO_MENTIONS))
@@ -356,3 +355,10 @@ class DiscordAdapter:
         @tree.command(name="help", description="What Liminalis can do")
         async def help_(interaction: discord.Interaction) -> None:
             await run(interaction, "/help")
+
+
+def _reply(message: discord.Message, content: str | None, **kw: Any) -> Awaitable[discord.Message]:
+    """A reply in the message's channel that still goes out when the message is gone: the asker
+    deleting it while the bot thinks made Discord refuse the reply, and the answer was lost."""
+    return message.channel.send(content, reference=message.to_reference(fail_if_not_exists=False),
+                                allowed_mentions=NO_MENTIONS, mention_author=False, **kw)
