@@ -478,3 +478,16 @@ def test_a_huge_document_is_never_tokenized_whole():
     again = stable_document(ContextDoc("big", "Big", "lore", ""), huge, cap_tokens=600, counter=c)
     assert again.text == standing.text
     assert not c.lengths  # the next question pays nothing
+
+
+def test_clip_keeps_what_retrieval_matched_even_without_the_questions_words():
+    """Evidence found by meaning shares few words with the question; clipping by word overlap
+    alone kept the document's head and cut the matched paragraph."""
+    paras = [f"Harbour note {i}: the gulls circled the pier and the tide went out again." for i in range(40)]
+    paras[30] = "The monarch of the night bazaar wears a mask of hammered silver and never speaks."
+    text = "\n\n".join(paras)
+    question = "Who rules the moonlit market?"
+    kept, _ = clip_text(text, 150, query=question, prefer=[paras[30]])
+    assert "monarch of the night bazaar" in kept
+    head, _ = clip_text(text, 150, query=question)
+    assert "monarch" not in head and "Harbour note 0" in head

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from liminalis.context.material import ContextDoc, count_blocks
@@ -126,14 +126,33 @@ def _best_window(units: Sequence[str], sizes: Sequence[int], overlap: Sequence[i
     return {k for k in range(*best_span) if units[k]}
 
 
+#: What a unit holding matched text scores above any overlap with the question's words.
+_MATCHED_BONUS = 1000
+
+
+def _probes(passages: Sequence[str], *, size: int = 60) -> set[str]:
+    """Pieces of ``passages`` to find them by in a document's units: the start of each line or
+    sentence long enough to be distinctive (a unit boundary may fall anywhere in a passage)."""
+    out: set[str] = set()
+    for p in passages:
+        for piece in re.split(r"(?<=[.!?])\s+|\n+", p):
+            piece = piece.strip()
+            if len(piece) >= 30:
+                out.add(piece[:size])
+    return out
+
+
 def clip_text(
     text: str, target: int, *, query: str = "", unit_tokens: int = 120, contiguous: bool = True,
-    counter: TokenCounter | None = None,
+    counter: TokenCounter | None = None, prefer: Sequence[str] = (),
 ) -> tuple[str, int]:
     """Cut ``text`` to about ``target`` tokens, keeping the units closest to ``query``.
 
     With ``contiguous`` (the default) the kept text is first the run of neighbouring units with
     the most query-term overlap that fits, then any other units by overlap while room is left.
+    Units holding text of a ``prefer`` passage (what retrieval matched) come before any that only
+    share words with the question: evidence found by meaning (the dense arm, the reranker) shares
+    few words with it, and was cut for the document's first paragraphs.
 
     Returns the clipped text (with a marker at every cut) and its token count. The best unit is
     always kept, even when it alone exceeds ``target``.
@@ -143,6 +162,9 @@ def clip_text(
     q = set(_TOKENIZER(query))
     # No query terms (a standing document, clipped head-first): nothing to overlap with.
     overlap = [len(q & set(_TOKENIZER(u))) if u and q else 0 for u in units]
+    probes = _probes(prefer)
+    if probes:
+        overlap = [o + (_MATCHED_BONUS if u and any(pr in u for pr in probes) else 0) for o, u in zip(overlap, units, strict=True)]
     marker_cost = 20
     # The densest contiguous run first: what a question asks about usually spans neighbouring
     # paragraphs (a scene, an exchange), and scattered best-matching lines lose the connective
@@ -179,6 +201,7 @@ def fit_budget(
     query: str = "",
     params: BudgetParams = BudgetParams(),
     counter: TokenCounter | None = None,
+    prefer: Mapping[str, Sequence[str]] | None = None,
 ) -> Fitted:
     """Degrade ``docs`` until ``reserved`` plus their blocks fit ``budget`` (or the floors bind).
 
@@ -187,6 +210,7 @@ def fit_budget(
         budget: total tokens for the turn, including ``reserved``.
         reserved: tokens already spent outside these documents (system prompt, history, question).
         query: the question, which decides what clipping keeps.
+        prefer: by document id, the passages retrieval matched: clipping keeps them first.
     """
     c = counter or default_counter()
     current = list(docs)
@@ -217,7 +241,7 @@ def fit_budget(
         target = max(params.clip_floor, sizes[i] - (total() - budget))
         head = c.count(current[i].block()) - c.count(current[i].text.strip())
         text, _ = clip_text(current[i].text, max(1, target - head), query=query, unit_tokens=params.unit_tokens,
-                            contiguous=params.contiguous, counter=c)
+                            contiguous=params.contiguous, counter=c, prefer=(prefer or {}).get(current[i].doc_id, ()))
         new = current[i].with_text(text, "clipped")
         new_size = c.count(new.block())
         if new_size >= sizes[i]:
