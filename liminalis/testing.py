@@ -22,6 +22,7 @@ from liminalis.lens import GM
 from liminalis.ports import Completion, Message, Usage, VectorHit, VectorRecord
 
 __all__ = [
+    "HeldModel",
     "HashEmbedder", "MemoryVectorStore", "ScriptedModel", "FrozenClock", "KeywordReranker",
     "BrokenReranker", "SlowReranker",
 ]
@@ -163,6 +164,24 @@ class ScriptedModel:
         c = await self.complete(system=system, messages=messages, cache_upto=cache_upto, max_tokens=max_tokens, role=role)
         for i in range(0, len(c.text), 40):
             yield c.text[i : i + 40]
+
+
+@dataclass
+class HeldModel(ScriptedModel):
+    """A ``ScriptedModel`` that holds each reply until ``release`` is set (``started`` says a
+    request arrived): for the races of an answer in flight."""
+
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def complete(
+        self, *, system: Sequence[str], messages: Sequence[Message], cache_upto: int = 0,
+        max_tokens: int = 800, role: str = "reply",
+    ) -> Completion:
+        self.started.set()
+        await self.release.wait()
+        return await super().complete(system=system, messages=messages, cache_upto=cache_upto,
+                                      max_tokens=max_tokens, role=role)
 
 
 class FrozenClock:

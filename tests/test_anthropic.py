@@ -252,18 +252,11 @@ async def test_answers_asked_at_once_see_each_others_booking_of_the_daily_budget
     import asyncio
 
     from liminalis.spend import DailyTokenGate, tokens_of
-    from liminalis.testing import FrozenClock, ScriptedModel
-
-    started, release = asyncio.Event(), asyncio.Event()
-
-    class HeldModel(ScriptedModel):
-        async def complete(self, **kw):  # type: ignore[override]
-            started.set()
-            await release.wait()
-            return await super().complete(**kw)
+    from liminalis.testing import FrozenClock, HeldModel
 
     gate = DailyTokenGate(pinned_engine.db, 1, clock=FrozenClock())
     model = HeldModel(replies=["Ilsa paid it [The Drowned Bell]."])
+    started, release = model.started, model.release
     responder = Responder(pinned_engine, model=model, gate=gate)
     players = frozenset({"players"})
     first = asyncio.create_task(responder.respond("emberfall", "Who paid her fine?", players))

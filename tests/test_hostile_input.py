@@ -329,18 +329,11 @@ async def test_an_answer_in_flight_when_its_document_is_hidden_is_not_remembered
     import asyncio
 
     from liminalis.answer import Responder
-    from liminalis.testing import ScriptedModel
+    from liminalis.testing import HeldModel
 
     engine = service.engine
-    started, release = asyncio.Event(), asyncio.Event()
-
-    class HeldModel(ScriptedModel):
-        async def complete(self, **kw):  # type: ignore[override]
-            started.set()
-            await release.wait()
-            return await super().complete(**kw)
-
     model = HeldModel(replies=["The baron collects silver bells [Baron Aldric]."])
+    started, release = model.started, model.release
     responder = Responder(engine, model=model)
     players = frozenset({"players"})
     answering = asyncio.create_task(responder.respond("greyhold", "What does the baron collect?", players, chat="discord:C1"))
