@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from bench.common import CACHE_DIR
-from bench.train_ranker import add_group_args, fit_model, group_features, plain_embedder
+from bench.train_ranker import HIDDEN_STEPS, add_group_args, fit_model, group_features, plain_embedder
 from liminalis.retrieval.learned import FEATURES
 
 __all__ = ["held_out_scores", "compare", "main"]
@@ -131,7 +131,7 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
         scores = held_out_scores(data, drop=sorted({*against, *columns(variant)}), l2=args.l2, steps=args.steps)
         report[f"without {variant}"] = compare(base, scores)
     for units in args.hidden:
-        scores = held_out_scores(data, drop=against, l2=args.l2, steps=args.steps, hidden=units)
+        scores = held_out_scores(data, drop=against, l2=args.l2, steps=HIDDEN_STEPS, hidden=units)
         report[f"hidden {units}"] = compare(base, scores)
     for name, rows in report.items():
         if not isinstance(rows, dict) or name == "groups":

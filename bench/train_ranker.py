@@ -234,7 +234,7 @@ def fit_hidden(examples: Sequence[tuple[np.ndarray, np.ndarray]], *, units: int,
 def fit_model(examples: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float, steps: int, hidden: int = 0,
               ) -> LearnedRanker:
     """:func:`fit` (linear), or :func:`fit_hidden` with ``hidden`` units."""
-    return fit_hidden(examples, units=hidden, l2=l2) if hidden else fit(examples, l2=l2, steps=steps)
+    return fit_hidden(examples, units=hidden, l2=l2, steps=steps) if hidden else fit(examples, l2=l2, steps=steps)
 
 
 def evaluate(model: LearnedRanker | None, examples: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
@@ -253,7 +253,7 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     add_group_args(ap)
     ap.add_argument("--limit", type=int, help="queries per group (a quick run)")
     ap.add_argument("--l2", type=float, nargs="*", default=[1e-4, 1e-3, 1e-2, 1e-1])
-    ap.add_argument("--steps", type=int, default=400, help="linear model's steps (a hidden layer trains 1500)")
+    ap.add_argument("--steps", type=int, help=f"optimiser steps (default: 400 linear, {HIDDEN_STEPS} with a hidden layer)")
     ap.add_argument("--hidden", type=int, default=16, help="units of a tanh hidden layer (0: linear; 16 ships)")
     ap.add_argument("--out", type=Path, default=ROOT / "models" / "ranker")
     ap.add_argument("--query-adapter-folds", type=Path,
@@ -261,6 +261,7 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
                          "each group's dense features come from the adapter fit without it")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
+    steps = args.steps or (HIDDEN_STEPS if args.hidden else 400)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     embedder = embedder or plain_embedder(args.embedder)
@@ -270,17 +271,17 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     valid = [e for name, ex in data.items() if name in args.valid for e in ex]
     rows = []
     for l2 in args.l2:
-        model = fit_model(train, l2=l2, steps=args.steps, hidden=args.hidden)
+        model = fit_model(train, l2=l2, steps=steps, hidden=args.hidden)
         rows.append((l2, evaluate(model, valid) if valid else evaluate(model, train)))
         print(f"l2 {l2:g}: validation MRR {rows[-1][1]:.4f} (fused order {evaluate(None, valid or train):.4f})")
     best_l2 = max(rows, key=lambda r: (r[1], r[0]))[0]
-    chosen = fit_model(train, l2=best_l2, steps=args.steps, hidden=args.hidden)
+    chosen = fit_model(train, l2=best_l2, steps=steps, hidden=args.hidden)
     by_group = {name: {"fused": round(evaluate(None, data[name]), 4), "learned": round(evaluate(chosen, data[name]), 4)}
                 for name in args.valid if name in data}
-    final = dataclasses.replace(fit_model(train + valid, l2=best_l2, steps=args.steps, hidden=args.hidden),
+    final = dataclasses.replace(fit_model(train + valid, l2=best_l2, steps=steps, hidden=args.hidden),
                                 embedder=embedder.model_id)
     report = {
-        "l2": best_l2, "steps": HIDDEN_STEPS if args.hidden else args.steps, "hidden": args.hidden, "validation_mrr": dict((f"{k:g}", round(v, 4)) for k, v in rows),
+        "l2": best_l2, "steps": steps, "hidden": args.hidden, "validation_mrr": dict((f"{k:g}", round(v, 4)) for k, v in rows),
         "validation_fused_mrr": round(evaluate(None, valid), 4) if valid else None,
         "validation_by_group": by_group,
         "features_from_cache": cached,

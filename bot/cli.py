@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(_run(args))
     except LiminalisError as exc:
         # The person at this terminal is the host: a setting's error names the setting.
-        detail = f" ({exc})" if isinstance(exc, ConfigError) and str(exc) and str(exc) != exc.user_message else ""
+        detail = f" ({exc})" if isinstance(exc, ConfigError) and str(exc) != exc.user_message else ""
         print(f"error: {exc.user_message}{detail}", file=sys.stderr)
         _log.debug("details: %s", exc)
         return 2

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from bot.service import BotService, IncomingMessage, Reply
 from liminalis.errors import LiminalisError
+from liminalis.lens import GM, PLAYERS
 
 __all__ = ["ConsoleAdapter", "format_reply"]
 
@@ -76,10 +77,10 @@ class ConsoleAdapter:
             return
         # The lens in effect, not the one asked for: a name the campaign does not define is dropped.
         lens = await self.service.lens_of(self.message(""), cfg)
-        unknown = [r for r in self.roles if r not in lens and r not in {"gm", "players"}]
+        unknown = [r for r in self.roles if r not in lens and r not in {GM, PLAYERS}]
         if unknown:
             stdout.write(f"Unknown lens name(s) {', '.join(unknown)}; this campaign's: "
-                         f"{', '.join(['gm', 'players', *cfg.lenses])}.\n")
+                         f"{', '.join([GM, PLAYERS, *cfg.lenses])}.\n")
         stdout.write(f"Liminalis — campaign '{self.campaign}', lens {','.join(sorted(lens))}. "
                      "/help for commands, /quit to leave.\n")
         stdout.flush()

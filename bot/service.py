@@ -184,20 +184,22 @@ class BotService:
         invited the public bot to a server of their own and named a role "GM" there could claim
         it first.) A channel linked before homes were recorded claims its server on its first
         message."""
+        return await self._home_state(msg, cfg) == "home"
+
+    async def _home_state(self, msg: IncomingMessage, cfg: CampaignConfig) -> str:
+        """``home``, ``away`` (the campaign has other home servers), or ``unclaimed`` (it has none)."""
         if msg.platform != "discord" or msg.guild_id is None:
-            return True
+            return "home"
         if cfg.roles.discord_guilds:
-            return msg.guild_id in cfg.roles.discord_guilds
+            return "home" if msg.guild_id in cfg.roles.discord_guilds else "away"
         homes = await self.directory.homes("discord", cfg.slug)
-        if msg.guild_id in homes:
-            return True
         if homes:
-            return False
+            return "home" if msg.guild_id in homes else "away"
         linked = await self.directory.campaign_for(msg.platform, msg.channel_id, msg.parent_id)
         if linked == cfg.slug:
             await self.directory.claim("discord", cfg.slug, msg.guild_id)
-            return True
-        return False
+            return "home"
+        return "unclaimed"
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -316,8 +318,9 @@ class BotService:
                 raise InvalidInput("bad link", user_message="Usage: `/campaign link <slug>`")
             cfg = await self.config(validate_slug(parts[1]))
             lens = await self.lens_of(msg, cfg)
-            if not lens.is_gm and not await self.at_home(msg, cfg):
-                if not cfg.roles.discord_guilds and not await self.directory.homes("discord", cfg.slug) and not any(
+            home = "home" if lens.is_gm else await self._home_state(msg, cfg)
+            if home != "home":
+                if home == "unclaimed" and not any(
                         platform == "discord" for platform, _ in await self.directory.links(cfg.slug)):
                     raise PermissionDenied("first link by role name", user_message=(
                         f"**{cfg.name}** has no Discord server yet. Its first link takes a GM listed by user id "

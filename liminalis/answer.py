@@ -308,16 +308,14 @@ class Responder:
         or silent — the quoted answer, marked as such."""
         try:
             answer = await asyncio.wait_for(self._ask_model(prompt, notes, lens, on_text), self.answer_deadline_s)
-        except TimeoutError:
-            _log.warning("model gave no answer within %ss: answering offline", self.answer_deadline_s)
+        except (TimeoutError, ModelUnavailable) as exc:
+            # Busy, overloaded, timed out after the client's retries or past the answer's own
+            # deadline: the question still gets the grounded offline answer, marked as such.
+            hung = isinstance(exc, TimeoutError)
+            _log.warning("model unavailable (%s): answering offline",
+                         f"no answer within {self.answer_deadline_s}s" if hung else exc)
             answer = offline("The language model is unavailable right now, so I quote the documents.",
-                             "model timed out: offline answer")
-        except ModelUnavailable as exc:
-            # Busy, overloaded or timed out after the client's retries: the question still
-            # gets the grounded offline answer, marked as such, rather than only an error.
-            _log.warning("model unavailable (%s): answering offline", exc)
-            answer = offline("The language model is unavailable right now, so I quote the documents.",
-                             "model unavailable: offline answer")
+                             "model timed out: offline answer" if hung else "model unavailable: offline answer")
         except ConfigError as exc:
             # A refused key, an unknown model name, a request too large: the host's to fix
             # (logged at ERROR); the question still gets the quoted answer.

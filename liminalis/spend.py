@@ -41,8 +41,8 @@ class DailyTokenGate:
     def _day(self) -> str:
         return self.clock.now().strftime("%Y-%m-%d")
 
-    async def spent_today(self) -> int:
-        row = await self.db.fetchone("SELECT tokens FROM token_usage WHERE day = ?", (self._day(),))
+    async def spent_today(self, day: str | None = None) -> int:
+        row = await self.db.fetchone("SELECT tokens FROM token_usage WHERE day = ?", (day or self._day(),))
         return int(row["tokens"]) if row else 0
 
     async def allows(self) -> bool:
@@ -55,10 +55,8 @@ class DailyTokenGate:
         """Book ``estimate`` tokens for a call about to be made, if today's spend (bookings
         included) is under the limit; False, booking nothing, when it is not."""
         day = self._day()
-        async with self.db.write() as conn:
-            async with conn.execute("SELECT tokens FROM token_usage WHERE day = ?", (day,)) as cur:
-                row = await cur.fetchone()
-            if (int(row[0]) if row else 0) >= self.limit:
+        async with self.db.write() as conn:  # (reads share the connection; the lock orders the writers)
+            if await self.spent_today(day) >= self.limit:
                 return False
             await conn.execute(_ADD, (day, max(0, estimate), max(0, estimate)))
         return True
@@ -69,5 +67,4 @@ class DailyTokenGate:
 
     async def _add(self, n: int) -> None:
         if n:
-            async with self.db.write() as conn:
-                await conn.execute(_ADD, (self._day(), n, n))
+            await self.db.execute(_ADD, (self._day(), n, n))

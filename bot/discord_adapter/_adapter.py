@@ -114,19 +114,17 @@ class DiscordAdapter:
             for gid in self.guild_ids:
                 guild = discord.Object(id=gid)
                 self.tree.copy_global_to(guild=guild)
-                try:
-                    synced = await self.tree.sync(guild=guild)
-                except discord.HTTPException as exc:
-                    _log.error("discord: syncing commands to guild %s failed (%s); is the bot in it?", gid, exc)
-                    continue
-                _log.info("discord: synced %d commands to guild %s", len(synced), gid)
+                await self._sync(guild, f"to guild {gid}")
         else:
-            try:
-                synced = await self.tree.sync()
-            except discord.HTTPException as exc:
-                _log.error("discord: syncing global commands failed (%s); the last synced set stays", exc)
-                return
-            _log.info("discord: synced %d global commands (may take up to an hour to appear)", len(synced))
+            await self._sync(None, "globally (may take up to an hour to appear)")
+
+    async def _sync(self, guild: discord.Object | None, where: str) -> None:
+        try:
+            synced = await self.tree.sync(guild=guild)
+        except discord.HTTPException as exc:
+            _log.error("discord: syncing commands %s failed (%s); is the bot in it?", where, exc)
+            return
+        _log.info("discord: synced %d commands %s", len(synced), where)
 
     async def on_ready(self) -> None:
         _log.info("discord: connected as %s to %d guild(s)", self.client.user, len(self.client.guilds))

@@ -29,6 +29,7 @@ from liminalis.context.material import ContextDoc, count_blocks
 from liminalis.context.tokens import TokenCounter, default_counter
 from liminalis.ingest.sentences import split_sentences
 from liminalis.retrieval.lexical import Tokenizer
+from liminalis.types import Span
 
 __all__ = ["BudgetParams", "Fitted", "fit_budget", "clip_text", "clip_marker", "CLIP_MARKER"]
 
@@ -201,7 +202,8 @@ def fit_budget(
     query: str = "",
     params: BudgetParams = BudgetParams(),
     counter: TokenCounter | None = None,
-    prefer: Mapping[str, Sequence[str]] | None = None,
+    texts: Mapping[str, str] | None = None,
+    matched: Mapping[str, Sequence[Span]] | None = None,
 ) -> Fitted:
     """Degrade ``docs`` until ``reserved`` plus their blocks fit ``budget`` (or the floors bind).
 
@@ -210,7 +212,8 @@ def fit_budget(
         budget: total tokens for the turn, including ``reserved``.
         reserved: tokens already spent outside these documents (system prompt, history, question).
         query: the question, which decides what clipping keeps.
-        prefer: by document id, the passages retrieval matched: clipping keeps them first.
+        texts, matched: documents' full texts and, by id, the spans retrieval matched in them:
+            clipping keeps those passages first (read only for a document being clipped).
     """
     c = counter or default_counter()
     current = list(docs)
@@ -240,8 +243,10 @@ def fit_budget(
             i = max(cands, key=lambda j: (sizes[j], -j))
         target = max(params.clip_floor, sizes[i] - (total() - budget))
         head = c.count(current[i].block()) - c.count(current[i].text.strip())
+        full = (texts or {}).get(current[i].doc_id, "")
+        prefer = [full[sp.start:sp.end] for sp in (matched or {}).get(current[i].doc_id, ())] if full else []
         text, _ = clip_text(current[i].text, max(1, target - head), query=query, unit_tokens=params.unit_tokens,
-                            contiguous=params.contiguous, counter=c, prefer=(prefer or {}).get(current[i].doc_id, ()))
+                            contiguous=params.contiguous, counter=c, prefer=prefer)
         new = current[i].with_text(text, "clipped")
         new_size = c.count(new.block())
         if new_size >= sizes[i]:

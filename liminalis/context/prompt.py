@@ -211,9 +211,8 @@ def build_prompt(
                                 None if budget is None else budget - reserved, c)
     fitted: Fitted | None = None
     if budget is not None:
-        prefer = {d: [texts[d][sp.start:sp.end] for sp in spans] for d, spans in (matched or {}).items() if d in texts}
         fitted = fit_budget(docs, budget, reserved=reserved, query=clip_query or question, params=budget_params,
-                            counter=c, prefer=prefer)
+                            counter=c, texts=texts, matched=matched)
         docs = list(fitted.documents)
     volatile_parts = []
     if docs:
