@@ -57,6 +57,9 @@ class CampaignConfig:
     recap_cron: str = ""
     recap_channel: str = ""
     whole_document_chars: int = 2400
+    #: Who reads an uploaded file that says nothing itself (no front matter ``visibility``) and
+    #: was uploaded without a visibility option: GM-only unless ``upload_visibility`` says so.
+    upload_visibility: str = "gm"
     # Runtime uploads live outside the (git-tracked) campaign folder, under the data directory;
     # their documents get ids under ``uploads/``.
     uploads_root: Path | None = None
@@ -116,7 +119,7 @@ def load_campaign(root: Path, slug: str | None = None) -> CampaignConfig:
     for lens, spec in _table(data.get("lens_members"), "lens_members").items():
         spec = _table(spec, f"lens_members.{lens}")
         members[str(lens)] = {k: _strs(v, f"lens_members.{lens}.{k}") for k, v in spec.items()}
-    lenses = tuple(l.lower() for l in _strs(data.get("lenses"), "lenses") if l.lower() not in {"gm", "players"})
+    lenses = tuple(l.lower() for l in _strs(data.get("lenses"), "lenses") if l.lower() not in {"gm", "players"} and re.fullmatch(r"[a-z0-9][\w-]*", l.lower()))
     recap = _table(data.get("recap"), "recap")
     try:
         whole_chars = int(data.get("whole_document_chars", 2400))
@@ -141,4 +144,5 @@ def load_campaign(root: Path, slug: str | None = None) -> CampaignConfig:
         recap_cron=str(recap.get("cron", "")),
         recap_channel=str(recap.get("channel", "")),
         whole_document_chars=whole_chars,
+        upload_visibility=str(data.get("upload_visibility", "gm")).strip().lower() or "gm",
     )

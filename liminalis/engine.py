@@ -16,6 +16,7 @@ from pathlib import Path
 from liminalis.campaign import CampaignConfig, load_campaign, validate_slug
 from liminalis.errors import InvalidInput, NotFound, NotReady, UnknownCampaign
 from liminalis.ingest.indexer import Indexer, IngestOptions
+from liminalis.ingest.sections import source_of
 from liminalis.lens import GM, visible
 from liminalis.ports import Embedder, Reranker, VectorStore
 from liminalis.retrieval.learned import DocumentRanker
@@ -246,24 +247,26 @@ class Engine:
                 return prefix[0][0]
             raise NotFound(f"no document {key!r} for lens {sorted(lens)}")
         path = key.strip().removeprefix("./")
-        if path in found or path.rsplit(".", 1)[0] in found:  # a document's own path is never ambiguous
-            return path if path in found else path.rsplit(".", 1)[0]
-        if len(found) > 1:  # two documents share the name: never pick one silently (all are visible to the lens)
+        own = [d for d in found if source_of(d) in {path, path.rsplit(".", 1)[0]}]
+        if own:  # a document's own path is never ambiguous
+            return own[0]
+        if len({source_of(d) for d in found}) > 1:  # two documents share the name: never pick one silently (all are visible to the lens)
             paths = ", ".join(f"`{d}`" for d in found[:5])
             raise InvalidInput("ambiguous document", user_message=f"Several documents are called that: {paths}. Use one of these paths.")
         return found[0]
 
     async def add_pin(self, slug: str, key: str, lens: frozenset[str], *, scope: str = CAMPAIGN_SCOPE) -> str:
         doc_id = await self.resolve_document(slug, key, lens)
+        # A pin names the file, not the view this lens read: each lens then gets its own view.
         await self.db.execute(
-            "INSERT OR IGNORE INTO pins VALUES (?, ?, ?, ?)", (validate_slug(slug), scope, doc_id, time.time())
+            "INSERT OR IGNORE INTO pins VALUES (?, ?, ?, ?)", (validate_slug(slug), scope, source_of(doc_id), time.time())
         )
         return doc_id
 
     async def remove_pin(self, slug: str, key: str, lens: frozenset[str], *, scope: str = CAMPAIGN_SCOPE) -> str:
         doc_id = await self.resolve_document(slug, key, lens)
         if not await self.db.execute("DELETE FROM pins WHERE campaign = ? AND scope = ? AND doc_id = ?",
-                                     (slug, scope, doc_id)):
+                                     (slug, scope, source_of(doc_id))):
             raise InvalidInput("not pinned", user_message="That document is not pinned.")
         return doc_id
 
@@ -272,7 +275,7 @@ class Engine:
         cat = await self.retriever.catalog(validate_slug(slug))
         config = await self.campaign(slug)
         out = []
-        stored = [d for d in await self.pins(slug, chat) if d in cat.documents]  # ids, as resolve_pins
+        stored = [v for d in await self.pins(slug, chat) for v in cat.views_of(d, lens)]  # ids, as resolve_pins
         for keys in (*(cat.resolve_key(k, lens) for k in config.always_include), stored):
             for d in keys:
                 if cat.visible_doc(d, lens) and d not in {o[0] for o in out}:

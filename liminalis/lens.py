@@ -9,16 +9,25 @@ Two barriers, decided here and nowhere else:
   of what each allows, never more.
 
 Default-deny: an unknown or malformed visibility value, or a document in a GM folder, is GM-only.
+
+A document with hidden sections is read through views (:mod:`liminalis.ingest.sections`): the
+GM reads its whole text, and the shared view the other readers get carries :data:`NOT_GM`, so
+the GM never reads the same document twice. The rule, which every store filter applies too::
+
+    visible(V, L) = NOT_GM ∉ V                  if gm ∈ L
+                    (V ∖ {gm, NOT_GM}) ∩ L ≠ ∅  otherwise
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["GM", "PLAYERS", "Lens", "visible", "parse_visibility", "players_lens", "gm_lens"]
+__all__ = ["GM", "PLAYERS", "NOT_GM", "Lens", "visible", "narrowest", "parse_visibility", "players_lens", "gm_lens"]
 
 GM = "gm"
 PLAYERS = "players"
+#: In a visibility set: the GM reads this document's whole text in another view, not this one.
+NOT_GM = "-gm"
 
 
 class Lens(frozenset[str]):
@@ -52,17 +61,30 @@ def gm_lens() -> Lens:
 def visible(visibility: Iterable[str], lens: Iterable[str]) -> bool:
     """Return whether a document with ``visibility`` may be shown to ``lens``.
 
-    ``visibility`` is the set of lens names allowed to read the document; ``gm`` is implicit.
+    ``visibility`` is the set of lens names allowed to read the document; ``gm`` is implicit,
+    save for a shared view marked :data:`NOT_GM` (the GM reads the whole text instead).
     """
     lens_set = set(lens)
+    vis = set(visibility)
     if GM in lens_set:
-        return True
-    allowed = set(visibility) - {GM}
-    return bool(allowed & lens_set)
+        return NOT_GM not in vis
+    return bool((vis - {GM, NOT_GM}) & lens_set)
+
+
+def narrowest(a: frozenset[str], b: frozenset[str]) -> frozenset[str]:
+    """The more restrictive of two visibilities: who both let read. ``players`` (every player)
+    contains each personal lens; two personal lenses that differ leave only the GM."""
+    na, nb = set(a) - {GM, NOT_GM}, set(b) - {GM, NOT_GM}
+    if PLAYERS in na:
+        na = nb if PLAYERS not in nb else na
+    elif PLAYERS in nb:
+        nb = na
+    both = na & nb
+    return frozenset(both | {GM}) if both else frozenset({GM})
 
 
 def parse_visibility(
-    raw: object, *, known_lenses: Iterable[str], gm_path: bool
+    raw: object, *, known_lenses: Iterable[str], gm_path: bool, default: object = PLAYERS
 ) -> frozenset[str]:
     """Normalise a front-matter ``visibility`` value.
 
@@ -70,6 +92,7 @@ def parse_visibility(
         raw: the front-matter value (``"gm"``, ``"players"``, a list, or ``None``).
         known_lenses: lens names the campaign defines besides ``gm`` and ``players``.
         gm_path: the document lies under one of the campaign's GM folders.
+        default: the value a document that names none gets (an upload's is GM-only).
 
     Returns:
         The allowed lens names. GM-only is ``{"gm"}``. Anything not understood is GM-only.
@@ -77,7 +100,9 @@ def parse_visibility(
     if gm_path:
         return frozenset({GM})
     if raw is None:
-        return frozenset({PLAYERS})
+        if default == PLAYERS:
+            return frozenset({PLAYERS})
+        return parse_visibility(default, known_lenses=known_lenses, gm_path=False, default=GM)
     values: list[object] = list(raw) if isinstance(raw, (list, tuple)) else [raw]
     known = {GM, PLAYERS, *known_lenses}
     names: set[str] = set()

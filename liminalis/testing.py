@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from liminalis.lens import GM
+from liminalis.lens import visible
 from liminalis.ports import Completion, Message, Usage, VectorHit, VectorRecord
 
 __all__ = [
@@ -98,7 +98,7 @@ class MemoryVectorStore:
         for r in self.rows.get(campaign, {}).values():
             if only is not None and r.doc_id not in only:
                 continue
-            if GM not in lens and not (set(r.visibility) & (set(lens) - {GM})):
+            if not visible(r.visibility, lens):
                 continue
             out.append(VectorHit(r.id, r.passage_id, r.doc_id, r.kind, float(np.dot(r.vector, vector))))
         out.sort(key=lambda h: -h.score)

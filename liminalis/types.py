@@ -10,6 +10,7 @@ __all__ = [
     "Passage",
     "Window",
     "SkippedFile",
+    "FileReport",
     "IngestReport",
     "Candidate",
     "Hit",
@@ -83,6 +84,25 @@ class SkippedFile:
 
 
 @dataclass(slots=True)
+class FileReport:
+    """What one ingest did to one file (an upload's reply lists these).
+
+    ``added``/``changed``/``removed`` count the passages of the file's whole text: a passage
+    replaced by a new one is a change, the rest are additions or removals."""
+
+    path: str
+    doc_id: str
+    visibility: frozenset[str]
+    type: str
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    hidden_sections: int = 0
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(slots=True)
 class IngestReport:
     """What one ingest run did (the ``--json`` output)."""
 
@@ -93,7 +113,10 @@ class IngestReport:
     embedded: int = 0
     windows_embedded: int = 0
     documents_removed: int = 0
+    #: Hidden sections (secrets inside documents) in the files read this run.
+    hidden_sections: int = 0
     skipped: list[SkippedFile] = field(default_factory=list)
+    files: list[FileReport] = field(default_factory=list)
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, object]:
@@ -105,6 +128,8 @@ class IngestReport:
             "embedded": self.embedded,
             "windows_embedded": self.windows_embedded,
             "documents_removed": self.documents_removed,
+            "hidden_sections": self.hidden_sections,
+            "warnings": [{"path": f.path, "warning": w} for f in self.files for w in f.warnings],
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
             "seconds": round(self.seconds, 3),
         }

@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from liminalis.errors import StoreError
-from liminalis.lens import GM
+from liminalis.lens import GM, NOT_GM, visible
 from liminalis.ports import VectorHit, VectorRecord
 
 __all__ = ["MilvusVectorStore", "collection_name"]
@@ -292,16 +292,23 @@ class MilvusVectorStore:
         if doc_ids is not None and not doc_ids:
             return []
         if GM not in lens:
-            names = sorted(lens - {GM})
+            names = sorted(lens - {GM, NOT_GM})
             if not names:
                 return []
             if visibilities is not None:
-                keys = sorted({visibility_key(v) for v in visibilities if set(v) & set(names)})
+                keys = sorted({visibility_key(v) for v in visibilities if visible(v, lens)})
                 if not keys:
                     return []
                 kwargs["filter"] = f"vkey in {_str_list(keys)}"
             else:
                 kwargs["filter"] = f"array_contains_any(vis, {_str_list(names)})"
+        elif visibilities is None:
+            kwargs["filter"] = f"not array_contains(vis, {_str_list([NOT_GM])[1:-1]})"
+        elif any(NOT_GM in v for v in visibilities):
+            # The GM reads a file with hidden sections whole, not its shared view: without such
+            # files the GM's search stays unfiltered, as it always was.
+            keys = sorted({visibility_key(v) for v in visibilities if visible(v, lens)})
+            kwargs["filter"] = f"vkey in {_str_list(keys)}"
 
         def exact() -> list[VectorHit]:
             # A search restricted to a few documents is exact: the index's approximate search
@@ -328,7 +335,6 @@ class MilvusVectorStore:
                         vectors=np.asarray([r["vector"] for r in rs], dtype=np.float32).reshape(len(rs), -1),
                     )
             q = np.asarray(vector, dtype=np.float32)
-            see = lens - {GM}
             hits: list[VectorHit] = []
             for d in wanted:
                 rows = cache[d]
@@ -339,7 +345,7 @@ class MilvusVectorStore:
                 hits.extend(
                     VectorHit(id=rows.ids[k], passage_id=rows.passage_ids[k], doc_id=d, kind=rows.kinds[k], score=float(scores[k]))
                     for k in range(len(rows.ids))
-                    if GM in lens or rows.vis[k] & see
+                    if visible(rows.vis[k], lens)
                 )
             while len(cache) > DOC_ROWS_CACHE:
                 cache.popitem(last=False)
@@ -354,7 +360,7 @@ class MilvusVectorStore:
             hits = []
             for h in res[0]:
                 ent = h["entity"]
-                if GM not in lens and not (set(ent.get("vis") or []) & (lens - {GM})):
+                if not visible(ent.get("vis") or (), lens):
                     continue  # belt and braces: never trust the filter alone
                 hits.append(
                     VectorHit(id=h["id"], passage_id=ent["passage_id"], doc_id=ent["doc_id"],

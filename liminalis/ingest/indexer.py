@@ -29,13 +29,14 @@ import numpy as np
 from liminalis.campaign import CampaignConfig
 from liminalis.context.rolling import forget_hidden
 from liminalis.ingest.chunking import ChunkingParams, chunk_document, content_hash, make_windows
-from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, doc_id_for, load_document, needs_escaped_ids
+from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, doc_id_for, load_file, needs_escaped_ids, source_of
+from liminalis.ingest.sections import find_hidden_sections
 from liminalis.ingest.synopsis import contextual_text, extractive_synopsis, title_text
 from liminalis.lens import GM
 from liminalis.ports import Embedder, VectorRecord, VectorStore
 from liminalis.retrieval.lexical import Tokenizer
 from liminalis.store.sqlite import Database
-from liminalis.types import Document, IngestReport, Passage, SkippedFile
+from liminalis.types import Document, FileReport, IngestReport, Passage, SkippedFile
 
 __all__ = ["Indexer", "IngestOptions", "vector_id"]
 
@@ -243,6 +244,11 @@ class Indexer:
             except (OSError, ValueError) as exc:
                 report.skipped.append(SkippedFile(path.name if path else config.slug, f"unreadable path ({exc})"))
         first_of: dict[str, str] = {}
+        views_of: dict[str, list[str]] = {}  # file id → the stored documents read from it
+        for stored_id in stored:
+            views_of.setdefault(source_of(stored_id), []).append(stored_id)
+        loaded: set[str] = set()  # files read this run: a stored view they no longer have goes
+        file_reports: dict[str, FileReport] = {}
         for fpath, rel in files:
             doc_id = doc_id_for(rel)
             if fpath.suffix.lower() not in SUPPORTED_SUFFIXES:
@@ -256,23 +262,37 @@ class Indexer:
             first_of[doc_id] = rel
             seen.add(doc_id)  # a file that fails to load keeps its previous version
             try:
-                doc = load_document(fpath, rel, config, max_bytes=self.options.max_bytes)
+                parsed = load_file(fpath, rel, config, max_bytes=self.options.max_bytes)
             except LoadError as exc:
                 # Tell the GM nothing was lost: the last good version stays searchable.
-                kept_note = f"; {KEPT_NOTE}" if doc_id in stored else ""
+                kept_views = views_of.get(doc_id, [])
+                seen.update(kept_views)
+                kept_note = f"; {KEPT_NOTE}" if kept_views else ""
                 report.skipped.append(SkippedFile(rel, exc.reason + kept_note))
-                if doc_id in stored and not stored[doc_id][1]:
-                    # Awaiting a rebuild (new embedder or tokenizer): rebuild the kept version from
-                    # its stored text, or it would have no vectors and no BM25 tokens afterwards.
-                    kept = await self.db.document(slug, doc_id)
-                    if kept is not None:
-                        todo.append(replace(kept, content_hash=_KEPT))
+                for view in kept_views:
+                    if not stored[view][1]:
+                        # Awaiting a rebuild (new embedder or tokenizer): rebuild the kept version
+                        # from its stored text, or it would have no vectors and no BM25 tokens.
+                        kept = await self.db.document(slug, view)
+                        if kept is not None:
+                            todo.append(replace(kept, content_hash=_KEPT))
                 continue
+            loaded.add(doc_id)
             report.documents += 1
-            if doc_id in stored and stored[doc_id][1] == doc.content_hash:
-                report.passages_unchanged += len(stored_by_doc.get(doc_id, []))
-                continue
-            todo.append(doc)
+            report.hidden_sections += parsed.hidden_sections
+            whole = parsed.views[0]
+            file_reports[whole.doc_id] = FileReport(
+                path=rel, doc_id=doc_id, visibility=parsed.visibility, type=parsed.type,
+                hidden_sections=parsed.hidden_sections, warnings=parsed.warnings)
+            if whole.doc_id in stored and stored[whole.doc_id][1] == whole.content_hash:
+                file_reports[whole.doc_id].unchanged = len(stored_by_doc.get(whole.doc_id, []))
+            for doc in parsed.views:
+                seen.add(doc.doc_id)
+                if doc.doc_id in stored and stored[doc.doc_id][1] == doc.content_hash:
+                    report.passages_unchanged += len(stored_by_doc.get(doc.doc_id, []))
+                    continue
+                todo.append(doc)
+        report.files = list(file_reports.values())
 
         show = self.options.progress if self.options.progress is not None else sys.stderr.isatty()
         bar = None
@@ -297,6 +317,10 @@ class Indexer:
                 report.passages_added += len(new - old)
                 report.passages_removed += len(old - new)
                 report.passages_unchanged += len(new & old)
+                if (fr := file_reports.get(prep.doc.doc_id)) is not None:
+                    fr.changed = min(len(new - old), len(old - new))
+                    fr.added, fr.removed = len(new - old) - fr.changed, len(old - new) - fr.changed
+                    fr.unchanged = len(new & old)
                 for vid, kind, pid, _text, h in prep.records:
                     if h in fresh:
                         fresh.discard(h)  # count each computed vector once
@@ -314,9 +338,14 @@ class Indexer:
             await self.store.flush(slug)
             existing_vectors.update(r.id for r in new_records)
             for prep in batch:
+                newly_hidden = await self._newly_hidden(slug, prep.doc, config, stored_visibility)
                 await self.db.replace_document(slug, prep.doc, prep.passages, prep.tokens)
                 if prep.doc.doc_id in moved:
                     await forget_hidden(self.db, slug, moved[prep.doc.doc_id], prep.doc.visibility)
+                if newly_hidden:
+                    # A section was hidden just now: the readers of the file's shared view forget
+                    # what they may have read of it before.
+                    await forget_hidden(self.db, slug, newly_hidden, frozenset())
             # Same passage, new context (e.g. a retitled document): drop the old vectors now. By
             # each vector's own document id, not a prefix ("npc" is a prefix of "npc#2").
             current = {prep.doc.doc_id: {vid for vid, *_ in prep.records} for prep in batch}
@@ -330,12 +359,13 @@ class Indexer:
         if bar is not None:
             bar.close()
 
-        # Deletions: only documents inside the ingested scope that vanished from disk.
+        # Deletions: only documents inside the ingested scope that vanished from disk, and views a
+        # file read this run no longer has (its hidden sections went, or it became GM-only).
         for doc_id, (rel, _h) in stored.items():
             in_scope = not scope_rel or rel == scope_rel or rel.startswith(scope_rel.rstrip("/") + "/")
-            if in_scope and doc_id not in seen and not config.path_of(rel).exists():
+            if in_scope and doc_id not in seen and (source_of(doc_id) in loaded or not config.path_of(rel).exists()):
                 report.passages_removed += await self.db.remove_document(slug, doc_id)
-                report.documents_removed += 1
+                report.documents_removed += doc_id == source_of(doc_id)
                 # Moving a file into a GM folder (the usual way to hide it) removes its old id:
                 # forget what the lenses that could read it remember, as for a narrowed one.
                 if (was := stored_visibility.get(doc_id)) is not None:
@@ -349,6 +379,20 @@ class Indexer:
             await self.db.set_campaign_model(slug, self.profile())
         report.seconds = time.perf_counter() - t0
         return report
+
+    async def _newly_hidden(self, slug: str, doc: Document, config: CampaignConfig,
+                            stored_visibility: dict[str, frozenset[str]]) -> frozenset[str]:
+        """The visibility of a file's shared view when ``doc``, the GM's whole text of the file,
+        hides text its stored version did not (a section hidden just now), else empty. A file
+        stored before without hidden sections had none hidden; a rebuild of the same text hides
+        nothing new."""
+        source = source_of(doc.doc_id)
+        if doc.doc_id == source or not doc.doc_id.endswith("//gm") or source not in stored_visibility:
+            return frozenset()
+        old = await self.db.document(slug, doc.doc_id)
+        was = {old.text[h.start:h.end] for h in find_hidden_sections(old.text, lenses=config.lenses)} if old else set()
+        now = {doc.text[h.start:h.end] for h in find_hidden_sections(doc.text, lenses=config.lenses)}
+        return stored_visibility[source] if now - was else frozenset()
 
     def profile(self) -> str:
         """What the campaign's index was built with: embedder, embedding options, tokenizer."""

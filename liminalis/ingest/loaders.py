@@ -9,23 +9,41 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 import yaml
 
 from liminalis.campaign import CampaignConfig
 from liminalis.ingest.chunking import content_hash
-from liminalis.lens import GM, PLAYERS, parse_visibility
+from liminalis.ingest.synopsis import extractive_synopsis
+from liminalis.ingest.sections import find_hidden_sections, source_of, split_views, view_id
+from liminalis.lens import GM, PLAYERS, narrowest, parse_visibility
 from liminalis.text import clean_text
 from liminalis.types import Document
 
-__all__ = ["LoadError", "load_document", "parse_document", "normalize_text", "SUPPORTED_SUFFIXES", "doc_id_for",
-           "needs_escaped_ids"]
+__all__ = ["LoadError", "ParsedFile", "load_file", "load_document", "parse_file", "parse_document", "normalize_text",
+           "SUPPORTED_SUFFIXES", "doc_id_for", "source_of", "needs_escaped_ids"]
 
 SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt")
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
-_FRONT = re.compile(r"\A---[ \t]*\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:\n|\Z)", re.S)
+#: ``---`` (or ``---yaml``, ``--- # a comment``) … ``---`` or ``...``.
+_FRONT = re.compile(r"\A---[ \t]*(?:ya?ml)?[ \t]*(?:#[^\n]*)?\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:#[^\n]*)?(?:\n|\Z)",
+                    re.S | re.I)
+#: Line ends besides ``\n`` that Python's ``splitlines`` (and so an editor) honours: a front matter
+#: written with them must still be read as front matter, not as one long first line of prose.
+_LINE_ENDS = re.compile("\r\n|[\r\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e]")
+#: How far into a document a ``visibility`` outside front matter is still read as meant for it.
+_HEAD_LINES = 12
+#: ``key: value`` pairs in a document's first lines, as YAML, JSON, TOML or bold Markdown write them.
+_ANY_KEY = re.compile(r"(?:^|[\s{,;(])[*_\"'`]*([A-Za-z][\w-]{1,20})[*_\"'`]*[ \t]*[:=][*_ \t]*([^,;}\n]*)", re.M)
+_FLAG_KEYS = frozenset({"gm", "secret", "private", "hidden", "gmonly", "gm-only", "gm_only", "dm", "dmonly", "dm-only"})
+_TRUTHY = frozenset({"", "true", "yes", "y", "on", "1", "gm", "only", "gm only", "~", "null"})
+_TRUTHY_BODY = frozenset({"true", "yes", "y", "on", "1", "gm only", "only"})
+_LENS_WORDS = frozenset({"gm", "dm", "players", "player", "public", "all", "everyone", "private", "secret",
+                         "hidden", "only", "nobody", "none"})
+#: Near misses of ``visibility`` a GM types: within two edits of these, or starting ``visib``.
+_VISIBILITY_KEYS = ("visibility", "visible")
 _TITLE_LINE = re.compile(r"\A\s*#\s+(.+?)\s*#*\s*$", re.M)
 #: A fence that is not ``---`` (``----``, TOML's ``+++``), and the lines after it up to the next.
 _OTHER_FENCE = re.compile(r"\A(?:-{4,}|\+{3,})[ \t]*\n(.*?)(?:\n(?:-{3,}|\+{3,})[ \t]*(?:\n|\Z)|\Z)", re.S)
@@ -142,31 +160,97 @@ def _looks_like_front_matter(block: str) -> bool:
     return bool(_KEY_LINE.match(first))
 
 
-def _refuse_misplaced_visibility(head: str, config: CampaignConfig) -> None:
-    """A file with no ``---`` front matter that still says who may read it: ``visibility: gm``
-    between ``----`` or ``+++`` fences, or in ``key: value`` lines opening the file. It meant
-    front matter; refuse it rather than publish what it meant to hide. A stat block's
-    ``Visibility: poor (fog)`` names no lens and is left alone."""
-    m = _OTHER_FENCE.match(head)
-    if m and _VISIBILITY_LINE.search(m.group(1)):
-        raise LoadError("malformed front matter (open and close it with a line of three dashes: ---)")
-    words = {GM, PLAYERS, "player", "public", "all", *config.lenses}
-    for line in head.split("\n"):
-        km = _KEY_LINE.match(line)
-        if not km:
-            return
-        if km.group(1).lower() == "visibility":
-            value = line[km.end():].strip().strip("[]").replace("'", "").replace('"', "")
-            names = [v.strip().lower() for v in value.split(",") if v.strip()]
-            if names and all(n in words for n in names):
-                raise LoadError("`visibility:` must sit in front matter, between two lines of three dashes (---)")
+def _near_visibility(key: str) -> bool:
+    """``visiblity``, ``Visibilty``, ``visible``, ``vis-ibility``: a key a GM meant as ``visibility``."""
+    k = key.lower().replace("-", "").replace("_", "")
+    return k.startswith("visib") or any(_edits(k, v) <= 2 for v in _VISIBILITY_KEYS)
 
 
-def parse_document(raw: bytes, rel_path: str, config: CampaignConfig) -> Document:
-    """Turn one file's bytes into a Document (raises :class:`LoadError`)."""
-    # Line endings first: a file saved on Windows ("---\r\n") must not lose its front matter —
-    # its visibility with it, which would publish a GM-only file to players.
-    text = _decode(raw).replace("\r\n", "\n").replace("\r", "\n")
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions), for short keys."""
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
+
+
+def _names_a_lens(value: str, config: CampaignConfig) -> bool:
+    words = set(re.findall(r"[a-z]+", value.lower()))
+    return bool(words & (_LENS_WORDS | set(config.lenses)))
+
+
+def _refuse_misplaced_visibility(head: str, config: CampaignConfig, *, after_front: bool) -> None:
+    """Fail closed on a visibility a GM meant but the parser did not read: in the first lines of
+    a document outside its parsed front matter, a ``visibility`` (or a near miss of it) that
+    names a lens, or a ``gm``/``secret``/``private``/``hidden`` flag. It sits after the closing
+    ``---``, in a block after a title line, between fences other than ``---`` (``----``, ``+++``,
+    ``;;;``), in JSON front matter, or with no fences at all: refuse the file with a reason the GM
+    can act on rather than publish what it meant to hide. A stat block's ``Visibility: poor
+    (fog)`` names no lens and is left alone."""
+    lines = [ln for ln in head.split("\n") if ln.strip()][:_HEAD_LINES]
+    for n, line in enumerate(lines):
+        for m in _ANY_KEY.finditer(line):
+            key, value = m.group(1), m.group(2).strip().strip("\"'`*_ ")
+            k = key.lower()
+            flag = k in _FLAG_KEYS and value.lower() in _TRUTHY_BODY
+            vis = _near_visibility(k) and (not value or _names_a_lens(value, config))
+            if not (flag or vis):
+                continue
+            what = f"`{key}:`"
+            if after_front:
+                where = "below the front matter: move it up, between the two lines of three dashes (---)"
+            elif line.lstrip().startswith(("{", '"')) or head.lstrip().startswith("{"):
+                where = "in JSON front matter: write front matter as YAML between two lines of three dashes (---)"
+            elif any(ln.lstrip().startswith("#") for ln in lines[:n]):
+                where = ("after a title line: front matter must open the file, so move the `# Title` line below "
+                         "its closing ---")
+            else:
+                where = "outside front matter: put it between two lines of three dashes (---) at the top of the file"
+            raise LoadError(f"malformed front matter ({what} {where})")
+
+
+def _check_keys(meta: dict[str, object]) -> None:
+    """A front-matter key that is a misspelt ``visibility`` is refused: read as an unknown key it
+    would leave the file published to players."""
+    for key in meta:
+        if key != "visibility" and _near_visibility(key):
+            raise LoadError(f"malformed front matter (`{key}` is not a key: did you mean `visibility`?)")
+
+
+def _flagged_gm(meta: dict[str, object]) -> bool:
+    """``secret: true``, ``gm: yes``, ``hidden: true``, ``private: true``: the GM said GM-only."""
+    for key, value in meta.items():
+        if key in _FLAG_KEYS:
+            v = "" if value is None else str(value).strip().lower()
+            if v in _TRUTHY:
+                return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedFile:
+    """One file read: the documents its readers get (one per view; see
+    :mod:`liminalis.ingest.sections`), how many hidden sections it holds, and warnings for the
+    GM (a hidden section never closed)."""
+
+    doc_id: str
+    views: tuple[Document, ...]
+    visibility: frozenset[str]
+    type: str
+    hidden_sections: int = 0
+    warnings: tuple[str, ...] = ()
+
+
+def parse_file(raw: bytes, rel_path: str, config: CampaignConfig, *,
+               visibility: frozenset[str] | None = None, doc_type: str | None = None) -> ParsedFile:
+    """Turn one file's bytes into the documents each lens reads (raises :class:`LoadError`).
+
+    ``visibility`` and ``doc_type`` are an uploader's options: the visibility applies only where
+    it is narrower than the front matter's (:func:`~liminalis.lens.narrowest`); the type wins.
+    """
+    text = _LINE_ENDS.sub("\n", _decode(raw))
     meta: dict[str, object] = {}
     body = _without_invisible_lead(text)
     m = _FRONT.match(body)
@@ -177,31 +261,68 @@ def parse_document(raw: bytes, rel_path: str, config: CampaignConfig) -> Documen
         if not isinstance(loaded, dict):
             raise LoadError("malformed front matter (not a mapping)")
         meta = {str(k).lower(): v for k, v in loaded.items()}
+        _check_keys(meta)
         body = body[m.end():]
-    elif not m and body.startswith("---\n") and _looks_like_front_matter(body[4:].split("\n\n", 1)[0]):
+        _refuse_misplaced_visibility(body, config, after_front=True)
+    elif not m and re.match(r"---[ \t]*\n", body) and _looks_like_front_matter(body[4:].split("\n\n", 1)[0]):
         raise LoadError("malformed front matter (no closing ---)")
     else:
-        _refuse_misplaced_visibility(body, config)
+        _refuse_misplaced_visibility(body, config, after_front=False)
     body = normalize_text(body)
     if not body:
         raise LoadError("empty document (no text after front matter)")
     gm_path = config.is_gm_path(rel_path)
     if "visibility" in meta and meta["visibility"] is None:
         meta["visibility"] = ""  # "visibility:" with no value: not understood, so GM-only
-    visibility = parse_visibility(meta.get("visibility"), known_lenses=config.lenses, gm_path=gm_path)
+    said = "visibility" in meta or gm_path or _flagged_gm(meta)
+    default = config.upload_visibility if rel_path.startswith("uploads/") else PLAYERS
+    vis = parse_visibility(meta.get("visibility"), known_lenses=config.lenses, gm_path=gm_path, default=default)
+    if _flagged_gm(meta):
+        vis = frozenset({GM})
+    if visibility is not None:
+        # The uploader's option decides a file that says nothing; front matter that says more
+        # wins only where it is narrower.
+        vis = narrowest(vis, visibility) if said else visibility
+    sections = find_hidden_sections(body, lenses=config.lenses)
+    warnings = tuple(
+        f"a hidden {h.kind} opened on line {h.line} is never closed: everything after it is GM-only"
+        for h in sections if not h.terminated)
+    doc_id = doc_id_for(rel_path)
+    kind = (doc_type or str(meta.get("type") or "lore")).strip().lower()
+    split = split_views(body, sections, vis)
+    views = tuple(_view_document(meta, view.text, view.visibility, view_id(doc_id, view.key), rel_path, kind,
+                                 personal=view.key.removeprefix("lens:") if view.key.startswith("lens:") else "")
+                  for view in split)
+    if sections and not views[0].synopsis:
+        # The GM's text and the shared view embed under one synopsis drawn from the shared text:
+        # an edit inside a hidden section then re-embeds only the passages it touches (a synopsis
+        # change re-embeds every passage of a document), and no synopsis quotes a secret.
+        shared = next((v for v in views if v.doc_id == doc_id), views[0])
+        synopsis = extractive_synopsis(shared.title, shared.text)
+        views = tuple(replace(v, synopsis=synopsis) if v.doc_id in {doc_id, view_id(doc_id, "gm")} else v
+                      for v in views)
+    return ParsedFile(doc_id=doc_id, views=views, visibility=vis, type=kind, hidden_sections=len(sections),
+                      warnings=warnings)
+
+
+def _view_document(meta: dict[str, object], body: str, visibility: frozenset[str], doc_id: str, rel_path: str,
+                   doc_type: str, *, personal: str = "") -> Document:
+    """One view of a file as a :class:`Document`: its title, type, aliases and tags from the
+    front matter (which every reader of the file sees), its text what this view's readers see."""
+    body = normalize_text(body)
     title = str(meta.get("title") or "").strip()
     if not title:
         tm = _TITLE_LINE.search(body[:500])
         title = tm.group(1).strip() if tm else PurePosixPath(rel_path).stem.replace("-", " ").replace("_", " ").title()
+    if personal:
+        title = f"{title} ({personal.title()} only)"
     synopsis = str(meta.get("summary") or meta.get("synopsis") or "").strip()
-    doc_type = str(meta.get("type") or "lore").strip().lower()
     tags = _as_tuple(meta.get("tags"))
     # The summary feeds contextual embeddings and the title vectors, so editing it must re-embed;
     # added to the hash only when present, so documents without one keep their hashes.
     extra = (f"\x1fsummary:{synopsis}" if synopsis else "") + (f"\x1ftags:{tags!r}" if tags else "")
     # Such a document is re-embedded once under escaped vector ids (its old rows failed every
     # exact search); every other document keeps its hash.
-    doc_id = doc_id_for(rel_path)
     extra += "\x1fids:escaped" if needs_escaped_ids(doc_id) else ""
     return Document(
         doc_id=doc_id,
@@ -218,15 +339,34 @@ def parse_document(raw: bytes, rel_path: str, config: CampaignConfig) -> Documen
     )
 
 
-def load_document(path: Path, rel_path: str, config: CampaignConfig, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
-    """Read and parse one file (raises :class:`LoadError`)."""
+def parse_document(raw: bytes, rel_path: str, config: CampaignConfig) -> Document:
+    """The whole file as one document, as its GM reads it: every hidden section in place, the
+    visibility the front matter and folder give the file (raises :class:`LoadError`). What each
+    lens reads is :func:`parse_file`'s ``views``."""
+    parsed = parse_file(raw, rel_path, config)
+    whole = parsed.views[0]
+    return Document(doc_id=parsed.doc_id, path=whole.path, title=whole.title, text=whole.text,
+                    visibility=parsed.visibility, type=whole.type, aliases=whole.aliases, tags=whole.tags,
+                    content_hash=whole.content_hash, synopsis=whole.synopsis)
+
+
+def _read(path: Path, *, max_bytes: int) -> bytes:
     if path.suffix.lower() not in SUPPORTED_SUFFIXES:
         raise LoadError(f"unsupported file type '{path.suffix or 'none'}' (use .md or .txt)")
     try:
         size = path.stat().st_size
         if size > max_bytes:
             raise LoadError(f"file too large ({size:,} bytes; limit {max_bytes:,})")
-        raw = path.read_bytes()
+        return path.read_bytes()
     except OSError as exc:
         raise LoadError(f"unreadable ({exc.strerror or 'I/O error'})") from None
-    return parse_document(raw, rel_path, config)
+
+
+def load_file(path: Path, rel_path: str, config: CampaignConfig, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedFile:
+    """Read and parse one file into its views (raises :class:`LoadError`)."""
+    return parse_file(_read(path, max_bytes=max_bytes), rel_path, config)
+
+
+def load_document(path: Path, rel_path: str, config: CampaignConfig, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
+    """Read and parse one file as one document (:func:`parse_document`; raises :class:`LoadError`)."""
+    return parse_document(_read(path, max_bytes=max_bytes), rel_path, config)

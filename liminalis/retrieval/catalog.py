@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from liminalis.ingest.sections import source_of
 from liminalis.lens import visible
 from liminalis.retrieval.lexical import BM25Index, Tokenizer, title_entry_id
 from liminalis.text import natural_key
@@ -65,6 +66,7 @@ class Catalog:
     _bigrams: dict[tuple[frozenset[str], str], frozenset[tuple[str, str]]] = field(default_factory=dict)
     _doc_view: dict[tuple[frozenset[str], str], tuple[tuple[str, ...], frozenset[str], int]] = field(default_factory=dict)
     _neighbours: dict[frozenset[str], dict[str, tuple[str, ...]]] = field(default_factory=dict)
+    _by_source: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def visibilities(self) -> set[frozenset[str]]:
@@ -73,8 +75,14 @@ class Catalog:
 
     def __post_init__(self) -> None:
         for doc in self.documents.values():
+            self._by_source.setdefault(source_of(doc.doc_id), []).append(doc.doc_id)
             for key in self.keys_of(doc):
                 self._keys.setdefault(key, set()).add(doc.doc_id)
+
+    def views_of(self, doc_id: str, lens: frozenset[str]) -> list[str]:
+        """The documents read from ``doc_id``'s file that ``lens`` may see: the file itself, or
+        the views of a file with hidden sections (a pin names the file; each lens gets its view)."""
+        return [d for d in sorted(self._by_source.get(source_of(doc_id), ())) if self.visible_doc(d, lens)]
 
     @staticmethod
     def keys_of(doc: Document) -> set[str]:
@@ -82,7 +90,7 @@ class Catalog:
         named = [doc.title, *doc.aliases]
         # A one-word file name ("bells.md") is too generic to pin on; titles and aliases are
         # chosen by the GM and always count.
-        files = [normalize_key(x) for x in (PurePosixPath(doc.path).stem, doc.doc_id)]
+        files = [normalize_key(x) for x in (PurePosixPath(doc.path).stem, source_of(doc.doc_id))]
         keys = set()
         for k in [normalize_key(r) for r in named] + [f for f in files if len(f.split()) > 1]:
             words = k.split()
@@ -228,7 +236,8 @@ class Catalog:
             # A path with or without its suffix ("overview.md", "lore/bells") names the document id.
             stem = key.strip().removeprefix("./")
             stem = stem.rsplit(".", 1)[0] if PurePosixPath(stem).suffix.lower() in {".md", ".markdown", ".txt"} else stem
-            hits = [d for d in self.documents if (d == stem or normalize_key(d) == k) and self.visible_doc(d, lens)]
+            hits = [d for d in self.documents
+                    if (source_of(d) == stem or normalize_key(source_of(d)) == k) and self.visible_doc(d, lens)]
         return sorted(hits)
 
     def named_in(self, query: str, lens: frozenset[str]) -> list[str]:

@@ -65,7 +65,8 @@ def resolve_pins(
     add(keyed(always), "always")
     # Stored pins are document ids: the document itself, never a namesake whose title or alias
     # happens to equal the id ("factions" pinned must not pin the guilds document aliased so).
-    add([d for d in pinned if d in catalog.documents], "pinned")
+    # A pin names a file; each lens gets the view of it that it may read.
+    add([v for d in pinned for v in catalog.views_of(d, lens)], "pinned")
     add(keyed(forced), "forced")
     add(keyed(mentions_in(query)), "mention")
     if named_keys:
