@@ -1,0 +1,299 @@
+"""Secrets inside documents: every hidden-section syntax, front matter that fails closed, and a
+players-lens probe over every output path that finds none of a hidden section's canary while the
+GM lens quotes it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import close_engine, make_engine
+from fakes.anthropic_server import FakeAnthropic
+from fakes.tiny_campaign import make_tiny_campaign
+
+from bot.service import BotService, IncomingMessage
+from liminalis.adapters.anthropic import AnthropicModel
+from liminalis.answer import Responder
+from liminalis.campaign import load_campaign
+from liminalis.ingest.loaders import LoadError, parse_file
+from liminalis.ingest.sections import find_hidden_sections
+from liminalis.testing import ScriptedModel
+
+SECRET = "zanzibar-canary"
+MIREL_SECRET = "quokka-canary"
+PLAYERS = frozenset({"players"})
+MIREL = frozenset({"players", "mirel"})
+GM = frozenset({"gm"})
+
+# (name, text): each hides SECRET from the players; the text around it stays theirs.
+SYNTAX = [
+    ("html inline", f"Vessa smiles. <!-- GM: {SECRET} --> She pours ale."),
+    ("html multi-line", f"Vessa smiles.\n\n<!--\nGM notes:\n{SECRET}\n-->\n\nShe pours ale."),
+    ("html lens-less at start", f"<!-- {SECRET} -->\nVessa smiles. She pours ale."),
+    ("obsidian inline", f"Vessa smiles. %%{SECRET}%% She pours ale."),
+    ("obsidian multi-line", f"Vessa smiles.\n%%\n{SECRET}\n%%\nShe pours ale."),
+    ("callout gm", f"Vessa smiles.\n\n> [!gm]\n> {SECRET}\n\nShe pours ale."),
+    ("callout secret titled", f"Vessa smiles.\n\n> [!Secret] Her past\n> line one\n> {SECRET}\n\nShe pours ale."),
+    ("callout gm-only upper", f"Vessa smiles.\n\n> [!GM-ONLY]-\n> {SECRET}\n\nShe pours ale."),
+    ("callout lazy line", f"Vessa smiles.\n\n> [!secret]\n> first\n{SECRET} continues lazily\n\nShe pours ale."),
+    ("callout in list", f"Vessa smiles.\n\n- She pours ale.\n  > [!gm]\n  > {SECRET}\n- She hums."),
+    ("callout nested in quote", f"> Vessa smiles.\n> > [!secret]\n> > {SECRET}\n> She pours ale."),
+    ("callout no space", f"Vessa smiles.\n\n>[!GM]\n>{SECRET}\n\nShe pours ale."),
+    ("fence gm", f"Vessa smiles.\n\n```gm\n{SECRET}\n```\n\nShe pours ale."),
+    ("fence secret tilde", f"Vessa smiles.\n\n~~~secret\n{SECRET}\n~~~\n\nShe pours ale."),
+    ("heading (GM)", f"Vessa smiles. She pours ale.\n\n## Her plans (GM)\n\n{SECRET}\n\n### Deeper\n\nmore {SECRET}"),
+    ("heading [GM] then public", f"## Her plans [GM]\n\n{SECRET}\n\n## Manner\n\nVessa smiles. She pours ale."),
+    ("heading lower case", f"Vessa smiles. She pours ale.\n\n# Notes (gm)\n{SECRET}"),
+    ("setext heading", f"Vessa smiles. She pours ale.\n\nHer plans (GM)\n--------------\n\n{SECRET}"),
+    ("at the end", f"Vessa smiles. She pours ale.\n<!-- {SECRET} -->"),
+    ("unterminated comment", f"Vessa smiles. She pours ale.\n\n<!-- GM: {SECRET}\n\nand everything after"),
+    ("unterminated obsidian", f"Vessa smiles. She pours ale. %% {SECRET}\n\nstill hidden"),
+    ("unterminated fence", f"Vessa smiles. She pours ale.\n\n```secret\n{SECRET}\n"),
+    ("lens to an unknown lens", f"Vessa smiles. She pours ale. <!-- lens:nobody {SECRET} -->"),
+    ("crlf", f"Vessa smiles.\r\n\r\n> [!gm]\r\n> {SECRET}\r\n\r\nShe pours ale."),
+]
+
+
+def views_of(text: str, tmp_path, *, front: str = "title: Vessa\n"):
+    config = load_campaign(make_tiny_campaign(tmp_path / "campaigns"))
+    parsed = parse_file(f"---\n{front}---\n{text}\n".encode(), "npcs/vessa.md", config)
+    return parsed, {d.doc_id: d for d in parsed.views}
+
+
+@pytest.mark.parametrize("name,text", SYNTAX, ids=[n for n, _ in SYNTAX])
+def test_every_secret_syntax_is_cut_from_the_players_view(tmp_path, name, text):
+    parsed, views = views_of(text, tmp_path)
+    shared = views["npcs/vessa"]
+    assert SECRET not in shared.text and SECRET not in shared.title and SECRET not in shared.synopsis
+    assert "<!--" not in shared.text and "%%" not in shared.text and "[!" not in shared.text
+    assert "Vessa smiles" in shared.text and shared.visibility & {"players"}
+    whole = views["npcs/vessa//gm"]
+    assert SECRET in whole.text and whole.visibility == GM  # the GM reads it in place
+    assert parsed.hidden_sections >= 1
+    if name.startswith("unterminated"):
+        assert parsed.warnings and "never closed" in parsed.warnings[0]
+        assert "everything after" not in shared.text and "still hidden" not in shared.text
+
+
+def test_a_personal_section_reaches_its_lens_and_the_gm_only(tmp_path):
+    text = (f"Vessa smiles.\n\n> [!lens:mirel] For Mirel\n> {MIREL_SECRET}\n\n"
+            f"She pours ale. <!-- lens:mirel and {MIREL_SECRET} again --> <!-- GM: {SECRET} -->")
+    _, views = views_of(text, tmp_path)
+    assert set(views) == {"npcs/vessa", "npcs/vessa//gm", "npcs/vessa//lens:mirel"}
+    assert MIREL_SECRET not in views["npcs/vessa"].text
+    mine = views["npcs/vessa//lens:mirel"]
+    assert MIREL_SECRET in mine.text and SECRET not in mine.text and "<!--" not in mine.text
+    assert mine.visibility & {"mirel"} and not mine.visibility & {"players", "gm"}
+    assert MIREL_SECRET in views["npcs/vessa//gm"].text
+
+
+def test_sections_in_ordinary_code_and_public_callouts_stay(tmp_path):
+    text = "Vessa smiles.\n\n```\n# not a heading (GM)\n```\n\n> [!note]\n> The ale is good.\n\n## Manner\n\nBrisk."
+    parsed, views = views_of(text, tmp_path)
+    assert parsed.hidden_sections == 0 and list(views) == ["npcs/vessa"]
+    assert "The ale is good" in views["npcs/vessa"].text and "Brisk" in views["npcs/vessa"].text
+
+
+def test_a_gm_only_file_with_sections_is_one_gm_only_document(tmp_path):
+    parsed, views = views_of(f"Plot. <!-- {SECRET} -->", tmp_path, front="visibility: gm\n")
+    assert list(views) == ["npcs/vessa"] and views["npcs/vessa"].visibility == GM
+    assert parsed.hidden_sections == 1
+
+
+def test_pathological_input_is_linear_enough():
+    text = ("> [!gm]\n" + "> x\n" * 2000 + "<!-- " * 2000 + "%%" * 1001 + "# h (GM)\n" * 2000) * 3
+    assert find_hidden_sections(text)
+
+
+# Front matter a GM meant: each is refused with a reason or GM-only, never published.
+SLIPS = [
+    "---\ntitle: Plot\n---\nvisibility: gm\n\n",
+    "---\ntitle: Plot\n---\n\nvisibility: gm\n\n",
+    "# Plot\n---\nvisibility: gm\n---\n\n",
+    "# Plot\n\n---\ntitle: Plot\nvisibility: gm\n---\n\n",
+    "---\nvisiblity: gm\n---\n",
+    "---\nVisibilty: gm\n---\n",
+    "---\nvisible: false\n---\n",
+    "---\nsecret: true\n---\n",
+    "---\ngm: true\n---\n",
+    "---\nhidden: yes\n---\n",
+    "---\nprivate: true\n---\n",
+    "--- # meta\nvisibility: gm\n---\n",
+    "---yaml\nvisibility: gm\n---\n",
+    "---toml\nvisibility = 'gm'\n---\n",
+    ";;;\nvisibility: gm\n;;;\n",
+    '{\n  "title": "Plot",\n  "visibility": "gm"\n}\n\n',
+    '{"title": "Plot", "visibility": "gm"}\n\n',
+    "---\u2028visibility: gm\u2028---\u2028",
+    "---\u2029visibility: gm\u2029---\u2029",
+    "---\x85visibility: gm\x85---\x85",
+    "---\rvisibility: gm\r---\r",
+    "**Visibility:** GM only\n\n",
+    "Visibility: GM only\n\n",
+    "secret: yes\n\n",
+]
+
+
+@pytest.mark.parametrize("text", SLIPS)
+def test_front_matter_slips_never_publish(tmp_path, text):
+    config = load_campaign(make_tiny_campaign(tmp_path / "campaigns"))
+    try:
+        parsed = parse_file(f"{text}The vault key is under the {SECRET}.".encode(), "lore/vault.md", config)
+    except LoadError as exc:
+        assert "front matter" in exc.reason and len(exc.reason) < 300
+        return
+    assert all(d.visibility == GM for d in parsed.views), text
+
+
+@pytest.mark.parametrize("text", [
+    "DM: roll initiative.\n\nThe harbour is quiet tonight.",
+    "Secret: the duke keeps doves.\n\nThe harbour is quiet tonight.",
+    "---\ntitle: Harbour\nsecret: false\n---\nThe harbour is quiet tonight.",
+    "---\ntitle: Harbour\n---\n# Harbour\n\nVisibility: poor (fog)\n\nThe harbour is quiet tonight.",
+])
+def test_ordinary_first_lines_are_not_refused(tmp_path, text):
+    config = load_campaign(make_tiny_campaign(tmp_path / "campaigns"))
+    parsed = parse_file(text.encode(), "lore/harbour.md", config)
+    assert parsed.views[0].visibility & {"players"} and "harbour is quiet" in parsed.views[0].text
+
+
+NPC = f"""---
+title: Vessa Coldwater
+aliases: [the innkeeper]
+type: character
+---
+# Vessa Coldwater
+
+Vessa keeps the Copper Kettle inn at the top of the river stairs. <!-- GM: {SECRET} is her real name -->
+She hums while she works and pours eel soup for the watchmen.
+
+> [!secret] Her scar
+> The scar on her palm is a brand: {SECRET} was branded by the smugglers.
+
+## Manner
+
+Brisk and practical, fond of proverbs about the river.
+
+> [!lens:mirel]
+> Mirel knows her from the river: {MIREL_SECRET} is what Mirel saw.
+
+## What she plans (GM)
+
+She will betray the party to the smugglers; {SECRET} is the password at the river gate.
+"""
+
+
+def leaked(text: str, *secrets: str) -> list[str]:
+    low = text.lower()
+    return [s for s in secrets if s in low]
+
+
+@pytest.fixture
+async def npc_engine(tmp_path):
+    root = make_tiny_campaign(tmp_path / "campaigns")
+    (root / "npcs").mkdir()
+    (root / "npcs" / "vessa.md").write_text(NPC, encoding="utf-8")
+    engine = await make_engine(tmp_path)  # real Milvus Lite
+    report = await engine.ingest("greyhold")
+    assert report.hidden_sections == 4 and report.as_dict()["hidden_sections"] == 4
+    yield engine
+    await close_engine(engine)
+
+
+def msg(text: str, lens: str) -> IncomingMessage:
+    roles = ("gm",) if lens == "gm" else (("mirel",) if lens == "mirel" else ())
+    return IncomingMessage(platform="console", channel_id="console", user_id="u", text=text, roles=roles)
+
+
+async def test_a_players_lens_probe_over_every_path_finds_no_hidden_canary(npc_engine):
+    engine = npc_engine
+    service = BotService(engine, default_campaign="greyhold")
+    questions = [f"What is {SECRET}?", "Who is Vessa Coldwater?", "What is the password at the river gate?",
+                 "What does the innkeeper plan?", "Tell me about @npcs/vessa", "@[Vessa Coldwater] her scar?",
+                 "What is the scar on her palm?", "Who betrays the party?"]
+    seen = []
+    for q in questions:
+        bundle = await engine.retrieve("greyhold", q, PLAYERS)
+        seen += [bundle.text, " ".join(bundle.ranked_doc_ids), " ".join(h.passage_id for h in bundle.hits),
+                 " ".join(d.title for d in bundle.documents)]
+        gm_bundle = await engine.retrieve("greyhold", q, GM)
+        assert "npcs/vessa" not in gm_bundle.ranked_doc_ids  # the GM reads the whole text instead
+    gm = await engine.retrieve("greyhold", "What is the password at the river gate?", GM)
+    assert SECRET in gm.text  # the GM quotes it
+    # pins: the GM pins the file; players get their view
+    pinned = await service.handle(msg("/pin add Vessa Coldwater", "gm"))
+    assert not pinned.error, pinned.text
+    seen.append((await service.handle(msg("/pin list", "players"))).text)
+    assert "Vessa Coldwater" in seen[-1]
+    pinned_bundle = await engine.retrieve("greyhold", "What does she sell?", PLAYERS)
+    assert "npcs/vessa" in pinned_bundle.ranked_doc_ids
+    seen.append(pinned_bundle.text)
+    # autocomplete, explain, recap, lens, status
+    seen += await service.complete_titles(msg("/ask", "players"), "Ves")
+    seen += [(await service.handle(msg(t, "players"))).text for t in
+             ("/explain what is the password?", "/recap", "/campaign status", "/lens", "/pin add the password")]
+    # the offline answerer and chat-memory follow-ups
+    responder = Responder(engine)
+    for q in questions[1:4] + ["and what does she plan?"]:  # (a question's own words are no leak)
+        answer = await responder.respond("greyhold", q, PLAYERS, chat="console:1")
+        seen += [answer.text, " ".join(f"{s.doc_id} {s.title}" for s in answer.sources)]
+    # the model prompt through the fake Messages API, with memory replayed
+    async with FakeAnthropic(reply="She keeps the inn [Vessa Coldwater].") as fake:
+        async with AnthropicModel("sk-test", base_url=fake.url, models={"reply": "claude-test"}) as model:
+            modelled = Responder(engine, model=model)
+            for q in questions[1:4] + ["and her scar?"]:
+                seen.append((await modelled.respond("greyhold", q, PLAYERS, chat="discord:5")).text)
+        seen += [json.dumps(r["body"]) for r in fake.requests]
+        assert len(fake.requests) >= 3
+    everything = "\n".join(seen)
+    assert [x[:300] for x in seen if leaked(x, SECRET, MIREL_SECRET)] == []
+    assert "<!--" not in everything and "[!secret]" not in everything
+    assert "Vessa keeps the Copper Kettle" in everything  # the players' view is really there
+    # Mirel reads her own section, never the GM's
+    mirel = await engine.retrieve("greyhold", f"{MIREL_SECRET} what did Mirel see?", MIREL)
+    assert MIREL_SECRET in mirel.text and SECRET not in mirel.text
+
+
+async def test_an_edit_inside_a_hidden_section_leaves_the_players_vectors_alone(npc_engine, tmp_path):
+    engine = npc_engine
+    path = tmp_path / "campaigns" / "greyhold" / "npcs" / "vessa.md"
+    cat = await engine.retriever.catalog("greyhold")
+    players_passages = set(cat.by_doc["npcs/vessa"])
+    vectors = {v for v in await engine.store.ids("greyhold") if ":npcs/vessa#" in v or v.endswith(":npcs/vessa")}
+    assert vectors
+    path.write_text(NPC.replace("is the password at the river gate", "opens the river gate at night"), encoding="utf-8")
+    report = await engine.ingest("greyhold")
+    assert 1 <= report.embedded <= 2 and report.passages_added <= 2
+    after = await engine.store.ids("greyhold")
+    assert vectors <= after  # the players' rows untouched
+    cat = await engine.retriever.catalog("greyhold")
+    assert set(cat.by_doc["npcs/vessa"]) == players_passages
+    assert "opens the river gate" in cat.documents["npcs/vessa//gm"].text
+
+
+async def test_hiding_a_paragraph_players_read_takes_it_out_and_forgets(tmp_path):
+    root = make_tiny_campaign(tmp_path / "campaigns")
+    plain = "# Vessa\n\nVessa keeps the inn.\n\nVessa once sold the river key to the smugglers.\n"
+    (root / "vessa.md").write_text(plain, encoding="utf-8")
+    engine = await make_engine(tmp_path)
+    try:
+        await engine.ingest("greyhold")
+        responder = Responder(engine, model=ScriptedModel(replies=["She sold the river key [Vessa]."]))
+        await responder.respond("greyhold", "Who sold the river key?", PLAYERS, chat="discord:1")
+        assert await engine.db.fetchall("SELECT * FROM chat_turns")
+        (root / "vessa.md").write_text(plain.replace("Vessa once", "<!-- GM: Vessa once").rstrip() + " -->\n",
+                                       encoding="utf-8")
+        await engine.ingest("greyhold")
+        bundle = await engine.retrieve("greyhold", "Who sold the river key to the smugglers?", PLAYERS)
+        assert "river key" not in bundle.text.lower()
+        assert await engine.db.fetchall("SELECT * FROM chat_turns") == []  # the players' memory forgot
+        gm = await engine.retrieve("greyhold", "Who sold the river key to the smugglers?", GM)
+        assert "river key" in gm.text
+        # revealing it again brings it back for players, and the GM view goes
+        (root / "vessa.md").write_text(plain, encoding="utf-8")
+        await engine.ingest("greyhold")
+        cat = await engine.retriever.catalog("greyhold")
+        assert "vessa//gm" not in cat.documents and "river key" in cat.documents["vessa"].text
+        assert "river key" in (await engine.retrieve("greyhold", "Who sold the river key?", GM)).text
+    finally:
+        await close_engine(engine)
