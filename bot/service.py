@@ -19,8 +19,8 @@ from liminalis.answer import Answer, Responder, Source
 from liminalis.campaign import CampaignConfig, validate_slug
 from liminalis.engine import CAMPAIGN_SCOPE, Engine
 from liminalis.errors import ConfigError, InvalidInput, LiminalisError, PermissionDenied, UnknownCampaign, UploadRejected
-from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, doc_id_for, parse_document
-from liminalis.lens import Lens
+from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, doc_id_for, parse_file, with_front_matter
+from liminalis.lens import GM, NOT_GM, PLAYERS, Lens
 from liminalis.text import clean_text, natural_key
 
 __all__ = ["IncomingMessage", "Attachment", "Reply", "BotService", "COMMANDS", "HELP", "RecapScheduling"]
@@ -43,6 +43,43 @@ HELP = """**Liminalis** answers questions from your campaign's own documents, wi
 _MAX_FILES = 10
 _DM_NOT_LINKED = "Direct messages are not linked to a campaign: ask in your campaign's channel."
 _SAFE_NAME = re.compile(r"[^\w.-]+")  # \w is Unicode: "Сессия 1.md" keeps its letters
+
+
+UPLOAD_TYPES = ("session", "lore", "character", "place", "faction", "item", "note")
+_UPLOAD_USAGE = ("Usage: `/upload [players|gm|<player lens>] [session|lore|character|place|faction|item|note]` "
+                 "with the files attached.")
+
+
+def parse_upload_options(arg: str, cfg: CampaignConfig) -> tuple[frozenset[str] | None, str | None]:
+    """``/upload``'s words (``players session``, ``visibility=mirel type=lore``): the visibility
+    and type given, ``None`` where not given; anything else is refused with the usage line."""
+    visibility: frozenset[str] | None = None
+    doc_type: str | None = None
+    for word in arg.lower().replace(",", " ").split():
+        key, _, value = word.rpartition("=") if "=" in word else word.rpartition(":")
+        if key not in {"", "visibility", "type"}:
+            raise InvalidInput("bad upload option", user_message=_UPLOAD_USAGE)
+        if key != "type" and value in {PLAYERS, "player", "public", "all", "table"}:
+            visibility = frozenset({PLAYERS, GM})
+        elif key != "type" and value in {GM, "gm-only", "private", "secret"}:
+            visibility = frozenset({GM})
+        elif key != "type" and value in cfg.lenses:
+            visibility = frozenset({value, GM})
+        elif key != "visibility" and value in UPLOAD_TYPES:
+            doc_type = value
+        else:
+            raise InvalidInput("bad upload option", user_message=_UPLOAD_USAGE)
+    return visibility, doc_type
+
+
+def describe_visibility(visibility: frozenset[str]) -> str:
+    """A visibility in words a GM reads in an upload's reply."""
+    names = sorted(set(visibility) - {GM, NOT_GM})
+    if not names:
+        return "GM-only"
+    if PLAYERS in names:
+        return "players"
+    return " and ".join(names) + " only (and the GM)"
 
 
 def upload_name(filename: str) -> str:
@@ -458,30 +495,51 @@ class BotService:
     async def cmd_upload(self, msg: IncomingMessage, arg: str) -> Reply:
         cfg = await self.campaign_of(msg)
         self._require_gm(await self.lens_of(msg, cfg))
+        visibility, doc_type = parse_upload_options(arg, cfg)
         if not msg.attachments:
-            how = ("Slack commands cannot carry files: mention me with the files attached, `@Liminalis /upload`."
+            how = ("Slack commands cannot carry files: mention me with the files attached, "
+                   "`@Liminalis /upload [players|gm|<lens>] [session|lore|…]`."
                    if msg.platform == "slack" else "Attach one or more .md or .txt files to `/upload`.")
             raise InvalidInput("no attachment", user_message=how)
         if cfg.uploads_root is None:
             raise UploadRejected("uploads disabled", user_message="Uploads are not enabled on this bot.")
-        saved, skipped, replaced = self.save_uploads(cfg, msg.attachments)
+        saved, skipped, replaced = self.save_uploads(cfg, msg.attachments, visibility=visibility, doc_type=doc_type)
         if not saved:
             lines = "\n".join(f"• {n}: {r}" for n, r in skipped)
             return Reply(text=f"Nothing was ingested.\n{lines}", ephemeral=True, error=True)
-        report = await self.engine.ingest(cfg.slug, None)
-        refused = {s.path for s in report.skipped}
-        ingested = [n for n in saved if f"uploads/{n}" not in refused]
-        lines = [
-            f"Ingested {len(ingested)} file(s) into **{cfg.name}**: {report.passages_added} passages added, "
-            f"{report.passages_removed} removed, {report.passages_unchanged} unchanged."
-        ]
-        if replaced:
-            lines.append("Replaced the earlier upload of " + ", ".join(replaced) + ".")
-        for n, r in skipped + [(s.path, s.reason) for s in report.skipped]:
-            lines.append(f"• skipped {n}: {r}")
+        lines: list[str] = []
+        ingested = 0
+        for name in saved:  # only these files are read: the rest of the campaign is left as it is
+            report = await self.engine.ingest(cfg.slug, cfg.uploads_root / name)
+            refused = [s.reason for s in report.skipped]
+            if refused or not report.files:
+                lines.append(f"• skipped {name}: {refused[0] if refused else 'not read'}")
+                continue
+            f = report.files[0]
+            ingested += 1
+            hidden = f"; {f.hidden_sections} hidden section{'s' if f.hidden_sections != 1 else ''} (GM-only)" \
+                if f.hidden_sections else ""
+            again = " (replaced the earlier upload)" if name in replaced else ""
+            lines.append(f"• {name}{again} — {describe_visibility(f.visibility)}, {f.type}: {f.added} passages added, "
+                         f"{f.changed} changed, {f.removed} removed{hidden}")
+            lines += [f"  ⚠ {w}" for w in f.warnings]
+        lines += [f"• skipped {n}: {r}" for n, r in skipped]
+        lines.insert(0, f"Ingested {ingested} file(s) into **{cfg.name}**:")
+        if visibility is None:
+            lines.append("Files that do not say who may read them are GM-only: add `visibility: players` to their "
+                         "front matter, or upload with the visibility option, to share them with the table.")
         return Reply(text="\n".join(lines), ephemeral=True)
 
-    def save_uploads(self, cfg: CampaignConfig, attachments: Sequence[Attachment],
+    async def visibility_choices(self, msg: IncomingMessage) -> list[str]:
+        """The visibilities an upload may be given in ``msg``'s campaign (autocomplete)."""
+        try:
+            cfg = await self.campaign_of(msg)
+        except Exception:
+            return [PLAYERS, GM]
+        return [PLAYERS, GM, *cfg.lenses]
+
+    def save_uploads(self, cfg: CampaignConfig, attachments: Sequence[Attachment], *,
+                     visibility: frozenset[str] | None = None, doc_type: str | None = None,
                      ) -> tuple[list[str], list[tuple[str, str]], list[str]]:
         """Validate every file before writing any; a bad file never replaces a good one.
 
@@ -518,8 +576,14 @@ class BotService:
             if other is not None and other != name:
                 skipped.append((name, f"an earlier upload, {other}, is the same document: send it as {other} to replace it"))
                 continue
+            data = att.data
             try:
-                parse_document(att.data, f"uploads/{name}", cfg)
+                parsed = parse_file(data, f"uploads/{name}", cfg, visibility=visibility, doc_type=doc_type)
+                if visibility is not None or doc_type is not None:
+                    # The options are kept in the saved copy's front matter: every later re-read
+                    # of the file (the tick, a restart) gives it the same visibility and type.
+                    data = with_front_matter(data, visibility=parsed.visibility, doc_type=doc_type)
+                    parse_file(data, f"uploads/{name}", cfg)
             except LoadError as exc:
                 skipped.append((name, exc.reason))
                 continue
@@ -528,7 +592,7 @@ class BotService:
             if target.exists():
                 replaced.append(name)
             tmp = cfg.uploads_root / f".{name}.part"
-            tmp.write_bytes(att.data)
+            tmp.write_bytes(data)
             tmp.replace(target)
             saved.append(name)
             existing[doc_id_for(name)] = name

@@ -252,10 +252,21 @@ async def test_upload_by_gm_ingests_and_player_refused(env):
     await invoke(adapter, interaction_payload("upload", opt, user_id=GM, roles=[GM_ROLE_ID], resolved=resolved, iid=6))
     player, gm = followups(api)
     assert "Only a GM" in all_text(player)
-    assert "Ingested 1 file" in all_text(gm) and gm["flags"] & 64
+    assert "notes.md — GM-only, lore: 1 passages added" in all_text(gm) and gm["flags"] & 64
     assert len(api.find("GET", "/attachments/notes.md")) == 1  # a player's file is never downloaded
+    # A file that says nothing about who reads it is GM-only until its uploader says otherwise.
+    assert "Session 2" not in [t for _, t in await service.engine.titles("greyhold", frozenset({"players"}))]
+    assert "Session 2" in [t for _, t in await service.engine.titles("greyhold", frozenset({"gm"}))]
+    shared = opt + [{"name": "visibility", "type": 3, "value": "players"}, {"name": "type", "type": 3, "value": "session"}]
+    await invoke(adapter, interaction_payload("upload", shared, user_id=GM, roles=[GM_ROLE_ID], resolved=resolved, iid=8))
+    again = followups(api)[-1]
+    assert "notes.md (replaced the earlier upload) — players, session: 0 passages added, 0 changed, 0 removed" \
+        in all_text(again), all_text(again)
     titles = [t for _, t in await service.engine.titles("greyhold", frozenset({"players"}), "session")]
     assert "Session 2" in titles
+    cat = await service.engine.retriever.catalog("greyhold")
+    assert cat.documents["uploads/notes"].type == "session"
+    assert "Baron Aldric" not in all_text(again)  # only the uploaded file is reported
 
 
 async def test_a_failed_attachment_download_is_reported_not_a_crash(env):

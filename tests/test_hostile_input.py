@@ -117,7 +117,7 @@ async def test_an_upload_that_replaces_or_shadows_an_earlier_one_says_so(service
     first = await upload(("notes.md", "# Notes\n\nThe ferry leaves at dawn."))
     assert "Ingested 1 file" in first and "Replaced" not in first
     again = await upload(("notes.md", "# Notes\n\nThe ferry leaves at dusk."))
-    assert "Replaced the earlier upload of notes.md" in again
+    assert "notes.md (replaced the earlier upload)" in again
     shadow = await upload(("notes.txt", "The ferry is cancelled."))
     assert "Ingested 0 file" not in shadow and "Nothing was ingested" in shadow and "send it as notes.md" in shadow
     assert (cfg.uploads_root / "notes.md").read_text().endswith("dusk.") and not (cfg.uploads_root / "notes.txt").exists()
@@ -131,7 +131,7 @@ async def test_an_upload_that_replaces_or_shadows_an_earlier_one_says_so(service
     # first by name, so that is the one an upload may replace.
     (cfg.uploads_root / "notes.txt").write_text("A hand-copied note.")
     again = await upload(("notes.md", "# Notes\n\nThe ferry leaves at noon."))
-    assert "Replaced the earlier upload of notes.md" in again and "Ingested 1 file(s)" in again, again
+    assert "notes.md (replaced the earlier upload)" in again and "Ingested 1 file(s)" in again, again
 
 
 async def test_lone_surrogates_are_cleaned_where_text_enters(service):

@@ -189,6 +189,30 @@ async def test_gm_upload_by_mention_with_file(env):
     assert len(api.find("/files/notes.md")) == 1  # the player's file was never downloaded
 
 
+async def test_upload_options_after_the_mention_and_a_per_file_report(env):
+    """Words after ``/upload`` in the mention give the visibility and type; without them the
+    file is GM-only. The reply names each uploaded file's visibility, type and passages only."""
+    api, adapter, responder = env
+    api.files["s3.md"] = b"# Session 3\n\nThe party crossed the iced river.\n<!-- GM: the ice was a trap -->\n"
+    f = {"id": "F3", "name": "s3.md", "size": 80, "url_private_download": f"{api.url}/files/s3.md"}
+    await event(adapter, {"type": "app_mention", "user": SLACK_GM, "text": f"<@{BOT_USER}> /upload players session",
+                          "channel": CHANNEL, "ts": "4.1", "event_ts": "4.1", "files": [f]})
+    (post,) = await api.wait_for("chat.postEphemeral", 1)
+    text = dump(post)
+    assert "s3.md — players, session: 1 passages added, 0 changed, 0 removed; 1 hidden section (GM-only)" in text, text
+    assert "baron" not in text.lower()  # the rest of the campaign is not reported
+    engine = responder.engine
+    players = await engine.retrieve("greyhold", "What did the party cross?", frozenset({"players"}))
+    assert "iced river" in players.text and "trap" not in players.text
+    api.files["s4.md"] = b"# Session 4\n\nThe party slept.\n"
+    f4 = {"id": "F4", "name": "s4.md", "size": 30, "url_private_download": f"{api.url}/files/s4.md"}
+    await event(adapter, {"type": "app_mention", "user": SLACK_GM, "text": f"<@{BOT_USER}> /upload",
+                          "channel": CHANNEL, "ts": "5.1", "event_ts": "5.1", "files": [f4]})
+    posts = await api.wait_for("chat.postEphemeral", 2)
+    assert "s4.md — GM-only, lore" in dump(posts[-1])
+    assert "Session 4" not in [t for _, t in await engine.titles("greyhold", frozenset({"players"}))]
+
+
 async def test_a_long_upload_is_downloaded_whole(env):
     api, adapter, _ = env
     body = "# Session 7\n\n" + "\n\n".join(f"Paragraph {i}: the party crossed the frozen river again." for i in range(1200))

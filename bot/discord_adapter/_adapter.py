@@ -324,9 +324,22 @@ class DiscordAdapter:
             await run(interaction, text)
 
         @tree.command(name="upload", description="GM: upload Markdown/text session notes to the campaign")
+        @app_commands.describe(file="A .md or .txt file", file2="Another file", file3="Another file",
+                               visibility="Who may read it: players, gm (the default), or one player's lens",
+                               kind="What it is: session notes, lore, a character, a place…")
+        @app_commands.rename(kind="type")
         async def upload(interaction: discord.Interaction, file: discord.Attachment,
-                         file2: discord.Attachment | None = None, file3: discord.Attachment | None = None) -> None:
-            await run(interaction, "/upload", [file, file2, file3])
+                         file2: discord.Attachment | None = None, file3: discord.Attachment | None = None,
+                         visibility: app_commands.Range[str, 1, 40] | None = None,
+                         kind: Literal["session", "lore", "character", "place", "faction", "item", "note"] | None = None,
+                         ) -> None:
+            options = ([f"visibility={visibility}"] if visibility else []) + ([f"type={kind}"] if kind else [])
+            await run(interaction, " ".join(["/upload", *options]), [file, file2, file3])
+
+        @upload.autocomplete("visibility")
+        async def upload_visibility(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+            names = await self.service.visibility_choices(self.from_interaction(interaction, "/upload"))
+            return [app_commands.Choice(name=n, value=n) for n in names if current.lower() in n][:25]
 
         @tree.command(name="recap", description='"Previously on…" from the latest session notes')
         @app_commands.describe(sessions="How many sessions (1-10)", schedule="GM: cron (UTC) to post here, or off")

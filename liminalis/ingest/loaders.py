@@ -18,11 +18,12 @@ from liminalis.campaign import CampaignConfig
 from liminalis.ingest.chunking import content_hash
 from liminalis.ingest.synopsis import extractive_synopsis
 from liminalis.ingest.sections import find_hidden_sections, source_of, split_views, view_id
-from liminalis.lens import GM, PLAYERS, narrowest, parse_visibility
+from liminalis.lens import GM, NOT_GM, PLAYERS, narrowest, parse_visibility
 from liminalis.text import clean_text
 from liminalis.types import Document
 
-__all__ = ["LoadError", "ParsedFile", "load_file", "load_document", "parse_file", "parse_document", "normalize_text",
+__all__ = ["LoadError", "ParsedFile", "load_file", "load_document", "parse_file", "parse_document", "with_front_matter",
+           "normalize_text",
            "SUPPORTED_SUFFIXES", "doc_id_for", "source_of", "needs_escaped_ids"]
 
 SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt")
@@ -337,6 +338,30 @@ def _view_document(meta: dict[str, object], body: str, visibility: frozenset[str
                                   + repr(meta.get("aliases")) + extra),
         synopsis=normalize_text(synopsis)[:600],
     )
+
+
+def with_front_matter(raw: bytes, *, visibility: frozenset[str] | None = None, doc_type: str | None = None) -> bytes:
+    """``raw`` with ``visibility`` and ``type`` set in its front matter (added when it has none):
+    how an upload keeps the visibility and type its uploader chose on every later re-read.
+    The caller passes the visibility :func:`parse_file` gave the file with those options, so
+    a front matter narrower than the option stays as narrow. Raises :class:`LoadError`."""
+    text = _LINE_ENDS.sub("\n", _decode(raw))
+    body = _without_invisible_lead(text)
+    meta: dict[str, object] = {}
+    m = _FRONT.match(body)
+    if m and _looks_like_front_matter(m.group(1)):
+        loaded = _front_matter(m.group(1)) or {}
+        if not isinstance(loaded, dict):
+            raise LoadError("malformed front matter (not a mapping)")
+        meta = {str(k): v for k, v in loaded.items() if str(k).lower() not in {"visibility", "type"}}
+        body = body[m.end():]
+    if visibility is not None:
+        names = sorted(set(visibility) - {GM, NOT_GM})
+        meta["visibility"] = names if names else GM
+    if doc_type:
+        meta["type"] = doc_type
+    head = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, default_flow_style=False).strip()
+    return f"---\n{head}\n---\n{body}".encode()
 
 
 def parse_document(raw: bytes, rel_path: str, config: CampaignConfig) -> Document:
