@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from liminalis.campaign import CampaignConfig, validate_slug
+from liminalis.campaign import CampaignConfig, split_role_refs, validate_slug
 from liminalis.lens import GM, PLAYERS, Lens
 from liminalis.store.sqlite import Database
 
@@ -27,38 +27,45 @@ def lens_for(
     platform: str,
     user_id: str,
     roles: Sequence[str] = (),
+    role_ids: Sequence[str] = (),
     usergroups: Sequence[str] = (),
     is_dm: bool = False,
     roles_known: bool = True,
     at_home: bool = True,
-    role_ids: Sequence[str] = (),
 ) -> Lens:
     """The lens a member holds in ``config``'s campaign.
 
-    ``at_home``: the message comes from one of the campaign's home servers; elsewhere only
-    ``role_ids`` (the member's roles by id) can match, never a role's name.
+    Args:
+        roles: the member's role *names* (Discord) or lens names (console).
+        role_ids: the member's role *ids* (Discord); matched only against configured ids.
+        at_home: the message comes from one of the campaign's home servers; elsewhere a role's
+            name matches nothing.
     """
     r = config.roles
-    roles_set = {str(x) for x in roles} if at_home or platform != "discord" else {str(x) for x in role_ids}
+    names = {str(x) for x in roles} if at_home or platform != "discord" else set()
+    ids = {str(x) for x in role_ids}
     is_gm = False
     if not is_dm and roles_known:
         if platform == "discord":
-            is_gm = bool(roles_set & set(r.discord_gm_roles)) or user_id in r.discord_gm_users
+            is_gm = (bool(ids & set(r.discord_gm_role_ids)) or bool(names & set(r.discord_gm_role_names))
+                     or user_id in r.discord_gm_users)
         elif platform == "slack":
             is_gm = user_id in r.slack_gm_users or bool(set(usergroups) & set(r.slack_gm_usergroups))
         elif platform == "console":
-            is_gm = "gm" in roles_set
+            is_gm = "gm" in names
     if is_gm:
         return Lens({GM})
     personal: set[str] = set()
     for lens_name, spec in r.lens_members.items():
         if lens_name not in config.lenses:
             continue
-        if platform == "discord" and (user_id in spec.get("discord_users", ()) or roles_set & set(spec.get("discord_roles", ()))):
-            personal.add(lens_name)
+        if platform == "discord":
+            spec_ids, spec_names = split_role_refs(spec.get("discord_roles", ()))
+            if user_id in spec.get("discord_users", ()) or ids & set(spec_ids) or names & set(spec_names):
+                personal.add(lens_name)
         elif platform == "slack" and user_id in spec.get("slack_users", ()):
             personal.add(lens_name)
-        elif platform == "console" and lens_name in roles_set:
+        elif platform == "console" and lens_name in names:
             personal.add(lens_name)
     return Lens({PLAYERS, *personal})
 

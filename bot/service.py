@@ -75,8 +75,8 @@ class IncomingMessage:
     user_id: str
     text: str  # "/ask who is …" or a bare question for mentions
     parent_id: str | None = None  # the thread's parent channel
-    roles: tuple[str, ...] = ()  # ids and names
-    role_ids: tuple[str, ...] = ()  # the same roles by id only (Discord)
+    roles: tuple[str, ...] = ()  # role names (Discord), lens names (console); never ids
+    role_ids: tuple[str, ...] = ()  # role ids (Discord); never names
     guild_id: str | None = None  # the Discord server the message came from
     usergroups: tuple[str, ...] = ()
     roles_known: bool = True
@@ -170,8 +170,8 @@ class BotService:
         try:
             at_home = await self.at_home(msg, cfg)
             return lens_for(cfg, platform=msg.platform, user_id=msg.user_id, roles=msg.roles,
-                            usergroups=msg.usergroups, is_dm=msg.is_dm, roles_known=msg.roles_known,
-                            at_home=at_home, role_ids=msg.role_ids)
+                            role_ids=msg.role_ids, usergroups=msg.usergroups, is_dm=msg.is_dm,
+                            roles_known=msg.roles_known, at_home=at_home)
         except Exception:  # a failed role lookup is default-deny: players
             _log.exception("lens lookup failed; using players lens")
             return Lens({"players"})
