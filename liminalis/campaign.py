@@ -61,7 +61,7 @@ class RoleMap:
     discord_gm_users: tuple[str, ...] = ()
     #: The Discord servers (guild ids) whose role *names* count. Anyone can create a role named
     #: "GM" on a server of their own, so names only mean something on the campaign's servers;
-    #: empty: the servers where a GM linked a channel to it (the first link claims it).
+    #: empty: the servers where a channel is linked to it now (the last unlink releases one).
     discord_guilds: tuple[str, ...] = ()
     slack_gm_users: tuple[str, ...] = ()
     slack_gm_usergroups: tuple[str, ...] = ()

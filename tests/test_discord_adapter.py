@@ -115,28 +115,26 @@ async def test_personal_lens_answer_is_private_in_shared_channel(env):
 
 async def test_a_role_named_gm_on_another_server_is_not_a_gm(env):
     """Anyone can add the bot to a server of their own and name a role "GM": role names count
-    only on the campaign's home server, so that server can neither link the campaign nor, were a
-    channel of it linked, read GM text. The campaign's real GM keeps the GM view at home."""
+    only on a server where the campaign is linked, so that server can neither link the campaign
+    (refused as any stranger is, without the campaign's name) nor read GM text. The campaign's
+    real GM keeps the GM view at home."""
     api, adapter, service = env
     adapter.client._connection._add_guild_from_data(rogue_guild_payload())
     rogue = {"user_id": 444, "roles": [ROGUE_GM_ROLE_ID], "guild_id": ROGUE_GUILD_ID, "channel_id": ROGUE_CHANNEL_ID}
     link = [{"name": "action", "type": 3, "value": "link"}, {"name": "slug", "type": 3, "value": "greyhold"}]
     await invoke(adapter, interaction_payload("campaign", link, **rogue))
     refused = all_text(followups(api)[-1])
-    assert "another Discord server" in refused and CANARY not in refused
+    assert "Only a GM" in refused and "Greyhold" not in refused and CANARY not in refused
     assert await service.directory.campaign_for("discord", str(ROGUE_CHANNEL_ID)) is None
-    # the home server's GM, by role name, still holds the GM view (and the home is now claimed)
+    # the home server's GM, by role name, still holds the GM view
     await invoke(adapter, interaction_payload("lens", user_id=GM, roles=[GM_ROLE_ID]))
     assert "GM view" in all_text(followups(api)[-1])
     assert await service.directory.homes("discord", "greyhold") == {"800000000000000001"}
-    # a rogue channel linked anyway (say, by an operator's mistake) still answers as players
-    await service.directory.link("discord", str(ROGUE_CHANNEL_ID), "greyhold")
     api.calls.clear()
     question = [{"name": "question", "type": 3, "value": "What is the truth about the baron?"}]
     await invoke(adapter, interaction_payload("ask", question, **rogue))
-    await invoke(adapter, interaction_payload("lens", **rogue))
     text = " ".join(all_text(b) for b in followups(api))
-    assert "baron" in text.lower() and CANARY not in text and GM_TITLE not in text and "GM view" not in text
+    assert "This channel is not linked" in text and CANARY not in text and GM_TITLE not in text
 
 
 async def test_a_recap_posted_before_login_is_sent_once_logged_in(env):
