@@ -87,7 +87,7 @@ class IncomingMessage:
     guild_id: str | None = None  # the Discord server the message came from
     usergroups: tuple[str, ...] = ()
     roles_known: bool = True
-    is_dm: bool = False
+    is_dm: bool = False  # a direct message, by the platform's channel type
     attachments: tuple[Attachment, ...] = ()
     campaign_override: str | None = None  # console: --campaign
 
