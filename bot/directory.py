@@ -5,8 +5,10 @@ players lens (plus any personal lenses the campaign maps to them), never ``gm``.
 
 Discord role *names* are not identities: anyone can add the bot to a server of their own and
 create a role named "GM" there. So names count only on the campaign's home servers — those
-``[roles.discord] guilds`` lists, else those where a GM linked a channel to it (the first link
-claims the campaign). Role and user *ids* are global and count everywhere.
+``[roles.discord] guilds`` lists, else those where a channel is linked to it *now*: the link
+that makes a server a home is the one whose unlink (or ``/campaign release``) unmakes it, so a
+home never outlives its links. Role and user *ids* are global and count everywhere; an id and a
+name are never compared with each other.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from liminalis.campaign import CampaignConfig, validate_slug
+from liminalis.campaign import CampaignConfig, split_role_refs, validate_slug
 from liminalis.lens import GM, PLAYERS, Lens
 from liminalis.store.sqlite import Database
 
@@ -27,82 +29,127 @@ def lens_for(
     platform: str,
     user_id: str,
     roles: Sequence[str] = (),
+    role_ids: Sequence[str] = (),
     usergroups: Sequence[str] = (),
     is_dm: bool = False,
     roles_known: bool = True,
     at_home: bool = True,
-    role_ids: Sequence[str] = (),
 ) -> Lens:
     """The lens a member holds in ``config``'s campaign.
 
-    ``at_home``: the message comes from one of the campaign's home servers; elsewhere only
-    ``role_ids`` (the member's roles by id) can match, never a role's name.
+    Args:
+        roles: the member's role *names* (Discord) or lens names (console).
+        role_ids: the member's role *ids* (Discord); matched only against configured ids.
+        at_home: the message comes from one of the campaign's home servers; elsewhere a role's
+            name matches nothing.
     """
     r = config.roles
-    roles_set = {str(x) for x in roles} if at_home or platform != "discord" else {str(x) for x in role_ids}
+    names = {str(x) for x in roles} if at_home or platform != "discord" else set()
+    ids = {str(x) for x in role_ids}
     is_gm = False
     if not is_dm and roles_known:
         if platform == "discord":
-            is_gm = bool(roles_set & set(r.discord_gm_roles)) or user_id in r.discord_gm_users
+            is_gm = (bool(ids & set(r.discord_gm_role_ids)) or bool(names & set(r.discord_gm_role_names))
+                     or user_id in r.discord_gm_users)
         elif platform == "slack":
             is_gm = user_id in r.slack_gm_users or bool(set(usergroups) & set(r.slack_gm_usergroups))
         elif platform == "console":
-            is_gm = "gm" in roles_set
+            is_gm = "gm" in names
     if is_gm:
         return Lens({GM})
     personal: set[str] = set()
     for lens_name, spec in r.lens_members.items():
         if lens_name not in config.lenses:
             continue
-        if platform == "discord" and (user_id in spec.get("discord_users", ()) or roles_set & set(spec.get("discord_roles", ()))):
-            personal.add(lens_name)
+        if platform == "discord":
+            spec_ids, spec_names = split_role_refs(spec.get("discord_roles", ()))
+            if user_id in spec.get("discord_users", ()) or ids & set(spec_ids) or names & set(spec_names):
+                personal.add(lens_name)
         elif platform == "slack" and user_id in spec.get("slack_users", ()):
             personal.add(lens_name)
-        elif platform == "console" and lens_name in roles_set:
+        elif platform == "console" and lens_name in names:
             personal.add(lens_name)
     return Lens({PLAYERS, *personal})
 
 
 class Directory:
-    """Persistent channel links (threads inherit their parent channel's campaign)."""
+    """Persistent channel links (threads inherit their parent channel's campaign) and the
+    Discord servers (guilds) they sit in, from which each campaign's homes follow."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self._homes: dict[tuple[str, str], frozenset[str]] = {}
 
-    async def link(self, platform: str, channel_id: str, campaign: str) -> None:
-        """Link a channel; a recap schedule another campaign had in it goes (it would post that
-        campaign's recaps to this one's players)."""
+    async def link(self, platform: str, channel_id: str, campaign: str, *, guild_id: str | None = None) -> None:
+        """Link a channel (of Discord server ``guild_id``); a recap schedule another campaign had
+        in it or in one of its threads goes (it would post that campaign's recaps to this one's
+        players)."""
+        slug = validate_slug(campaign)
         async with self.db.write() as conn:
-            await conn.execute("INSERT OR REPLACE INTO channel_links VALUES (?, ?, ?, ?)",
-                               (platform, str(channel_id), validate_slug(campaign), time.time()))
-            await conn.execute("DELETE FROM recap_schedules WHERE platform = ? AND channel_id = ? AND campaign <> ?",
-                               (platform, str(channel_id), campaign))
-
-    async def homes(self, platform: str, campaign: str) -> frozenset[str]:
-        """The servers (Discord guild ids) that have claimed ``campaign`` by linking a channel.
-        Asked on every Discord command (and autocomplete keystroke): remembered once read, and
-        kept current by :meth:`claim`."""
-        key = (platform, campaign)
-        if key not in self._homes:
-            rows = await self.db.fetchall("SELECT home_id FROM campaign_homes WHERE platform = ? AND campaign = ?",
-                                          (platform, campaign))
-            self._homes[key] = frozenset(str(r["home_id"]) for r in rows)
-        return self._homes[key]
-
-    async def claim(self, platform: str, campaign: str, home_id: str) -> None:
-        await self.db.execute("INSERT OR IGNORE INTO campaign_homes VALUES (?, ?, ?, ?)",
-                              (platform, validate_slug(campaign), str(home_id), time.time()))
-        self._homes.pop((platform, campaign), None)
+            await conn.execute(
+                "INSERT OR REPLACE INTO channel_links (platform, channel_id, campaign, linked_at, guild_id) "
+                "VALUES (?, ?, ?, ?, ?)", (platform, str(channel_id), slug, time.time(), guild_id))
+            await conn.execute(_END_SCHEDULES + " AND campaign <> ?", (platform, str(channel_id), str(channel_id), slug))
 
     async def unlink(self, platform: str, channel_id: str) -> bool:
+        """Unlink a channel, and end the recap schedules in it and in its threads (a thread with
+        a link of its own to the schedule's campaign keeps its schedule). The last linked channel
+        of a Discord server takes the server's home with it."""
         row = await self.db.fetchone(
             "SELECT campaign FROM channel_links WHERE platform = ? AND channel_id = ?", (platform, str(channel_id))
         )
-        async with self.db.write() as conn:  # and its recap schedule, with it
+        async with self.db.write() as conn:
             await conn.execute("DELETE FROM channel_links WHERE platform = ? AND channel_id = ?", (platform, str(channel_id)))
-            await conn.execute("DELETE FROM recap_schedules WHERE platform = ? AND channel_id = ?", (platform, str(channel_id)))
+            await conn.execute(_END_SCHEDULES, (platform, str(channel_id), str(channel_id)))
         return row is not None
+
+    async def linked_guilds(self, platform: str, campaign: str) -> dict[str, int]:
+        """Server id → how many of its channels are linked to ``campaign`` now."""
+        rows = await self.db.fetchall(
+            "SELECT guild_id, COUNT(*) AS n FROM channel_links WHERE platform = ? AND campaign = ? "
+            "AND guild_id IS NOT NULL GROUP BY guild_id", (platform, campaign))
+        return {str(r["guild_id"]): int(r["n"]) for r in rows}
+
+    async def homes(self, platform: str, campaign: str) -> frozenset[str]:
+        """The servers where a channel is linked to ``campaign`` now: its homes, unless
+        campaign.toml lists them (``[roles.discord] guilds``). Read on every Discord command, so
+        never stale: an unlink counts from the next message on."""
+        return frozenset(await self.linked_guilds(platform, campaign))
+
+    async def unplaced(self, platform: str, campaign: str) -> int:
+        """Links of ``campaign`` whose server is not known yet (made before servers were
+        recorded, or on a platform without them)."""
+        row = await self.db.fetchone(
+            "SELECT COUNT(*) AS n FROM channel_links WHERE platform = ? AND campaign = ? AND guild_id IS NULL",
+            (platform, campaign))
+        return int(row["n"]) if row else 0
+
+    async def learn_guild(self, platform: str, guild_id: str, channel_id: str, parent_id: str | None = None) -> None:
+        """Record the server of a channel (and of its thread's parent) linked before servers were
+        recorded. Discord names the server of every message, and a channel lies in one server
+        only, so this adds a fact, never a claim: the server is a home because that channel is
+        linked, as it would be had the link recorded it."""
+        ids = [str(c) for c in (channel_id, parent_id) if c]
+        marks = ",".join("?" * len(ids))
+        row = await self.db.fetchone(
+            f"SELECT 1 FROM channel_links WHERE platform = ? AND guild_id IS NULL AND channel_id IN ({marks})",
+            (platform, *ids))
+        if row is not None:  # a read first: this runs on every command, a write only once a channel
+            await self.db.execute(
+                f"UPDATE channel_links SET guild_id = ? WHERE platform = ? AND guild_id IS NULL AND channel_id IN ({marks})",
+                (str(guild_id), platform, *ids))
+
+    async def release(self, platform: str, campaign: str, guild_id: str) -> int:
+        """Unlink every channel of server ``guild_id`` from ``campaign`` (ending their recap
+        schedules and their threads'), which ends the server's home; returns how many."""
+        async with self.db.write() as conn:
+            async with conn.execute(
+                "SELECT channel_id FROM channel_links WHERE platform = ? AND campaign = ? AND guild_id = ?",
+                (platform, campaign, str(guild_id))) as cur:
+                channels = [str(r["channel_id"]) for r in await cur.fetchall()]
+            for cid in channels:
+                await conn.execute("DELETE FROM channel_links WHERE platform = ? AND channel_id = ?", (platform, cid))
+                await conn.execute(_END_SCHEDULES, (platform, cid, cid))
+        return len(channels)
 
     async def campaign_for(self, platform: str, channel_id: str, parent_id: str | None = None) -> str | None:
         for cid in (channel_id, parent_id):
@@ -118,3 +165,12 @@ class Directory:
     async def links(self, campaign: str) -> list[tuple[str, str]]:
         rows = await self.db.fetchall("SELECT platform, channel_id FROM channel_links WHERE campaign = ?", (campaign,))
         return [(r["platform"], r["channel_id"]) for r in rows]
+
+
+# The recap schedules of a channel and of its threads, save one in a thread that is linked to
+# the schedule's campaign itself (its own link, not the parent's, decides where it belongs).
+_END_SCHEDULES = (
+    "DELETE FROM recap_schedules WHERE platform = ? AND (channel_id = ? OR parent_id = ?) AND NOT EXISTS ("
+    "SELECT 1 FROM channel_links l WHERE l.platform = recap_schedules.platform "
+    "AND l.channel_id = recap_schedules.channel_id AND l.campaign = recap_schedules.campaign)"
+)

@@ -15,7 +15,8 @@ with a frozen clock:
 * **Persistence.** Schedules set with ``/recap schedule`` live in ``recap_schedules``; a
   campaign's ``campaign.toml`` ``[recap] cron``/``channel`` is the default when no row exists.
   APScheduler's own job store stays in memory: the jobs are rebuilt from the database on start,
-  and the database, not APScheduler, remembers what was posted.
+  and the database, not APScheduler, remembers what was posted. A recap is posted only to a
+  channel linked to its campaign at post time (a thread: its own link, else its parent's).
 * **Tick.** Every ``tick_seconds`` the tick runs pending ingest for indexed campaigns (the
   indexer is incremental, so an unchanged campaign costs a scan of hashes), brings the recap jobs
   in line with the schedules (campaign.toml edits apply without a restart) and posts any slot
@@ -62,6 +63,7 @@ class RecapSchedule:
     platform: str
     channel_id: str
     source: str = "db"  # "db" (set by /recap schedule) or "config" (campaign.toml)
+    parent_id: str | None = None  # the channel whose thread ``channel_id`` is (set in a thread)
 
 
 _DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
@@ -185,7 +187,7 @@ class RecapScheduler:
 
     async def schedules(self) -> list[RecapSchedule]:
         """Every active schedule: database rows, else ``campaign.toml`` ``[recap]``."""
-        rows = await self.db.fetchall("SELECT campaign, cron, platform, channel_id FROM recap_schedules")
+        rows = await self.db.fetchall("SELECT campaign, cron, platform, channel_id, parent_id FROM recap_schedules")
         out: dict[str, RecapSchedule] = {}
         for r in rows:
             try:  # one stored before parse_cron refused it (a date that never comes) is skipped
@@ -193,7 +195,8 @@ class RecapScheduler:
             except InvalidInput:
                 _log.warning("campaign %s: stored recap cron %r is invalid; no recap", r["campaign"], r["cron"])
                 continue
-            out[r["campaign"]] = RecapSchedule(r["campaign"], r["cron"], r["platform"], r["channel_id"])
+            out[r["campaign"]] = RecapSchedule(r["campaign"], r["cron"], r["platform"], r["channel_id"],
+                                               parent_id=r["parent_id"])
         for slug in await self.service.engine.list_campaigns():
             if slug in out:
                 continue
@@ -217,12 +220,17 @@ class RecapScheduler:
             out[slug] = RecapSchedule(slug, cfg.recap_cron, *target, source="config")
         return sorted(out.values(), key=lambda s: s.campaign)
 
-    async def set_schedule(self, campaign: str, *, cron: str, platform: str, channel_id: str) -> str:
-        """Persist a schedule (replacing any) and (re)arm its job; returns a human description."""
+    async def set_schedule(self, campaign: str, *, cron: str, platform: str, channel_id: str,
+                           parent_id: str | None = None) -> str:
+        """Persist a schedule (replacing any) and (re)arm its job; returns a human description.
+
+        ``parent_id``: the channel ``channel_id`` is a thread of, so that linking or unlinking
+        that channel ends the schedule with it (``bot.directory``)."""
         trigger = parse_cron(cron)
         cron = " ".join(cron.split())
         await self.db.execute(
-            "INSERT OR REPLACE INTO recap_schedules VALUES (?, ?, ?, ?)", (campaign, cron, platform, str(channel_id))
+            "INSERT OR REPLACE INTO recap_schedules (campaign, cron, platform, channel_id, parent_id) VALUES (?, ?, ?, ?, ?)",
+            (campaign, cron, platform, str(channel_id), str(parent_id) if parent_id else None),
         )
         # Slots that already passed must not be "caught up" by the new schedule.
         slot = latest_slot(trigger, self.clock.now(), self.grace)
@@ -290,14 +298,6 @@ class RecapScheduler:
             slot = latest_slot(parse_cron(sched.cron), now, self.grace)
             if slot is None or await self._posted(sched.campaign, slot):
                 continue
-            # A channel linked to another campaign must not get this one's recaps (its players
-            # may not be this campaign's), whether /recap schedule or campaign.toml named it.
-            linked = await self.service.directory.campaign_for(sched.platform, sched.channel_id)
-            if linked is not None and linked != sched.campaign:
-                if await self.claim(sched.campaign, slot):  # said once a slot, not every tick
-                    _log.warning("recap of %s not posted: %s:%s is linked to %s", sched.campaign,
-                                 sched.platform, sched.channel_id, linked)
-                continue
             try:
                 cfg = await self.service.config(sched.campaign)
                 text, sources = await self.service.recap(sched.campaign)
@@ -309,6 +309,15 @@ class RecapScheduler:
             except Exception:
                 _log.exception("recap of %s for slot %s could not be built; the next tick tries again",
                                sched.campaign, _slot_key(slot))
+                continue
+            # Only a channel linked to the campaign at post time gets its recaps: one linked to
+            # another campaign, or to none any more, may hold anyone, whether /recap schedule or
+            # campaign.toml named it.
+            linked = await self.service.directory.campaign_for(sched.platform, sched.channel_id, sched.parent_id)
+            if linked != sched.campaign:
+                if await self.claim(sched.campaign, slot):  # said once a slot, not every tick
+                    _log.warning("recap of %s not posted: %s:%s is linked to %s", sched.campaign,
+                                 sched.platform, sched.channel_id, linked or "no campaign")
                 continue
             if not await self.claim(sched.campaign, slot):
                 continue

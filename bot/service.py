@@ -16,7 +16,7 @@ from typing import Protocol
 
 from bot.directory import Directory, lens_for
 from liminalis.answer import Answer, Responder, Source
-from liminalis.campaign import CampaignConfig, validate_slug
+from liminalis.campaign import CampaignConfig, is_discord_id, validate_slug
 from liminalis.engine import CAMPAIGN_SCOPE, Engine
 from liminalis.errors import ConfigError, InvalidInput, LiminalisError, PermissionDenied, UnknownCampaign, UploadRejected
 from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, doc_id_for, parse_file, with_front_matter
@@ -37,11 +37,18 @@ HELP = """**Liminalis** answers questions from your campaign's own documents, wi
 `/recap schedule <cron>|off` — GM: post a recap here on a schedule (5-field cron, UTC)
 `/explain <question>` — GM: how retrieval ranked the documents
 `/campaign link <slug>|unlink|status` — link this channel to a campaign (GM)
+`/campaign release <server id>` — GM: unlink a Discord server, ending its GM role names
 `/lens` — which view of the campaign you get
 `/help` — this message"""
 
 _MAX_FILES = 10
 _DM_NOT_LINKED = "Direct messages are not linked to a campaign: ask in your campaign's channel."
+# One answer to every refused link, whether the campaign exists or not: a stranger learns neither.
+_LINK_REFUSED = (
+    "Only a GM of that campaign can link a channel to it, and only if the name is right. On a server "
+    "where no channel is linked to the campaign, a GM role *name* does not count: a GM listed by user id "
+    "or role id in campaign.toml links first, or the host adds the server's id to `[roles.discord] guilds`."
+)
 _SAFE_NAME = re.compile(r"[^\w.-]+")  # \w is Unicode: "Сессия 1.md" keeps its letters
 
 
@@ -112,12 +119,12 @@ class IncomingMessage:
     user_id: str
     text: str  # "/ask who is …" or a bare question for mentions
     parent_id: str | None = None  # the thread's parent channel
-    roles: tuple[str, ...] = ()  # ids and names
-    role_ids: tuple[str, ...] = ()  # the same roles by id only (Discord)
+    roles: tuple[str, ...] = ()  # role names (Discord), lens names (console); never ids
+    role_ids: tuple[str, ...] = ()  # role ids (Discord); never names
     guild_id: str | None = None  # the Discord server the message came from
     usergroups: tuple[str, ...] = ()
     roles_known: bool = True
-    is_dm: bool = False
+    is_dm: bool = False  # a direct message, by the platform's channel type
     attachments: tuple[Attachment, ...] = ()
     campaign_override: str | None = None  # console: --campaign
 
@@ -142,7 +149,8 @@ class Reply:
 class RecapScheduling(Protocol):
     """What ``/recap schedule`` needs from the scheduler (``bot.scheduler.RecapScheduler``)."""
 
-    async def set_schedule(self, campaign: str, *, cron: str, platform: str, channel_id: str) -> str: ...
+    async def set_schedule(self, campaign: str, *, cron: str, platform: str, channel_id: str,
+                           parent_id: str | None = None) -> str: ...
 
     async def remove_schedule(self, campaign: str) -> bool: ...
 
@@ -207,36 +215,24 @@ class BotService:
         try:
             at_home = await self.at_home(msg, cfg)
             return lens_for(cfg, platform=msg.platform, user_id=msg.user_id, roles=msg.roles,
-                            usergroups=msg.usergroups, is_dm=msg.is_dm, roles_known=msg.roles_known,
-                            at_home=at_home, role_ids=msg.role_ids)
+                            role_ids=msg.role_ids, usergroups=msg.usergroups, is_dm=msg.is_dm,
+                            roles_known=msg.roles_known, at_home=at_home)
         except Exception:  # a failed role lookup is default-deny: players
             _log.exception("lens lookup failed; using players lens")
             return Lens({"players"})
 
     async def at_home(self, msg: IncomingMessage, cfg: CampaignConfig) -> bool:
         """Whether ``msg`` comes from one of the campaign's home Discord servers, where role
-        names count (bot.directory). A campaign no server has claimed is at home nowhere: its
-        first Discord link takes a GM known by user or role *id* (``gm_users``, ``gm`` ids), or a
-        server listed in ``guilds``; that link claims the server. (At home anywhere, anyone who
-        invited the public bot to a server of their own and named a role "GM" there could claim
-        it first.) A channel linked before homes were recorded claims its server on its first
-        message."""
-        return await self._home_state(msg, cfg) == "home"
-
-    async def _home_state(self, msg: IncomingMessage, cfg: CampaignConfig) -> str:
-        """``home``, ``away`` (the campaign has other home servers), or ``unclaimed`` (it has none)."""
+        names count (bot.directory): one listed in ``[roles.discord] guilds``, else one with a
+        channel linked to the campaign now. A campaign linked on no server is at home nowhere,
+        so its first Discord link takes a GM known by user or role *id*. A channel linked before
+        servers were recorded has its server recorded from its first message."""
         if msg.platform != "discord" or msg.guild_id is None:
-            return "home"
+            return True
+        await self.directory.learn_guild("discord", msg.guild_id, msg.channel_id, msg.parent_id)
         if cfg.roles.discord_guilds:
-            return "home" if msg.guild_id in cfg.roles.discord_guilds else "away"
-        homes = await self.directory.homes("discord", cfg.slug)
-        if homes:
-            return "home" if msg.guild_id in homes else "away"
-        linked = await self.directory.campaign_for(msg.platform, msg.channel_id, msg.parent_id)
-        if linked == cfg.slug:
-            await self.directory.claim("discord", cfg.slug, msg.guild_id)
-            return "home"
-        return "unclaimed"
+            return msg.guild_id in cfg.roles.discord_guilds
+        return msg.guild_id in await self.directory.homes("discord", cfg.slug)
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -258,8 +254,8 @@ class BotService:
 
     async def will_be_ephemeral(self, msg: IncomingMessage) -> bool:
         """Predict whether ``handle(msg)`` answers privately, cheaply and without side effects
-        (save the one ``handle`` would make first: a linked channel's first message records its
-        server as the campaign's home, :meth:`at_home`).
+        (save the one ``handle`` would make first: a channel linked before servers were recorded
+        has its server recorded, :meth:`at_home`).
 
         Discord must choose at ``defer`` time whether the "thinking…" message is ephemeral, before
         the answer exists. Anything uncertain (a parse error, an unlinked channel) predicts private.
@@ -269,7 +265,7 @@ class BotService:
             if name in _PRIVATE:
                 return True
             if name == "campaign":
-                return (arg.split() or ["status"])[0].lower() == "status"
+                return (arg.split() or ["status"])[0].lower() in {"status", "release"}
             if name == "recap":
                 return arg.strip().lower().startswith("schedule")
             cfg = await self.campaign_of(msg)
@@ -349,35 +345,72 @@ class BotService:
             cfg = await self.config(slug)
             lens = await self.lens_of(msg, cfg)
             titles = await self.engine.titles(cfg.slug, frozenset(lens), limit=25)
-            return Reply(text=f"This channel plays **{cfg.name}** (`{cfg.slug}`); {len(titles)}{'+' if len(titles) == 25 else ''} documents visible to you.", ephemeral=True)
+            text = f"This channel plays **{cfg.name}** (`{cfg.slug}`); {len(titles)}{'+' if len(titles) == 25 else ''} documents visible to you."
+            if lens.is_gm:
+                text += "\n" + await self._homes_report(cfg)
+            return Reply(text=text, ephemeral=True)
         if sub == "link":
             if len(parts) != 2:
                 raise InvalidInput("bad link", user_message="Usage: `/campaign link <slug>`")
-            cfg = await self.config(validate_slug(parts[1]))
-            lens = await self.lens_of(msg, cfg)
-            home = "home" if lens.is_gm else await self._home_state(msg, cfg)
-            if home != "home":
-                if home == "unclaimed" and not any(
-                        platform == "discord" for platform, _ in await self.directory.links(cfg.slug)):
-                    raise PermissionDenied("first link by role name", user_message=(
-                        f"**{cfg.name}** has no Discord server yet. Its first link takes a GM listed by user id "
-                        "(`gm_users`) or by role id, or this server's id in `[roles.discord] guilds` in "
-                        "campaign.toml: a role *name* counts only on the campaign's own server."))
-                raise PermissionDenied("link from a server that is not the campaign's home", user_message=(
-                    f"**{cfg.name}** is played on another Discord server. A GM there can link this channel, "
-                    "or its host can add this server's id to `[roles.discord] guilds` in campaign.toml."))
-            self._require_gm(lens)
-            await self.directory.link(msg.platform, msg.channel_id, cfg.slug)
-            if msg.platform == "discord" and msg.guild_id is not None:
-                await self.directory.claim("discord", cfg.slug, msg.guild_id)
+            slug = validate_slug(parts[1])
+            try:
+                cfg = await self.config(slug)
+            except LiminalisError as exc:  # no such campaign, or a broken campaign.toml: said alike
+                _log.info("link to %s refused: %s", slug, exc)
+                raise PermissionDenied("link to a campaign that cannot be read", user_message=_LINK_REFUSED) from exc
+            if not (await self.lens_of(msg, cfg)).is_gm:
+                raise PermissionDenied("link by a non-GM", user_message=_LINK_REFUSED)
+            await self.directory.link(msg.platform, msg.channel_id, cfg.slug,
+                                      guild_id=msg.guild_id if msg.platform == "discord" else None)
             return Reply(text=f"Linked this channel to **{cfg.name}**.")
         if sub == "unlink":
             cfg = await self.campaign_of(msg)
             self._require_gm(await self.lens_of(msg, cfg))
             if not await self.directory.unlink(msg.platform, msg.channel_id):
                 return Reply(text="This thread follows its channel's link: unlink the channel itself.", ephemeral=True)
-            return Reply(text="Unlinked this channel.")
-        raise InvalidInput("bad campaign sub", user_message="Usage: `/campaign link <slug>|unlink|status`")
+            text = "Unlinked this channel."
+            if (msg.platform == "discord" and msg.guild_id is not None and msg.guild_id not in cfg.roles.discord_guilds
+                    and msg.guild_id not in await self.directory.homes("discord", cfg.slug)):
+                text += f" No channel of this server is linked to **{cfg.name}** now: its role names no longer count."
+            return Reply(text=text)
+        if sub == "release":
+            cfg = await self.campaign_of(msg)
+            self._require_gm(await self.lens_of(msg, cfg))
+            if len(parts) != 2 or not is_discord_id(parts[1]):
+                raise InvalidInput("bad release", user_message="Usage: `/campaign release <server id>` (see `/campaign status`)")
+            guild = parts[1]
+            n = await self.directory.release("discord", cfg.slug, guild)
+            if guild in cfg.roles.discord_guilds:
+                return Reply(text=f"Unlinked {n} channel(s) of server `{guild}` from **{cfg.name}**. It stays a home "
+                             "while campaign.toml lists it in `[roles.discord] guilds`: its host can remove it there.",
+                             ephemeral=True)
+            if not n:
+                return Reply(text=f"Server `{guild}` is not a home of **{cfg.name}**: none of its channels is linked.",
+                             ephemeral=True)
+            return Reply(text=f"Released server `{guild}`: unlinked {n} channel(s) from **{cfg.name}**; its role names "
+                         "no longer count.", ephemeral=True)
+        raise InvalidInput("bad campaign sub", user_message="Usage: `/campaign link <slug>|unlink|status|release <server id>`")
+
+    async def _homes_report(self, cfg: CampaignConfig) -> str:
+        """The campaign's Discord homes, for its GMs: where role names count, and why."""
+        linked = await self.directory.linked_guilds("discord", cfg.slug)
+        listed = cfg.roles.discord_guilds
+        lines: list[str] = []
+        for guild in listed:
+            n = linked.get(guild, 0)
+            lines.append(f"• `{guild}`: listed in campaign.toml `guilds`" + (f", {n} channel(s) linked" if n else ""))
+        for guild, n in sorted(linked.items()):
+            if guild not in listed:
+                lines.append(f"• `{guild}`: {n} channel(s) linked" + (
+                    " (not a home: campaign.toml `guilds` lists the homes)" if listed else ""))
+        unplaced = await self.directory.unplaced("discord", cfg.slug)
+        if unplaced:
+            lines.append(f"• {unplaced} channel(s) linked before servers were recorded: each adds its server "
+                         "on its next message")
+        if not lines:
+            return "Discord homes: none (role names count on no server)."
+        return ("Discord homes (GM role names count there):\n" + "\n".join(lines)
+                + "\nA GM can release a server with `/campaign release <server id>`.")
 
     async def cmd_pin(self, msg: IncomingMessage, arg: str) -> Reply:
         cfg = await self.campaign_of(msg)
@@ -468,7 +501,8 @@ class BotService:
         if spec.lower() in {"off", "none", "stop"}:
             removed = await self.scheduler.remove_schedule(cfg.slug)
             return Reply(text="Recap schedule removed." if removed else "No recap schedule was set.", ephemeral=True)
-        when = await self.scheduler.set_schedule(cfg.slug, cron=spec, platform=msg.platform, channel_id=msg.channel_id)
+        when = await self.scheduler.set_schedule(cfg.slug, cron=spec, platform=msg.platform, channel_id=msg.channel_id,
+                                                 parent_id=msg.parent_id)
         return Reply(text=f"Recaps of **{cfg.name}** will be posted in this channel {when}.", ephemeral=True)
 
     async def recap(self, slug: str, sessions: int = 1) -> tuple[str, tuple[Source, ...]]:

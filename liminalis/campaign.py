@@ -15,9 +15,28 @@ from typing import Any
 
 from liminalis.errors import ConfigError, UnknownCampaign
 
-__all__ = ["CampaignConfig", "load_campaign", "validate_slug", "RoleMap"]
+__all__ = ["CampaignConfig", "load_campaign", "validate_slug", "RoleMap", "split_role_refs", "is_discord_id"]
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+_DISCORD_ID = re.compile(r"[0-9]{17,20}")
+
+
+def is_discord_id(value: str) -> bool:
+    """Whether ``value`` is written like a Discord id (a snowflake: 17 to 20 ASCII digits)."""
+    return bool(_DISCORD_ID.fullmatch(value))
+
+
+def split_role_refs(entries: tuple[str, ...] | list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(ids, names)`` of the Discord roles a campaign.toml list names.
+
+    One list holds both, as GMs write it (``gm = ["GM", "123456789012345678"]``): an entry of
+    17 to 20 ASCII digits is a role *id*, anything else a role *name*. The two are matched
+    apart, ids against the member's role ids and names against their role names, so a role
+    someone *named* "123456789012345678" is never the role with that id. (A role whose real
+    name is such a number can only be given by its id.)
+    """
+    ids = tuple(e for e in entries if is_discord_id(e))
+    return ids, tuple(e for e in entries if not is_discord_id(e))
 
 
 def validate_slug(slug: str) -> str:
@@ -30,17 +49,24 @@ def validate_slug(slug: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class RoleMap:
-    """Who holds which lens on each platform (ids or names)."""
+    """Who holds which lens on each platform.
 
-    discord_gm_roles: tuple[str, ...] = ()
+    Discord roles are given by id or by name in one list (:func:`split_role_refs`); the ids and
+    the names are kept apart here and never compared with each other.
+    """
+
+    discord_gm_role_ids: tuple[str, ...] = ()
+    #: Role *names*: they count only on the campaign's home servers (``bot.directory``).
+    discord_gm_role_names: tuple[str, ...] = ()
     discord_gm_users: tuple[str, ...] = ()
     #: The Discord servers (guild ids) whose role *names* count. Anyone can create a role named
     #: "GM" on a server of their own, so names only mean something on the campaign's servers;
-    #: empty: the servers where a GM linked a channel to it (the first link claims it).
+    #: empty: the servers where a channel is linked to it now (the last unlink releases one).
     discord_guilds: tuple[str, ...] = ()
     slack_gm_users: tuple[str, ...] = ()
     slack_gm_usergroups: tuple[str, ...] = ()
     # lens name -> {"discord_roles": [...], "discord_users": [...], "slack_users": [...]}
+    # (discord_roles mixes ids and names like ``gm``: see split_role_refs)
     lens_members: dict[str, dict[str, tuple[str, ...]]] = field(default_factory=dict)
 
 
@@ -115,6 +141,7 @@ def load_campaign(root: Path, slug: str | None = None) -> CampaignConfig:
     roles = _table(data.get("roles"), "roles")
     discord = _table(roles.get("discord"), "roles.discord")
     slack = _table(roles.get("slack"), "roles.slack")
+    gm_role_ids, gm_role_names = split_role_refs(_strs(discord.get("gm"), "roles.discord.gm"))
     members: dict[str, dict[str, tuple[str, ...]]] = {}
     for lens, spec in _table(data.get("lens_members"), "lens_members").items():
         spec = _table(spec, f"lens_members.{lens}")
@@ -134,7 +161,8 @@ def load_campaign(root: Path, slug: str | None = None) -> CampaignConfig:
         gm_paths=_strs(data.get("gm_paths", ["gm/**"]), "gm_paths"),
         always_include=_strs(data.get("always_include"), "always_include"),
         roles=RoleMap(
-            discord_gm_roles=_strs(discord.get("gm"), "roles.discord.gm"),
+            discord_gm_role_ids=gm_role_ids,
+            discord_gm_role_names=gm_role_names,
             discord_gm_users=_strs(discord.get("gm_users"), "roles.discord.gm_users"),
             discord_guilds=_strs(discord.get("guilds"), "roles.discord.guilds"),
             slack_gm_users=_strs(slack.get("gm_users"), "roles.slack.gm_users"),

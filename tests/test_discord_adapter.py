@@ -16,10 +16,10 @@ from bot.discord_adapter import DiscordAdapter, build_intents, render_reply, sen
 from bot.service import BotService, Reply
 from conftest import close_engine, make_engine
 from fakes.discord_api import (
-    CHANNEL_ID, GM_ROLE_ID, MIREL_ROLE_ID, ROGUE_CHANNEL_ID, ROGUE_GM_ROLE_ID, ROGUE_GUILD_ID, THREAD_ID,
-    FakeDiscordApi, guild_payload, interaction_payload, message_payload, rogue_guild_payload,
+    CHANNEL_ID, GM_ROLE_ID, GUILD_ID, MIREL_ROLE_ID, ROGUE_CHANNEL_ID, ROGUE_GM_ROLE_ID, ROGUE_GUILD_ID, THREAD_ID,
+    FakeDiscordApi, guild_payload, interaction_payload, message_payload, role_payload, rogue_guild_payload,
 )
-from fakes.tiny_campaign import CANARY, GM_TITLE, MIREL_CANARY, make_tiny_campaign
+from fakes.tiny_campaign import CANARY, GM_TITLE, MIREL_CANARY, MIREL_USER, make_tiny_campaign
 from liminalis.answer import Source
 
 PLAYER = 222
@@ -115,28 +115,26 @@ async def test_personal_lens_answer_is_private_in_shared_channel(env):
 
 async def test_a_role_named_gm_on_another_server_is_not_a_gm(env):
     """Anyone can add the bot to a server of their own and name a role "GM": role names count
-    only on the campaign's home server, so that server can neither link the campaign nor, were a
-    channel of it linked, read GM text. The campaign's real GM keeps the GM view at home."""
+    only on a server where the campaign is linked, so that server can neither link the campaign
+    (refused as any stranger is, without the campaign's name) nor read GM text. The campaign's
+    real GM keeps the GM view at home."""
     api, adapter, service = env
     adapter.client._connection._add_guild_from_data(rogue_guild_payload())
     rogue = {"user_id": 444, "roles": [ROGUE_GM_ROLE_ID], "guild_id": ROGUE_GUILD_ID, "channel_id": ROGUE_CHANNEL_ID}
     link = [{"name": "action", "type": 3, "value": "link"}, {"name": "slug", "type": 3, "value": "greyhold"}]
     await invoke(adapter, interaction_payload("campaign", link, **rogue))
     refused = all_text(followups(api)[-1])
-    assert "another Discord server" in refused and CANARY not in refused
+    assert "Only a GM" in refused and "Greyhold" not in refused and CANARY not in refused
     assert await service.directory.campaign_for("discord", str(ROGUE_CHANNEL_ID)) is None
-    # the home server's GM, by role name, still holds the GM view (and the home is now claimed)
+    # the home server's GM, by role name, still holds the GM view
     await invoke(adapter, interaction_payload("lens", user_id=GM, roles=[GM_ROLE_ID]))
     assert "GM view" in all_text(followups(api)[-1])
     assert await service.directory.homes("discord", "greyhold") == {"800000000000000001"}
-    # a rogue channel linked anyway (say, by an operator's mistake) still answers as players
-    await service.directory.link("discord", str(ROGUE_CHANNEL_ID), "greyhold")
     api.calls.clear()
     question = [{"name": "question", "type": 3, "value": "What is the truth about the baron?"}]
     await invoke(adapter, interaction_payload("ask", question, **rogue))
-    await invoke(adapter, interaction_payload("lens", **rogue))
     text = " ".join(all_text(b) for b in followups(api))
-    assert "baron" in text.lower() and CANARY not in text and GM_TITLE not in text and "GM view" not in text
+    assert "This channel is not linked" in text and CANARY not in text and GM_TITLE not in text
 
 
 async def test_a_recap_posted_before_login_is_sent_once_logged_in(env):
@@ -410,3 +408,208 @@ async def test_personal_lens_from_role_name(env):
     await invoke(adapter, interaction_payload("lens", user_id=PLAYER, roles=[MIREL_ROLE_ID]))
     text = all_text(followups(api)[0])
     assert "mirel" in text and "GM view" not in text
+
+
+# -- homes that can be taken back --------------------------------------------------------------
+
+ROGUE = {"guild_id": ROGUE_GUILD_ID, "channel_id": ROGUE_CHANNEL_ID}
+ID_GM = 111  # greyhold's GM by user id (campaign.toml gm_users)
+
+
+def opts(**values: str) -> list[dict]:
+    return [{"name": k, "type": 3, "value": v} for k, v in values.items()]
+
+
+def edit_campaign(service: BotService, old: str, new: str) -> None:
+    """Rewrite greyhold's campaign.toml (a host's edit), seen on the next message."""
+    import os
+
+    toml = service.engine.campaigns_dir / "greyhold" / "campaign.toml"
+    text = toml.read_text()
+    assert old in text
+    toml.write_text(text.replace(old, new))
+    st = toml.stat()
+    os.utime(toml, (st.st_atime, st.st_mtime + 5))  # the config cache keys on the mtime
+
+
+async def test_the_last_unlink_on_a_server_ends_its_home(env):
+    """A GM by user id links a channel of another server, then unlinks it: while linked that
+    server is a home (its role named "GM" is a GM there); once its last channel is unlinked it is
+    a home no more, so the role named "GM" can neither link the campaign again nor read GM text.
+    (A home claimed once used to be a home forever, even linked and unlinked at once.)"""
+    api, adapter, service = env
+    adapter.client._connection._add_guild_from_data(rogue_guild_payload())
+    rogue_gm = {"user_id": 444, "roles": [ROGUE_GM_ROLE_ID], **ROGUE}
+    await invoke(adapter, interaction_payload("campaign", opts(action="link", slug="greyhold"), user_id=ID_GM, iid=1, **ROGUE))
+    assert "Linked this channel" in all_text(followups(api)[-1])
+    assert str(ROGUE_GUILD_ID) in await service.directory.homes("discord", "greyhold")
+    await invoke(adapter, interaction_payload("lens", iid=2, **rogue_gm))
+    assert "GM view" in all_text(followups(api)[-1])
+    await invoke(adapter, interaction_payload("campaign", opts(action="unlink"), user_id=ID_GM, iid=3, **ROGUE))
+    unlinked = all_text(followups(api)[-1])
+    assert str(ROGUE_GUILD_ID) not in await service.directory.homes("discord", "greyhold")
+    api.calls.clear()
+    await invoke(adapter, interaction_payload("campaign", opts(action="link", slug="greyhold"), iid=4, **rogue_gm))
+    assert "Only a GM" in all_text(followups(api)[-1])
+    assert await service.directory.campaign_for("discord", str(ROGUE_CHANNEL_ID)) is None
+    question = [{"name": "question", "type": 3, "value": "What is the truth about the baron?"}]
+    await invoke(adapter, interaction_payload("ask", question, iid=5, **rogue_gm))
+    await invoke(adapter, interaction_payload("explain", question, iid=6, **rogue_gm))
+    await invoke(adapter, interaction_payload("recap", opts(schedule="0 18 * * 5"), iid=7, **rogue_gm))
+    text = " ".join(all_text(b) for b in followups(api))
+    assert CANARY not in text and GM_TITLE not in text and "Recaps of" not in text
+    assert "Unlinked this channel" in unlinked and "no longer count" in unlinked  # the GM was told
+
+
+async def test_a_gm_removed_from_the_config_is_a_player_on_every_server(env):
+    """The host takes a GM out of ``gm_users``: that user is a player at once, at home and on a
+    server of their own where they had linked (and unlinked) a channel while a GM, even with a
+    role they named "GM" there (it used to stay a home, so the name made them a GM again)."""
+    api, adapter, service = env
+    adapter.client._connection._add_guild_from_data(rogue_guild_payload())
+    link = opts(action="link", slug="greyhold")
+    await invoke(adapter, interaction_payload("campaign", link, user_id=ID_GM, iid=1, **ROGUE))
+    await invoke(adapter, interaction_payload("campaign", opts(action="unlink"), user_id=ID_GM, iid=2, **ROGUE))
+    edit_campaign(service, 'gm_users = ["111"]', "gm_users = []")
+    api.calls.clear()
+    question = [{"name": "question", "type": 3, "value": "What is the truth about the baron?"}]
+    places = [{}, {"channel_id": THREAD_ID}, {**ROGUE, "roles": [ROGUE_GM_ROLE_ID]}]
+    for i, where in enumerate(places):
+        await invoke(adapter, interaction_payload("lens", user_id=ID_GM, iid=10 + 3 * i, **where))
+        await invoke(adapter, interaction_payload("ask", question, user_id=ID_GM, iid=11 + 3 * i, **where))
+        await invoke(adapter, interaction_payload("campaign", link, user_id=ID_GM, iid=12 + 3 * i, **where))
+    text = " ".join(all_text(b) for b in followups(api))
+    assert "GM view" not in text and CANARY not in text and "Linked this channel" not in text
+    assert await service.directory.campaign_for("discord", str(ROGUE_CHANNEL_ID)) is None
+
+
+async def test_a_role_named_like_a_gm_role_id_is_not_that_role(env):
+    """campaign.toml names the GM role by id as well; a server linked to the campaign (a home,
+    where role names count) has a role someone *named* that id. Ids and names were one list,
+    so the name matched the id; now a configured id matches only a member's role ids."""
+    api, adapter, service = env
+    edit_campaign(service, 'gm = ["GM"]', f'gm = ["GM", "{GM_ROLE_ID}"]')
+    rogue = rogue_guild_payload()
+    rogue["roles"][1] = role_payload(ROGUE_GM_ROLE_ID, str(GM_ROLE_ID), 1)
+    adapter.client._connection._add_guild_from_data(rogue)
+    await invoke(adapter, interaction_payload("campaign", opts(action="link", slug="greyhold"), user_id=ID_GM, iid=1, **ROGUE))
+    assert str(ROGUE_GUILD_ID) in await service.directory.homes("discord", "greyhold")
+    api.calls.clear()
+    impostor = {"user_id": 444, "roles": [ROGUE_GM_ROLE_ID], **ROGUE}
+    question = [{"name": "question", "type": 3, "value": "What is the truth about the baron?"}]
+    await invoke(adapter, interaction_payload("lens", iid=2, **impostor))
+    await invoke(adapter, interaction_payload("ask", question, iid=3, **impostor))
+    text = " ".join(all_text(b) for b in followups(api))
+    assert "GM view" not in text and CANARY not in text
+    # the real role, by id, is a GM (and a user whose roles are named otherwise)
+    api.calls.clear()
+    await invoke(adapter, interaction_payload("ask", question, user_id=GM, roles=[GM_ROLE_ID], iid=4))
+    assert CANARY in " ".join(all_text(b) for b in followups(api))
+
+
+async def test_a_mention_from_an_uncached_server_is_not_a_dm_and_a_private_answer_stays_private(env):
+    """discord.py has no guild object for a server it has not cached; such a mention was taken
+    for a DM, so a personal lens's answer (one player's backstory) was posted in the channel, and
+    a message that did not even mention the bot was answered. The channel's type decides."""
+    api, adapter, service = env
+    await service.directory.link("discord", "555", "greyhold")  # (its server learned from its messages)
+    state = adapter.client._connection
+    data = message_payload("<@900000000000000002> who took the baron's ninth bell?", user_id=MIREL_USER,
+                           channel_id=555, guild_id=42)
+    channel, guild = state._get_guild_channel(data)
+    assert guild is None  # (not cached)
+    msg = adapter.incoming(user=discord.Message(state=state, channel=channel, data=data).author, channel=channel,
+                           guild_id=42, text="/lens")
+    assert not msg.is_dm and msg.guild_id == "42"
+    await adapter.on_message(discord.Message(state=state, channel=channel, data=data))
+    public = api.find("POST", "/channels/555/messages")
+    assert public and all(MIREL_CANARY not in all_text(c.json) for c in public)
+    assert "direct message" in all_text(public[-1].json)
+    dm = api.find("POST", f"/channels/{MIREL_USER + 1}/messages")
+    assert dm and MIREL_CANARY in all_text(dm[0].json)
+    api.calls.clear()
+    quiet = message_payload("the baron's bell", user_id=PLAYER, channel_id=555, guild_id=42, mentions_bot=False, mid=3)
+    await adapter.on_message(discord.Message(state=state, channel=state._get_guild_channel(quiet)[0], data=quiet))
+    assert not api.find("POST", "/messages")
+
+
+async def test_thread_recap_schedules_end_with_their_channels_link_and_unlink(env, tmp_path):
+    """A recap scheduled in a thread outlived its channel's re-link to another campaign (and its
+    unlink), posting one campaign's recaps to another's players. Schedules now know their
+    thread's parent, and a recap goes only where its campaign is linked when it is posted."""
+    import datetime as dt
+
+    from bot.scheduler import RecapScheduler
+    from liminalis.testing import FrozenClock
+
+    api, adapter, service = env
+    make_tiny_campaign(tmp_path / "campaigns", slug="saltmarsh")
+    posts: list[tuple[str, Reply]] = []
+
+    async def poster(channel_id: str, reply: Reply) -> None:
+        posts.append((channel_id, reply))
+
+    clock = FrozenClock(dt.datetime(2026, 1, 2, 17, 0, tzinfo=dt.UTC))  # a Friday, before 18:00
+    service.scheduler = scheduler = RecapScheduler(service, posters={"discord": poster}, clock=clock, tick_seconds=0)
+    weekly = opts(schedule="0 18 * * 5")
+
+    async def thread_schedules() -> list[str]:
+        return [s.campaign for s in await scheduler.schedules() if s.channel_id == str(THREAD_ID)]
+
+    await invoke(adapter, interaction_payload("recap", weekly, user_id=ID_GM, channel_id=THREAD_ID, iid=1))
+    assert "will be posted" in all_text(followups(api)[-1]) and await thread_schedules() == ["greyhold"]
+    await invoke(adapter, interaction_payload("campaign", opts(action="link", slug="saltmarsh"), user_id=ID_GM, iid=2))
+    assert await thread_schedules() == []
+    await invoke(adapter, interaction_payload("campaign", opts(action="link", slug="greyhold"), user_id=ID_GM, iid=3))
+    await invoke(adapter, interaction_payload("recap", weekly, user_id=ID_GM, channel_id=THREAD_ID, iid=4))
+    clock.set(dt.datetime(2026, 1, 2, 18, 0, 30, tzinfo=dt.UTC))
+    assert [c for c, _ in await scheduler.run_due()] == ["greyhold"]  # the thread's parent is linked
+    assert [c for c, _ in posts] == [str(THREAD_ID)]
+    await invoke(adapter, interaction_payload("campaign", opts(action="unlink"), user_id=ID_GM, iid=5))
+    assert await thread_schedules() == []
+    # a schedule that outlived its thread's link (stored before schedules knew their parents)
+    await service.engine.db.execute(
+        "INSERT INTO recap_schedules (campaign, cron, platform, channel_id) VALUES ('greyhold', '0 18 * * 5', 'discord', ?)",
+        (str(THREAD_ID),))
+    clock.advance(days=7)
+    assert await scheduler.run_due() == [] and len(posts) == 1
+
+
+async def test_a_strangers_link_says_the_same_whether_the_campaign_exists(env):
+    """`/campaign link` told anyone whether a campaign existed, and its display name; a refusal
+    is now one text for a real campaign and for a made-up one, at home and elsewhere."""
+    api, adapter, _ = env
+    adapter.client._connection._add_guild_from_data(rogue_guild_payload())
+    seen = []
+    for i, (who, slug) in enumerate([(PLAYER, "greyhold"), (PLAYER, "nosuch"), (444, "greyhold"), (444, "nosuch")]):
+        where = {**ROGUE, "roles": [ROGUE_GM_ROLE_ID]} if who == 444 else {}
+        await invoke(adapter, interaction_payload("campaign", opts(action="link", slug=slug), user_id=who, iid=1 + i, **where))
+        seen.append(followups(api)[-1]["content"])
+    assert len(set(seen)) == 1 and "Greyhold" not in seen[0] and "nosuch" not in seen[0] and "Only a GM" in seen[0]
+
+
+async def test_campaign_status_lists_homes_to_gms_and_a_gm_releases_one(env):
+    """A GM sees where role names count (each home server, and why); a player sees no servers.
+    `/campaign release <server>` unlinks that server's channels, and with them its home."""
+    api, adapter, service = env
+    adapter.client._connection._add_guild_from_data(rogue_guild_payload())
+    await invoke(adapter, interaction_payload("campaign", opts(action="link", slug="greyhold"), user_id=ID_GM, iid=1, **ROGUE))
+    await invoke(adapter, interaction_payload("campaign", opts(action="status"), user_id=GM, roles=[GM_ROLE_ID], iid=2))
+    gm = followups(api)[-1]
+    assert gm["flags"] & 64 and str(GUILD_ID) in gm["content"] and str(ROGUE_GUILD_ID) in gm["content"]
+    assert "/campaign release" in gm["content"]
+    await invoke(adapter, interaction_payload("campaign", opts(action="status"), user_id=PLAYER, iid=3))
+    player = followups(api)[-1]["content"]
+    assert "Greyhold" in player and str(GUILD_ID) not in player and str(ROGUE_GUILD_ID) not in player
+    await invoke(adapter, interaction_payload("campaign", opts(action="release", server=str(ROGUE_GUILD_ID)),
+                                              user_id=PLAYER, iid=4))
+    assert "Only a GM" in followups(api)[-1]["content"]
+    assert str(ROGUE_GUILD_ID) in await service.directory.homes("discord", "greyhold")
+    await invoke(adapter, interaction_payload("campaign", opts(action="release", server=str(ROGUE_GUILD_ID)),
+                                              user_id=GM, roles=[GM_ROLE_ID], iid=5))
+    released = followups(api)[-1]
+    assert released["flags"] & 64 and "Released server" in released["content"] and "1 channel" in released["content"]
+    assert await service.directory.homes("discord", "greyhold") == {str(GUILD_ID)}
+    assert await service.directory.campaign_for("discord", str(ROGUE_CHANNEL_ID)) is None
+    await invoke(adapter, interaction_payload("lens", user_id=444, roles=[ROGUE_GM_ROLE_ID], iid=6, **ROGUE))
+    assert "GM view" not in all_text(followups(api)[-1])

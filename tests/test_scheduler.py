@@ -7,6 +7,7 @@ import datetime as dt
 
 import pytest
 
+from bot.directory import Directory
 from bot.scheduler import RecapScheduler, latest_slot, parse_cron, parse_target
 from bot.service import BotService, IncomingMessage, Reply
 from conftest import close_engine, make_engine, upgraded_engine
@@ -33,6 +34,7 @@ async def setup(tmp_path):
     (root / "campaign.toml").write_text(toml)
     engine = await make_engine(tmp_path, milvus=False)
     await engine.ingest("greyhold")
+    await Directory(engine.db).link("discord", "4242", "greyhold")  # recaps go only to a linked channel
     yield tmp_path, engine
     await close_engine(engine)
 
@@ -316,7 +318,8 @@ async def test_relinking_a_channel_drops_the_other_campaigns_recap_schedule(setu
     # A schedule row that outlived its link (written before links cleaned up after themselves),
     # and campaign.toml's own channel linked to another campaign: neither is posted to.
     await service.directory.link("slack", "C9", "saltmarsh")
-    await engine.db.execute("INSERT INTO recap_schedules VALUES ('greyhold', '0 18 * * 5', 'slack', 'C9')")
+    await engine.db.execute("INSERT INTO recap_schedules (campaign, cron, platform, channel_id) "
+                            "VALUES ('greyhold', '0 18 * * 5', 'slack', 'C9')")
     assert await s.run_due() == [] and rec.posts == []
     await engine.db.execute("DELETE FROM recap_schedules")
     s.posters["discord"] = rec
@@ -325,7 +328,10 @@ async def test_relinking_a_channel_drops_the_other_campaigns_recap_schedule(setu
     assert await s.run_due() == [] and rec.posts == []
     await service.directory.unlink("discord", "4242")
     clock.advance(days=7)  # (that slot was passed over for good, said once)
-    assert [c for c, _ in await s.run_due()] == ["greyhold"]  # unlinked, the host's channel is posted to
+    assert await s.run_due() == [] and rec.posts == []  # unlinked: it may hold anyone now
+    await service.directory.link("discord", "4242", "greyhold")
+    clock.advance(days=7)
+    assert [c for c, _ in await s.run_due()] == ["greyhold"]  # linked to it again: posted to
 
 
 async def test_the_tick_arms_recap_jobs_from_the_current_schedules(setup):
@@ -351,7 +357,8 @@ async def test_a_stored_schedule_that_never_fires_does_not_stop_the_scheduler(se
     """A schedule saved before such crons were refused (``0 0 31 2 *``) is skipped with a
     warning; the start, the tick and the other schedules go on."""
     _, engine = setup
-    await engine.db.execute("INSERT INTO recap_schedules VALUES ('ghost', '0 0 31 2 *', 'discord', '1')")
+    await engine.db.execute("INSERT INTO recap_schedules (campaign, cron, platform, channel_id) "
+                            "VALUES ('ghost', '0 0 31 2 *', 'discord', '1')")
     rec = Recorder()
     s = RecapScheduler(BotService(engine), posters={"discord": rec}, clock=FrozenClock(FRIDAY_18), tick_seconds=0)
     await s.start()
@@ -366,7 +373,8 @@ async def test_a_schedule_of_a_deleted_campaign_is_skipped_once_per_slot(setup, 
     """Its folder gone, a campaign's stored schedule logs one warning a slot, not a traceback
     on every tick of the grace window."""
     _, engine = setup
-    await engine.db.execute("INSERT INTO recap_schedules VALUES ('ghost', '0 18 * * 5', 'discord', '1')")
+    await engine.db.execute("INSERT INTO recap_schedules (campaign, cron, platform, channel_id) "
+                            "VALUES ('ghost', '0 18 * * 5', 'discord', '1')")
     s = RecapScheduler(BotService(engine), posters={"discord": Recorder()}, clock=FrozenClock(FRIDAY_18), tick_seconds=0)
     with caplog.at_level("WARNING"):
         for _ in range(3):

@@ -42,7 +42,7 @@ async def test_discord_role_names_count_only_on_the_campaigns_home_servers(servi
     assert "GM view" in (await service.handle(msg("/lens", roles=["GM"], guild="1000"))).text
     assert await service.directory.homes("discord", "greyhold") == {"1000"}
     refused = await service.handle(msg("/campaign link greyhold", roles=["GM"], channel="C2", guild="2000"))
-    assert refused.error and "another Discord server" in refused.text
+    assert refused.error and "Only a GM" in refused.text and "Greyhold" not in refused.text
     assert await service.directory.campaign_for("discord", "C2") is None
     assert "GM view" not in (await service.handle(msg("/lens", roles=["GM"], channel="C1", guild="2000"))).text
     linked = await service.handle(msg("/campaign link greyhold", channel="C2", guild="2000", user="111"))
@@ -240,7 +240,7 @@ async def test_a_campaign_with_no_discord_server_yet_is_not_claimed_by_a_role_na
     a GM by user (or role) id; that link claims the server, where role names then count."""
     await service.directory.unlink("discord", "C1")  # (the fixture's link) no Discord channel left
     rogue = await service.handle(msg("/campaign link greyhold", roles=["GM"], channel="R1", guild="6666"))
-    assert rogue.error and "no Discord server yet" in rogue.text
+    assert rogue.error and "Only a GM" in rogue.text and "Greyhold" not in rogue.text
     assert await service.directory.campaign_for("discord", "R1") is None
     assert "GM view" not in (await service.handle(msg("/lens", roles=["GM"], channel="R1", guild="6666"))).text
     gm = await service.handle(msg("/campaign link greyhold", channel="C1", guild="1000", user="111"))
@@ -271,3 +271,62 @@ async def test_sigterm_stops_serving_with_cleanup():
     asyncio.get_running_loop().call_later(0.2, os.kill, os.getpid(), signal.SIGTERM)
     assert await asyncio.wait_for(stop_on_sigterm(work(), lines.append), 10) == 0
     assert closed == [True] and lines == ["SIGTERM: shutting down"]
+
+
+async def test_a_data_directory_from_before_servers_were_recorded(tmp_path):
+    """Its links have no server, and its ``campaign_homes`` rows claimed servers for good. Those
+    rows no longer count: a server is a home only while a channel of it is linked, and a link
+    made before servers were recorded has its server recorded from its first message."""
+    import sqlite3
+
+    make_tiny_campaign(tmp_path / "campaigns")
+    old = sqlite3.connect(tmp_path / "db.sqlite3")
+    old.executescript("""
+        CREATE TABLE channel_links (platform TEXT NOT NULL, channel_id TEXT NOT NULL, campaign TEXT NOT NULL,
+            linked_at REAL, PRIMARY KEY (platform, channel_id));
+        CREATE TABLE campaign_homes (platform TEXT NOT NULL, campaign TEXT NOT NULL, home_id TEXT NOT NULL,
+            claimed_at REAL, PRIMARY KEY (platform, campaign, home_id));
+        CREATE TABLE recap_schedules (campaign TEXT PRIMARY KEY, cron TEXT NOT NULL, platform TEXT NOT NULL,
+            channel_id TEXT NOT NULL);
+        INSERT INTO channel_links VALUES ('discord', 'C1', 'greyhold', 0);
+        INSERT INTO campaign_homes VALUES ('discord', 'greyhold', '6666', 0);
+        INSERT INTO recap_schedules VALUES ('greyhold', '0 18 * * 5', 'discord', 'C1');
+    """)
+    old.commit()
+    old.close()
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        await engine.ingest("greyhold")
+        service = BotService(engine)
+        # the server an unlinked claim named: a role named GM there is no GM, so cannot link
+        refused = await service.handle(msg("/campaign link greyhold", roles=["GM"], channel="R1", guild="6666"))
+        assert refused.error and await service.directory.campaign_for("discord", "R1") is None
+        assert await service.directory.homes("discord", "greyhold") == frozenset()
+        # the linked channel's own server, learned from its first message, is the home
+        assert "GM view" in (await service.handle(msg("/lens", roles=["GM"], channel="C1", guild="1000"))).text
+        assert await service.directory.homes("discord", "greyhold") == {"1000"}
+        rows = await engine.db.fetchall("SELECT channel_id, parent_id FROM recap_schedules")
+        assert [(r["channel_id"], r["parent_id"]) for r in rows] == [("C1", None)]  # kept, its new column empty
+    finally:
+        await close_engine(engine)
+
+
+async def test_homes_from_campaign_toml_are_listed_and_outlast_a_release(service):
+    """``[roles.discord] guilds`` lists the homes itself: the GM's status says so, and a release
+    unlinks that server's channels but cannot undo the host's list (the reply says where to)."""
+
+    class Listed(BotService):
+        async def config(self, slug):
+            cfg = await super().config(slug)
+            return replace(cfg, roles=replace(cfg.roles, discord_guilds=("100000000000000000",)))
+
+    listed = Listed(service.engine, directory=service.directory)
+    gm = {"user": "111", "channel": "C1", "guild": "100000000000000000"}
+    await listed.handle(msg("/lens", **gm))  # (C1's server is learned)
+    status = (await listed.handle(msg("/campaign status", **gm))).text
+    assert "`100000000000000000`: listed in campaign.toml" in status and "1 channel(s) linked" in status
+    assert "100000000000000000" not in (await listed.handle(msg("/campaign status", channel="C1"))).text
+    assert (await listed.handle(msg("/campaign release 12", **gm))).error
+    released = await listed.handle(msg("/campaign release 100000000000000000", **gm))
+    assert "Unlinked 1 channel(s)" in released.text and "stays a home" in released.text
+    assert await service.directory.campaign_for("discord", "C1") is None

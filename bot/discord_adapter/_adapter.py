@@ -138,21 +138,23 @@ class DiscordAdapter:
 
     def incoming(self, *, user: discord.abc.User, channel: Any, guild_id: int | None, text: str,
                  attachments: Iterable[Attachment] = ()) -> IncomingMessage:
-        """Map who and where to an ``IncomingMessage``: roles by id and name (names count only on
-        the campaign's home servers, ``BotService.at_home``); DMs get no roles.
+        """Map who and where to an ``IncomingMessage``: role ids and role names apart (names count
+        only on the campaign's home servers, ``BotService.at_home``); DMs get no roles.
 
-        A member whose roles cannot be read (an uncached guild resolves no role names) simply has
-        fewer roles, so the lens falls back toward players, never toward gm.
+        A DM is told by its channel's type, never by a missing guild: discord.py has no guild
+        object for a server it has not cached, and such a message is a shared channel's. A member
+        whose roles cannot be read (an uncached guild resolves no role names) simply has fewer
+        roles, so the lens falls back toward players, never toward gm.
         """
-        roles: tuple[str, ...] = ()
+        names: tuple[str, ...] = ()
         role_ids: tuple[str, ...] = ()
         known = False
-        if guild_id is not None and isinstance(user, discord.Member):
+        dm = is_dm_channel(channel)
+        if not dm and guild_id is not None and isinstance(user, discord.Member):
             try:
-                ids = [str(r) for r in getattr(user, "_roles", ())]
-                names = [r.name for r in user.roles if not r.is_default()]
-                role_ids = tuple(dict.fromkeys([*ids, *(str(r.id) for r in user.roles if not r.is_default())]))
-                roles = tuple(dict.fromkeys([*role_ids, *names]))
+                listed = [r for r in user.roles if not r.is_default()]
+                role_ids = tuple(dict.fromkeys([*(str(r) for r in getattr(user, "_roles", ())), *(str(r.id) for r in listed)]))
+                names = tuple(dict.fromkeys(r.name for r in listed))
                 known = True
             except Exception:
                 _log.warning("discord: role lookup failed for %s; players lens", user.id, exc_info=True)
@@ -160,9 +162,9 @@ class DiscordAdapter:
         parent_id = getattr(channel, "parent_id", None)
         return IncomingMessage(
             platform="discord", channel_id=str(channel_id), user_id=str(user.id), text=text,
-            parent_id=str(parent_id) if parent_id else None, roles=roles, role_ids=role_ids, roles_known=known,
-            guild_id=str(guild_id) if guild_id is not None else None,
-            is_dm=guild_id is None, attachments=tuple(attachments),
+            parent_id=str(parent_id) if parent_id else None, roles=names, role_ids=role_ids, roles_known=known,
+            guild_id=str(guild_id) if guild_id is not None and not dm else None,
+            is_dm=dm, attachments=tuple(attachments),
         )
 
     def from_interaction(self, interaction: discord.Interaction, text: str,
@@ -226,16 +228,14 @@ class DiscordAdapter:
         me = self.client.user
         if me is None or message.author.bot:
             return
-        is_dm = message.guild is None
-        if not is_dm and me.id not in message.raw_mentions:
+        if not is_dm_channel(message.channel) and me.id not in message.raw_mentions:
             return
         try:
             text = _MENTION.sub(lambda m: "" if int(m.group(1)) == me.id else m.group(0), message.content).strip()
             if not text:
                 text = "/help"
             async with message.channel.typing():
-                msg = self.incoming(user=message.author, channel=message.channel,
-                                    guild_id=message.guild.id if message.guild else None, text=text)
+                msg = self.incoming(user=message.author, channel=message.channel, guild_id=_guild_id(message), text=text)
                 if message.attachments and await self.service.is_gm(msg):
                     msg = replace(msg, attachments=tuple(await self.read_attachments(message.attachments)))
                 reply = await self.service.handle(msg)
@@ -248,9 +248,10 @@ class DiscordAdapter:
                 pass
 
     async def reply_to_message(self, message: discord.Message, reply: Reply) -> None:
-        """Reply in channel; a private (GM) reply goes to the author's DMs with a pointer left behind."""
+        """Reply in channel; a private (GM, personal lens) reply goes to the author's DMs with a
+        pointer left behind, wherever the channel is not known to be a DM."""
         outs = render_reply(reply)
-        if reply.ephemeral and message.guild is not None:
+        if reply.ephemeral and not is_dm_channel(message.channel):
             try:
                 for out in outs:
                     await send_with_retry(lambda out=out: message.author.send(  # type: ignore[misc]
@@ -355,9 +356,13 @@ class DiscordAdapter:
             await run(interaction, f"/explain {question}")
 
         @tree.command(name="campaign", description="Link this channel to a campaign (GM), unlink it, or show it")
-        async def campaign(interaction: discord.Interaction, action: Literal["status", "link", "unlink"] = "status",
-                           slug: app_commands.Range[str, 1, 63] | None = None) -> None:
-            await run(interaction, f"/campaign {action} {slug or ''}".strip())
+        @app_commands.describe(slug="link: the campaign", server="release: the server id (see status)")
+        async def campaign(interaction: discord.Interaction,
+                           action: Literal["status", "link", "unlink", "release"] = "status",
+                           slug: app_commands.Range[str, 1, 63] | None = None,
+                           server: app_commands.Range[str, 1, 25] | None = None) -> None:
+            arg = server if action == "release" else slug
+            await run(interaction, f"/campaign {action} {arg or ''}".strip())
 
         @tree.command(name="lens", description="Which view of the campaign you get")
         async def lens(interaction: discord.Interaction) -> None:
@@ -366,6 +371,21 @@ class DiscordAdapter:
         @tree.command(name="help", description="What Liminalis can do")
         async def help_(interaction: discord.Interaction) -> None:
             await run(interaction, "/help")
+
+
+def is_dm_channel(channel: Any) -> bool:
+    """Whether ``channel`` is a direct message, by its type. A channel of unknown type (a partial
+    one from an uncached server) is not: treated as shared, a private answer goes privately."""
+    return isinstance(channel, discord.DMChannel) or getattr(channel, "type", None) == discord.ChannelType.private
+
+
+def _guild_id(message: discord.Message) -> int | None:
+    """The server of a message, also when discord.py has not cached it (no ``guild`` object, but
+    the partial channel keeps the id)."""
+    if message.guild is not None:
+        return message.guild.id
+    gid = getattr(message.channel, "guild_id", None)
+    return gid if isinstance(gid, int) else None
 
 
 def _reply(message: discord.Message, content: str | None, **kw: Any) -> Awaitable[discord.Message]:

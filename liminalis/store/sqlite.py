@@ -26,6 +26,13 @@ from liminalis.types import Document, Passage
 
 __all__ = ["Database", "SCHEMA"]
 
+# Columns added since a table was first shipped: (table, column, declaration). A data directory
+# from before gets them on open, NULL in its old rows (``ALTER TABLE ... ADD COLUMN``).
+_ADDED_COLUMNS = (
+    ("channel_links", "guild_id", "TEXT"),  # the Discord server of a link; NULL: not known yet
+    ("recap_schedules", "parent_id", "TEXT"),  # the parent channel of a schedule set in a thread
+)
+
 SCHEMA = """
 PRAGMA journal_mode=WAL;
 PRAGMA synchronous=NORMAL;
@@ -56,11 +63,8 @@ CREATE TABLE IF NOT EXISTS pins (
 );
 CREATE TABLE IF NOT EXISTS channel_links (
     platform TEXT NOT NULL, channel_id TEXT NOT NULL, campaign TEXT NOT NULL, linked_at REAL,
+    guild_id TEXT,
     PRIMARY KEY (platform, channel_id)
-);
-CREATE TABLE IF NOT EXISTS campaign_homes (
-    platform TEXT NOT NULL, campaign TEXT NOT NULL, home_id TEXT NOT NULL, claimed_at REAL,
-    PRIMARY KEY (platform, campaign, home_id)
 );
 CREATE TABLE IF NOT EXISTS token_usage (
     day TEXT PRIMARY KEY, tokens INTEGER NOT NULL
@@ -83,7 +87,8 @@ CREATE TABLE IF NOT EXISTS recap_posts (
     campaign TEXT NOT NULL, slot TEXT NOT NULL, posted_at REAL, PRIMARY KEY (campaign, slot)
 );
 CREATE TABLE IF NOT EXISTS recap_schedules (
-    campaign TEXT PRIMARY KEY, cron TEXT NOT NULL, platform TEXT NOT NULL, channel_id TEXT NOT NULL
+    campaign TEXT PRIMARY KEY, cron TEXT NOT NULL, platform TEXT NOT NULL, channel_id TEXT NOT NULL,
+    parent_id TEXT
 );
 CREATE TABLE IF NOT EXISTS spend (
     day TEXT NOT NULL, campaign TEXT NOT NULL, role TEXT NOT NULL, model TEXT NOT NULL,
@@ -127,6 +132,10 @@ class Database:
             self._conn = await aiosqlite.connect(self.path)
             self._conn.row_factory = aiosqlite.Row
             await self._conn.executescript(SCHEMA)
+            for table, column, decl in _ADDED_COLUMNS:
+                async with self._conn.execute(f"PRAGMA table_info({table})") as cur:
+                    if column not in {r["name"] for r in await cur.fetchall()}:
+                        await self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
             await self._conn.commit()
         except Exception as exc:  # aiosqlite/sqlite errors are not a public hierarchy
             raise StoreError(f"cannot open database {self.path}: {exc}") from exc

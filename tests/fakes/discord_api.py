@@ -224,12 +224,12 @@ def interaction_payload(
 
 def message_payload(content: str, *, user_id: int, roles: list[int] = (), mentions_bot: bool = True,  # type: ignore[assignment]
                     channel_id: int = CHANNEL_ID, attachments: list[dict[str, Any]] | None = None,
-                    mid: int = 450000000000000001) -> dict[str, Any]:
-    """A MESSAGE_CREATE payload in the guild."""
+                    mid: int = 450000000000000001, guild_id: int = GUILD_ID) -> dict[str, Any]:
+    """A MESSAGE_CREATE payload in a guild (``GUILD_ID`` unless told)."""
     member = member_payload(user_id, f"user{user_id}", list(roles))
     member.pop("user")
     return {
-        "id": str(mid), "channel_id": str(channel_id), "guild_id": str(GUILD_ID), "type": 0, "content": content,
+        "id": str(mid), "channel_id": str(channel_id), "guild_id": str(guild_id), "type": 0, "content": content,
         "author": user_payload(user_id, f"user{user_id}"), "member": member, "attachments": attachments or [],
         "embeds": [], "mentions": [user_payload(BOT_ID, "Liminalis", bot=True)] if mentions_bot else [],
         "mention_roles": [], "mention_everyone": False, "pinned": False, "tts": False, "timestamp": TIMESTAMP,

@@ -8,6 +8,8 @@ CANARY = "the baron is secretly a drowned vampire"
 GM_TITLE = "Baron Plot Secrets"
 #: In a document only the GM and the personal lens "mirel" may read.
 MIREL_CANARY = "mirel pawned the baron's ninth bell"
+#: A Discord user given the "mirel" lens by id (campaign.toml ``discord_users``).
+MIREL_USER = 666
 SLACK_GM = "UGM00001"
 SLACK_GM_GROUP = "S0GMGROUP"
 SLACK_GM_HANDLE = "gms"
@@ -26,6 +28,7 @@ gm_usergroups = ["{SLACK_GM_GROUP}"]
 
 [lens_members.mirel]
 discord_roles = ["Mirel"]
+discord_users = ["{MIREL_USER}"]
 slack_users = ["UMIREL01"]
 
 [recap]
