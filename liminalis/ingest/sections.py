@@ -161,8 +161,8 @@ def find_hidden_sections(text: str, *, lenses: Iterable[str] = ()) -> list[Hidde
             i += 1
             continue
         if fm:
-            aud = _audience(fm.group("info"), known)
-            if aud is None:
+            fence_aud = _audience(fm.group("info"), known)
+            if fence_aud is None:
                 open_fence = (fm.group("fence")[0], len(fm.group("fence")))
                 i += 1
                 continue
@@ -176,11 +176,11 @@ def find_hidden_sections(text: str, *, lenses: Iterable[str] = ()) -> list[Hidde
                 j += 1
             closed = j < len(lines)
             stop = min(lines[j][1] + 1, len(text)) if closed else len(text)
-            found.append(HiddenSection(s, stop, aud, "fenced block", i + 1, terminated=closed))
+            found.append(HiddenSection(s, stop, fence_aud, "fenced block", i + 1, terminated=closed))
             i = j + 1
             continue
         cm = _CALLOUT.match(line)
-        if cm and (aud := _audience(cm.group("kind"), known)) is not None:
+        if cm and (callout_aud := _audience(cm.group("kind"), known)) is not None:
             depth = cm.group("quotes").count(">")
             j = i + 1
             while j < len(lines):
@@ -197,7 +197,7 @@ def find_hidden_sections(text: str, *, lenses: Iterable[str] = ()) -> list[Hidde
                     j += 1
                     continue
                 break
-            found.append(HiddenSection(s, min(lines[j - 1][1] + 1, len(text)), aud, "callout", i + 1))
+            found.append(HiddenSection(s, min(lines[j - 1][1] + 1, len(text)), callout_aud, "callout", i + 1))
             i = j
             continue
         level, title = 0, ""
@@ -213,8 +213,8 @@ def find_hidden_sections(text: str, *, lenses: Iterable[str] = ()) -> list[Hidde
                 lv, start, aud, ln = heading_stack.pop()
                 found.append(HiddenSection(start, s, aud, "heading section", ln))
             hm = _HEADING_MARK.search(title)
-            if hm and (aud := _audience(hm.group(1), known)) is not None:
-                heading_stack.append((level, s, aud, i + 1))
+            if hm and (heading_aud := _audience(hm.group(1), known)) is not None:
+                heading_stack.append((level, s, heading_aud, i + 1))
         i += 1
     for _lv, start, aud, ln in heading_stack:
         found.append(HiddenSection(start, len(text), aud, "heading section", ln))
