@@ -19,6 +19,7 @@ from liminalis.answer import Answer, Responder, Source
 from liminalis.campaign import CampaignConfig, is_discord_id, validate_slug
 from liminalis.engine import CAMPAIGN_SCOPE, Engine
 from liminalis.errors import ConfigError, InvalidInput, LiminalisError, PermissionDenied, UnknownCampaign, UploadRejected
+from liminalis.ingest.sections import source_of
 from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, doc_id_for, parse_file, with_front_matter
 from liminalis.lens import GM, NOT_GM, PLAYERS, Lens
 from liminalis.text import clean_text, natural_key
@@ -345,7 +346,8 @@ class BotService:
             cfg = await self.config(slug)
             lens = await self.lens_of(msg, cfg)
             titles = await self.engine.titles(cfg.slug, frozenset(lens), limit=25)
-            text = f"This channel plays **{cfg.name}** (`{cfg.slug}`); {len(titles)}{'+' if len(titles) == 25 else ''} documents visible to you."
+            files = len({source_of(d) for d, _ in titles})  # a personal view is part of its file
+            text = f"This channel plays **{cfg.name}** (`{cfg.slug}`); {files}{'+' if len(titles) == 25 else ''} documents visible to you."
             if lens.is_gm:
                 text += "\n" + await self._homes_report(cfg)
             return Reply(text=text, ephemeral=True)

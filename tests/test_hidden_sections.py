@@ -16,7 +16,7 @@ from liminalis.adapters.anthropic import AnthropicModel
 from liminalis.answer import Responder
 from liminalis.campaign import load_campaign
 from liminalis.ingest.loaders import LoadError, parse_file
-from liminalis.ingest.sections import find_hidden_sections
+from liminalis.ingest.sections import find_hidden_sections, split_views
 from liminalis.testing import ScriptedModel
 
 SECRET = "zanzibar-canary"
@@ -51,6 +51,27 @@ SYNTAX = [
     ("unterminated fence", f"Vessa smiles. She pours ale.\n\n```secret\n{SECRET}\n"),
     ("lens to an unknown lens", f"Vessa smiles. She pours ale. <!-- lens:nobody {SECRET} -->"),
     ("crlf", f"Vessa smiles.\r\n\r\n> [!gm]\r\n> {SECRET}\r\n\r\nShe pours ale."),
+    # found by a hostile review
+    ("heading mark then a comment", f"Vessa smiles.\n\n## Trap (GM) <!-- balance later -->\n\n{SECRET}"),
+    ("heading mark then obsidian", f"Vessa smiles.\n\n## Plans (GM) %%todo%%\n\n{SECRET}"),
+    ("bold heading mark", f"Vessa smiles.\n\n## **The Truth (GM)**\n\n{SECRET}"),
+    ("italic heading mark and colon", f"Vessa smiles.\n\n## Plans *(GM)*:\n\n{SECRET}"),
+    ("heading block id", f"Vessa smiles.\n\n## Plans (GM) ^id1\n\n{SECRET}"),
+    ("heading (DM)", f"Vessa smiles.\n\n## Plans (DM)\n\n{SECRET}"),
+    ("a heading inside a comment", f"Vessa smiles.\n\n## Secrets (GM)\n\n<!--\n## Old draft\n-->\n\n{SECRET}"),
+    ("a heading inside obsidian", f"Vessa smiles.\n\n## Secrets (GM)\n\n%%\n## old\n%%\n\n{SECRET}"),
+    ("%% in inline code", f"Vessa smiles. Wrap it in `%%`.\n\n%% {SECRET} %%"),
+    ("%% in a code block", f"Vessa smiles.\n\n```\nuse %%\n```\n\n%% {SECRET} %%"),
+    ("a fence inside a comment", f"Vessa smiles.\n\n<!--\n```\n-->\n\n## Plans (GM)\n{SECRET}"),
+    ("an unclosed fence in a quote", f"Vessa smiles.\n\n> ```\n> code\n\n## Plans (GM)\n{SECRET}"),
+    ("an unclosed fence in a list", f"Vessa smiles.\n\n- ```\n  code\n\n## Plans (GM)\n{SECRET}"),
+    ("a players comment holding a GM one", f"Vessa smiles.\n\n<!-- lens:players reminder\n\n<!-- GM: {SECRET} -->"),
+    ("lazy line at a shallower depth", f"Vessa smiles.\n\n> [!note] Tavern\n> > [!gm]\n> > The barkeep is a spy\n> and {SECRET}."),
+    ("setext rule inside a gm section", f"Vessa smiles.\n\n## Secrets (GM)\n\nThe duke is {SECRET}.\n---\nmore"),
+    ("fence with words after gm", f"Vessa smiles.\n\n```gm Duke\n{SECRET}\n```"),
+    ("fence in braces", f"Vessa smiles.\n\n```{{secret}}\n{SECRET}\n```"),
+    ("heading in a quote", f"Vessa smiles.\n\n> ## Plans (GM)\n> {SECRET}"),
+    ("heading in a list item", f"Vessa smiles.\n\n- ## Plans (GM)\n  {SECRET}"),
 ]
 
 
@@ -65,7 +86,8 @@ def test_every_secret_syntax_is_cut_from_the_players_view(tmp_path, name, text):
     parsed, views = views_of(text, tmp_path)
     shared = views["npcs/vessa"]
     assert SECRET not in shared.text and SECRET not in shared.title and SECRET not in shared.synopsis
-    assert "<!--" not in shared.text and "%%" not in shared.text and "[!" not in shared.text
+    if name not in {"%% in inline code", "%% in a code block", "lazy line at a shallower depth"}:  # code, a [!note]
+        assert "<!--" not in shared.text and "%%" not in shared.text and "[!" not in shared.text
     assert "Vessa smiles" in shared.text and shared.visibility & {"players"}
     whole = views["npcs/vessa//gm"]
     assert SECRET in whole.text and whole.visibility == GM  # the GM reads it in place
@@ -94,15 +116,34 @@ def test_sections_in_ordinary_code_and_public_callouts_stay(tmp_path):
     assert "The ale is good" in views["npcs/vessa"].text and "Brisk" in views["npcs/vessa"].text
 
 
+def test_nested_and_unterminated_personal_sections_fail_closed(tmp_path):
+    """A GM callout inside Mirel's callout is the GM's; an unterminated personal comment (its
+    end may be the GM's next comment's) is GM-only."""
+    nested = (f"Vessa smiles.\n\n> [!lens:mirel]\n> You recognise the ferryman.\n> > [!gm]\n"
+              f"> > The ferryman {SECRET} is Mirel's real father.")
+    _, views = views_of(nested, tmp_path)
+    assert "recognise the ferryman" in views["npcs/vessa//lens:mirel"].text
+    assert SECRET not in views["npcs/vessa//lens:mirel"].text and SECRET not in views["npcs/vessa"].text
+    _, views = views_of(f"Vessa smiles.\n\n<!-- lens:mirel your sister\n\nMore.\n\n<!-- GM: {SECRET} -->", tmp_path)
+    assert all(SECRET not in v.text for k, v in views.items() if k != "npcs/vessa//gm")
+
+
 def test_a_gm_only_file_with_sections_is_one_gm_only_document(tmp_path):
     parsed, views = views_of(f"Plot. <!-- {SECRET} -->", tmp_path, front="visibility: gm\n")
     assert list(views) == ["npcs/vessa"] and views["npcs/vessa"].visibility == GM
     assert parsed.hidden_sections == 1
 
 
-def test_pathological_input_is_linear_enough():
+def test_pathological_input_is_parsed():
+    """Inputs that took minutes (a heading with a long run of spaces, thousands of comments and
+    sections); asserted by completing under the suite's hang guard, not by timing."""
     text = ("> [!gm]\n" + "> x\n" * 2000 + "<!-- " * 2000 + "%%" * 1001 + "# h (GM)\n" * 2000) * 3
     assert find_hidden_sections(text)
+    assert find_hidden_sections("## Ambush" + " " * 20000 + "x\n") == []
+    many = "Intro <!-- a --> text\n" * 20000
+    sections = find_hidden_sections(many)
+    assert len(sections) == 20000
+    assert "<!--" not in split_views(many, sections, frozenset({"players"}))[1].text
 
 
 # Front matter a GM meant: each is refused with a reason or GM-only, never published.
@@ -131,6 +172,11 @@ SLIPS = [
     "**Visibility:** GM only\n\n",
     "Visibility: GM only\n\n",
     "secret: yes\n\n",
+    # found by a hostile review
+    "# Sir Hale\n---\ntitle: Sir Hale\naliases: [a, b, c]\ntags: [t1, t2, t3, t4, t5]\nx1: 1\nx2: 2\nx3: 3\nx4: 4\n"
+    "x5: 5\nx6: 6\nx7: 7\nx8: 8\nvisibility: gm\n---\n\n",
+    "---\nGM Only: true\n---\n",
+    "---\ngm-only: yes\n---\n",
 ]
 
 
@@ -150,6 +196,12 @@ def test_front_matter_slips_never_publish(tmp_path, text):
     "Secret: the duke keeps doves.\n\nThe harbour is quiet tonight.",
     "---\ntitle: Harbour\nsecret: false\n---\nThe harbour is quiet tonight.",
     "---\ntitle: Harbour\n---\n# Harbour\n\nVisibility: poor (fog)\n\nThe harbour is quiet tonight.",
+    "# Harbour\n\nVisibility: none (magical darkness)\n\nThe harbour is quiet tonight.",
+    "# Harbour\n\n**Visibility:** only 30 ft\n\nThe harbour is quiet tonight.",
+    "# Harbour\n\nVisibility: clear all around, for everyone\n\nThe harbour is quiet tonight.",
+    "# Harbour\n\n**Visibility:**\n\nThe harbour is quiet tonight.",
+    "# Harbour\n\nInvisible: all the time\nVisible: only at night\nHidden: yes\nPrivate: yes\n\nThe harbour is quiet tonight.",
+    "GM: Yes, roll athletics.\nDM: yes\n\nThe harbour is quiet tonight.",
 ])
 def test_ordinary_first_lines_are_not_refused(tmp_path, text):
     config = load_campaign(make_tiny_campaign(tmp_path / "campaigns"))

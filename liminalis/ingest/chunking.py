@@ -33,7 +33,9 @@ from liminalis.types import Passage, Window
 __all__ = ["ChunkingParams", "chunk_document", "make_windows", "content_hash"]
 
 _WS = re.compile(r"\s+")
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+#: A heading line's level and the start of its title. The title's trailing spaces and ``#``s are cut
+#: in Python: ``(.*?)\\s*#*\\s*$`` backtracks cubically on a long run of spaces.
+_HEADING = re.compile(r"\s{0,3}(#{1,6})\s+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +68,7 @@ def _headings(text: str) -> list[tuple[int, int, str]]:
     for line in text.split("\n"):
         m = _HEADING.match(line)
         if m:
-            out.append((offset, len(m.group(1)), m.group(2)))
+            out.append((offset, len(m.group(1)), line[m.end():].rstrip().rstrip("#").rstrip()))
         offset += len(line) + 1
     return out
 

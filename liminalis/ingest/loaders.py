@@ -37,14 +37,15 @@ _LINE_ENDS = re.compile("\r\n|[\r\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e]")
 #: How far into a document a ``visibility`` outside front matter is still read as meant for it.
 _HEAD_LINES = 12
 #: ``key: value`` pairs in a document's first lines, as YAML, JSON, TOML or bold Markdown write them.
-_ANY_KEY = re.compile(r"(?:^|[\s{,;(])[*_\"'`]*([A-Za-z][\w-]{1,20})[*_\"'`]*[ \t]*[:=][*_ \t]*([^,;}\n]*)", re.M)
-_FLAG_KEYS = frozenset({"gm", "secret", "private", "hidden", "gmonly", "gm-only", "gm_only", "dm", "dmonly", "dm-only"})
+_ANY_KEY = re.compile(r"(?:^|[\s{,;(])[*_\"'`]*([A-Za-z][\w -]{0,24}?)[*_\"'`]*[ \t]*[:=][*_ \t]*((?:[^;},\n]|,(?![ \t]*[\"']?[A-Za-z][\w -]{0,24}[\"']?[ \t]*:))*)", re.M)
+_FLAG_KEYS = frozenset({"gm", "secret", "private", "hidden", "gmonly", "dm", "dmonly"})
+#: Flags read in a document's first lines outside front matter: not ``hidden``/``private``/``dm``,
+#: which a trap's stat block or a transcript writes as ordinary text.
+_BODY_FLAG_KEYS = frozenset({"gm", "secret", "gmonly", "dmonly"})
 _TRUTHY = frozenset({"", "true", "yes", "y", "on", "1", "gm", "only", "gm only", "~", "null"})
-_TRUTHY_BODY = frozenset({"true", "yes", "y", "on", "1", "gm only", "only"})
-_LENS_WORDS = frozenset({"gm", "dm", "players", "player", "public", "all", "everyone", "private", "secret",
-                         "hidden", "only", "nobody", "none"})
-#: Near misses of ``visibility`` a GM types: within two edits of these, or starting ``visib``.
-_VISIBILITY_KEYS = ("visibility", "visible")
+_TRUTHY_BODY = frozenset({"true", "yes", "y", "on", "1", "gm only"})
+_LENS_WORDS = frozenset({"gm", "dm", "players", "player", "public", "private", "secret", "hidden"})
+#: Near misses of ``visibility`` a GM types: within two edits of it, ``visible``, or starting ``visib``.
 _TITLE_LINE = re.compile(r"\A\s*#\s+(.+?)\s*#*\s*$", re.M)
 #: A fence that is not ``---`` (``----``, TOML's ``+++``), and the lines after it up to the next.
 _OTHER_FENCE = re.compile(r"\A(?:-{4,}|\+{3,})[ \t]*\n(.*?)(?:\n(?:-{3,}|\+{3,})[ \t]*(?:\n|\Z)|\Z)", re.S)
@@ -163,8 +164,12 @@ def _looks_like_front_matter(block: str) -> bool:
 
 def _near_visibility(key: str) -> bool:
     """``visiblity``, ``Visibilty``, ``visible``, ``vis-ibility``: a key a GM meant as ``visibility``."""
-    k = key.lower().replace("-", "").replace("_", "")
-    return k.startswith("visib") or any(_edits(k, v) <= 2 for v in _VISIBILITY_KEYS)
+    k = _norm_key(key)
+    return k.startswith("visib") or k == "visible" or _edits(k, "visibility") <= 2
+
+
+def _norm_key(key: str) -> str:
+    return key.lower().replace("-", "").replace("_", "").replace(" ", "")
 
 
 def _edits(a: str, b: str) -> int:
@@ -190,21 +195,28 @@ def _refuse_misplaced_visibility(head: str, config: CampaignConfig, *, after_fro
     ``;;;``), in JSON front matter, or with no fences at all: refuse the file with a reason the GM
     can act on rather than publish what it meant to hide. A stat block's ``Visibility: poor
     (fog)`` names no lens and is left alone."""
-    lines = [ln for ln in head.split("\n") if ln.strip()][:_HEAD_LINES]
+    lines = [ln for ln in head.split("\n") if ln.strip()]
+    cut = _HEAD_LINES
+    fences = [n for n, ln in enumerate(lines[:_HEAD_LINES]) if re.fullmatch(r"[ \t]*(?:-{3,}|\+{3,}|;{3})[^\n]*", ln)]
+    if fences:  # a fenced block among the first lines is read whole, however long
+        after = next((n for n, ln in enumerate(lines[fences[0] + 1:], fences[0] + 1)
+                      if re.fullmatch(r"[ \t]*(?:-{3,}|\+{3,}|;{3}|\.{3})[ \t]*", ln)), fences[0] + 200)
+        cut = max(cut, after + 1)
+    lines = lines[:cut]
     for n, line in enumerate(lines):
         for m in _ANY_KEY.finditer(line):
-            key, value = m.group(1), m.group(2).strip().strip("\"'`*_ ")
-            k = key.lower()
-            flag = k in _FLAG_KEYS and value.lower() in _TRUTHY_BODY
-            vis = _near_visibility(k) and (not value or _names_a_lens(value, config))
+            key, value = _norm_key(m.group(1)), m.group(2).strip().rstrip(",}").strip().strip("\"'`*_ ")
+            flag = key in _BODY_FLAG_KEYS and value.lower() in _TRUTHY_BODY
+            vis = _near_visibility(key) and bool(value) and _names_a_lens(value, config)
             if not (flag or vis):
                 continue
-            what = f"`{key}:`"
+            what = f"`{m.group(1).strip()}:`"
+            titled = next((k for k, ln in enumerate(lines[:n]) if ln.lstrip().startswith("#")), None)
             if after_front:
                 where = "below the front matter: move it up, between the two lines of three dashes (---)"
             elif line.lstrip().startswith(("{", '"')) or head.lstrip().startswith("{"):
                 where = "in JSON front matter: write front matter as YAML between two lines of three dashes (---)"
-            elif any(ln.lstrip().startswith("#") for ln in lines[:n]):
+            elif titled is not None and any(ln.strip().startswith("---") for ln in lines[titled:n]):
                 where = ("after a title line: front matter must open the file, so move the `# Title` line below "
                          "its closing ---")
             else:
@@ -223,7 +235,7 @@ def _check_keys(meta: dict[str, object]) -> None:
 def _flagged_gm(meta: dict[str, object]) -> bool:
     """``secret: true``, ``gm: yes``, ``hidden: true``, ``private: true``: the GM said GM-only."""
     for key, value in meta.items():
-        if key in _FLAG_KEYS:
+        if _norm_key(key) in _FLAG_KEYS:
             v = "" if value is None else str(value).strip().lower()
             if v in _TRUTHY:
                 return True
