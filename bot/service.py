@@ -21,7 +21,7 @@ from liminalis.engine import CAMPAIGN_SCOPE, Engine
 from liminalis.errors import ConfigError, InvalidInput, LiminalisError, PermissionDenied, UnknownCampaign, UploadRejected
 from liminalis.ingest.sections import source_of
 from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, doc_id_for, parse_file, with_front_matter
-from liminalis.lens import GM, NOT_GM, PLAYERS, Lens
+from liminalis.lens import GM, NOT_GM, PLAYERS, Lens, parse_visibility
 from liminalis.text import clean_text, natural_key
 
 __all__ = ["IncomingMessage", "Attachment", "Reply", "BotService", "COMMANDS", "HELP", "RecapScheduling"]
@@ -63,20 +63,25 @@ def parse_upload_options(arg: str, cfg: CampaignConfig) -> tuple[frozenset[str] 
     and type given, ``None`` where not given; anything else is refused with the usage line."""
     visibility: frozenset[str] | None = None
     doc_type: str | None = None
+    given: frozenset[str] | None = None
     for word in arg.lower().replace(",", " ").split():
         key, _, value = word.rpartition("=") if "=" in word else word.rpartition(":")
         if key not in {"", "visibility", "type"}:
             raise InvalidInput("bad upload option", user_message=_UPLOAD_USAGE)
         if key != "type" and value in {PLAYERS, "player", "public", "all", "table"}:
-            visibility = frozenset({PLAYERS, GM})
+            given = frozenset({PLAYERS, GM})
         elif key != "type" and value in {GM, "gm-only", "private", "secret"}:
-            visibility = frozenset({GM})
+            given = frozenset({GM})
         elif key != "type" and value in cfg.lenses:
-            visibility = frozenset({value, GM})
+            given = frozenset({value, GM})
         elif key != "visibility" and value in UPLOAD_TYPES:
             doc_type = value
+            continue
         else:
             raise InvalidInput("bad upload option", user_message=_UPLOAD_USAGE)
+        if visibility is not None and visibility != given:  # "gm players": never pick the wider
+            raise InvalidInput("two visibilities", user_message="Give one visibility: players, gm or a player's lens.")
+        visibility = given
     return visibility, doc_type
 
 
@@ -561,7 +566,7 @@ class BotService:
             lines += [f"  ⚠ {w}" for w in f.warnings]
         lines += [f"• skipped {n}: {r}" for n, r in skipped]
         lines.insert(0, f"Ingested {ingested} file(s) into **{cfg.name}**:")
-        if visibility is None:
+        if visibility is None and cfg.upload_visibility == GM:
             lines.append("Files that do not say who may read them are GM-only: add `visibility: players` to their "
                          "front matter, or upload with the visibility option, to share them with the table.")
         return Reply(text="\n".join(lines), ephemeral=True)
@@ -570,6 +575,8 @@ class BotService:
         """The visibilities an upload may be given in ``msg``'s campaign (autocomplete)."""
         try:
             cfg = await self.campaign_of(msg)
+            if not (await self.lens_of(msg, cfg)).is_gm:  # a lens's name is the GM's business
+                return [PLAYERS, GM]
         except Exception:
             return [PLAYERS, GM]
         return [PLAYERS, GM, *cfg.lenses]
@@ -615,11 +622,14 @@ class BotService:
             data = att.data
             try:
                 parsed = parse_file(data, f"uploads/{name}", cfg, visibility=visibility, doc_type=doc_type)
-                if visibility is not None or doc_type is not None:
-                    # The options are kept in the saved copy's front matter: every later re-read
-                    # of the file (the tick, a restart) gives it the same visibility and type.
-                    data = with_front_matter(data, visibility=parsed.visibility, doc_type=doc_type)
-                    parse_file(data, f"uploads/{name}", cfg)
+                if visibility is None and not parsed.declared:
+                    default = parse_visibility(cfg.upload_visibility, known_lenses=cfg.lenses, gm_path=False)
+                    parsed = parse_file(data, f"uploads/{name}", cfg, visibility=default, doc_type=doc_type)
+                # The visibility it got (and the type given) go into the saved copy's front
+                # matter: every later re-read (the tick, a restart, a changed default) gives the
+                # file what this reply says it has.
+                data = with_front_matter(data, visibility=parsed.visibility, doc_type=doc_type)
+                parse_file(data, f"uploads/{name}", cfg)
             except LoadError as exc:
                 skipped.append((name, exc.reason))
                 continue

@@ -7,6 +7,7 @@ documents are GM-only, the always-include documents, and how platform roles map 
 from __future__ import annotations
 
 import fnmatch
+import logging
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -14,6 +15,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from liminalis.errors import ConfigError, UnknownCampaign
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["CampaignConfig", "load_campaign", "validate_slug", "RoleMap", "split_role_refs", "is_discord_id"]
 
@@ -146,7 +149,11 @@ def load_campaign(root: Path, slug: str | None = None) -> CampaignConfig:
     for lens, spec in _table(data.get("lens_members"), "lens_members").items():
         spec = _table(spec, f"lens_members.{lens}")
         members[str(lens)] = {k: _strs(v, f"lens_members.{lens}.{k}") for k, v in spec.items()}
-    lenses = tuple(l.lower() for l in _strs(data.get("lenses"), "lenses") if l.lower() not in {"gm", "players"} and re.fullmatch(r"[a-z0-9][\w-]*", l.lower()))
+    named = [lens.lower() for lens in _strs(data.get("lenses"), "lenses") if lens.lower() not in {"gm", "players"}]
+    lenses = tuple(lens for lens in named if re.fullmatch(r"[a-z0-9][\w-]*", lens))
+    if len(lenses) < len(named):
+        _log.warning("%s: lens names are letters, digits, - and _ only; ignored: %s", slug,
+                     ", ".join(sorted(set(named) - set(lenses))))
     recap = _table(data.get("recap"), "recap")
     try:
         whole_chars = int(data.get("whole_document_chars", 2400))

@@ -349,3 +349,25 @@ async def test_hiding_a_paragraph_players_read_takes_it_out_and_forgets(tmp_path
         assert "river key" in (await engine.retrieve("greyhold", "Who sold the river key?", GM)).text
     finally:
         await close_engine(engine)
+
+
+def test_upload_options_parse_and_never_widen(tmp_path):
+    from bot.service import parse_upload_options
+    from liminalis.errors import InvalidInput
+    from liminalis.ingest.loaders import with_front_matter
+
+    config = load_campaign(make_tiny_campaign(tmp_path / "campaigns"))
+    assert parse_upload_options("players session", config) == (frozenset({"players", "gm"}), "session")
+    assert parse_upload_options("visibility=mirel type:lore", config) == (frozenset({"mirel", "gm"}), "lore")
+    assert parse_upload_options("", config) == (None, None)
+    for bad in ("gm players", "visibility=nobody", "type=gm", "everything"):
+        with pytest.raises(InvalidInput):
+            parse_upload_options(bad, config)
+    # a visibility option keeps the file's own type; front matter narrower than the option wins
+    raw = b"---\ntitle: S3\ntype: session\nvisibility: [mirel]\n---\nThe party slept.\n"
+    parsed = parse_file(raw, "uploads/s3.md", config, visibility=frozenset({"players", "gm"}))
+    saved = with_front_matter(raw, visibility=parsed.visibility)
+    again = parse_file(saved, "uploads/s3.md", config)
+    assert again.type == "session" and again.visibility & {"mirel"} and not again.visibility & {"players"}
+    # an upload that says nothing is GM-only, even one saved by an earlier version
+    assert parse_file(b"The party slept.", "uploads/old.md", config).visibility == GM

@@ -99,7 +99,8 @@ async def test_an_upload_of_many_files_loses_none_silently(service):
     assert "note-3.md: another file in this upload has the same name" in reply.text
     assert all(f"note-{i}.md: only 10 files" in reply.text for i in (9, 10, 11))
     cfg = await service.config("greyhold")
-    assert (cfg.uploads_root / "note-3.md").read_text().startswith("# Note 3")
+    # saved with the visibility it got in its front matter, the GM's text after it
+    assert (cfg.uploads_root / "note-3.md").read_text().startswith("---\nvisibility: gm\n---\n# Note 3")
 
 
 async def test_an_upload_that_replaces_or_shadows_an_earlier_one_says_so(service):

@@ -222,7 +222,7 @@ async def test_a_long_upload_is_downloaded_whole(env):
                           "ts": "7.1", "event_ts": "7.1", "files": [f]})
     assert "Ingested 1 file" in dump((await api.wait_for("chat.postEphemeral"))[0])
     cfg = await adapter.service.engine.campaign("greyhold")
-    assert (cfg.uploads_root / "session-7.md").read_bytes() == body.encode()
+    assert (cfg.uploads_root / "session-7.md").read_bytes() == b"---\nvisibility: gm\n---\n" + body.encode()
 
 
 async def test_files_past_the_tenth_are_named_not_dropped(env):

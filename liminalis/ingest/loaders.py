@@ -206,7 +206,8 @@ def _refuse_misplaced_visibility(head: str, config: CampaignConfig, *, after_fro
     for n, line in enumerate(lines):
         for m in _ANY_KEY.finditer(line):
             key, value = _norm_key(m.group(1)), m.group(2).strip().rstrip(",}").strip().strip("\"'`*_ ")
-            flag = key in _BODY_FLAG_KEYS and value.lower() in _TRUTHY_BODY
+            # ``GM: yes`` is a line of a transcript far more often than a flag: only ``true``.
+            flag = key in _BODY_FLAG_KEYS and value.lower() in (_TRUTHY_BODY if key not in {"gm", "dm"} else {"true"})
             vis = _near_visibility(key) and bool(value) and _names_a_lens(value, config)
             if not (flag or vis):
                 continue
@@ -254,6 +255,8 @@ class ParsedFile:
     type: str
     hidden_sections: int = 0
     warnings: tuple[str, ...] = ()
+    #: Whether the file itself says who reads it (front matter, a flag, a GM folder).
+    declared: bool = False
 
 
 def parse_file(raw: bytes, rel_path: str, config: CampaignConfig, *,
@@ -288,7 +291,9 @@ def parse_file(raw: bytes, rel_path: str, config: CampaignConfig, *,
     if "visibility" in meta and meta["visibility"] is None:
         meta["visibility"] = ""  # "visibility:" with no value: not understood, so GM-only
     said = "visibility" in meta or gm_path or _flagged_gm(meta)
-    default = config.upload_visibility if rel_path.startswith("uploads/") else PLAYERS
+    # An upload is saved with the visibility it was given (bot.service): one that says nothing
+    # (saved by an earlier version, or put there by hand) is GM-only.
+    default = GM if rel_path.startswith("uploads/") else PLAYERS
     vis = parse_visibility(meta.get("visibility"), known_lenses=config.lenses, gm_path=gm_path, default=default)
     if _flagged_gm(meta):
         vis = frozenset({GM})
@@ -315,7 +320,7 @@ def parse_file(raw: bytes, rel_path: str, config: CampaignConfig, *,
         views = tuple(replace(v, synopsis=synopsis) if v.doc_id in {doc_id, view_id(doc_id, "gm")} else v
                       for v in views)
     return ParsedFile(doc_id=doc_id, views=views, visibility=vis, type=kind, hidden_sections=len(sections),
-                      warnings=warnings)
+                      warnings=warnings, declared=said)
 
 
 def _view_document(meta: dict[str, object], body: str, visibility: frozenset[str], doc_id: str, rel_path: str,
@@ -365,7 +370,8 @@ def with_front_matter(raw: bytes, *, visibility: frozenset[str] | None = None, d
         loaded = _front_matter(m.group(1)) or {}
         if not isinstance(loaded, dict):
             raise LoadError("malformed front matter (not a mapping)")
-        meta = {str(k): v for k, v in loaded.items() if str(k).lower() not in {"visibility", "type"}}
+        replaced = {"visibility"} | ({"type"} if doc_type else set())
+        meta = {str(k): v for k, v in loaded.items() if str(k).lower() not in replaced}
         body = body[m.end():]
     if visibility is not None:
         names = sorted(set(visibility) - {GM, NOT_GM})
