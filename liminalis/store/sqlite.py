@@ -101,9 +101,11 @@ class Database:
                                  user_message="The database cannot be opened: this SQLite is older than 3.35.")
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                # Checked on a plain connection first: aiosqlite leaves its worker thread
+                # reporting to a closed event loop when the file cannot even be opened.
+                self._check(await asyncio.to_thread(_quick_check, self.path))
             self._conn = await aiosqlite.connect(self.path)
             self._conn.row_factory = aiosqlite.Row
-            await self._check()
             await self._conn.execute("PRAGMA journal_mode=WAL")
             await self._conn.execute("PRAGMA synchronous=NORMAL")
             await self._migrate()
@@ -117,11 +119,8 @@ class Database:
                                  user_message=f"The database cannot be opened ({_plain(exc)}).") from exc
             raise
 
-    async def _check(self) -> None:
-        """``PRAGMA quick_check``: a damaged file fails here, named, not at some later query."""
-        assert self._conn is not None
-        async with self._conn.execute("PRAGMA quick_check") as cur:
-            problems = [str(r[0]) for r in await cur.fetchall()]
+    def _check(self, problems: list[str]) -> None:
+        """A damaged file fails here, named, not at some later query."""
         if problems != ["ok"]:
             raise StoreError(f"database {self.path} failed its integrity check: {'; '.join(problems[:5])}",
                              user_message="The database is damaged (its integrity check failed).")
@@ -196,6 +195,15 @@ class Database:
         """One write statement, committed; returns the rows it changed."""
         async with self.write() as conn, conn.execute(sql, params) as cur:
             return int(cur.rowcount)
+
+
+def _quick_check(path: str) -> list[str]:
+    """``PRAGMA quick_check`` of the file at ``path``: ``["ok"]``, or its problems."""
+    conn = sqlite3.connect(path)
+    try:
+        return [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
+    finally:
+        conn.close()
 
 
 def _plain(exc: BaseException) -> str:
