@@ -13,7 +13,6 @@ name are never compared with each other.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 from liminalis.campaign import CampaignConfig, split_role_refs, validate_slug
@@ -83,31 +82,19 @@ class Directory:
         """Link a channel (of Discord server ``guild_id``); a recap schedule another campaign had
         in it or in one of its threads goes (it would post that campaign's recaps to this one's
         players)."""
-        slug = validate_slug(campaign)
-        async with self.db.write() as conn:
-            await conn.execute(
-                "INSERT OR REPLACE INTO channel_links (platform, channel_id, campaign, linked_at, guild_id) "
-                "VALUES (?, ?, ?, ?, ?)", (platform, str(channel_id), slug, time.time(), guild_id))
-            await conn.execute(_END_SCHEDULES + " AND campaign <> ?", (platform, str(channel_id), str(channel_id), slug))
+        await self.db.links.link(platform, str(channel_id), validate_slug(campaign), guild_id=guild_id)
 
     async def unlink(self, platform: str, channel_id: str) -> bool:
         """Unlink a channel, and end the recap schedules in it and in its threads (a thread with
         a link of its own to the schedule's campaign keeps its schedule). The last linked channel
         of a Discord server takes the server's home with it."""
-        row = await self.db.fetchone(
-            "SELECT campaign FROM channel_links WHERE platform = ? AND channel_id = ?", (platform, str(channel_id))
-        )
-        async with self.db.write() as conn:
-            await conn.execute("DELETE FROM channel_links WHERE platform = ? AND channel_id = ?", (platform, str(channel_id)))
-            await conn.execute(_END_SCHEDULES, (platform, str(channel_id), str(channel_id)))
-        return row is not None
+        was = await self.db.links.campaign(platform, str(channel_id))
+        await self.db.links.unlink(platform, str(channel_id))
+        return was is not None
 
     async def linked_guilds(self, platform: str, campaign: str) -> dict[str, int]:
         """Server id → how many of its channels are linked to ``campaign`` now."""
-        rows = await self.db.fetchall(
-            "SELECT guild_id, COUNT(*) AS n FROM channel_links WHERE platform = ? AND campaign = ? "
-            "AND guild_id IS NOT NULL GROUP BY guild_id", (platform, campaign))
-        return {str(r["guild_id"]): int(r["n"]) for r in rows}
+        return await self.db.links.guild_counts(platform, campaign)
 
     async def homes(self, platform: str, campaign: str) -> frozenset[str]:
         """The servers where a channel is linked to ``campaign`` now: its homes, unless
@@ -118,59 +105,28 @@ class Directory:
     async def unplaced(self, platform: str, campaign: str) -> int:
         """Links of ``campaign`` whose server is not known yet (made before servers were
         recorded, or on a platform without them)."""
-        row = await self.db.fetchone(
-            "SELECT COUNT(*) AS n FROM channel_links WHERE platform = ? AND campaign = ? AND guild_id IS NULL",
-            (platform, campaign))
-        return int(row["n"]) if row else 0
+        return await self.db.links.unplaced(platform, campaign)
 
     async def learn_guild(self, platform: str, guild_id: str, channel_id: str, parent_id: str | None = None) -> None:
         """Record the server of a channel (and of its thread's parent) linked before servers were
         recorded. Discord names the server of every message, and a channel lies in one server
         only, so this adds a fact, never a claim: the server is a home because that channel is
         linked, as it would be had the link recorded it."""
-        ids = [str(c) for c in (channel_id, parent_id) if c]
-        marks = ",".join("?" * len(ids))
-        row = await self.db.fetchone(
-            f"SELECT 1 FROM channel_links WHERE platform = ? AND guild_id IS NULL AND channel_id IN ({marks})",
-            (platform, *ids))
-        if row is not None:  # a read first: this runs on every command, a write only once a channel
-            await self.db.execute(
-                f"UPDATE channel_links SET guild_id = ? WHERE platform = ? AND guild_id IS NULL AND channel_id IN ({marks})",
-                (str(guild_id), platform, *ids))
+        await self.db.links.place(platform, str(guild_id), [str(c) for c in (channel_id, parent_id) if c])
 
     async def release(self, platform: str, campaign: str, guild_id: str) -> int:
         """Unlink every channel of server ``guild_id`` from ``campaign`` (ending their recap
         schedules and their threads'), which ends the server's home; returns how many."""
-        async with self.db.write() as conn:
-            async with conn.execute(
-                "SELECT channel_id FROM channel_links WHERE platform = ? AND campaign = ? AND guild_id = ?",
-                (platform, campaign, str(guild_id))) as cur:
-                channels = [str(r["channel_id"]) for r in await cur.fetchall()]
-            for cid in channels:
-                await conn.execute("DELETE FROM channel_links WHERE platform = ? AND channel_id = ?", (platform, cid))
-                await conn.execute(_END_SCHEDULES, (platform, cid, cid))
-        return len(channels)
+        return await self.db.links.release(platform, campaign, str(guild_id))
 
     async def campaign_for(self, platform: str, channel_id: str, parent_id: str | None = None) -> str | None:
         for cid in (channel_id, parent_id):
             if not cid:
                 continue
-            row = await self.db.fetchone(
-                "SELECT campaign FROM channel_links WHERE platform = ? AND channel_id = ?", (platform, str(cid))
-            )
-            if row:
-                return str(row["campaign"])
+            linked = await self.db.links.campaign(platform, str(cid))
+            if linked:
+                return linked
         return None
 
     async def links(self, campaign: str) -> list[tuple[str, str]]:
-        rows = await self.db.fetchall("SELECT platform, channel_id FROM channel_links WHERE campaign = ?", (campaign,))
-        return [(r["platform"], r["channel_id"]) for r in rows]
-
-
-# The recap schedules of a channel and of its threads, save one in a thread that is linked to
-# the schedule's campaign itself (its own link, not the parent's, decides where it belongs).
-_END_SCHEDULES = (
-    "DELETE FROM recap_schedules WHERE platform = ? AND (channel_id = ? OR parent_id = ?) AND NOT EXISTS ("
-    "SELECT 1 FROM channel_links l WHERE l.platform = recap_schedules.platform "
-    "AND l.channel_id = recap_schedules.channel_id AND l.campaign = recap_schedules.campaign)"
-)
+        return await self.db.links.of_campaign(campaign)

@@ -5,9 +5,9 @@ with a frozen clock:
 
 * **Slots.** A recap schedule is a 5-field cron expression (UTC) plus a ``platform:channel``
   target. The *slot* of a moment ``now`` is the latest cron fire time ``t`` with
-  ``now - grace <= t <= now``. A slot is posted at most once: it is claimed with
-  ``INSERT OR IGNORE INTO recap_posts (campaign, slot)`` *before* posting, and only the caller
-  whose insert changed a row posts. A restart (or two overlapping ticks) therefore never
+  ``now - grace <= t <= now``. A slot is posted at most once: it is claimed in ``recap_posts``
+  (one insert that ignores a slot already there, ``ScheduleRepository.claim``) *before* posting,
+  and only the caller whose insert changed a row posts. A restart (or two overlapping ticks) therefore never
   double-posts; a slot missed while the bot was down is posted once at start-up if it is still
   within ``grace`` (so a restart does not lose it either). The trade-off is at-most-once: a post
   that fails after its claim is logged, not retried, because a retry could duplicate a post that
@@ -40,6 +40,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 from bot.service import BotService, Reply
 from liminalis.errors import InvalidInput, UnknownCampaign
 from liminalis.ports import Clock
+from liminalis.store.rows import ScheduleRow
 
 __all__ = ["RecapSchedule", "RecapScheduler", "SystemClock", "Poster", "parse_cron", "parse_target", "latest_slot"]
 
@@ -187,16 +188,14 @@ class RecapScheduler:
 
     async def schedules(self) -> list[RecapSchedule]:
         """Every active schedule: database rows, else ``campaign.toml`` ``[recap]``."""
-        rows = await self.db.fetchall("SELECT campaign, cron, platform, channel_id, parent_id FROM recap_schedules")
         out: dict[str, RecapSchedule] = {}
-        for r in rows:
+        for r in await self.db.schedules.all():
             try:  # one stored before parse_cron refused it (a date that never comes) is skipped
-                parse_cron(r["cron"])
+                parse_cron(r.cron)
             except InvalidInput:
-                _log.warning("campaign %s: stored recap cron %r is invalid; no recap", r["campaign"], r["cron"])
+                _log.warning("campaign %s: stored recap cron %r is invalid; no recap", r.campaign, r.cron)
                 continue
-            out[r["campaign"]] = RecapSchedule(r["campaign"], r["cron"], r["platform"], r["channel_id"],
-                                               parent_id=r["parent_id"])
+            out[r.campaign] = RecapSchedule(r.campaign, r.cron, r.platform, r.channel_id, parent_id=r.parent_id)
         for slug in await self.service.engine.list_campaigns():
             if slug in out:
                 continue
@@ -228,10 +227,8 @@ class RecapScheduler:
         that channel ends the schedule with it (``bot.directory``)."""
         trigger = parse_cron(cron)
         cron = " ".join(cron.split())
-        await self.db.execute(
-            "INSERT OR REPLACE INTO recap_schedules (campaign, cron, platform, channel_id, parent_id) VALUES (?, ?, ?, ?, ?)",
-            (campaign, cron, platform, str(channel_id), str(parent_id) if parent_id else None),
-        )
+        await self.db.schedules.set(ScheduleRow(campaign=campaign, cron=cron, platform=platform, channel_id=str(channel_id),
+                                                parent_id=str(parent_id) if parent_id else None))
         # Slots that already passed must not be "caught up" by the new schedule.
         slot = latest_slot(trigger, self.clock.now(), self.grace)
         if slot is not None:
@@ -241,10 +238,9 @@ class RecapScheduler:
         return f"on `{cron}` (UTC); next {nxt:%a %d %b %H:%M} UTC" if nxt else f"on `{cron}` (UTC)"
 
     async def remove_schedule(self, campaign: str) -> bool:
-        row = await self.db.fetchone("SELECT 1 FROM recap_schedules WHERE campaign = ?", (campaign,))
-        await self.db.execute("DELETE FROM recap_schedules WHERE campaign = ?", (campaign,))
+        had = await self.db.schedules.remove(campaign)
         await self.sync_jobs()  # campaign.toml's [recap], if any, applies again
-        return row is not None
+        return had
 
     async def sync_jobs(self) -> None:
         """One cron job per schedule, on its current cron; jobs of schedules gone are removed."""
@@ -274,11 +270,7 @@ class RecapScheduler:
 
     async def claim(self, campaign: str, slot: dt.datetime) -> bool:
         """Atomically record ``slot`` as posted; ``True`` only for the one caller that recorded it."""
-        changed = await self.db.execute(
-            "INSERT OR IGNORE INTO recap_posts VALUES (?, ?, ?)",
-            (campaign, _slot_key(slot), self.clock.now().timestamp()),
-        )
-        return changed == 1
+        return await self.db.schedules.claim(campaign, _slot_key(slot))
 
     async def run_due(self, campaign: str | None = None) -> list[tuple[str, str]]:
         """Post every due, unposted slot (optionally for one campaign); returns ``(campaign, slot)``s posted.
@@ -331,9 +323,7 @@ class RecapScheduler:
         return posted
 
     async def _posted(self, campaign: str, slot: dt.datetime) -> bool:
-        row = await self.db.fetchone("SELECT 1 FROM recap_posts WHERE campaign = ? AND slot = ?",
-                                     (campaign, _slot_key(slot)))
-        return row is not None
+        return await self.db.schedules.posted(campaign, _slot_key(slot))
 
     async def recaps(self) -> None:
         """The tick's recap task: arm the jobs the schedules now call for (a ``[recap]`` edited

@@ -459,7 +459,7 @@ class BotService:
             tokens = int(nums[0].replace(",", "").replace("_", ""))
             if not 500 <= tokens <= 200_000:
                 raise InvalidInput("budget out of range", user_message="Budgets must be between 500 and 200,000 tokens.")
-            await self.engine.db.execute("INSERT OR REPLACE INTO budgets VALUES (?, ?, ?)", (cfg.slug, scope, tokens))
+            await self.engine.db.budgets.set(cfg.slug, scope, tokens)
             return Reply(text=f"Context budget for this {'chat' if scope != CAMPAIGN_SCOPE else 'campaign'} set to {tokens:,} tokens.", ephemeral=True)
         raise InvalidInput("bad budget", user_message="Usage: `/budget show|set <tokens> [chat]`")
 
@@ -467,9 +467,9 @@ class BotService:
         for scope in (chat_key, CAMPAIGN_SCOPE):
             if scope is None:
                 continue
-            row = await self.engine.db.fetchone("SELECT tokens FROM budgets WHERE campaign = ? AND scope = ?", (slug, scope))
-            if row:
-                return int(row["tokens"])
+            tokens = await self.engine.db.budgets.get(slug, scope)
+            if tokens is not None:
+                return tokens
         return default
 
     async def cmd_explain(self, msg: IncomingMessage, arg: str) -> Reply:

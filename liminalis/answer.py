@@ -28,7 +28,7 @@ from liminalis.context.prompt import Prompt, build_prompt, instructions_for, spl
 from liminalis.context.rolling import ChatMemory, RollingMemory
 from liminalis.context.tiering import TierParams
 from liminalis.context.tokens import default_counter
-from liminalis.errors import ConfigError, ModelUnavailable
+from liminalis.errors import ConfigError, ModelUnavailable, StoreError
 from liminalis.ingest.sentences import split_sentences
 from liminalis.ports import Clock, LanguageModel, Usage
 from liminalis.retrieval.lexical import Tokenizer
@@ -293,11 +293,16 @@ class Responder:
                     await self.gate.settle(estimate, cost)
 
         if mem is not None:
-            await self.memory.record(
-                mem, question=question, answer=answer.text, documents=prompt.documents,
-                stable=[d.doc_id for d in prompt.stable_documents], sources=[s.label() for s in answer.sources],
-                generation=catalog.generation,
-            )
+            try:
+                await self.memory.record(
+                    mem, question=question, answer=answer.text, documents=prompt.documents,
+                    stable=[d.doc_id for d in prompt.stable_documents], sources=[s.label() for s in answer.sources],
+                    generation=catalog.generation,
+                )
+            except StoreError:
+                # The answer is already computed (and, with a model, paid for): a memory that cannot
+                # be written costs the chat its follow-up context, never the player the answer.
+                _log.exception("chat memory %s not recorded; the answer is returned without it", mem.key)
         return answer
 
     async def _model_answer(

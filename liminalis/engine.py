@@ -96,10 +96,10 @@ class Engine:
         slug = validate_slug(slug)
         root = self.campaign_root(slug)
         if not root.is_dir():
-            row = await self.db.campaign_row(slug)
-            if row is None or not Path(row["root"]).is_dir():
+            row = await self.db.campaigns.get(slug)
+            if row is None or not Path(row.root).is_dir():
                 raise UnknownCampaign(f"no campaign {slug}", user_message=f"No campaign named `{slug}`.")
-            root = Path(row["root"])
+            root = Path(row.root)
         cfg_file = root / "campaign.toml"
         mtime = cfg_file.stat().st_mtime if cfg_file.exists() else 0.0
         cached = self._configs.get(slug)
@@ -114,11 +114,11 @@ class Engine:
     async def register(self, config: CampaignConfig) -> None:
         """Register a campaign whose folder lives outside ``campaigns_dir`` (bench, tests)."""
         self._configs[config.slug] = (time.time(), config)
-        await self.db.upsert_campaign(config.slug, config.name, str(config.root))
+        await self.db.campaigns.upsert(config.slug, str(config.root))
 
     async def list_campaigns(self) -> list[str]:
         slugs = {p.name for p in self.campaigns_dir.glob("*/") if p.is_dir() and not p.name.startswith(".")}
-        slugs |= {r["slug"] for r in await self.db.fetchall("SELECT slug FROM campaigns")}
+        slugs |= set(await self.db.campaigns.slugs())
         return sorted(slugs)
 
     async def _ensure_store(self, slug: str) -> None:
@@ -155,10 +155,10 @@ class Engine:
         """"ready" (indexed under the current embedder and options), "stale" (indexed under
         others, or mid-rebuild: the indexer records the profile only when a rebuild ends; the
         next ingest re-embeds it) or "none" (never indexed)."""
-        row = await self.db.campaign_row(validate_slug(slug))
-        if row is None or int(row["generation"]) == 0:
+        row = await self.db.campaigns.get(validate_slug(slug))
+        if row is None or row.generation == 0:
             return "none"
-        return "ready" if row["model_id"] == self.indexer.profile() else "stale"
+        return "ready" if row.model_id == self.indexer.profile() else "stale"
 
     async def is_indexed(self, slug: str) -> bool:
         """Indexed with the current embedder and options (ready to answer)."""
@@ -230,12 +230,7 @@ class Engine:
     # -- pins and titles ---------------------------------------------------------------------
 
     async def pins(self, slug: str, chat: str | None = None) -> list[str]:
-        scopes = [CAMPAIGN_SCOPE] + ([chat] if chat else [])
-        marks = ",".join("?" * len(scopes))
-        rows = await self.db.fetchall(
-            f"SELECT doc_id FROM pins WHERE campaign = ? AND scope IN ({marks}) ORDER BY created_at", (slug, *scopes)
-        )
-        return [r["doc_id"] for r in rows]
+        return await self.db.pins.doc_ids(slug, [CAMPAIGN_SCOPE] + ([chat] if chat else []))
 
     async def resolve_document(self, slug: str, key: str, lens: frozenset[str]) -> str:
         """The doc id for a title/alias/path the lens may see; ``NotFound`` otherwise (same message)."""
@@ -258,15 +253,12 @@ class Engine:
     async def add_pin(self, slug: str, key: str, lens: frozenset[str], *, scope: str = CAMPAIGN_SCOPE) -> str:
         doc_id = await self.resolve_document(slug, key, lens)
         # A pin names the file, not the view this lens read: each lens then gets its own view.
-        await self.db.execute(
-            "INSERT OR IGNORE INTO pins VALUES (?, ?, ?, ?)", (validate_slug(slug), scope, source_of(doc_id), time.time())
-        )
+        await self.db.pins.add(validate_slug(slug), scope, source_of(doc_id), at=time.time())
         return doc_id
 
     async def remove_pin(self, slug: str, key: str, lens: frozenset[str], *, scope: str = CAMPAIGN_SCOPE) -> str:
         doc_id = await self.resolve_document(slug, key, lens)
-        if not await self.db.execute("DELETE FROM pins WHERE campaign = ? AND scope = ? AND doc_id = ?",
-                                     (slug, scope, source_of(doc_id))):
+        if not await self.db.pins.remove(slug, scope, source_of(doc_id)):
             raise InvalidInput("not pinned", user_message="That document is not pinned.")
         return doc_id
 

@@ -16,7 +16,9 @@ Tree::
     ├── NotFound               a document key that does not exist *for this lens*
     ├── NotReady               the campaign has no index yet, or it is being rebuilt
     ├── ModelUnavailable       the language model timed out, was overloaded or refused
-    └── StoreError             the vector store or database failed
+    └── StoreError             the vector store or database failed (every sqlite3 error is
+                               translated once, in liminalis/store/; one raised at open names
+                               its cause: not a database, damaged, read-only, newer schema)
 """
 
 from __future__ import annotations

@@ -19,9 +19,6 @@ from liminalis.store.sqlite import Database
 
 __all__ = ["DailyTokenGate", "tokens_of"]
 
-#: Add a day's tokens (params: day, n, n); a settlement may be negative, never the total.
-_ADD = "INSERT INTO token_usage VALUES (?, MAX(0, ?)) ON CONFLICT(day) DO UPDATE SET tokens = MAX(0, tokens + ?)"
-
 
 def tokens_of(usage: Usage) -> int:
     return max(0, usage.input_tokens + usage.output_tokens + usage.cache_creation_input_tokens
@@ -42,8 +39,7 @@ class DailyTokenGate:
         return self.clock.now().strftime("%Y-%m-%d")
 
     async def spent_today(self, day: str | None = None) -> int:
-        row = await self.db.fetchone("SELECT tokens FROM token_usage WHERE day = ?", (day or self._day(),))
-        return int(row["tokens"]) if row else 0
+        return await self.db.usage.spent(day or self._day())
 
     async def allows(self) -> bool:
         return await self.spent_today() < self.limit
@@ -54,12 +50,7 @@ class DailyTokenGate:
     async def reserve(self, estimate: int) -> bool:
         """Book ``estimate`` tokens for a call about to be made, if today's spend (bookings
         included) is under the limit; False, booking nothing, when it is not."""
-        day = self._day()
-        async with self.db.write() as conn:  # (reads share the connection; the lock orders the writers)
-            if await self.spent_today(day) >= self.limit:
-                return False
-            await conn.execute(_ADD, (day, max(0, estimate), max(0, estimate)))
-        return True
+        return await self.db.usage.reserve(self._day(), max(0, estimate), limit=self.limit)
 
     async def settle(self, estimate: int, usage: Usage) -> None:
         """Replace a booking of ``estimate`` by what the call cost (nothing, when it failed)."""
@@ -67,4 +58,4 @@ class DailyTokenGate:
 
     async def _add(self, n: int) -> None:
         if n:
-            await self.db.execute(_ADD, (self._day(), n, n))
+            await self.db.usage.add(self._day(), n)

@@ -285,3 +285,27 @@ async def test_a_pinned_long_document_still_gives_the_passage_the_question_match
         assert "vault key lies under the ninth bell" in sent
     finally:
         await close_engine(engine)
+
+
+async def test_a_failed_memory_write_never_costs_the_answer(tmp_path, caplog):
+    """The answer is computed before its exchange is remembered: when the database stops taking
+    writes (here: read-only from then on), the player still gets the answer, and the failure is
+    logged for the host."""
+    from fakes.tiny_campaign import make_tiny_campaign
+
+    make_tiny_campaign(tmp_path / "campaigns")
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        await engine.ingest("greyhold")
+        responder = Responder(engine, model=ScriptedModel(replies=["From the river tower."] * 2))
+        players = frozenset({"players"})
+        await responder.respond("greyhold", "Where does the baron rule from?", players, chat="C1")
+        await engine.db.conn.execute("PRAGMA query_only = ON")
+        answer = await responder.respond("greyhold", "What does the baron collect?", players, chat="C1")
+        assert answer.text == "From the river tower."
+        assert "not recorded; the answer is returned without it" in caplog.text
+        await engine.db.conn.execute("PRAGMA query_only = OFF")
+        mem = await responder.memory.load("greyhold", "C1", players)
+        assert [q for q, _ in mem.turns] == ["Where does the baron rule from?"]  # the second was not kept
+    finally:
+        await close_engine(engine)

@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
+
+from liminalis.store import Database
 
 QUESTIONS = json.loads((ROOT / "tests" / "data" / "emberfall_questions.json").read_text())
 
 
-def cli(args: list[str], tmp_path: Path, stdin: str | None = None, **env_extra: str) -> subprocess.CompletedProcess[str]:
+def cli(args: list[str], tmp_path: Path, stdin: str | None = None, *, prefix: Sequence[str] = (),
+        hang_guard: float = 300, **env_extra: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "LIMINALIS_DATA_DIR": str(tmp_path / "data"), "HF_HUB_OFFLINE": "1",
            "ANTHROPIC_API_KEY": "", "LIMINALIS_RERANKER": "none", **env_extra}
-    return subprocess.run([sys.executable, "-m", "bot.cli", *args], cwd=ROOT, env=env, input=stdin,
-                          capture_output=True, text=True, timeout=300, errors="replace")
+    return subprocess.run([*prefix, sys.executable, "-m", "bot.cli", *args], cwd=ROOT, env=env, input=stdin,
+                          capture_output=True, text=True, timeout=hang_guard, errors="replace")
 
 
 def test_help_lists_subcommands(tmp_path):
@@ -114,3 +121,53 @@ def test_a_bad_setting_is_named_and_a_blank_one_is_the_default(tmp_path):
     blank = Settings.from_env({"LIMINALIS_CONTEXTUAL": "", "LIMINALIS_RERANKER": " ", "LIMINALIS_RANKER": "",
                                "LIMINALIS_MAX_UPLOAD_BYTES": "", "LIMINALIS_EMBEDDER": ""})
     assert blank == Settings()
+
+
+def _without_dac() -> list[str] | None:
+    """The prefix that makes root obey file modes (root writes into a read-only folder
+    otherwise), ``[]`` for anyone else, None when root cannot drop the capability here."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    caps = "-dac_override,-dac_read_search"
+    return [setpriv, f"--bounding-set={caps}", f"--inh-caps={caps}"]
+
+
+def test_a_garbled_database_fails_fast_with_its_cause(tmp_path):
+    """A file that is not a database: the command says why and exits non-zero (it used to say
+    "try again" and never exit, aiosqlite's worker thread still running)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "liminalis.sqlite3").write_bytes(b"not a database, whatever its name says " * 200)
+    for args, extra in ((["ask", "--campaign", "emberfall", "hello"], {}),
+                        (["serve"], {"DISCORD_TOKEN": "not-a-token"})):
+        r = cli(args, tmp_path, hang_guard=120, **extra)
+        assert r.returncode != 0, r.stdout
+        assert "error: The database cannot be opened (file is not a database)" in r.stderr, r.stderr[-2000:]
+        assert "Traceback" not in r.stderr and "try again" not in r.stderr.lower()
+
+
+def test_a_read_only_data_dir_fails_fast_with_its_cause(tmp_path):
+    prefix = _without_dac()
+    if prefix is None:
+        pytest.skip("running as root without setpriv: a read-only folder cannot be made here")
+    for name, existing in (("empty", False), ("with-db", True)):
+        data = tmp_path / name / "data"
+        data.mkdir(parents=True)
+        if existing:
+            asyncio.run(_create_database(data / "liminalis.sqlite3"))
+        data.chmod(0o555)
+        try:
+            r = cli(["ask", "--campaign", "emberfall", "hello"], tmp_path / name, prefix=prefix, hang_guard=120)
+        finally:
+            data.chmod(0o755)
+        assert r.returncode != 0, r.stdout
+        assert "error: The database cannot be opened (" in r.stderr, r.stderr[-2000:]
+        assert "Traceback" not in r.stderr
+
+
+async def _create_database(path: Path) -> None:
+    async with Database(path):
+        pass

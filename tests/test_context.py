@@ -398,7 +398,8 @@ async def test_memory_is_walled_by_lens(tmp_path):
         players = await store.load("c", "chat", frozenset({"players"}))
         assert players.turns == [] and players.story == []
         # A turn written under the players key but carrying a GM lens (corruption) is skipped on load.
-        await db.execute("INSERT INTO chat_turns VALUES (?, 0, 'user', 'q', ?, 0), (?, 1, 'assistant', 'hollow', ?, 0)",
+        await db.execute("INSERT INTO chat_turns (chat_key, seq, role, content, lens) "
+                         "VALUES (?, 0, 'user', 'q', ?), (?, 1, 'assistant', 'hollow', ?)",
                          (memory_key("c", "chat", frozenset({"players"})), json.dumps(["gm"]),
                           memory_key("c", "chat", frozenset({"players"})), json.dumps(["gm"])))
         players = await store.load("c", "chat", frozenset({"players"}))

@@ -1,6 +1,7 @@
 """The engine is platform-free: no platform or heavy SDK imports outside liminalis/adapters/."""
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,3 +40,44 @@ def test_rule_catches_a_violation(tmp_path):
 def test_engine_reads_no_environment():
     for path in (ROOT / "liminalis").rglob("*.py"):
         assert "os.environ" not in path.read_text(), path
+
+
+# A statement keyword, then (within one literal) the word that makes it SQL rather than prose.
+_SQL = re.compile(
+    r"\b(?:SELECT\b[\s\S]*\bFROM|INSERT\b[\s\S]*\bINTO|UPDATE\b\s+\w+\s+SET|DELETE\s+FROM|"
+    r"CREATE\s+(?:TABLE|INDEX|UNIQUE\s+INDEX|VIEW|TRIGGER)|DROP\s+(?:TABLE|INDEX)|ALTER\s+TABLE|PRAGMA\s+\w+)\b"
+)
+SQL_ROOTS = ("liminalis", "bot", "bench")
+
+
+def sql_literals(path: Path) -> list[tuple[int, str]]:
+    """String literals (f-strings' text parts included) of ``path`` that read as SQL."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return sorted((node.lineno, node.value[:80]) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and _SQL.search(node.value))
+
+
+def test_no_sql_outside_the_store():
+    """Every SQL statement lives in ``liminalis/store/``, behind a repository: a query written
+    elsewhere bypasses its error translation and the schema's migrations. (Tests may poke the
+    database directly; they are not scanned.)"""
+    offenders = {}
+    for root in SQL_ROOTS:
+        for path in (ROOT / root).rglob("*.py"):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel.startswith("liminalis/store/"):
+                continue
+            if found := sql_literals(path):
+                offenders[rel] = found
+    assert offenders == {}
+
+
+def test_sql_rule_catches_a_violation(tmp_path):
+    f = tmp_path / "x.py"
+    f.write_text('a = "SELECT doc_id FROM pins WHERE campaign = ?"\n'
+                 'b = f"DELETE FROM pins WHERE scope IN ({marks})"\n'
+                 'c = ("INSERT OR IGNORE INTO recap_posts "\n     "VALUES (?, ?)")\n'
+                 'd = "UPDATE channel_links SET guild_id = ?"\n'
+                 'e = "CREATE TABLE IF NOT EXISTS t (x)"\n'
+                 'ok = "Select a campaign from the list, then update the index."\n')
+    assert [line for line, _ in sql_literals(f)] == [1, 2, 3, 5, 6]

@@ -51,11 +51,11 @@ async def test_deleting_a_file_removes_its_passages(tmp_path, campaign_copy):
     try:
         await engine.ingest("emberfall")
         doc = "places/the-copper-kettle"
-        assert await engine.db.passages("emberfall", doc)
+        assert await engine.db.documents.passages("emberfall", doc)
         (campaign_copy / f"{doc}.md").unlink()
         report = await engine.ingest("emberfall")
         assert report.documents_removed == 1 and report.passages_removed >= 1
-        assert not await engine.db.passages("emberfall", doc)
+        assert not await engine.db.documents.passages("emberfall", doc)
         vec_ids = await engine.store.ids("emberfall")
         assert not [i for i in vec_ids if doc in i]
         b = await engine.retrieve("emberfall", "Copper Kettle tavern", gm_lens())
@@ -95,7 +95,7 @@ async def test_bad_files_are_reported_and_skipped(tmp_path, campaign_copy):
         (kept,) = [s.reason for s in report2.skipped if s.path == "places/the-copper-kettle.md"]
         assert kept.endswith("its previous version stays searchable")
         assert not reasons["bad/latin1.md"].endswith("searchable")  # a file never ingested has none
-        assert await engine.db.passages("emberfall", "places/the-copper-kettle")
+        assert await engine.db.documents.passages("emberfall", "places/the-copper-kettle")
     finally:
         await close_engine(engine)
 
@@ -162,7 +162,7 @@ asyncio.run(main())
 async def test_sigkill_mid_ingest_leaves_previous_state_and_rerun_completes(tmp_path, campaign_copy):
     engine = await make_engine(tmp_path)
     await engine.ingest("emberfall")
-    before = await engine.db.passage_ids("emberfall")
+    before = await engine.db.documents.passage_ids("emberfall")
     await close_engine(engine)
     from liminalis.adapters.milvus import MilvusVectorStore  # noqa: F401  (lock released by process exit below)
 
@@ -197,12 +197,12 @@ async def test_sigkill_mid_ingest_leaves_previous_state_and_rerun_completes(tmp_
 
     engine = await make_engine(tmp_path)
     try:
-        assert await engine.db.passage_ids("emberfall") == before  # previous state, intact
+        assert await engine.db.documents.passage_ids("emberfall") == before  # previous state, intact
         b = await engine.retrieve("emberfall", "Salt Stairs steps", players_lens())
         assert b.ranked_doc_ids
         report = await engine.ingest("emberfall")
         assert report.passages_added >= 1
-        after = await engine.db.passage_ids("emberfall")
+        after = await engine.db.documents.passage_ids("emberfall")
         vec_passages = {i.split(":", 1)[1].rsplit(":", 1)[0].split("@")[0] for i in await engine.store.ids("emberfall") if not i.startswith("t:")}
         assert vec_passages == after  # no orphans left behind
         b = await engine.retrieve("emberfall", "brand new closing line lanterns rain", players_lens())

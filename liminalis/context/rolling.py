@@ -29,8 +29,6 @@ import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-import aiosqlite
-
 from liminalis.context.material import ContextDoc
 from liminalis.context.tokens import default_counter
 from liminalis.lens import GM, visible
@@ -93,28 +91,15 @@ async def forget_hidden(db: Database, campaign: str, was: frozenset[str], now: f
     """
     if was <= now:  # opened wider: nobody loses it
         return 0
-    async with db.write() as conn:
-        async with conn.execute("SELECT chat_key FROM chat_state WHERE campaign = ?", (campaign,)) as cur:
-            rows = list(await cur.fetchall())
-        doomed = []
-        for r in rows:
-            lens = frozenset(x for x in str(r[0]).rsplit("|", 1)[-1].split(",") if x)
-            if visible(was, lens) and not visible(now, lens):
-                doomed.append(str(r[0]))
-        for key in doomed:
-            await conn.execute("DELETE FROM chat_turns WHERE chat_key = ?", (key,))
-            await conn.execute("DELETE FROM chat_state WHERE chat_key = ?", (key,))
-        await conn.execute("INSERT INTO memory_forgets VALUES (?, 1) ON CONFLICT(campaign) DO UPDATE SET "
-                           "epoch = epoch + 1", (campaign,))
+
+    def loses_it(key: str) -> bool:
+        lens = frozenset(x for x in key.rsplit("|", 1)[-1].split(",") if x)
+        return visible(was, lens) and not visible(now, lens)
+
+    doomed = await db.memory.forget(campaign, loses_it)
     if doomed:
         _log.info("%s: forgot %d chat memories that may quote a document now hidden from them", campaign, len(doomed))
     return len(doomed)
-
-
-async def _forget_epoch(conn: aiosqlite.Connection, campaign: str) -> int:
-    async with conn.execute("SELECT epoch FROM memory_forgets WHERE campaign = ?", (campaign,)) as cur:
-        row = await cur.fetchone()
-    return int(row[0]) if row else 0
 
 
 def _lens_ok(turn_lens: frozenset[str], lens: frozenset[str]) -> bool:
@@ -194,10 +179,10 @@ class RollingMemory:
 
     async def load(self, campaign: str, chat: str, lens: frozenset[str]) -> ChatMemory:
         key = memory_key(campaign, chat, lens)
-        mem = ChatMemory(key=key, campaign=campaign, lens=frozenset(lens), forget_epoch=await _forget_epoch(self.db.conn, campaign))
-        row = await self.db.fetchone("SELECT state FROM chat_state WHERE chat_key = ?", (key,))
-        if row is not None:
-            st = json.loads(row["state"])
+        mem = ChatMemory(key=key, campaign=campaign, lens=frozenset(lens), forget_epoch=await self.db.memory.forget_epoch(campaign))
+        raw = await self.db.memory.state(key)
+        if raw is not None:
+            st = json.loads(raw)
             mem.story = [(int(lv), str(t)) for lv, t in st.get("story", [])]
             mem.doc_scores = {str(k): float(v) for k, v in st.get("doc_scores", {}).items()}
             mem.entity_scores = {str(k): float(v) for k, v in st.get("entity_scores", {}).items()}
@@ -209,19 +194,16 @@ class RollingMemory:
             mem.last_question = str(st.get("last_question", ""))
             mem.updated_at = float(st.get("updated_at", 0.0))
             mem.seq = int(st.get("seq", 0))
-        rows = await self.db.fetchall(
-            "SELECT role, content, lens FROM chat_turns WHERE chat_key = ? ORDER BY seq DESC LIMIT ?",
-            (key, self.recent_turns * 2),
-        )
         pending_answer: str | None = None
-        for r in rows:  # newest first: an assistant row precedes (in this order) its question
-            if not _lens_ok(frozenset(json.loads(r["lens"] or "[]")), mem.lens):
+        for r in await self.db.memory.recent_turns(key, self.recent_turns * 2):
+            # newest first: an assistant row precedes (in this order) its question
+            if not _lens_ok(r.lens, mem.lens):
                 _log.error("chat memory %s holds a turn outside its lens; skipped", key)
                 continue
-            if r["role"] == "assistant":
-                pending_answer = r["content"]
+            if r.role == "assistant":
+                pending_answer = r.content
             elif pending_answer is not None:
-                mem.turns.insert(0, (r["content"], pending_answer))
+                mem.turns.insert(0, (r.content, pending_answer))
                 pending_answer = None
         return mem
 
@@ -286,7 +268,6 @@ class RollingMemory:
         mem.loaded_stable = list(stable)
         mem.loaded_generation = generation
         mem.updated_at = now
-        lens_json = json.dumps(sorted(mem.lens))
         mem.seq += 2
         state = {
             "story": mem.story, "doc_scores": mem.doc_scores, "entity_scores": mem.entity_scores,
@@ -294,26 +275,11 @@ class RollingMemory:
             "loaded_generation": mem.loaded_generation, "last_question": mem.last_question,
             "updated_at": mem.updated_at, "seq": mem.seq, "gists": mem.gists,
         }
-        async with self.db.write() as conn:
-            # A document was hidden since this memory was loaded: the answer and the state loaded
-            # with it may quote it. Forgetting wins; this exchange is not remembered.
-            if await _forget_epoch(conn, mem.campaign) != mem.forget_epoch:
-                _log.info("chat memory %s: a document was hidden during the answer; not recorded", mem.key)
-                return
-            # The pair's numbers come from the table, in one statement: two questions answered at
-            # once in one chat both loaded the same state, and numbering from it made the second
-            # answer collide with the first and be lost. (Its rolling state is the last writer's.)
-            await conn.execute(
-                "INSERT INTO chat_turns (chat_key, seq, role, content, lens, created_at) "
-                "WITH base AS (SELECT COALESCE(MAX(seq), -1) + 1 AS s FROM chat_turns WHERE chat_key = ?) "
-                "SELECT ?, s, 'user', ?, ?, ? FROM base UNION ALL SELECT ?, s + 1, 'assistant', ?, ?, ? FROM base",
-                (mem.key, mem.key, question, lens_json, now, mem.key, answer, lens_json, now),
-            )
-            await conn.execute(
-                "INSERT INTO chat_state VALUES (?, ?, ?, ?) ON CONFLICT(chat_key) DO UPDATE SET "
-                "state = excluded.state, updated_at = excluded.updated_at",
-                (mem.key, mem.campaign, json.dumps(state), now),
-            )
+        # A document was hidden since this memory was loaded: the answer and the state loaded
+        # with it may quote it. Forgetting wins; this exchange is not remembered.
+        if not await self.db.memory.record(mem.key, campaign=mem.campaign, question=question, answer=answer,
+                                           lens=mem.lens, state=json.dumps(state), epoch=mem.forget_epoch):
+            _log.info("chat memory %s: a document was hidden during the answer; not recorded", mem.key)
 
     def _fold(self, mem: ChatMemory) -> None:
         """Keep the story bounded: fold the oldest level-0 lines into one higher-level line."""

@@ -203,12 +203,12 @@ class Indexer:
 
     async def _embed(self, texts_by_hash: dict[str, str]) -> tuple[dict[str, np.ndarray], set[str]]:
         model = self.embedder.model_id
-        cached = await self.db.cached_vectors(model, list(texts_by_hash))
+        cached = await self.db.embeddings.get(model, list(texts_by_hash))
         missing = [h for h in texts_by_hash if h not in cached]
         if missing:
             vecs = await self.embedder.embed_passages([texts_by_hash[h] for h in missing])
             fresh = list(zip(missing, vecs, strict=True))
-            await self.db.cache_vectors(model, fresh)
+            await self.db.embeddings.put(model, fresh)
             cached.update(fresh)
         return cached, set(missing)
 
@@ -217,20 +217,20 @@ class Indexer:
         t0 = time.perf_counter()
         report = IngestReport()
         slug = config.slug
-        await self.db.upsert_campaign(slug, config.name, str(config.root))
+        await self.db.campaigns.upsert(slug, str(config.root))
         await self.store.ensure(slug, dim=self.embedder.dim, model_id=self.embedder.model_id)
         existing_vectors = await self.store.ids(slug)
         # An empty collection beside stored passages (new schema, wiped store) needs a re-index.
-        empty_store = not existing_vectors and bool(await self.db.passage_ids(slug))
+        empty_store = not existing_vectors and bool(await self.db.documents.passage_ids(slug))
         await self._reset_if_model_changed(slug, force=empty_store)
-        stored = await self.db.document_hashes(slug)
-        stored_visibility = await self.db.visibilities(slug)
-        stored_rows = await self.db.passages(slug)
+        stored = await self.db.documents.hashes(slug)
+        stored_visibility = await self.db.documents.visibilities(slug)
+        stored_rows = await self.db.documents.passages(slug)
         stored_by_doc: dict[str, list[str]] = {}
         stored_tokens: dict[str, str] = {}
         for r in stored_rows:
-            stored_by_doc.setdefault(r["doc_id"], []).append(r["passage_id"])
-            stored_tokens[r["passage_id"]] = r["tokens"]
+            stored_by_doc.setdefault(r.doc_id, []).append(r.passage_id)
+            stored_tokens[r.passage_id] = r.tokens
 
         seen: set[str] = set()
         todo: list[Document] = []
@@ -273,7 +273,7 @@ class Indexer:
                     if not stored[view][1]:
                         # Awaiting a rebuild (new embedder or tokenizer): rebuild the kept version
                         # from its stored text, or it would have no vectors and no BM25 tokens.
-                        kept = await self.db.document(slug, view)
+                        kept = await self.db.documents.get(slug, view)
                         if kept is not None:
                             todo.append(replace(kept, content_hash=_KEPT))
                 continue
@@ -339,7 +339,7 @@ class Indexer:
             existing_vectors.update(r.id for r in new_records)
             for prep in batch:
                 newly_hidden = await self._newly_hidden(slug, prep.doc, config, stored_visibility)
-                await self.db.replace_document(slug, prep.doc, prep.passages, prep.tokens)
+                await self.db.documents.replace(slug, prep.doc, prep.passages, prep.tokens)
                 if prep.doc.doc_id in moved:
                     await forget_hidden(self.db, slug, moved[prep.doc.doc_id], prep.doc.visibility)
                 if newly_hidden:
@@ -364,7 +364,7 @@ class Indexer:
         for doc_id, (rel, _h) in stored.items():
             in_scope = not scope_rel or rel == scope_rel or rel.startswith(scope_rel.rstrip("/") + "/")
             if in_scope and doc_id not in seen and (source_of(doc_id) in loaded or not config.path_of(rel).exists()):
-                report.passages_removed += await self.db.remove_document(slug, doc_id)
+                report.passages_removed += await self.db.documents.remove(slug, doc_id)
                 report.documents_removed += doc_id == source_of(doc_id)
                 # Moving a file into a GM folder (the usual way to hide it) removes its old id:
                 # forget what the lenses that could read it remember, as for a narrowed one.
@@ -375,8 +375,8 @@ class Indexer:
         # awaiting re-preparing (a reset blanks every content hash). Until then the engine tells
         # players the index is being rebuilt (from any process), and the next ingest goes on; a
         # one-file ingest after a reset, or after an interrupted rebuild, leaves it so.
-        if not await self.db.documents_awaiting_rebuild(slug):
-            await self.db.set_campaign_model(slug, self.profile())
+        if not await self.db.documents.awaiting_rebuild(slug):
+            await self.db.campaigns.set_model(slug, self.profile())
         report.seconds = time.perf_counter() - t0
         return report
 
@@ -389,7 +389,7 @@ class Indexer:
         source = source_of(doc.doc_id)
         if doc.doc_id == source or not doc.doc_id.endswith("//gm") or source not in stored_visibility:
             return frozenset()
-        old = await self.db.document(slug, doc.doc_id)
+        old = await self.db.documents.get(slug, doc.doc_id)
         was = {old.text[h.start:h.end] for h in find_hidden_sections(old.text, lenses=config.lenses)} if old else set()
         now = {doc.text[h.start:h.end] for h in find_hidden_sections(doc.text, lenses=config.lenses)}
         return stored_visibility[source] if now - was else frozenset()
@@ -402,28 +402,27 @@ class Indexer:
     async def _reset_if_model_changed(self, slug: str, *, force: bool = False) -> None:
         """Mark every document for re-preparing when the profile changed (or ``force``). The
         campaign's recorded profile is cleared until no document awaits re-preparing."""
-        row = await self.db.campaign_row(slug)
+        row = await self.db.campaigns.get(slug)
         # The index profile: the embedder and the options that decide what gets embedded. Any
         # change re-prepares every document (vectors come from the cache where the text is the
         # same), and the garbage collection below then drops what the new profile no longer has.
         model = self.profile()
-        if force or (row is not None and row["model_id"] and row["model_id"] != model):
+        if force or (row is not None and row.model_id and row.model_id != model):
             # A new embedder or a new (empty) collection: every document is re-prepared; vectors
             # come from the embedding cache where the text is unchanged.
             _log.info("full re-index of %s (profile %s, new collection: %s)", slug, model, force)
-            # Forget content hashes so every document is re-prepared into the new collection.
-            await self.db.execute("UPDATE documents SET content_hash = '' WHERE campaign = ?", (slug,))
-            # Stored BM25 tokens may come from another tokenizer: re-tokenize (cheap; no model).
-            await self.db.execute("UPDATE passages SET tokens = '' WHERE campaign = ?", (slug,))
-            await self.db.set_campaign_model(slug, "")
+            # Forget content hashes so every document is re-prepared into the new collection;
+            # stored BM25 tokens may come from another tokenizer: re-tokenize (cheap; no model).
+            await self.db.documents.mark_for_rebuild(slug)
+            await self.db.campaigns.set_model(slug, "")
 
     async def collect_garbage(self, slug: str) -> int:
         """Delete vectors that no current passage or title refers to (left by edits or a killed run),
         and sentence windows when the options no longer embed them."""
-        live = await self.db.passage_ids(slug)
+        live = await self.db.documents.passage_ids(slug)
         live |= {
             vector_id("title", d.doc_id, content_hash(title_text(d.title, d.aliases, d.synopsis)))
-            for d in await self.db.documents(slug)
+            for d in await self.db.documents.all(slug)
         }
 
         windows = self.options.windows

@@ -8,7 +8,6 @@ rendering. Stage timings and an explain trace come back with the bundle.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 import time
@@ -156,7 +155,7 @@ class Retriever:
 
     async def catalog(self, campaign: str) -> Catalog:
         """The campaign's snapshot, rebuilt when its generation moved."""
-        gen = await self.db.generation(campaign)
+        gen = await self.db.campaigns.generation(campaign)
         cat = self._catalogs.get(campaign)
         if cat is not None and cat.generation == gen:
             return cat
@@ -164,14 +163,14 @@ class Retriever:
             # The campaign changed since the last snapshot, maybe by another process writing to
             # a shared Milvus: the store's cached rows may be stale too.
             await self.store.invalidate(campaign)
-        docs = {d.doc_id: d for d in await self.db.documents(campaign)}
+        docs = {d.doc_id: d for d in await self.db.documents.all(campaign)}
         passages: dict[str, PassageInfo] = {}
         by_doc: dict[str, list[str]] = {}
-        for r in await self.db.passages(campaign):
+        for r in await self.db.documents.passages(campaign):
             info = PassageInfo(
-                passage_id=r["passage_id"], doc_id=r["doc_id"], ordinal=r["ordinal"], start=r["start"],
-                end=r["end"], heading=r["heading"], visibility=frozenset(json.loads(r["visibility"])),
-                tokens=tuple(r["tokens"].split()), prev_id=r["prev_id"], next_id=r["next_id"],
+                passage_id=r.passage_id, doc_id=r.doc_id, ordinal=r.ordinal, start=r.start,
+                end=r.end, heading=r.heading, visibility=r.visibility,
+                tokens=tuple(r.tokens.split()), prev_id=r.prev_id, next_id=r.next_id,
             )
             passages[info.passage_id] = info
             by_doc.setdefault(info.doc_id, []).append(info.passage_id)

@@ -1,105 +1,58 @@
-"""SQLite schema and queries.
+"""The SQLite connection: opened, checked and migrated once, its errors translated once.
 
 SQLite is the source of truth: documents, passages (offsets into the stored document text),
 the embedding cache, pins, channel links, budgets and chat memory. The vector store is a
 derived index that can be rebuilt from here; a vector hit whose passage is not in the current
 passage set is ignored, which is what keeps a campaign searchable on its previous state when an
 ingest is killed half-way.
+
+Every SQL statement of Liminalis lives in this package: :class:`Database` owns the connection
+and hands out one repository per concern (``db.campaigns``, ``db.documents``, ``db.pins``,
+``db.memory``, ``db.usage``, ``db.links``, ``db.schedules``, ``db.budgets``,
+``db.embeddings``). A ``sqlite3`` error from any of them reaches the caller as
+:class:`~liminalis.errors.StoreError`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+import contextlib
+import logging
+import sqlite3
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import aiosqlite
-import numpy as np
 
 from liminalis.errors import StoreError
-from liminalis.types import Document, Passage
+from liminalis.store.budgets import BudgetRepository
+from liminalis.store.campaigns import CampaignRepository
+from liminalis.store.documents import DocumentRepository
+from liminalis.store.embeddings import EmbeddingCache
+from liminalis.store.links import LinkRepository, ScheduleRepository
+from liminalis.store.memory import ChatMemoryRepository
+from liminalis.store.pins import PinRepository
+from liminalis.store.schema import LATEST, MIGRATIONS
+from liminalis.store.usage import TokenUsageRepository
 
-__all__ = ["Database", "SCHEMA"]
+__all__ = ["Database"]
 
-# Columns added since a table was first shipped: (table, column, declaration). A data directory
-# from before gets them on open, NULL in its old rows (``ALTER TABLE ... ADD COLUMN``).
-_ADDED_COLUMNS = (
-    ("channel_links", "guild_id", "TEXT"),  # the Discord server of a link; NULL: not known yet
-    ("recap_schedules", "parent_id", "TEXT"),  # the parent channel of a schedule set in a thread
-)
+_log = logging.getLogger(__name__)
 
-SCHEMA = """
-PRAGMA journal_mode=WAL;
-PRAGMA synchronous=NORMAL;
-CREATE TABLE IF NOT EXISTS campaigns (
-    slug TEXT PRIMARY KEY, name TEXT NOT NULL, root TEXT NOT NULL,
-    model_id TEXT, generation INTEGER NOT NULL DEFAULT 0, updated_at REAL
-);
-CREATE TABLE IF NOT EXISTS documents (
-    campaign TEXT NOT NULL, doc_id TEXT NOT NULL, path TEXT NOT NULL, title TEXT NOT NULL,
-    type TEXT NOT NULL, visibility TEXT NOT NULL, aliases TEXT NOT NULL, tags TEXT NOT NULL,
-    content_hash TEXT NOT NULL, text TEXT NOT NULL, synopsis TEXT NOT NULL, updated_at REAL,
-    PRIMARY KEY (campaign, doc_id)
-);
-CREATE TABLE IF NOT EXISTS passages (
-    campaign TEXT NOT NULL, passage_id TEXT NOT NULL, doc_id TEXT NOT NULL,
-    ordinal INTEGER NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL,
-    heading TEXT NOT NULL, hash TEXT NOT NULL, visibility TEXT NOT NULL,
-    prev_id TEXT, next_id TEXT, tokens TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY (campaign, passage_id)
-);
-CREATE INDEX IF NOT EXISTS passages_doc ON passages (campaign, doc_id, ordinal);
-CREATE TABLE IF NOT EXISTS embeddings (
-    model TEXT NOT NULL, hash TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, hash)
-);
-CREATE TABLE IF NOT EXISTS pins (
-    campaign TEXT NOT NULL, scope TEXT NOT NULL, doc_id TEXT NOT NULL, created_at REAL,
-    PRIMARY KEY (campaign, scope, doc_id)
-);
-CREATE TABLE IF NOT EXISTS channel_links (
-    platform TEXT NOT NULL, channel_id TEXT NOT NULL, campaign TEXT NOT NULL, linked_at REAL,
-    guild_id TEXT,
-    PRIMARY KEY (platform, channel_id)
-);
-CREATE TABLE IF NOT EXISTS token_usage (
-    day TEXT PRIMARY KEY, tokens INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS budgets (
-    campaign TEXT NOT NULL, scope TEXT NOT NULL, tokens INTEGER NOT NULL,
-    PRIMARY KEY (campaign, scope)
-);
-CREATE TABLE IF NOT EXISTS chat_state (
-    chat_key TEXT PRIMARY KEY, campaign TEXT NOT NULL, state TEXT NOT NULL, updated_at REAL
-);
-CREATE TABLE IF NOT EXISTS chat_turns (
-    chat_key TEXT NOT NULL, seq INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL,
-    lens TEXT NOT NULL DEFAULT '', created_at REAL, PRIMARY KEY (chat_key, seq)
-);
-CREATE TABLE IF NOT EXISTS memory_forgets (
-    campaign TEXT PRIMARY KEY, epoch INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS recap_posts (
-    campaign TEXT NOT NULL, slot TEXT NOT NULL, posted_at REAL, PRIMARY KEY (campaign, slot)
-);
-CREATE TABLE IF NOT EXISTS recap_schedules (
-    campaign TEXT PRIMARY KEY, cron TEXT NOT NULL, platform TEXT NOT NULL, channel_id TEXT NOT NULL,
-    parent_id TEXT
-);
-CREATE TABLE IF NOT EXISTS spend (
-    day TEXT NOT NULL, campaign TEXT NOT NULL, role TEXT NOT NULL, model TEXT NOT NULL,
-    input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
-    cache_read INTEGER NOT NULL, cache_write INTEGER NOT NULL, created_at REAL
-);
-"""
+#: ``ALTER TABLE ... DROP COLUMN`` (migration 3) arrived in SQLite 3.35.
+_MIN_SQLITE = (3, 35, 0)
 
 
-def _vis_json(vis: Iterable[str]) -> str:
-    return json.dumps(sorted(vis))
+@contextlib.contextmanager
+def _translated(action: str) -> Iterator[None]:
+    """Re-raise a ``sqlite3`` error as :class:`StoreError` (aiosqlite raises sqlite3's own)."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise StoreError(f"{action}: {type(exc).__name__}: {exc}") from exc
 
 
 class Database:
@@ -115,6 +68,15 @@ class Database:
         self.path = str(path)
         self._conn: aiosqlite.Connection | None = None
         self._writer = asyncio.Lock()
+        self.campaigns = CampaignRepository(self)
+        self.documents = DocumentRepository(self)
+        self.pins = PinRepository(self)
+        self.memory = ChatMemoryRepository(self)
+        self.usage = TokenUsageRepository(self)
+        self.links = LinkRepository(self)
+        self.schedules = ScheduleRepository(self)
+        self.budgets = BudgetRepository(self)
+        self.embeddings = EmbeddingCache(self)
 
     async def __aenter__(self) -> Database:
         await self.open()
@@ -126,24 +88,70 @@ class Database:
         await self.close()
 
     async def open(self) -> None:
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        """Connect, check the file's integrity and bring its schema to :data:`LATEST`.
+
+        Raises:
+            StoreError: the file cannot be opened or written, is not a database, is damaged, or
+                was written by a newer Liminalis. The connection (and aiosqlite's worker thread,
+                which would keep the process alive) is closed first.
+        """
         try:
+            if sqlite3.sqlite_version_info < _MIN_SQLITE:
+                raise StoreError(f"SQLite {sqlite3.sqlite_version} is too old; Liminalis needs 3.35 or later",
+                                 user_message="The database cannot be opened: this SQLite is older than 3.35.")
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                # Checked on a plain connection first: aiosqlite leaves its worker thread
+                # reporting to a closed event loop when the file cannot even be opened.
+                self._check(await asyncio.to_thread(_quick_check, self.path))
             self._conn = await aiosqlite.connect(self.path)
             self._conn.row_factory = aiosqlite.Row
-            await self._conn.executescript(SCHEMA)
-            for table, column, decl in _ADDED_COLUMNS:
-                async with self._conn.execute(f"PRAGMA table_info({table})") as cur:
-                    if column not in {r["name"] for r in await cur.fetchall()}:
-                        await self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
-            await self._conn.commit()
-        except Exception as exc:  # aiosqlite/sqlite errors are not a public hierarchy
-            raise StoreError(f"cannot open database {self.path}: {exc}") from exc
+            await self._conn.execute("PRAGMA journal_mode=WAL")
+            await self._conn.execute("PRAGMA synchronous=NORMAL")
+            await self._migrate()
+        except BaseException as exc:
+            await self.close()
+            if isinstance(exc, StoreError):
+                raise
+            if isinstance(exc, (sqlite3.Error, OSError)):
+                cause = f"{type(exc).__name__}: {exc}"
+                raise StoreError(f"cannot open database {self.path}: {cause}",
+                                 user_message=f"The database cannot be opened ({_plain(exc)}).") from exc
+            raise
+
+    def _check(self, problems: list[str]) -> None:
+        """A damaged file fails here, named, not at some later query."""
+        if problems != ["ok"]:
+            raise StoreError(f"database {self.path} failed its integrity check: {'; '.join(problems[:5])}",
+                             user_message="The database is damaged (its integrity check failed).")
+
+    async def _migrate(self) -> None:
+        assert self._conn is not None
+        async with self._conn.execute("PRAGMA user_version") as cur:
+            row = await cur.fetchone()
+        version = int(row[0]) if row else 0
+        if version > LATEST:
+            raise StoreError(f"database {self.path} is at schema version {version}; this release knows {LATEST}",
+                             user_message="The database was written by a newer release of the bot.")
+        for migration in MIGRATIONS:
+            if migration.version <= version:
+                continue
+            await self._conn.execute("BEGIN")
+            try:
+                await migration.apply(self._conn)
+                await self._conn.execute(f"PRAGMA user_version = {migration.version:d}")
+                await self._conn.commit()
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    await self._conn.rollback()
+                raise
+            _log.info("database %s: migration %d (%s) applied", self.path, migration.version, migration.name)
 
     async def close(self) -> None:
         if self._conn is not None:
-            await self._conn.close()
-            self._conn = None
+            conn, self._conn = self._conn, None
+            with contextlib.suppress(sqlite3.Error):
+                await conn.close()
 
     @property
     def conn(self) -> aiosqlite.Connection:
@@ -151,25 +159,36 @@ class Database:
             raise StoreError("database is not open")
         return self._conn
 
+    async def version(self) -> int:
+        """The schema version (``PRAGMA user_version``) of the open database."""
+        row = await self.fetchone("PRAGMA user_version")
+        return int(row[0]) if row else 0
+
     async def fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[aiosqlite.Row]:
-        async with self.conn.execute(sql, params) as cur:
-            return list(await cur.fetchall())
+        with _translated("query failed"):
+            async with self.conn.execute(sql, params) as cur:
+                return list(await cur.fetchall())
 
     async def fetchone(self, sql: str, params: Sequence[Any] = ()) -> aiosqlite.Row | None:
-        async with self.conn.execute(sql, params) as cur:
-            return await cur.fetchone()
+        with _translated("query failed"):
+            async with self.conn.execute(sql, params) as cur:
+                return await cur.fetchone()
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[aiosqlite.Connection]:
         """The connection, for one writer's statements: committed together when the block ends,
-        rolled back if it raises (cancellation included). Not re-entrant."""
+        rolled back if it raises (cancellation included). Not re-entrant. A ``sqlite3`` error
+        inside the block or at the commit leaves as :class:`StoreError`."""
         async with self._writer:
             conn = self.conn
             try:
                 yield conn
                 await conn.commit()
-            except BaseException:
-                await conn.rollback()
+            except BaseException as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    await conn.rollback()
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(f"write failed: {type(exc).__name__}: {exc}") from exc
                 raise
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
@@ -177,131 +196,19 @@ class Database:
         async with self.write() as conn, conn.execute(sql, params) as cur:
             return int(cur.rowcount)
 
-    # -- campaigns ---------------------------------------------------------------------------
 
-    async def upsert_campaign(self, slug: str, name: str, root: str) -> None:
-        await self.execute(
-            "INSERT INTO campaigns (slug, name, root, updated_at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT(slug) DO UPDATE SET name=excluded.name, root=excluded.root",
-            (slug, name, root, time.time()),
-        )
+def _quick_check(path: str) -> list[str]:
+    """``PRAGMA quick_check`` of the file at ``path``: ``["ok"]``, or its problems."""
+    conn = sqlite3.connect(path)
+    try:
+        return [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
+    finally:
+        conn.close()
 
-    async def campaign_row(self, slug: str) -> aiosqlite.Row | None:
-        return await self.fetchone("SELECT * FROM campaigns WHERE slug = ?", (slug,))
 
-    async def set_campaign_model(self, slug: str, model_id: str) -> None:
-        await self.execute("UPDATE campaigns SET model_id = ? WHERE slug = ?", (model_id, slug))
-
-    async def generation(self, slug: str) -> int:
-        row = await self.fetchone("SELECT generation FROM campaigns WHERE slug = ?", (slug,))
-        return int(row["generation"]) if row else 0
-
-    # -- documents and passages --------------------------------------------------------------
-
-    async def documents(self, campaign: str) -> list[Document]:
-        rows = await self.fetchall("SELECT * FROM documents WHERE campaign = ? ORDER BY doc_id", (campaign,))
-        return [self._doc(r) for r in rows]
-
-    async def document(self, campaign: str, doc_id: str) -> Document | None:
-        row = await self.fetchone("SELECT * FROM documents WHERE campaign = ? AND doc_id = ?", (campaign, doc_id))
-        return self._doc(row) if row else None
-
-    async def document_hashes(self, campaign: str) -> dict[str, tuple[str, str]]:
-        rows = await self.fetchall("SELECT doc_id, path, content_hash FROM documents WHERE campaign = ?", (campaign,))
-        return {r["doc_id"]: (r["path"], r["content_hash"]) for r in rows}
-
-    async def visibilities(self, campaign: str) -> dict[str, frozenset[str]]:
-        rows = await self.fetchall("SELECT doc_id, visibility FROM documents WHERE campaign = ?", (campaign,))
-        return {r["doc_id"]: frozenset(json.loads(r["visibility"])) for r in rows}
-
-    async def documents_awaiting_rebuild(self, campaign: str) -> int:
-        """Documents whose content hash a rebuild blanked and no ingest has re-prepared yet."""
-        row = await self.fetchone(
-            "SELECT COUNT(*) AS n FROM documents WHERE campaign = ? AND content_hash = ''", (campaign,))
-        return int(row["n"]) if row else 0
-
-    @staticmethod
-    def _doc(r: aiosqlite.Row) -> Document:
-        return Document(
-            doc_id=r["doc_id"],
-            path=r["path"],
-            title=r["title"],
-            text=r["text"],
-            visibility=frozenset(json.loads(r["visibility"])),
-            type=r["type"],
-            aliases=tuple(json.loads(r["aliases"])),
-            tags=tuple(json.loads(r["tags"])),
-            content_hash=r["content_hash"],
-            synopsis=r["synopsis"],
-        )
-
-    async def passages(self, campaign: str, doc_id: str | None = None) -> list[aiosqlite.Row]:
-        if doc_id is None:
-            return await self.fetchall(
-                "SELECT * FROM passages WHERE campaign = ? ORDER BY doc_id, ordinal", (campaign,)
-            )
-        return await self.fetchall(
-            "SELECT * FROM passages WHERE campaign = ? AND doc_id = ? ORDER BY ordinal", (campaign, doc_id)
-        )
-
-    async def passage_ids(self, campaign: str) -> set[str]:
-        rows = await self.fetchall("SELECT passage_id FROM passages WHERE campaign = ?", (campaign,))
-        return {r["passage_id"] for r in rows}
-
-    async def replace_document(
-        self, campaign: str, doc: Document, passages: Sequence[Passage], tokens: dict[str, str]
-    ) -> None:
-        """Atomically swap one document and its passage set."""
-        async with self.write() as conn:
-            await conn.execute(
-                "INSERT OR REPLACE INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                (
-                    campaign, doc.doc_id, doc.path, doc.title, doc.type, _vis_json(doc.visibility),
-                    json.dumps(list(doc.aliases)), json.dumps(list(doc.tags)), doc.content_hash,
-                    doc.text, doc.synopsis, time.time(),
-                ),
-            )
-            await conn.execute("DELETE FROM passages WHERE campaign = ? AND doc_id = ?", (campaign, doc.doc_id))
-            await conn.executemany(
-                "INSERT INTO passages VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        campaign, p.passage_id, p.doc_id, p.ordinal, p.start, p.end, p.heading, p.hash,
-                        _vis_json(p.visibility), p.prev_id, p.next_id, tokens.get(p.passage_id, ""),
-                    )
-                    for p in passages
-                ],
-            )
-            await conn.execute("UPDATE campaigns SET generation = generation + 1 WHERE slug = ?", (campaign,))
-
-    async def remove_document(self, campaign: str, doc_id: str) -> int:
-        async with self.write() as conn:
-            async with conn.execute(
-                "SELECT COUNT(*) FROM passages WHERE campaign = ? AND doc_id = ?", (campaign, doc_id)
-            ) as cur:
-                row = await cur.fetchone()
-            await conn.execute("DELETE FROM passages WHERE campaign = ? AND doc_id = ?", (campaign, doc_id))
-            await conn.execute("DELETE FROM documents WHERE campaign = ? AND doc_id = ?", (campaign, doc_id))
-            await conn.execute("DELETE FROM pins WHERE campaign = ? AND doc_id = ?", (campaign, doc_id))
-            await conn.execute("UPDATE campaigns SET generation = generation + 1 WHERE slug = ?", (campaign,))
-        return int(row[0]) if row else 0
-
-    # -- embedding cache ---------------------------------------------------------------------
-
-    async def cached_vectors(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        out: dict[str, np.ndarray] = {}
-        uniq = list(dict.fromkeys(hashes))
-        for i in range(0, len(uniq), 500):
-            chunk = uniq[i : i + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = await self.fetchall(
-                f"SELECT hash, vector FROM embeddings WHERE model = ? AND hash IN ({marks})", (model, *chunk)
-            )
-            for r in rows:
-                out[r["hash"]] = np.frombuffer(r["vector"], dtype=np.float32)
-        return out
-
-    async def cache_vectors(self, model: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
-        rows = [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items]
-        async with self.write() as conn:
-            await conn.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)", rows)
+def _plain(exc: BaseException) -> str:
+    """The cause of an open failure in words a host reads without the path (which is theirs,
+    but the message may reach a chat)."""
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    return str(exc)

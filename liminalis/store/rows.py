@@ -1,0 +1,53 @@
+"""Typed rows the repositories return (what a caller may rely on, not ``sqlite3.Row`` keys)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["CampaignRow", "PassageRow", "ScheduleRow", "TurnRow"]
+
+
+@dataclass(frozen=True, slots=True)
+class CampaignRow:
+    """A registered campaign: where its folder is and what its index was built with."""
+
+    slug: str
+    root: str
+    model_id: str | None  # the index profile; "" mid-rebuild, None before the first ingest ends
+    generation: int  # bumped by every document swap; 0: never indexed
+
+
+@dataclass(frozen=True, slots=True)
+class PassageRow:
+    """A stored passage: offsets into its document's text, and its BM25 tokens."""
+
+    passage_id: str
+    doc_id: str
+    ordinal: int
+    start: int
+    end: int
+    heading: str
+    visibility: frozenset[str]
+    prev_id: str | None
+    next_id: str | None
+    tokens: str  # space-joined; "" when a rebuild asked for re-tokenizing
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRow:
+    """A recap schedule set with ``/recap schedule``."""
+
+    campaign: str
+    cron: str
+    platform: str
+    channel_id: str
+    parent_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRow:
+    """One side of a remembered exchange."""
+
+    role: str  # "user" or "assistant"
+    content: str
+    lens: frozenset[str]

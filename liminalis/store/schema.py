@@ -1,0 +1,150 @@
+"""The schema, as numbered migrations recorded in ``PRAGMA user_version``.
+
+A database's ``user_version`` is the number of the last migration applied to it; opening runs the
+ones after it, each in its own transaction with the version bump, so a crash leaves the database
+at a whole version. Version 0 is both a new file and a data directory written before versions
+were recorded: migration 1 is that schema exactly, written so it can run over it (``IF NOT
+EXISTS``, and the two columns that release added on open added only where missing).
+
+Never edit a migration that has shipped; add the next one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import aiosqlite
+
+__all__ = ["MIGRATIONS", "Migration", "LATEST"]
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    """One step of the schema: ``apply`` runs inside the transaction that sets ``version``."""
+
+    version: int
+    name: str
+    apply: Callable[[aiosqlite.Connection], Awaitable[None]]
+
+
+_V1_TABLES = """
+CREATE TABLE IF NOT EXISTS campaigns (
+    slug TEXT PRIMARY KEY, name TEXT NOT NULL, root TEXT NOT NULL,
+    model_id TEXT, generation INTEGER NOT NULL DEFAULT 0, updated_at REAL
+);
+CREATE TABLE IF NOT EXISTS documents (
+    campaign TEXT NOT NULL, doc_id TEXT NOT NULL, path TEXT NOT NULL, title TEXT NOT NULL,
+    type TEXT NOT NULL, visibility TEXT NOT NULL, aliases TEXT NOT NULL, tags TEXT NOT NULL,
+    content_hash TEXT NOT NULL, text TEXT NOT NULL, synopsis TEXT NOT NULL, updated_at REAL,
+    PRIMARY KEY (campaign, doc_id)
+);
+CREATE TABLE IF NOT EXISTS passages (
+    campaign TEXT NOT NULL, passage_id TEXT NOT NULL, doc_id TEXT NOT NULL,
+    ordinal INTEGER NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL,
+    heading TEXT NOT NULL, hash TEXT NOT NULL, visibility TEXT NOT NULL,
+    prev_id TEXT, next_id TEXT, tokens TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (campaign, passage_id)
+);
+CREATE INDEX IF NOT EXISTS passages_doc ON passages (campaign, doc_id, ordinal);
+CREATE TABLE IF NOT EXISTS embeddings (
+    model TEXT NOT NULL, hash TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, hash)
+);
+CREATE TABLE IF NOT EXISTS pins (
+    campaign TEXT NOT NULL, scope TEXT NOT NULL, doc_id TEXT NOT NULL, created_at REAL,
+    PRIMARY KEY (campaign, scope, doc_id)
+);
+CREATE TABLE IF NOT EXISTS channel_links (
+    platform TEXT NOT NULL, channel_id TEXT NOT NULL, campaign TEXT NOT NULL, linked_at REAL,
+    guild_id TEXT,
+    PRIMARY KEY (platform, channel_id)
+);
+CREATE TABLE IF NOT EXISTS token_usage (
+    day TEXT PRIMARY KEY, tokens INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS budgets (
+    campaign TEXT NOT NULL, scope TEXT NOT NULL, tokens INTEGER NOT NULL,
+    PRIMARY KEY (campaign, scope)
+);
+CREATE TABLE IF NOT EXISTS chat_state (
+    chat_key TEXT PRIMARY KEY, campaign TEXT NOT NULL, state TEXT NOT NULL, updated_at REAL
+);
+CREATE TABLE IF NOT EXISTS chat_turns (
+    chat_key TEXT NOT NULL, seq INTEGER NOT NULL, role TEXT NOT NULL, content TEXT NOT NULL,
+    lens TEXT NOT NULL DEFAULT '', created_at REAL, PRIMARY KEY (chat_key, seq)
+);
+CREATE TABLE IF NOT EXISTS memory_forgets (
+    campaign TEXT PRIMARY KEY, epoch INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS recap_posts (
+    campaign TEXT NOT NULL, slot TEXT NOT NULL, posted_at REAL, PRIMARY KEY (campaign, slot)
+);
+CREATE TABLE IF NOT EXISTS recap_schedules (
+    campaign TEXT PRIMARY KEY, cron TEXT NOT NULL, platform TEXT NOT NULL, channel_id TEXT NOT NULL,
+    parent_id TEXT
+);
+CREATE TABLE IF NOT EXISTS spend (
+    day TEXT NOT NULL, campaign TEXT NOT NULL, role TEXT NOT NULL, model TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
+    cache_read INTEGER NOT NULL, cache_write INTEGER NOT NULL, created_at REAL
+);
+"""
+
+# Columns a table gained after it first shipped; a database from before has them added, NULL
+# in its old rows.
+_V1_ADDED_COLUMNS = (
+    ("channel_links", "guild_id", "TEXT"),  # the Discord server of a link; NULL: not known yet
+    ("recap_schedules", "parent_id", "TEXT"),  # the parent channel of a schedule set in a thread
+)
+
+
+async def _columns(conn: aiosqlite.Connection, table: str) -> set[str]:
+    async with conn.execute(f"PRAGMA table_info({table})") as cur:
+        return {str(r[1]) for r in await cur.fetchall()}
+
+
+async def _v1_baseline(conn: aiosqlite.Connection) -> None:
+    # executescript would commit the migration's transaction half-way; one statement at a time.
+    for statement in _V1_TABLES.split(";"):
+        if statement.strip():
+            await conn.execute(statement)
+    for table, column, decl in _V1_ADDED_COLUMNS:
+        if column not in await _columns(conn, table):
+            await conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+
+
+async def _v2_drop_dead_tables(conn: aiosqlite.Connection) -> None:
+    # ``spend`` was created but never written nor read (the daily gate books ``token_usage``);
+    # ``campaign_homes`` is what homes were before they followed the links, no longer read.
+    await conn.execute("DROP TABLE IF EXISTS spend")
+    await conn.execute("DROP TABLE IF EXISTS campaign_homes")
+
+
+# Written on every insert and read by nothing: no query, no report, no ordering. ``chat_state``'s
+# timestamp is also kept, and read, inside its state.
+_V3_WRITE_ONLY = (
+    ("campaigns", "name"),
+    ("campaigns", "updated_at"),
+    ("documents", "updated_at"),
+    ("passages", "hash"),
+    ("channel_links", "linked_at"),
+    ("chat_state", "updated_at"),
+    ("chat_turns", "created_at"),
+    ("recap_posts", "posted_at"),
+)
+
+
+async def _v3_drop_write_only_columns(conn: aiosqlite.Connection) -> None:
+    for table, column in _V3_WRITE_ONLY:
+        if column in await _columns(conn, table):
+            await conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "baseline: the schema of data directories from before versions were recorded", _v1_baseline),
+    Migration(2, "drop the tables nothing reads: spend, campaign_homes", _v2_drop_dead_tables),
+    Migration(3, "drop the columns nothing reads", _v3_drop_write_only_columns),
+)
+
+#: The version a database has once opened by this code.
+LATEST = MIGRATIONS[-1].version

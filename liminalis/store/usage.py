@@ -1,0 +1,30 @@
+"""Model tokens spent (and booked) per UTC day, for the daily token gate."""
+
+from __future__ import annotations
+
+from liminalis.store._base import Repository
+
+__all__ = ["TokenUsageRepository"]
+
+# A settlement may be negative; the day's total never goes below zero.
+_ADD = ("INSERT INTO token_usage (day, tokens) VALUES (?, MAX(0, ?)) "
+        "ON CONFLICT(day) DO UPDATE SET tokens = MAX(0, tokens + ?)")
+
+
+class TokenUsageRepository(Repository):
+    async def spent(self, day: str) -> int:
+        row = await self._db.fetchone("SELECT tokens FROM token_usage WHERE day = ?", (day,))
+        return int(row["tokens"]) if row else 0
+
+    async def add(self, day: str, n: int) -> None:
+        await self._db.execute(_ADD, (day, n, n))
+
+    async def reserve(self, day: str, n: int, *, limit: int) -> bool:
+        """Book ``n`` tokens on ``day`` if its total is under ``limit``; False, booking nothing,
+        when it is not. Read and booking hold the writer lock together, so answers asked at once
+        each see the others' bookings."""
+        async with self._db.write() as conn:
+            if await self.spent(day) >= limit:
+                return False
+            await conn.execute(_ADD, (day, n, n))
+        return True
