@@ -114,6 +114,11 @@ class Directory:
         linked, as it would be had the link recorded it."""
         await self.db.links.place(platform, str(guild_id), [str(c) for c in (channel_id, parent_id) if c])
 
+    async def learn_parent(self, platform: str, channel_id: str, parent_id: str) -> None:
+        """Record a thread's parent on a recap schedule set in it before parents were recorded
+        (learned, like a server, from the thread's first message after the upgrade)."""
+        await self.db.schedules.place_parent(platform, str(channel_id), str(parent_id))
+
     async def release(self, platform: str, campaign: str, guild_id: str) -> int:
         """Unlink every channel of server ``guild_id`` from ``campaign`` (ending their recap
         schedules and their threads'), which ends the server's home; returns how many."""

@@ -247,6 +247,8 @@ class BotService:
         try:
             # Platform JSON can carry lone surrogates and control characters: clean once, here.
             msg = replace(msg, text=clean_text(msg.text or ""))
+            if msg.parent_id and msg.platform != "console":
+                await self.directory.learn_parent(msg.platform, msg.channel_id, msg.parent_id)
             name, arg = parse_command(msg.text)
             return await getattr(self, f"cmd_{name}")(msg, arg)
         except LiminalisError as exc:

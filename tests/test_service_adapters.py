@@ -330,3 +330,17 @@ async def test_homes_from_campaign_toml_are_listed_and_outlast_a_release(service
     released = await listed.handle(msg("/campaign release 100000000000000000", **gm))
     assert "Unlinked 1 channel(s)" in released.text and "stays a home" in released.text
     assert await service.directory.campaign_for("discord", "C1") is None
+
+
+async def test_a_thread_schedule_from_before_parents_were_recorded_learns_its_parent(service):
+    """A recap schedule set in a thread by an earlier version has no parent, so the thread follows
+    no link and its recaps would stop; the thread's next message records the parent."""
+    from liminalis.store.rows import ScheduleRow
+
+    await service.engine.db.schedules.set(ScheduleRow(campaign="greyhold", cron="0 18 * * 5", platform="discord",
+                                                      channel_id="T1", parent_id=None))
+    await service.handle(IncomingMessage(platform="discord", channel_id="T1", parent_id="C1", user_id="9",
+                                         text="/lens"))
+    (row,) = await service.engine.db.schedules.all()
+    assert row.parent_id == "C1"
+    assert await service.directory.campaign_for("discord", row.channel_id, row.parent_id) == "greyhold"

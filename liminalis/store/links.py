@@ -103,6 +103,13 @@ class ScheduleRepository(Repository):
             (schedule.campaign, schedule.cron, schedule.platform, schedule.channel_id, schedule.parent_id),
         )
 
+    async def place_parent(self, platform: str, channel_id: str, parent_id: str) -> None:
+        """Record the parent of a thread whose schedule was set before parents were recorded:
+        without it the thread follows no link, and its recaps would stop."""
+        await self._db.execute(
+            "UPDATE recap_schedules SET parent_id = ? WHERE platform = ? AND channel_id = ? AND parent_id IS NULL",
+            (parent_id, platform, channel_id))
+
     async def remove(self, campaign: str) -> bool:
         """Whether the campaign had a stored schedule."""
         return bool(await self._db.execute("DELETE FROM recap_schedules WHERE campaign = ?", (campaign,)))
