@@ -41,6 +41,7 @@ from bench.common import (
     unique_label,
 )
 from liminalis.context.budget import BudgetParams
+from liminalis.context.material import plain
 from liminalis.context.prompt import build_prompt, instructions_for, split_bundle
 from liminalis.context.tiering import TierParams
 from liminalis.context.tokens import default_counter
@@ -84,7 +85,7 @@ async def run_set(
                 continue
             texts = {d.doc_id: catalog.documents[d.doc_id].text for d in bundle.documents}
             stable, volatile, matched = split_bundle(bundle, texts, counter=counter)
-            whole = [d.with_text(texts[d.doc_id], "whole") for d in volatile]
+            whole = [d.with_segments(plain(texts[d.doc_id]), "whole") for d in volatile]
             for name, (tiered, budget) in BUDGETS.items():
                 prompt = build_prompt(
                     instructions=instructions, stable=stable, volatile=volatile if tiered else whole, question=q["query"], texts=texts,

@@ -22,7 +22,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from liminalis.context.budget import CLIP_MARKER, BudgetParams
+from liminalis.context.budget import BudgetParams
 from liminalis.context.material import ContextDoc
 from liminalis.context.prompt import Prompt, build_prompt, instructions_for, split_bundle, stable_document
 from liminalis.context.rolling import ChatMemory, RollingMemory
@@ -34,13 +34,11 @@ from liminalis.ports import Clock, LanguageModel, Usage
 from liminalis.retrieval.lexical import Tokenizer
 from liminalis.spend import DailyTokenGate
 from liminalis.text import clean_text
-from liminalis.types import Bundle, Span
+from liminalis.types import SUMMARY, TEXT, Bundle, Span
 
 __all__ = ["Source", "Answer", "OfflineAnswerer", "Responder", "bundle_sources", "cited_sources"]
 
 _log = logging.getLogger(__name__)
-_OMIT = re.compile(r"\[… [\d,]+ characters omitted …\]")
-_SUMMARY = re.compile(r"^Summary: ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +120,9 @@ class OfflineAnswerer:
         q = set(self.tokenizer(question))
         candidates: list[tuple[str, set[str], ContextDoc]] = []
         for doc in documents:
-            text = CLIP_MARKER.sub("\n\n", _OMIT.sub("\n\n", doc.text))
-            text = _SUMMARY.sub("", text)
+            # Quotes come from the text the document holds: an omission only parts it, and a
+            # summary reads as its own words.
+            text = "\n\n".join(s.text if s.kind in (TEXT, SUMMARY) else "\n\n" for s in doc.segments)
             for s, e, _ in split_sentences(text):
                 sent = " ".join(text[s:e].split())
                 if len(sent) < 12 or sent.startswith(("#", "|")):
@@ -236,7 +235,7 @@ class Responder:
             stable_ids = [d for d in mem.loaded_stable if catalog.visible_doc(d, lens)]
             stable = [
                 stable_document(
-                    ContextDoc(d, catalog.documents[d].title, catalog.documents[d].type, "", pin="always"),
+                    ContextDoc(d, catalog.documents[d].title, catalog.documents[d].type, pin="always"),
                     catalog.documents[d].text, cap_tokens=self.stable_doc_tokens, counter=counter,
                 )
                 for d in stable_ids

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 __all__ = [
     "Span",
+    "Segment",
+    "TEXT",
+    "SUMMARY",
+    "GAP",
+    "CLIP",
+    "segments_text",
     "Document",
     "Passage",
     "Window",
@@ -29,6 +36,39 @@ class Span:
 
     def __len__(self) -> int:
         return self.end - self.start
+
+
+TEXT, SUMMARY, GAP, CLIP = "text", "summary", "gap", "clip"
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A piece of a document as the answerer reads it: text, or a marked omission.
+
+    ``kind`` is ``text``; ``summary`` (a summary standing in for text left out); ``gap`` (``size``
+    characters that rendering left out); ``clip`` (``size`` tokens cut to fit the budget).
+    Rendering, tiering and the budget pass segments to one another; only the prompt (and the
+    offline answerer) turn them into text, with :func:`segments_text`.
+    """
+
+    kind: str
+    text: str = ""
+    size: int = 0
+
+
+def segments_text(segments: Sequence[Segment]) -> str:
+    """The text a model reads for ``segments``: each omission marked in words, blocks apart."""
+    return "\n\n".join(_segment_text(s) for s in segments)
+
+
+def _segment_text(s: Segment) -> str:
+    if s.kind == GAP:
+        return f"[… {s.size:,} characters omitted …]"
+    if s.kind == CLIP:
+        return f"[… clipped: {s.size:,} tokens omitted to fit the budget …]"
+    if s.kind == SUMMARY:
+        return f"Summary: {s.text}"
+    return s.text
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +203,7 @@ class RenderedDocument:
     doc_id: str
     title: str
     type: str
-    text: str
+    segments: tuple[Segment, ...]
     pinned: bool
     score: float
     headings: tuple[str, ...] = ()
@@ -172,6 +212,11 @@ class RenderedDocument:
     #: Spans of this document's further passages in the candidate pool (below the kept hits):
     #: not rendered here, but tiering shows them, since evidence often spans several passages.
     related: tuple[Span, ...] = ()
+
+    @property
+    def text(self) -> str:
+        """The rendered document as text (for display and tests; the answer path reads segments)."""
+        return segments_text(self.segments)
 
 
 @dataclass(frozen=True, slots=True)

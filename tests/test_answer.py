@@ -247,9 +247,9 @@ def test_cited_sources_reads_the_bracketed_citations():
     from liminalis.answer import cited_sources
     from liminalis.context.material import ContextDoc
 
-    docs = [ContextDoc("s3", "Session 3", "session", ""), ContextDoc("bell", "The Drowned Bell", "lore", ""),
-            ContextDoc("tobin", "Tobin", "character", ""), ContextDoc("harrow", "Tobin Harrow", "character", ""),
-            ContextDoc("other", "Other", "lore", "")]
+    docs = [ContextDoc("s3", "Session 3", "session"), ContextDoc("bell", "The Drowned Bell", "lore"),
+            ContextDoc("tobin", "Tobin", "character"), ContextDoc("harrow", "Tobin Harrow", "character"),
+            ContextDoc("other", "Other", "lore")]
 
     def ids(text):
         return [s.doc_id for s in cited_sources(text, docs)]

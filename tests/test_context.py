@@ -8,7 +8,7 @@ import json
 import pytest
 
 from liminalis.context.budget import CLIP_MARKER, BudgetParams, clip_text, fit_budget
-from liminalis.context.material import ContextDoc, count_blocks
+from liminalis.context.material import ContextDoc, count_blocks, plain
 from liminalis.context.prompt import build_prompt
 from liminalis.context.rolling import RollingMemory, is_follow_up, memory_key
 from liminalis.context.tiering import TierParams, extractive_summary, tier_documents
@@ -30,7 +30,7 @@ def para(i: int) -> str:
 
 def doc(doc_id: str, *, rank: int, paras: int = 6, pin: str = "", type: str = "lore", extra: str = "") -> ContextDoc:
     text = "\n\n".join([para(i) for i in range(paras)] + ([extra] if extra else []))
-    return ContextDoc(doc_id=doc_id, title=doc_id.title(), type=type, text=text, pin=pin, rank=rank)
+    return ContextDoc(doc_id=doc_id, title=doc_id.title(), type=type, segments=plain(text), pin=pin, rank=rank)
 
 
 # -- budget ------------------------------------------------------------------------------------
@@ -121,7 +121,7 @@ MATCH = "Corran Vey went down into the river with the Drowned Bell and never cam
 def background(doc_id: str, *, rank: int, type: str = "lore", pin: str = "") -> tuple[ContextDoc, str, Span]:
     full = "\n\n".join([para(i) for i in range(4)] + [MATCH] + [para(i) for i in range(4, 8)])
     start = full.index(MATCH)
-    rendered = ContextDoc(doc_id, doc_id.title(), type, full, rank=rank, pin=pin)
+    rendered = ContextDoc(doc_id, doc_id.title(), type, plain(full), rank=rank, pin=pin)
     return rendered, full, Span(start, start + len(MATCH))
 
 
@@ -178,7 +178,7 @@ def test_document_without_matched_passages_is_not_tiered():
 
 def test_compression_guard_refuses_a_summary_larger_than_what_it_replaces():
     full = "\n\n".join([MATCH, "A short coda follows here at the end."])
-    d = ContextDoc("bg", "Bg", "lore", full, rank=3)
+    d = ContextDoc("bg", "Bg", "lore", plain(full), rank=3)
     out, report = tier_documents([d], {"bg": full}, {"bg": (Span(0, len(full)),)}, params=TierParams(keep_full=0))
     assert out == [d]
     assert any(g.startswith("compression") for _, g in report.refused)
@@ -218,7 +218,7 @@ def test_summary_from_the_pass_is_preferred():
 
 
 def test_stable_half_is_byte_identical_and_breakpoint_fixed():
-    stable = [ContextDoc("overview", "Overview", "overview", "Emberfall is a river city.", pin="always", tier="whole")]
+    stable = [ContextDoc("overview", "Overview", "overview", plain("Emberfall is a river city."), pin="always", tier="whole")]
     p1 = build_prompt(instructions="Rules.", stable=stable, volatile=[doc("a", rank=0)], question="Who rang the bell?",
                       budget=6000)
     p2 = build_prompt(instructions="Rules.", stable=stable, volatile=[doc("b", rank=0, paras=2)], question="Where?",
@@ -239,7 +239,7 @@ def _three_hits() -> tuple[list[ContextDoc], dict[str, str], dict[str, tuple[Spa
         texts[name] = full
         start = full.index(MATCH)
         matched[name] = (Span(start, start + len(MATCH)),)
-        volatile.append(ContextDoc(name, name.title(), "lore", full, rank=i))
+        volatile.append(ContextDoc(name, name.title(), "lore", plain(full), rank=i))
     return volatile, texts, matched
 
 
@@ -310,7 +310,7 @@ async def test_memory_persists_across_restart_and_rolls_into_story(tmp_path):
         for i in range(4):
             await mem_store.record(
                 mem, question=f"Question {i} about Vessa?", answer=f"Answer {i}: Vessa paid the fine.",
-                documents=[ContextDoc("factions/ashen-watch", "The Ashen Watch", "faction", "t", section="Reputation")],
+                documents=[ContextDoc("factions/ashen-watch", "The Ashen Watch", "faction", plain("t"), section="Reputation")],
                 stable=["overview"], sources=["The Ashen Watch — Reputation"], generation=7,
             )
             clock.advance(seconds=10)
@@ -463,8 +463,8 @@ def test_a_huge_document_is_never_tokenized_whole():
     huge = _huge_document()
     start = huge.index("Chapter 7000.")
     span = Span(start, start + 40)
-    strongest = ContextDoc("big", "Big", "lore", huge[start : start + 200], rank=0)
-    background_doc = ContextDoc("big2", "Big two", "lore", huge[start : start + 200], rank=1)
+    strongest = ContextDoc("big", "Big", "lore", plain(huge[start : start + 200]), rank=0)
+    background_doc = ContextDoc("big2", "Big two", "lore", plain(huge[start : start + 200]), rank=1)
     c = _Recording()
     out, report = tier_documents([strongest, background_doc], {"big": huge, "big2": huge},
                                  {"big": (span,), "big2": (span,)}, params=TierParams(keep_full=1), counter=c)
@@ -472,11 +472,11 @@ def test_a_huge_document_is_never_tokenized_whole():
     assert report.tiered == ("big2",) and "Chapter 7000." in out[1].text
     assert max(c.lengths) < 20_000
     c.lengths.clear()
-    standing = stable_document(ContextDoc("big", "Big", "lore", ""), huge, cap_tokens=600, counter=c)
+    standing = stable_document(ContextDoc("big", "Big", "lore"), huge, cap_tokens=600, counter=c)
     assert standing.tier == "clipped" and standing.text.startswith("Chapter 0.") and CLIP_MARKER.search(standing.text)
     assert c.lengths and max(c.lengths) < 20_000
     c.lengths.clear()
-    again = stable_document(ContextDoc("big", "Big", "lore", ""), huge, cap_tokens=600, counter=c)
+    again = stable_document(ContextDoc("big", "Big", "lore"), huge, cap_tokens=600, counter=c)
     assert again.text == standing.text
     assert not c.lengths  # the next question pays nothing
 

@@ -10,8 +10,8 @@ Over budget (``reserved + Σ tokens(doc) > budget``), in this order:
    weakest first keeps context detail recall at 0.900 where largest-first gave 0.800: the largest
    document is usually the strongest hit, read whole. Clipping keeps the contiguous run of units
    (paragraphs, or sentences of an over-long paragraph) that shares most terms with the
-   question, then other matching units while room is left, and marks every cut:
-   ``[… clipped: 1,204 tokens omitted to fit the budget …]``.
+   question, then other matching units while room is left, and marks every cut with a clip
+   segment (the prompt says ``[… clipped: 1,204 tokens omitted to fit the budget …]``).
 3. If the floors still bind, the result is **over budget** and says so in ``notes``: an
    unreasonably small budget yields more than asked rather than an empty context.
 
@@ -29,13 +29,14 @@ from liminalis.context.material import ContextDoc, count_blocks
 from liminalis.context.tokens import TokenCounter, default_counter
 from liminalis.ingest.sentences import split_sentences
 from liminalis.retrieval.lexical import Tokenizer
-from liminalis.types import Span
+from liminalis.types import CLIP, GAP, SUMMARY, TEXT, Segment, Span, segments_text
 
-__all__ = ["BudgetParams", "Fitted", "fit_budget", "clip_text", "clip_marker", "CLIP_MARKER"]
+__all__ = ["BudgetParams", "Fitted", "fit_budget", "clip_segments", "clip_text", "clip_marker", "CLIP_MARKER"]
 
 _log = logging.getLogger(__name__)
+#: How a clip reads in the prompt (for tests and benchmarks that read prompts; the engine passes
+#: clips as segments).
 CLIP_MARKER = re.compile(r"\[… clipped: [\d,]+ tokens omitted to fit the budget …\]")
-_OMITTED = re.compile(r"^\[… [\d,]+ characters omitted …\]$")
 _TOKENIZER = Tokenizer()
 
 
@@ -76,31 +77,39 @@ class Fitted:
 
 
 def clip_marker(tokens: int) -> str:
-    return f"[… clipped: {tokens:,} tokens omitted to fit the budget …]"
+    return segments_text([Segment(CLIP, size=tokens)])
 
 
-def _units(text: str, unit_tokens: int, counter: TokenCounter) -> tuple[list[str], list[int]]:
-    """Paragraphs, with over-long ones split into sentences; earlier omission markers dropped
-    (an empty unit). With each unit's token count: a paragraph is counted once, not again."""
+def _units(segments: Sequence[Segment], unit_tokens: int,
+           counter: TokenCounter) -> tuple[list[str], list[int], list[str]]:
+    """Paragraphs, with over-long ones split into sentences; earlier omissions (gaps, clips) an
+    empty unit. With each unit's token count (a paragraph is counted once, not again) and kind
+    (a summary's paragraph stays a summary)."""
     out: list[str] = []
     sizes: list[int] = []
-    for para in re.split(r"\n{2,}", text):
-        para = para.strip()
-        if not para:
-            continue
-        if _OMITTED.match(para) or CLIP_MARKER.fullmatch(para):
+    kinds: list[str] = []
+    for seg in segments:
+        if seg.kind in (GAP, CLIP):
             out.append("")  # a gap that already existed stays a gap
             sizes.append(0)
+            kinds.append(TEXT)
             continue
-        n = counter.count(para)
-        if n <= unit_tokens:
-            out.append(para)
-            sizes.append(n)
-            continue
-        sents = [" ".join(para[s:e].split()) for s, e, _ in split_sentences(para)]
-        out.extend(sents)
-        sizes.extend(counter.count(u) if u else 0 for u in sents)
-    return out, sizes
+        text = segments_text([seg])
+        for para in re.split(r"\n{2,}", text):
+            para = para.strip()
+            if not para:
+                continue
+            n = counter.count(para)
+            if n <= unit_tokens:
+                out.append(para)
+                sizes.append(n)
+                kinds.append(seg.kind)
+                continue
+            sents = [" ".join(para[s:e].split()) for s, e, _ in split_sentences(para)]
+            out.extend(sents)
+            sizes.extend(counter.count(u) if u else 0 for u in sents)
+            kinds.extend(TEXT for _ in sents)
+    return out, sizes, kinds
 
 
 def _best_window(units: Sequence[str], sizes: Sequence[int], overlap: Sequence[int], room: int) -> set[int]:
@@ -147,7 +156,17 @@ def clip_text(
     text: str, target: int, *, query: str = "", unit_tokens: int = 120, contiguous: bool = True,
     counter: TokenCounter | None = None, prefer: Sequence[str] = (),
 ) -> tuple[str, int]:
-    """Cut ``text`` to about ``target`` tokens, keeping the units closest to ``query``.
+    """:func:`clip_segments` of a plain text, as text."""
+    segments, n = clip_segments((Segment(TEXT, text),), target, query=query, unit_tokens=unit_tokens,
+                                contiguous=contiguous, counter=counter, prefer=prefer)
+    return segments_text(segments), n
+
+
+def clip_segments(
+    segments: Sequence[Segment], target: int, *, query: str = "", unit_tokens: int = 120, contiguous: bool = True,
+    counter: TokenCounter | None = None, prefer: Sequence[str] = (),
+) -> tuple[tuple[Segment, ...], int]:
+    """Cut ``segments`` to about ``target`` tokens, keeping the units closest to ``query``.
 
     With ``contiguous`` (the default) the kept text is first the run of neighbouring units with
     the most query-term overlap that fits, then any other units by overlap while room is left.
@@ -155,11 +174,11 @@ def clip_text(
     share words with the question: evidence found by meaning (the dense arm, the reranker) shares
     few words with it, and was cut for the document's first paragraphs.
 
-    Returns the clipped text (with a marker at every cut) and its token count. The best unit is
-    always kept, even when it alone exceeds ``target``.
+    Returns the clipped segments (a clip at every cut) and their token count as text. The best
+    unit is always kept, even when it alone exceeds ``target``.
     """
     c = counter or default_counter()
-    units, sizes = _units(text, unit_tokens, c)
+    units, sizes, kinds = _units(segments, unit_tokens, c)
     q = set(_TOKENIZER(query))
     # No query terms (a standing document, clipped head-first): nothing to overlap with.
     overlap = [len(q & set(_TOKENIZER(u))) if u and q else 0 for u in units]
@@ -178,20 +197,20 @@ def clip_text(
             continue
         keep.add(i)
         used += sizes[i] + marker_cost
-    parts: list[str] = []
+    parts: list[Segment] = []
     gap = 0
     for i, u in enumerate(units):
         if i in keep:
             if gap or (parts and not u):
-                parts.append(clip_marker(gap))
-            parts.append(u)
+                parts.append(Segment(CLIP, size=gap))
+            parts.append(Segment(SUMMARY, u.removeprefix("Summary: ")) if kinds[i] == SUMMARY and u.startswith("Summary: ")
+                         else Segment(TEXT, u))
             gap = 0
         else:
             gap += sizes[i]
     if gap or (units and not units[-1]):
-        parts.append(clip_marker(gap))
-    out = "\n\n".join(p for p in parts)
-    return out, c.count(out)
+        parts.append(Segment(CLIP, size=gap))
+    return tuple(parts), c.count(segments_text(parts))
 
 
 def fit_budget(
@@ -245,9 +264,9 @@ def fit_budget(
         head = c.count(current[i].block()) - c.count(current[i].text.strip())
         full = (texts or {}).get(current[i].doc_id, "")
         prefer = [full[sp.start:sp.end] for sp in (matched or {}).get(current[i].doc_id, ())] if full else []
-        text, _ = clip_text(current[i].text, max(1, target - head), query=query, unit_tokens=params.unit_tokens,
-                            contiguous=params.contiguous, counter=c, prefer=prefer)
-        new = current[i].with_text(text, "clipped")
+        cut, _ = clip_segments(current[i].segments, max(1, target - head), query=query,
+                               unit_tokens=params.unit_tokens, contiguous=params.contiguous, counter=c, prefer=prefer)
+        new = current[i].with_segments(cut, "clipped")
         new_size = c.count(new.block())
         if new_size >= sizes[i]:
             stuck.add(i)  # one indivisible unit left: nothing more to cut here

@@ -23,12 +23,12 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from liminalis.context.budget import BudgetParams, Fitted, clip_text, fit_budget
-from liminalis.context.material import ContextDoc, count_blocks, from_rendered
+from liminalis.context.budget import BudgetParams, Fitted, clip_segments, fit_budget
+from liminalis.context.material import ContextDoc, count_blocks, from_rendered, plain
 from liminalis.context.tiering import TierParams, TierReport, tier_documents
 from liminalis.context.tokens import TokenCounter, at_most, default_counter
 from liminalis.ports import Message
-from liminalis.types import Bundle, Span
+from liminalis.types import Bundle, Segment, Span
 
 __all__ = [
     "Prompt", "STABLE_PINS", "INSTRUCTIONS", "instructions_for", "split_bundle", "stable_document", "build_prompt",
@@ -92,20 +92,20 @@ class Prompt:
 def stable_document(doc: ContextDoc, full_text: str, *, cap_tokens: int, counter: TokenCounter) -> ContextDoc:
     """A standing document from its full text, capped head-first (question-independent)."""
     # The section of a rendered document follows the question's matches: drop it here.
-    whole = replace(doc, text=full_text, tier="whole", section="")
+    whole = replace(doc, segments=plain(full_text), tier="whole", section="")
     clipped = _standing_clip(full_text, cap_tokens, counter)
-    return whole if clipped is None else whole.with_text(clipped, "clipped")
+    return whole if clipped is None else whole.with_segments(clipped, "clipped")
 
 
 @functools.lru_cache(maxsize=64)
-def _standing_clip(full_text: str, cap_tokens: int, counter: TokenCounter) -> str | None:
+def _standing_clip(full_text: str, cap_tokens: int, counter: TokenCounter) -> tuple[Segment, ...] | None:
     """The clipped text of a standing document, None when it fits whole. Remembered: it does
     not depend on the question, and a pinned document is clipped on every question (a pinned
     5 MB document cost 6 s a question). The catalog hands over the same string object each
     time, whose hash Python keeps, so a hit costs nothing."""
     if at_most(counter, full_text, cap_tokens):
         return None
-    return clip_text(full_text, cap_tokens, query="", counter=counter)[0]
+    return clip_segments(plain(full_text), cap_tokens, query="", counter=counter)[0]
 
 
 def split_bundle(

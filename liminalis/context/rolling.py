@@ -27,7 +27,7 @@ import json
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from liminalis.context.material import ContextDoc
 from liminalis.context.tokens import default_counter
@@ -144,7 +144,7 @@ class ChatMemory:
         return out
 
     def loaded_documents(self) -> list[ContextDoc]:
-        return [ContextDoc(**d) for d in self.loaded]  # type: ignore[arg-type]
+        return [ContextDoc.from_dict(d) for d in self.loaded]
 
 
 def _gist(question: str, answer: str, sources: Sequence[str]) -> str:
@@ -264,7 +264,7 @@ class RollingMemory:
         # A follow-up that reused material keeps the question that loaded it (the referent).
         if mem.loaded_generation != generation or [d.get("doc_id") for d in mem.loaded] != [d.doc_id for d in documents]:
             mem.last_question = question
-        mem.loaded = [asdict(d) for d in documents]
+        mem.loaded = [d.to_dict() for d in documents]
         mem.loaded_stable = list(stable)
         mem.loaded_generation = generation
         mem.updated_at = now

@@ -32,12 +32,12 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from liminalis.context.material import ContextDoc
+from liminalis.context.material import ContextDoc, plain
 from liminalis.context.tokens import TokenCounter, at_most, default_counter, word_floor
 from liminalis.ingest.sentences import split_sentences
 from liminalis.retrieval.lexical import Tokenizer
-from liminalis.retrieval.render import render_spans
-from liminalis.types import Span
+from liminalis.retrieval.render import render_segments
+from liminalis.types import SUMMARY, Segment, Span, segments_text
 
 __all__ = ["TierParams", "TierReport", "tier_documents", "extractive_summary", "widen"]
 
@@ -181,7 +181,7 @@ def tier_documents(
         if guard == "strongest" and params.strongest_whole and full is not None and d.tier == "rendered":
             # Full fidelity for the strongest hits: their whole text, when it is not huge.
             if d.text != full and at_most(c, full, params.whole_cap_tokens):
-                out.append(d.with_text(full, "whole"))
+                out.append(d.with_segments(plain(full), "whole"))
                 refused.append((d.doc_id, guard))
                 continue
         if guard:
@@ -192,25 +192,26 @@ def tier_documents(
         # The matched passages widened by their surroundings (or, with no widening, as
         # retrieval rendered them; the exact spans when retrieval rendered the document whole).
         if params.context_chars > 0:
-            passages = render_spans(full, _merge([widen(full, s, params.context_chars) for s in spans]))
+            passages = render_segments(full, _merge([widen(full, s, params.context_chars) for s in spans]))
         else:
             whole = d.text.strip() == full.strip()
-            passages = render_spans(full, spans) if whole else d.text
+            passages = render_segments(full, spans) if whole else d.segments
         summary = (summaries or {}).get(d.doc_id) or extractive_summary(full, params.summary_tokens)
         # The whole text's count is compared, never used: its word count settles the comparison
         # for a long document without tokenizing all of it.
         floor = word_floor(full)
-        passage_tokens = c.count(passages)
+        passage_tokens = c.count(segments_text(passages))
         summary_tokens = c.count(summary)
         if summary and at_most(c, full, summary_tokens + passage_tokens, floor=floor):
             # The summary would cost more than the text it replaces: refuse it.
             refused.append((d.doc_id, "compression: summary"))
             summary = ""
-        text = f"Summary: {summary}\n\n{passages}" if summary else passages
+        segments = ((Segment(SUMMARY, summary),) if summary else ()) + tuple(passages)
+        text = segments_text(segments)
         if text == d.text or at_most(c, full, c.count(text), floor=floor):
             out.append(d)
             refused.append((d.doc_id, "compression"))
             continue
-        out.append(d.with_text(text, "tiered"))
+        out.append(d.with_segments(segments, "tiered"))
         tiered.append(d.doc_id)
     return out, TierReport(tiered=tuple(tiered), refused=tuple(refused))

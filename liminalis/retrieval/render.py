@@ -5,7 +5,8 @@
   paragraph adds at most ``expand_chars`` on a side; otherwise the passage's own sentence
   edges), overlapping or nearly adjacent spans merged, and snapped to the document's start or
   end when within ``snap_chars`` of it.
-* Every omission is marked in the text: ``[… 3,120 characters omitted …]``.
+* Every omission is a gap segment (:class:`~liminalis.types.Segment`), which the prompt marks
+  in words: ``[… 3,120 characters omitted …]``.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from liminalis.types import Span
+from liminalis.types import GAP, TEXT, Segment, Span, segments_text
 
-__all__ = ["RenderParams", "select_spans", "render_spans", "omission"]
+__all__ = ["RenderParams", "select_spans", "render_segments", "render_spans", "omission"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +28,7 @@ class RenderParams:
 
 
 def omission(n: int) -> str:
-    return f"[… {n:,} characters omitted …]"
+    return segments_text([Segment(GAP, size=n)])
 
 
 def _expand(text: str, span: Span, limit: int) -> Span:
@@ -62,15 +63,20 @@ def select_spans(text: str, matched: Sequence[Span], params: RenderParams = Rend
     return merged
 
 
-def render_spans(text: str, spans: Sequence[Span]) -> str:
-    """Join ``spans`` of ``text`` with omission markers for every gap, including the ends."""
-    parts: list[str] = []
+def render_segments(text: str, spans: Sequence[Span]) -> tuple[Segment, ...]:
+    """``spans`` of ``text`` as segments, with a gap for every omission, including the ends."""
+    parts: list[Segment] = []
     pos = 0
     for s in spans:
         if s.start > pos:
-            parts.append(omission(s.start - pos))
-        parts.append(text[s.start : s.end].strip("\n"))
+            parts.append(Segment(GAP, size=s.start - pos))
+        parts.append(Segment(TEXT, text[s.start : s.end].strip("\n")))
         pos = s.end
     if pos < len(text):
-        parts.append(omission(len(text) - pos))
-    return "\n\n".join(parts)
+        parts.append(Segment(GAP, size=len(text) - pos))
+    return tuple(parts)
+
+
+def render_spans(text: str, spans: Sequence[Span]) -> str:
+    """:func:`render_segments` as text (for display and tests)."""
+    return segments_text(render_segments(text, spans))

@@ -22,7 +22,7 @@ from liminalis.retrieval.fusion import dedupe_ranking, rrf
 from liminalis.retrieval.learned import DocumentRanker, Signals, doc_features
 from liminalis.retrieval.lexical import Tokenizer
 from liminalis.retrieval.pins import Pin, resolve_pins, strip_mentions
-from liminalis.retrieval.render import RenderParams, render_spans, select_spans
+from liminalis.retrieval.render import RenderParams, render_segments, select_spans
 from liminalis.retrieval.rerank import rerank_hits
 from liminalis.store.sqlite import Database
 from liminalis.types import Bundle, Hit, RenderedDocument, Span, StageTrace
@@ -424,7 +424,7 @@ class Retriever:
         whole = len(chosen) == 1 and chosen[0].start == 0 and chosen[0].end == len(doc.text)
         headings = tuple(dict.fromkeys(cat.passages[x].heading for x in pids if x in cat.passages and cat.passages[x].heading))
         return RenderedDocument(
-            doc_id=doc_id, title=doc.title, type=doc.type, text=render_spans(doc.text, chosen), pinned=pinned,
+            doc_id=doc_id, title=doc.title, type=doc.type, segments=render_segments(doc.text, chosen), pinned=pinned,
             score=score, headings=headings, matched=tuple(spans), whole=whole,
             related=tuple(Span(cat.passages[x].start, cat.passages[x].end) for x in related if x in cat.passages),
         )
