@@ -1,5 +1,6 @@
-"""``liminalis`` command line: ingest, ask, chat, explain, serve, train-reranker, train-ranker,
-train-query-adapter."""
+"""``liminalis`` command line: ingest, ask, chat, explain, serve. Training is tooling, not the
+product: ``python -m bench.train_ranker`` (and ``train_reranker``, ``train_query_adapter``,
+``train_embedder``) from a checkout."""
 
 from __future__ import annotations
 
@@ -44,12 +45,6 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("serve", help="run the Discord and/or Slack bots that have tokens")
 
-    tr = sub.add_parser("train-reranker", help="train the project's cross-encoder reranker")
-    tr.add_argument("args", nargs=argparse.REMAINDER)
-    tl = sub.add_parser("train-ranker", help="train the learned document ranker (models/ranker)")
-    tl.add_argument("args", nargs=argparse.REMAINDER)
-    tq = sub.add_parser("train-query-adapter", help="fit the dense arm's query adapter (models/query-adapter)")
-    tq.add_argument("args", nargs=argparse.REMAINDER)
     return p
 
 
@@ -128,20 +123,6 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="replace")
     args = _parser().parse_args(argv)
-    if args.command == "train-reranker":
-        from bench.train_reranker import main as train_main
-
-        return train_main(args.args)
-    if args.command == "train-ranker":
-        from bench.train_ranker import main as train_ranker_main
-
-        train_ranker_main(args.args)
-        return 0
-    if args.command == "train-query-adapter":
-        from bench.train_query_adapter import main as train_adapter_main
-
-        train_adapter_main(args.args)
-        return 0
     try:
         return asyncio.run(_run(args))
     except LiminalisError as exc:

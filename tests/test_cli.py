@@ -30,7 +30,7 @@ def cli(args: list[str], tmp_path: Path, stdin: str | None = None, *, prefix: Se
 def test_help_lists_subcommands(tmp_path):
     r = cli(["--help"], tmp_path)
     assert r.returncode == 0
-    for sub in ("ingest", "ask", "chat", "explain", "serve", "train-reranker"):
+    for sub in ("ingest", "ask", "chat", "explain", "serve"):
         assert sub in r.stdout
 
 

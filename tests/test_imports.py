@@ -81,3 +81,24 @@ def test_sql_rule_catches_a_violation(tmp_path):
                  'e = "CREATE TABLE IF NOT EXISTS t (x)"\n'
                  'ok = "Select a campaign from the list, then update the index."\n')
     assert [line for line, _ in sql_literals(f)] == [1, 2, 3, 5, 6]
+
+
+def _py(folder: str):
+    return [p for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts]
+
+
+def test_layers_import_downward_only():
+    """The engine never imports the adapters or the tooling; the product never imports bench."""
+    offenders = {}
+    for folder, banned in (("liminalis", {"bot", "bench"}), ("bot", {"bench"})):
+        for path in _py(folder):
+            bad = imported_roots(path) & banned
+            if bad:
+                offenders[path.relative_to(ROOT).as_posix()] = sorted(bad)
+    assert offenders == {}
+
+
+def test_environment_is_read_in_settings_only():
+    readers = [p.relative_to(ROOT).as_posix() for folder in ("liminalis", "bot") for p in _py(folder)
+               if ("os.environ" in p.read_text() or "getenv(" in p.read_text()) and p.name != "settings.py"]
+    assert readers == []
