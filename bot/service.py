@@ -189,7 +189,7 @@ class BotService:
         return await recap_text(self.engine, slug, sessions)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Pending:
     """A request whose command, scope and privacy are resolved (``BotService.begin``); ``finish``
     runs it. ``error`` is what stopped the resolution, turned into a reply by ``finish``."""
