@@ -8,10 +8,12 @@ are built from MESSAGE_CREATE payloads.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import discord
 import pytest
 
+from bot.commands import REGISTRY, Registry
 from bot.discord_adapter import DiscordAdapter, build_intents, render_reply, send_with_retry
 from bot.service import BotService, Reply
 from conftest import close_engine, make_engine
@@ -398,6 +400,7 @@ def test_render_embeds_within_limits_sources_as_fields():
 def test_auto_sharded_when_configured():
     class S:
         max_upload_bytes = 10
+        registry = REGISTRY  # the adapter registers the service's commands
 
     assert isinstance(DiscordAdapter(S(), shards=True).client, discord.AutoShardedClient)  # type: ignore[arg-type]
     assert not isinstance(DiscordAdapter(S()).client, discord.AutoShardedClient)  # type: ignore[arg-type]
@@ -613,3 +616,92 @@ async def test_campaign_status_lists_homes_to_gms_and_a_gm_releases_one(env):
     assert await service.directory.campaign_for("discord", str(ROGUE_CHANNEL_ID)) is None
     await invoke(adapter, interaction_payload("lens", user_id=444, roles=[ROGUE_GM_ROLE_ID], iid=6, **ROGUE))
     assert "GM view" not in all_text(followups(api)[-1])
+
+
+async def test_slash_commands_are_registered_from_the_registry(env):
+    """Every command and option of the registry is synced, each option described, choices where
+    the values are known, autocomplete where a source is declared; GM-only commands are marked."""
+    api, adapter, _ = env
+    synced = {c["name"]: c for c in api.find("PUT", "/guilds/123/commands")[0].json}
+    assert set(synced) == set(REGISTRY.names)
+    for command in REGISTRY:
+        payload = synced[command.name]
+        assert payload["description"] == command.description
+        options = {o["name"]: o for o in payload.get("options", [])}
+        assert set(options) == {o.name for o in command.options}, command.name
+        for spec in command.options:
+            got = options[spec.name]
+            assert got["description"] == spec.description and got["description"] != "…"
+            assert got.get("required", False) is spec.required
+            assert [c["value"] for c in got.get("choices", [])] == list(spec.choices)
+            assert got.get("autocomplete", False) is (spec.autocomplete is not None)
+            assert got["type"] == {"string": 3, "integer": 4, "attachment": 11}[spec.kind]
+        app = adapter.tree.get_command(command.name)
+        assert app is not None and app.extras["gm_only"] is (command.gm_only is True)
+    assert {n for n in REGISTRY.names if adapter.tree.get_command(n).extras["gm_only"]} == {"upload", "explain"}
+    assert all(synced[n]["description"].startswith("GM:") for n in ("upload", "explain"))
+    tokens = {o["name"]: o for o in synced["budget"]["options"]}["tokens"]
+    assert (tokens["min_value"], tokens["max_value"]) == (500, 200_000)
+
+
+async def test_a_typed_budget_set_reaches_the_command_without_text(env):
+    """Discord's typed options go to the command as they are: no "/budget set …" text is built
+    and parsed again (the parser here refuses to run)."""
+    api, _, service = env
+    seen: list = []
+    budget = REGISTRY["budget"]
+
+    def no_text(arg: str) -> dict:
+        raise AssertionError(f"a typed command was parsed as text: {arg!r}")
+
+    async def run(request, scope):
+        seen.append(request)
+        return await budget.run(request, scope)
+
+    registry = Registry([replace(c, parse=no_text, run=run) if c.name == "budget" else c for c in REGISTRY])
+    typed = BotService(service.engine, directory=service.directory, registry=registry)
+    adapter = DiscordAdapter(typed, guild_ids=(123,), sync_commands=False)
+    try:
+        await adapter.client.login("fake-token")
+        adapter.client._connection._add_guild_from_data(guild_payload())
+        await invoke(adapter, interaction_payload("budget", [{"name": "action", "type": 3, "value": "set"},
+                                                             {"name": "tokens", "type": 4, "value": 9000},
+                                                             {"name": "scope", "type": 3, "value": "chat"}],
+                                                  user_id=GM, roles=[GM_ROLE_ID]))
+    finally:
+        await adapter.client.close()
+    (request,) = seen
+    assert request.msg.text == "" and request.msg.command == "budget"
+    assert dict(request.options) == {"action": "set", "tokens": 9000, "scope": "chat"}
+    assert "set to 9,000 tokens" in all_text(followups(api)[-1])
+    assert await service.budget("greyhold", f"discord:{CHANNEL_ID}") == 9000
+    assert await service.budget("greyhold", None) == 6000
+
+
+async def test_a_slash_ask_loads_the_campaign_config_once(env):
+    """The defer's privacy, the file check and the answer share one scope: one config load and
+    one lens per ``/ask``."""
+    api, _, service = env
+    calls = {"config": 0, "lens": 0}
+
+    class Counting(BotService):
+        async def config(self, slug):
+            calls["config"] += 1
+            return await super().config(slug)
+
+        async def lens_of(self, msg, cfg):
+            calls["lens"] += 1
+            return await super().lens_of(msg, cfg)
+
+    adapter = DiscordAdapter(Counting(service.engine, directory=service.directory), guild_ids=(123,),
+                             sync_commands=False)
+    try:
+        await adapter.client.login("fake-token")
+        adapter.client._connection._add_guild_from_data(guild_payload())
+        await invoke(adapter, interaction_payload("ask", [{"name": "question", "type": 3, "value": "Who is the baron?"}],
+                                                  user_id=GM, roles=[GM_ROLE_ID]))
+    finally:
+        await adapter.client.close()
+    assert api.find("POST", "/callback")[0].json["data"]["flags"] & 64  # the GM's answer: deferred privately
+    assert "baron" in all_text(followups(api)[-1]).lower()
+    assert calls == {"config": 1, "lens": 1}

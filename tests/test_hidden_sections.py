@@ -352,7 +352,7 @@ async def test_hiding_a_paragraph_players_read_takes_it_out_and_forgets(tmp_path
 
 
 def test_upload_options_parse_and_never_widen(tmp_path):
-    from bot.service import parse_upload_options
+    from bot.commands.upload import parse_upload_options
     from liminalis.errors import InvalidInput
     from liminalis.ingest.loaders import with_front_matter
 

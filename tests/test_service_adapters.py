@@ -95,11 +95,11 @@ async def test_handle_never_raises_on_hostile_input(service):
 
 
 def test_a_command_name_ends_at_any_whitespace():
-    from bot.service import parse_command
+    from bot.commands import REGISTRY
 
-    assert parse_command("/ask\nwho is the baron?") == ("ask", "who is the baron?")
-    assert parse_command("/PIN\tadd Baron") == ("pin", "add Baron")
-    assert parse_command("/help") == ("help", "")
+    assert REGISTRY.split("/ask\nwho is the baron?") == ("ask", "who is the baron?")
+    assert REGISTRY.split("/PIN\tadd Baron") == ("pin", "add Baron")
+    assert REGISTRY.split("/help") == ("help", "")
 
 
 def test_sanitize_and_split():

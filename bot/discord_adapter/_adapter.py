@@ -1,7 +1,8 @@
-"""The Discord adapter: app commands and @-mentions → ``BotService.handle`` → messages.
+"""The Discord adapter: app commands and @-mentions → ``BotService`` → messages.
 
-Thin by design: each callback parses its options into one ``IncomingMessage``, calls the service,
-and renders the ``Reply``. Rate limits: discord.py's bot HTTP client sleeps on 429 for
+Thin by design: the app commands are registered from the service's command registry, each
+callback hands its typed options to the service as one ``IncomingMessage`` (no text is rebuilt
+and parsed again), and the ``Reply`` is rendered. Rate limits: discord.py's bot HTTP client sleeps on 429 for
 ``retry_after`` itself (``discord/http.py``, ``HTTPClient.request``), and so does its webhook
 adapter (interaction responses and followups) *when the 429 carries a ``Via`` header*; a 429
 without it (a Cloudflare-level limit) surfaces as ``HTTPException`` — :func:`send_with_retry`
@@ -11,18 +12,21 @@ honours its ``Retry-After`` for our own followup and post loops.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Optional, TypeVar
 
 import aiohttp
 import discord
 from discord import app_commands
 
+from bot.commands import Command, Option
 from bot.discord_adapter._render import render_reply
-from bot.service import Attachment, BotService, IncomingMessage, Reply
+from bot.messages import Attachment, IncomingMessage, OptionValue, Reply
+from bot.service import BotService
 
 __all__ = ["DiscordAdapter", "send_with_retry", "build_intents"]
 
@@ -167,10 +171,12 @@ class DiscordAdapter:
             is_dm=dm, attachments=tuple(attachments),
         )
 
-    def from_interaction(self, interaction: discord.Interaction, text: str,
-                         attachments: Iterable[Attachment] = ()) -> IncomingMessage:
-        return self.incoming(user=interaction.user, channel=interaction.channel or discord.Object(interaction.channel_id or 0),
-                             guild_id=interaction.guild_id, text=text, attachments=attachments)
+    def from_interaction(self, interaction: discord.Interaction, *, command: str | None = None,
+                         options: Mapping[str, OptionValue] | None = None) -> IncomingMessage:
+        """The neutral request of an app command: typed, never text."""
+        msg = self.incoming(user=interaction.user, channel=interaction.channel or discord.Object(interaction.channel_id or 0),
+                            guild_id=interaction.guild_id, text="")
+        return replace(msg, command=command, options=dict(options or {}))
 
     async def read_attachments(self, files: Iterable[discord.Attachment | None]) -> list[Attachment]:
         out = []
@@ -190,15 +196,16 @@ class DiscordAdapter:
 
     # -- the one path for every app command --------------------------------------------------
 
-    async def run_command(self, interaction: discord.Interaction, text: str,
+    async def run_command(self, interaction: discord.Interaction, command: str, options: Mapping[str, OptionValue],
                           files: Sequence[discord.Attachment | None] = ()) -> None:
-        """Defer within Discord's 3 s, answer with ``service.handle``, then send followups."""
-        probe = self.from_interaction(interaction, text)
-        private = await self.service.will_be_ephemeral(probe)
-        await interaction.response.defer(ephemeral=private, thinking=True)
-        attachments = await self.read_attachments(files) if files and await self.service.is_gm(probe) else []
-        reply = await self.service.handle(self.from_interaction(interaction, text, attachments))
-        await self.followup(interaction, reply, deferred_private=private)
+        """Defer within Discord's 3 s, answer with the service, then send followups. The campaign
+        and lens are resolved once (``BotService.begin``): for the defer, for whether files are
+        fetched (a GM's only), and for the command."""
+        pending = await self.service.begin(self.from_interaction(interaction, command=command, options=options))
+        await interaction.response.defer(ephemeral=pending.private, thinking=True)
+        attachments = await self.read_attachments(files) if any(files) and pending.is_gm else []
+        reply = await pending.finish(tuple(attachments))
+        await self.followup(interaction, reply, deferred_private=pending.private)
 
     async def followup(self, interaction: discord.Interaction, reply: Reply, *, deferred_private: bool) -> None:
         if reply.ephemeral and not deferred_private:
@@ -236,9 +243,10 @@ class DiscordAdapter:
                 text = "/help"
             async with message.channel.typing():
                 msg = self.incoming(user=message.author, channel=message.channel, guild_id=_guild_id(message), text=text)
-                if message.attachments and await self.service.is_gm(msg):
-                    msg = replace(msg, attachments=tuple(await self.read_attachments(message.attachments)))
-                reply = await self.service.handle(msg)
+                pending = await self.service.begin(msg)
+                attachments = await self.read_attachments(message.attachments) \
+                    if message.attachments and pending.is_gm else []
+                reply = await pending.finish(tuple(attachments))
             await self.reply_to_message(message, reply)
         except Exception:
             _log.exception("discord mention failed")
@@ -298,79 +306,62 @@ class DiscordAdapter:
     # -- commands ----------------------------------------------------------------------------
 
     def _register(self) -> None:
-        tree = self.tree
+        """One app command per command of the service's registry, from its option specs."""
+        for command in self.service.registry:
+            self.tree.add_command(self.app_command(command))
+
+    def app_command(self, command: Command) -> app_commands.Command[Any, ..., None]:
+        """``command`` as a slash command: each option typed (a ``Literal`` where its values are
+        known, a ``Range`` where bounded, an autocomplete where it declares a source), described,
+        and its typed values handed to the service as they are."""
+        parameters = [inspect.Parameter("interaction", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                        annotation=discord.Interaction)]
+        for option in command.options:
+            annotation: Any = _annotation(option)
+            default: Any = inspect.Parameter.empty if option.required else option.default
+            if not option.required and option.default is None:
+                annotation = Optional[annotation]  # noqa: UP007 (discord.py reads typing.Optional)
+            parameters.append(inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY,
+                                                annotation=annotation, default=default))
+        files = [o.name for o in command.options if o.kind == "attachment"]
         run = self.run_command
 
-        @tree.command(name="ask", description="Ask about the campaign; answers come with sources")
-        @app_commands.describe(question="What do you want to know?")
-        async def ask(interaction: discord.Interaction, question: app_commands.Range[str, 1, 2000]) -> None:
-            await run(interaction, f"/ask {question}")
+        async def callback(interaction: discord.Interaction, **values: Any) -> None:
+            options = {k: v for k, v in values.items() if k not in files and v is not None}
+            await run(interaction, command.name, options, [values.get(name) for name in files])
 
-        @tree.command(name="pin", description="Always include a document in answers (GMs change pins)")
-        @app_commands.describe(action="add, remove or list", document="A document title")
-        async def pin(interaction: discord.Interaction, action: Literal["add", "remove", "list"] = "list",
-                      document: app_commands.Range[str, 0, 200] | None = None) -> None:
-            await run(interaction, f"/pin {action} {document or ''}".strip())
+        callback.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+        callback.__name__ = callback.__qualname__ = f"{command.name}_command"
+        described = app_commands.describe(**{o.name: o.description for o in command.options})(callback)
+        gm_only = command.gm_only is True
+        app: app_commands.Command[Any, ..., None] = app_commands.Command(name=command.name, description=command.description, callback=described,
+                                                                         extras={"gm_only": gm_only})
+        for option in command.options:
+            if option.autocomplete == "titles":
+                app.autocomplete(option.name)(self._complete_titles)
+            elif option.autocomplete == "visibilities":
+                app.autocomplete(option.name)(self._complete_visibilities)
+        return app
 
-        @pin.autocomplete("document")
-        async def pin_document(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-            titles = await self.service.complete_titles(self.from_interaction(interaction, "/pin"), current, limit=25)
-            return [app_commands.Choice(name=t, value=t) for t in titles[:25]]
+    async def _complete_titles(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        titles = await self.service.complete_titles(self.from_interaction(interaction), current, limit=25)
+        return [app_commands.Choice(name=t, value=t) for t in titles[:25]]
 
-        @tree.command(name="budget", description="Show or set the context budget (GMs set)")
-        async def budget(interaction: discord.Interaction, action: Literal["show", "set"] = "show",
-                         tokens: app_commands.Range[int, 500, 200_000] | None = None,
-                         scope: Literal["campaign", "chat"] = "campaign") -> None:
-            text = f"/budget {action}" + (f" {tokens}" if tokens else "") + (" chat" if scope == "chat" else "")
-            await run(interaction, text)
+    async def _complete_visibilities(self, interaction: discord.Interaction,
+                                     current: str) -> list[app_commands.Choice[str]]:
+        names = await self.service.visibility_choices(self.from_interaction(interaction))
+        return [app_commands.Choice(name=n, value=n) for n in names if current.lower() in n][:25]
 
-        @tree.command(name="upload", description="GM: upload Markdown/text session notes to the campaign")
-        @app_commands.describe(file="A .md or .txt file", file2="Another file", file3="Another file",
-                               visibility="Who may read it: players, gm (the default), or one player's lens",
-                               kind="What it is: session notes, lore, a character, a place…")
-        @app_commands.rename(kind="type")
-        async def upload(interaction: discord.Interaction, file: discord.Attachment,
-                         file2: discord.Attachment | None = None, file3: discord.Attachment | None = None,
-                         visibility: app_commands.Range[str, 1, 40] | None = None,
-                         kind: Literal["session", "lore", "character", "place", "faction", "item", "note"] | None = None,
-                         ) -> None:
-            options = ([f"visibility={visibility}"] if visibility else []) + ([f"type={kind}"] if kind else [])
-            await run(interaction, " ".join(["/upload", *options]), [file, file2, file3])
 
-        @upload.autocomplete("visibility")
-        async def upload_visibility(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-            names = await self.service.visibility_choices(self.from_interaction(interaction, "/upload"))
-            return [app_commands.Choice(name=n, value=n) for n in names if current.lower() in n][:25]
-
-        @tree.command(name="recap", description='"Previously on…" from the latest session notes')
-        @app_commands.describe(sessions="How many sessions (1-10)", schedule="GM: cron (UTC) to post here, or off")
-        async def recap(interaction: discord.Interaction, sessions: app_commands.Range[int, 1, 10] | None = None,
-                        schedule: app_commands.Range[str, 1, 100] | None = None) -> None:
-            if schedule:
-                await run(interaction, f"/recap schedule {schedule}")
-            else:
-                await run(interaction, f"/recap {sessions or ''}".strip())
-
-        @tree.command(name="explain", description="GM: how retrieval ranked the documents for a question")
-        async def explain(interaction: discord.Interaction, question: app_commands.Range[str, 1, 2000]) -> None:
-            await run(interaction, f"/explain {question}")
-
-        @tree.command(name="campaign", description="Link this channel to a campaign (GM), unlink it, or show it")
-        @app_commands.describe(slug="link: the campaign", server="release: the server id (see status)")
-        async def campaign(interaction: discord.Interaction,
-                           action: Literal["status", "link", "unlink", "release"] = "status",
-                           slug: app_commands.Range[str, 1, 63] | None = None,
-                           server: app_commands.Range[str, 1, 25] | None = None) -> None:
-            arg = server if action == "release" else slug
-            await run(interaction, f"/campaign {action} {arg or ''}".strip())
-
-        @tree.command(name="lens", description="Which view of the campaign you get")
-        async def lens(interaction: discord.Interaction) -> None:
-            await run(interaction, "/lens")
-
-        @tree.command(name="help", description="What Liminalis can do")
-        async def help_(interaction: discord.Interaction) -> None:
-            await run(interaction, "/help")
+def _annotation(option: Option) -> Any:
+    if option.kind == "attachment":
+        return discord.Attachment
+    if option.choices:
+        return Literal[option.choices]
+    base = int if option.kind == "integer" else str
+    if option.low is not None and option.high is not None:
+        return app_commands.Range[base, option.low, option.high]
+    return base
 
 
 def is_dm_channel(channel: Any) -> bool:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import discord
 
+from bot.messages import Reply
 from bot.render import sanitize, split_text, truncate
-from bot.service import Reply
 
 __all__ = ["Outgoing", "render_reply", "CONTENT_LIMIT", "DESCRIPTION_LIMIT", "EMBED_TOTAL_LIMIT"]
 

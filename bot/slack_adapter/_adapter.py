@@ -24,7 +24,8 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.service import COMMANDS, Attachment, BotService, IncomingMessage, Reply
+from bot.messages import Attachment, IncomingMessage, Reply
+from bot.service import BotService
 from bot.slack_adapter._render import render_blocks
 from liminalis.errors import ConfigError
 
@@ -87,7 +88,7 @@ class SlackAdapter:
         self._groups: tuple[float, dict[str, tuple[str, ...]] | None] = (float("-inf"), None)
         self.app = AsyncApp(client=client, signing_secret=signing_secret or None,
                             request_verification_enabled=bool(signing_secret))
-        for name in COMMANDS:
+        for name in service.registry.names:
             self.app.command(f"/{name}")(ack=self._ack, lazy=[self._on_command])
         self.app.event("app_mention")(ack=self._ack, lazy=[self._on_mention])
         self.app.event({"type": "message", "channel_type": "im"})(ack=self._ack, lazy=[self._on_dm])
@@ -184,12 +185,13 @@ class SlackAdapter:
         try:
             text = _MENTION.sub(lambda m: "" if m.group(1) == bot_user_id else m.group(0), event.get("text", "")).strip()
             msg = await self.incoming(user_id=user, channel_id=channel, text=text or "/help", is_dm=is_dm)
+            pending = await self.service.begin(msg)
             files = event.get("files") or []
-            if files and await self.service.is_gm(msg):  # past the tenth: named, not downloaded
-                msg = await self.incoming(user_id=user, channel_id=channel, text=msg.text, is_dm=is_dm,
-                                          attachments=tuple([await self._download(f) for f in files[:10]] + [
-                                              Attachment(str(f.get("name") or "upload.md"), b"") for f in files[10:]]))
-            reply = await self.service.handle(msg)
+            attachments: list[Attachment] = []
+            if files and pending.is_gm:  # past the tenth: named, not downloaded
+                attachments = [await self._download(f) for f in files[:10]] + [
+                    Attachment(str(f.get("name") or "upload.md"), b"") for f in files[10:]]
+            reply = await pending.finish(tuple(attachments))
         except Exception:
             _log.exception("slack mention failed")
             reply = Reply(text=NEUTRAL, ephemeral=True, error=True)

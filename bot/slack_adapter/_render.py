@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from bot.messages import Reply
 from bot.render import sanitize, split_text, truncate
-from bot.service import Reply
 
 __all__ = ["SlackMessage", "render_blocks", "to_mrkdwn", "SECTION_LIMIT", "BLOCKS_LIMIT"]
 

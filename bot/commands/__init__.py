@@ -1,0 +1,26 @@
+"""Commands, one module each, and the registry every adapter derives its commands from.
+
+A command module builds one :class:`Command`: its name, description, typed :class:`Option` s,
+whether only a GM may run it, whether its reply is private, and ``async run(request, scope) ->
+Reply``. :data:`REGISTRY` holds them in the order the help lists them.
+"""
+
+from bot.commands import ask, budget, campaign, explain, help, lens, pin, recap, upload
+from bot.commands._base import (
+           Command,
+           Need,
+           Option,
+           OptionKind,
+           RecapScheduling,
+           Request,
+           Scope,
+           Services,
+)
+from bot.commands._registry import Registry
+
+__all__ = ["COMMANDS", "Command", "Need", "Option", "OptionKind", "REGISTRY", "RecapScheduling", "Registry", "Request",
+           "Scope", "Services"]
+
+REGISTRY = Registry([ask.command, pin.command, budget.command, upload.command, recap.command, explain.command,
+                     campaign.command, lens.command, help.command])
+COMMANDS = REGISTRY.names

@@ -1,0 +1,173 @@
+"""What a command is: its typed options, its rules, and ``run(request, scope) -> Reply``.
+
+Each module of :mod:`bot.commands` builds one :class:`Command`. Everything an adapter or the help
+needs is derived from these declarations (``bot.commands._registry``): the slash-command
+registrations, the help text, whether a reply will be private, whether the command is GM-only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Literal, Protocol
+
+from bot.messages import Attachment, IncomingMessage, OptionValue, Reply
+from liminalis.campaign import CampaignConfig
+from liminalis.errors import InvalidInput, UnknownCampaign
+from liminalis.lens import Lens
+
+if TYPE_CHECKING:
+    from bot.commands._registry import Registry
+    from bot.directory import Directory
+    from liminalis.answer import Responder
+    from liminalis.engine import Engine
+
+__all__ = ["Command", "Need", "Option", "OptionKind", "RecapScheduling", "Request", "Scope", "Services"]
+
+OptionKind = Literal["string", "integer", "attachment"]
+#: Where an option's suggestions come from while it is typed (Discord autocomplete).
+Autocomplete = Literal["titles", "visibilities"]
+#: What a request needs resolved before it runs: the channel's campaign (``required``: an
+#: unlinked channel is refused), the campaign if the channel has one (``optional``), or nothing.
+Need = Literal["required", "optional", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class Option:
+    """One typed option of a command.
+
+    ``low``/``high`` bound an integer's value or a string's length. ``choices`` are the only
+    values a platform with typed commands offers; ``autocomplete`` names a source of suggestions.
+    """
+
+    name: str
+    kind: OptionKind
+    description: str
+    required: bool = False
+    choices: tuple[str, ...] = ()
+    default: OptionValue | None = None
+    autocomplete: Autocomplete | None = None
+    low: int | None = None
+    high: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One command invocation: its name, its typed option values, and who sent it from where.
+
+    Typed commands and parsed text give equal requests. ``error`` is a text that did not parse
+    (``/upload type=gm``): it is raised where the command refused it before, after the campaign
+    and the GM wall, so a player is told "only a GM", never a GM command's usage.
+    """
+
+    command: str
+    options: Mapping[str, OptionValue]
+    msg: IncomingMessage
+    error: InvalidInput | None = None
+
+    @property
+    def attachments(self) -> tuple[Attachment, ...]:
+        return self.msg.attachments
+
+    def string(self, name: str, default: str = "") -> str:
+        value = self.options.get(name)
+        return value if isinstance(value, str) else default
+
+    def integer(self, name: str) -> int | None:
+        value = self.options.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def with_attachments(self, attachments: tuple[Attachment, ...]) -> Request:
+        return replace(self, msg=replace(self.msg, attachments=attachments))
+
+
+class RecapScheduling(Protocol):
+    """What ``/recap schedule`` needs from the scheduler (``bot.scheduler.RecapScheduler``)."""
+
+    async def set_schedule(self, campaign: str, *, cron: str, platform: str, channel_id: str,
+                           parent_id: str | None = None) -> str: ...
+
+    async def remove_schedule(self, campaign: str) -> bool: ...
+
+    async def describe(self, campaign: str) -> str: ...
+
+
+class Services(Protocol):
+    """What commands use of the bot (``bot.service.BotService``)."""
+
+    engine: Engine
+    directory: Directory
+    responder: Responder
+    scheduler: RecapScheduling | None
+    max_upload_bytes: int
+    registry: Registry
+
+    async def config(self, slug: str) -> CampaignConfig: ...
+
+    async def lens_of(self, msg: IncomingMessage, cfg: CampaignConfig) -> Lens: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The campaign a request runs in, resolved once per request, and the asker's lens in it."""
+
+    services: Services
+    campaign: CampaignConfig | None
+    lens: Lens
+
+    @property
+    def config(self) -> CampaignConfig:
+        """The campaign; a command that declared ``need="required"`` always has one."""
+        if self.campaign is None:
+            raise UnknownCampaign("channel not linked")
+        return self.campaign
+
+
+Run = Callable[[Request, Scope], Awaitable[Reply]]
+Parse = Callable[[str], dict[str, OptionValue]]
+
+
+def _no_text(arg: str) -> dict[str, OptionValue]:
+    return {}
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A command's declaration and its ``run``.
+
+    Args:
+        name: the slash command's name.
+        description: one line (Discord shows at most 100 characters).
+        run: ``async run(request, scope) -> Reply``; raises ``LiminalisError`` with a user-safe message.
+        options: typed options, in the order a text form gives them.
+        usage: the help overview's lines for this command.
+        example: one invocation shown by ``/help <name>``.
+        gm_only: only a GM may run it (or a function of the request: ``/pin add`` is, ``/pin list`` not).
+        private: the reply is shown to its asker only (or a function of the request and scope).
+        need: what scope the request needs (or a function of the request).
+        parse: the words after ``/name`` → option values; raises ``InvalidInput`` on words that
+            mean nothing (kept in ``Request.error``).
+    """
+
+    name: str
+    description: str
+    run: Run
+    options: tuple[Option, ...] = ()
+    usage: tuple[str, ...] = ()
+    example: str = ""
+    gm_only: bool | Callable[[Request], bool] = False
+    private: bool | Callable[[Request, Scope], bool] = False
+    need: Need | Callable[[Request], Need] = "required"
+    parse: Parse = field(default=_no_text)
+
+    def needs(self, request: Request) -> Need:
+        return self.need(request) if callable(self.need) else self.need
+
+    def is_gm_only(self, request: Request) -> bool:
+        return self.gm_only(request) if callable(self.gm_only) else self.gm_only
+
+    def is_private(self, request: Request, scope: Scope) -> bool:
+        return self.private(request, scope) if callable(self.private) else self.private
+
+    def option(self, name: str) -> Option | None:
+        return next((o for o in self.options if o.name == name), None)

@@ -1,0 +1,76 @@
+"""``/budget show|set <tokens> [chat]``: the context budget of the campaign, or of one chat."""
+
+from __future__ import annotations
+
+import re
+
+from bot.commands._base import Command, Option, Request, Scope
+from bot.messages import OptionValue, Reply
+from liminalis.engine import CAMPAIGN_SCOPE, Engine
+from liminalis.errors import InvalidInput
+
+__all__ = ["command", "effective_budget", "LOW", "HIGH"]
+
+LOW, HIGH = 500, 200_000
+# ASCII digits only: "²".isdigit() is true, and int() refuses it.
+_TOKENS = re.compile(r"[0-9][0-9,_]{0,11}")
+
+
+async def effective_budget(engine: Engine, slug: str, chat_key: str | None, default: int = 6000) -> int:
+    """The chat's budget, else the campaign's, else ``default``."""
+    for scope in (chat_key, CAMPAIGN_SCOPE):
+        if scope is None:
+            continue
+        tokens = await engine.db.budgets.get(slug, scope)
+        if tokens is not None:
+            return tokens
+    return default
+
+
+def _parse(arg: str) -> dict[str, OptionValue]:
+    """``set 9,000 chat`` → action, tokens, scope. Words that make no budget leave ``tokens``
+    out, and ``run`` answers with the usage (after the GM wall, as a typed command's would be)."""
+    parts = arg.lower().split()
+    options: dict[str, OptionValue] = {"scope": "chat" if "chat" in parts else "campaign"}
+    if parts:
+        options["action"] = parts[0]
+    nums = [p for p in parts[1:] if _TOKENS.fullmatch(p)]
+    if len(nums) == 1 and all(p in {"chat", "campaign"} for p in parts[1:] if p not in nums):
+        options["tokens"] = int(nums[0].replace(",", "").replace("_", ""))
+    return options
+
+
+async def run(request: Request, scope: Scope) -> Reply:
+    cfg, services, msg = scope.config, scope.services, request.msg
+    action = request.string("action", "show")
+    if action == "show":
+        shown = await effective_budget(services.engine, cfg.slug, msg.chat_key, services.responder.budget_tokens)
+        return Reply(text=f"Context budget: {shown:,} tokens.")
+    if action != "set":
+        raise InvalidInput("bad budget", user_message="Usage: `/budget show|set <tokens> [chat]`")
+    tokens = request.integer("tokens")
+    if tokens is None:
+        raise InvalidInput("bad budget", user_message="Usage: `/budget set <tokens> [chat]`")
+    if not LOW <= tokens <= HIGH:
+        raise InvalidInput("budget out of range", user_message="Budgets must be between 500 and 200,000 tokens.")
+    chat = request.string("scope") == "chat"
+    await services.engine.db.budgets.set(cfg.slug, msg.chat_key if chat else CAMPAIGN_SCOPE, tokens)
+    return Reply(text=f"Context budget for this {'chat' if chat else 'campaign'} set to {tokens:,} tokens.")
+
+
+command = Command(
+    name="budget",
+    description="Show or set the context budget (GMs set)",
+    run=run,
+    options=(
+        Option("action", "string", "show the budget, or set it", choices=("show", "set"), default="show"),
+        Option("tokens", "integer", "set: the budget in tokens", low=LOW, high=HIGH),
+        Option("scope", "string", "set: for the whole campaign, or this chat only", choices=("campaign", "chat"),
+               default="campaign"),
+    ),
+    usage=("`/budget show|set <tokens> [chat]` — the context budget of the campaign, or of this chat (GM sets)",),
+    example="/budget set 9000 chat",
+    gm_only=lambda request: request.string("action") == "set",
+    private=True,
+    parse=_parse,
+)

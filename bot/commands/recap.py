@@ -1,0 +1,98 @@
+"""``/recap [sessions]``: "previously on…" from the latest session notes; ``/recap schedule
+<cron>|off``: GM: post one in this channel on a schedule."""
+
+from __future__ import annotations
+
+import re
+
+from bot.commands._base import Command, Option, Request, Scope
+from bot.messages import OptionValue, Reply
+from liminalis.answer import Source
+from liminalis.engine import Engine
+from liminalis.errors import InvalidInput
+from liminalis.ingest.sentences import split_sentences
+from liminalis.lens import players_lens
+from liminalis.text import natural_key
+
+__all__ = ["command", "recap_text"]
+
+_USAGE = "Usage: `/recap [sessions 1-10]`"
+
+
+async def recap_text(engine: Engine, slug: str, sessions: int = 1) -> tuple[str, tuple[Source, ...]]:
+    """An extractive "previously on" over the latest session notes — players lens only."""
+    lens = players_lens()
+    cat = await engine.retriever.catalog(slug)
+    notes = [d for d in cat.documents.values() if d.type == "session" and cat.visible_doc(d.doc_id, lens)]
+    # By file name, numbers by value (session-10 after session-9; an upload of session-8 after
+    # sessions/session-07), then by path.
+    notes.sort(key=lambda d: (natural_key(d.doc_id.rsplit("/", 1)[-1]), natural_key(d.doc_id)))
+    latest = notes[-sessions:]
+    if not latest:
+        return "No session notes yet.", ()
+    parts = []
+    for d in latest:
+        sents = [d.text[s:e] for s, e, _ in split_sentences(d.text) if not d.text[s:e].lstrip().startswith(("#", "|"))]
+        parts.append(f"**{d.title}**\n" + " ".join(" ".join(x.split()) for x in sents[:4]))
+    return "\n\n".join(parts), tuple(Source(d.doc_id, d.title) for d in latest)
+
+
+def _parse(arg: str) -> dict[str, OptionValue]:
+    if arg.lower().startswith("schedule"):
+        return {"schedule": arg[len("schedule"):].strip()}  # "" asks for the schedule in force
+    if not arg:
+        return {}
+    # ASCII digits, few of them: "²".isdigit() is true and int() refuses it; int() of thousands
+    # of digits raises too.
+    if not re.fullmatch(r"[0-9]{1,3}", arg):
+        raise InvalidInput("bad recap", user_message=_USAGE)
+    return {"sessions": int(arg)}
+
+
+def _schedules(request: Request) -> bool:
+    return "schedule" in request.options
+
+
+async def run(request: Request, scope: Scope) -> Reply:
+    cfg, services = scope.config, scope.services
+    if _schedules(request):
+        return await _schedule(request, scope, request.string("schedule"))
+    sessions = request.integer("sessions")
+    sessions = 1 if sessions is None else sessions
+    if not 1 <= sessions <= 10:
+        raise InvalidInput("bad recap", user_message=_USAGE)
+    text, sources = await recap_text(services.engine, cfg.slug, sessions)
+    return Reply(text=text, sources=sources, title=f"Previously on {cfg.name}")
+
+
+async def _schedule(request: Request, scope: Scope, spec: str) -> Reply:
+    cfg, scheduler, msg = scope.config, scope.services.scheduler, request.msg
+    if scheduler is None:
+        raise InvalidInput("no scheduler", user_message="Scheduled recaps are not running on this bot.")
+    if not spec:
+        return Reply(text=await scheduler.describe(cfg.slug))
+    if msg.platform == "console":
+        raise InvalidInput("console schedule", user_message="Schedule recaps from a Discord or Slack channel.")
+    if spec.lower() in {"off", "none", "stop"}:
+        removed = await scheduler.remove_schedule(cfg.slug)
+        return Reply(text="Recap schedule removed." if removed else "No recap schedule was set.")
+    when = await scheduler.set_schedule(cfg.slug, cron=spec, platform=msg.platform, channel_id=msg.channel_id,
+                                        parent_id=msg.parent_id)
+    return Reply(text=f"Recaps of **{cfg.name}** will be posted in this channel {when}.")
+
+
+command = Command(
+    name="recap",
+    description='"Previously on…" from the latest session notes',
+    run=run,
+    options=(
+        Option("sessions", "integer", "How many sessions (1-10)", low=1, high=10),
+        Option("schedule", "string", "GM: cron (UTC) to post here, or off", low=1, high=100),
+    ),
+    usage=('`/recap [sessions]` — "previously on…" from the latest session notes',
+           "`/recap schedule <cron>|off` — GM: post a recap here on a schedule (5-field cron, UTC)"),
+    example="/recap schedule 0 18 * * 5",
+    gm_only=lambda request: bool(request.string("schedule")),
+    private=lambda request, scope: _schedules(request),
+    parse=_parse,
+)

@@ -1,0 +1,73 @@
+"""The neutral request and reply every adapter speaks: :class:`IncomingMessage` in, :class:`Reply` out.
+
+Adapters build one ``IncomingMessage`` per platform event (who, where, attachments, and either the
+typed text or an already-typed command with its options) and render one ``Reply``. Nothing here
+knows a platform.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from liminalis.answer import Source
+
+__all__ = ["Attachment", "IncomingMessage", "OptionValue", "Reply"]
+
+#: A typed option value: a string, or an integer (a token budget, a number of sessions).
+OptionValue = str | int
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """One file a message carries, as the adapter could hand it over."""
+
+    filename: str
+    data: bytes
+    size: int | None = None  # the platform's declared size when the data was not downloaded (too big)
+    #: Why the adapter could not hand the file over (a failed download), in words for the GM; the
+    #: upload reports it beside the other files, which are still ingested.
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingMessage:
+    """A platform-neutral request.
+
+    Text adapters (mentions, Slack slash commands, the console) set ``text``; a platform with typed
+    commands (Discord's slash commands) sets ``command`` and ``options`` instead, so nothing it
+    already typed is turned back into text and parsed again.
+    """
+
+    platform: str  # "discord" | "slack" | "console"
+    channel_id: str
+    user_id: str
+    text: str  # "/ask who is …" or a bare question for mentions; "" for a typed command
+    parent_id: str | None = None  # the thread's parent channel
+    roles: tuple[str, ...] = ()  # role names (Discord), lens names (console); never ids
+    role_ids: tuple[str, ...] = ()  # role ids (Discord); never names
+    guild_id: str | None = None  # the Discord server the message came from
+    usergroups: tuple[str, ...] = ()
+    roles_known: bool = True
+    is_dm: bool = False  # a direct message, by the platform's channel type
+    attachments: tuple[Attachment, ...] = ()
+    campaign_override: str | None = None  # console: --campaign
+    command: str | None = None  # a typed command's name ("budget"); ``None`` → parse ``text``
+    options: Mapping[str, OptionValue] = field(default_factory=dict)  # a typed command's option values
+
+    @property
+    def chat_key(self) -> str:
+        return f"{self.platform}:{self.channel_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A platform-neutral response; adapters split and format it for their limits."""
+
+    text: str
+    sources: tuple[Source, ...] = ()
+    ephemeral: bool = False
+    title: str = ""
+    lens: str = ""
+    error: bool = False
+    notes: tuple[str, ...] = field(default_factory=tuple)
