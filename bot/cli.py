@@ -95,8 +95,7 @@ async def _run(args: argparse.Namespace) -> int:
             return 1 if reply.error else 0
         if args.command == "explain":
             ex = await engine.explain(args.campaign, args.question, relevant=args.relevant, lens=_lens(args.lens))
-            cat = await engine.retriever.catalog(args.campaign)
-            print(ex.render({d: doc.title for d, doc in cat.documents.items()}))
+            print(ex.render())
             return 0
         if args.command == "chat":
             from bot.console import ConsoleAdapter

@@ -164,7 +164,7 @@ def build_responder(settings: Settings, engine: Engine) -> Responder:
         from liminalis.context.rolling import SystemClock
         from liminalis.spend import DailyTokenGate
 
-        gate = DailyTokenGate(engine.db, settings.daily_token_budget, clock=SystemClock())
+        gate = DailyTokenGate(engine.database, settings.daily_token_budget, clock=SystemClock())
     _log.info("answers: %s via the Messages API (daily token budget: %s)", settings.model_reply,
               f"{settings.daily_token_budget:,}" if gate else "none")
     return Responder(engine, model=model, budget_tokens=settings.context_budget_tokens, gate=gate,

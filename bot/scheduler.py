@@ -173,7 +173,7 @@ class RecapScheduler:
         tick_tasks: Sequence[TickTask] = (),
     ) -> None:
         self.service = service
-        self.db = service.engine.db
+        self.db = service.engine.database
         self.posters: dict[str, Poster] = dict(posters or {})
         self.clock: Clock = clock or SystemClock()
         self.grace = grace

@@ -59,8 +59,10 @@ class BotService:
     ) -> None:
         self.engine = engine
         self.scheduler = scheduler
-        self.responder = responder or Responder(engine)
-        self.directory = directory or Directory(engine.db)
+        if responder is not None:
+            engine.use_answerer(responder)
+        self.responder = engine.answerer
+        self.directory = directory or Directory(engine.database)
         self.max_upload_bytes = max_upload_bytes
         self.default_campaign = default_campaign
         self.registry = registry

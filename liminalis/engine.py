@@ -10,21 +10,26 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from liminalis.campaign import CampaignConfig, load_campaign, validate_slug
 from liminalis.errors import InvalidInput, NotFound, NotReady, UnknownCampaign
 from liminalis.ingest.indexer import Indexer, IngestOptions
 from liminalis.ingest.sections import source_of
-from liminalis.lens import GM, visible
+from liminalis.lens import GM, Lens, visible
 from liminalis.ports import Embedder, Reranker, VectorStore
 from liminalis.retrieval.learned import DocumentRanker
 from liminalis.retrieval.lexical import Tokenizer
 from liminalis.retrieval.retriever import RetrievalParams, Retriever, Trace
 from liminalis.store.sqlite import Database
 from liminalis.text import clean_text
+from liminalis.recap import Recap, build_recap
 from liminalis.types import Bundle, IngestReport, StageTrace
+
+if TYPE_CHECKING:
+    from liminalis.answer import Answer, Responder
 
 __all__ = ["Engine", "Explanation", "CAMPAIGN_SCOPE", "MAX_QUERY_CHARS"]
 
@@ -39,8 +44,11 @@ class Explanation:
     stages: tuple[StageTrace, ...]
     bundle: Bundle
     reranked: bool
+    #: Titles of the traced documents, as the asking lens may see them.
+    titles: dict[str, str] = field(default_factory=dict)
 
-    def render(self, titles: dict[str, str]) -> str:
+    def render(self, titles: dict[str, str] | None = None) -> str:
+        titles = self.titles if titles is None else titles
         lines = [f"Explain: {self.query!r}", f"reranker: {'applied' if self.reranked else 'not applied'}"]
         for st in self.stages:
             lines.append(
@@ -85,6 +93,7 @@ class Engine:
         self._configs: dict[str, tuple[float, CampaignConfig]] = {}
         self._ensured: set[str] = set()
         self._ingesting: dict[str, asyncio.Lock] = {}
+        self._answerer: Responder | None = None
 
     # -- campaigns ---------------------------------------------------------------------------
 
@@ -225,7 +234,54 @@ class Engine:
         targets = [cat.resolve_key(r, lens)[0] if cat.resolve_key(r, lens) else r for r in relevant]
         if not targets:
             targets = list(bundle.ranked_doc_ids[:5])
-        return Explanation(query=query, stages=tuple(trace.stage(d) for d in targets), bundle=bundle, reranked=trace.reranked)
+        titles = {d: cat.documents[d].title for d in targets if cat.visible_doc(d, lens)}
+        return Explanation(query=query, stages=tuple(trace.stage(d) for d in targets), bundle=bundle,
+                           reranked=trace.reranked, titles=titles)
+
+    # -- answers, recaps, budgets: the facade the adapters call ------------------------------
+
+    @property
+    def answerer(self) -> Responder:
+        """The answer pipeline (offline quoting unless the composition root gave it a model)."""
+        if self._answerer is None:
+            from liminalis.answer import Responder
+
+            self._answerer = Responder(self)
+        return self._answerer
+
+    def use_answerer(self, answerer: Responder) -> None:
+        """Answer through ``answerer`` (the composition root's, with its model and daily gate)."""
+        self._answerer = answerer
+
+    async def answer(self, slug: str, question: str, lens: Lens, *, chat: str | None = None,
+                     budget_tokens: int | None = None, forced: Sequence[str] = ()) -> Answer:
+        """Answer ``question`` for ``lens`` from ``slug``'s documents, remembering the chat."""
+        return await self.answerer.respond(slug, question, frozenset(lens), chat=chat, budget_tokens=budget_tokens,
+                                           forced=forced)
+
+    async def recap(self, slug: str, sessions: int = 1) -> Recap:
+        """A players-lens "previously on…" over the latest ``sessions`` session notes."""
+        return build_recap(await self.retriever.catalog(validate_slug(slug)), sessions)
+
+    async def budget(self, slug: str, chat: str | None = None, *, default: int = 6000) -> int:
+        """The context budget of ``chat``, else of the campaign, else ``default``."""
+        for scope in (chat, CAMPAIGN_SCOPE):
+            if scope is None:
+                continue
+            tokens = await self.db.budgets.get(validate_slug(slug), scope)
+            if tokens is not None:
+                return tokens
+        return default
+
+    async def set_budget(self, slug: str, tokens: int, *, chat: str | None = None) -> None:
+        """Set the context budget of ``chat`` (or of the whole campaign)."""
+        await self.db.budgets.set(validate_slug(slug), chat or CAMPAIGN_SCOPE, tokens)
+
+    @property
+    def database(self) -> Database:
+        """The store this engine was built over, for the platform layer's own repositories
+        (channel links, recap schedules): nothing else outside the engine reads it."""
+        return self.db
 
     # -- pins and titles ---------------------------------------------------------------------
 

@@ -27,8 +27,8 @@ async def run(request: Request, scope: Scope) -> Reply:
     if not question.strip():
         raise InvalidInput("empty question", user_message="Ask a question, e.g. `/ask who is the Lantern Queen?`")
     budget = await effective_budget(services.engine, cfg.slug, msg.chat_key, services.responder.budget_tokens)
-    answer = await services.responder.respond(cfg.slug, question, frozenset(scope.lens), chat=msg.chat_key,
-                                              budget_tokens=budget)
+    answer = await services.engine.answer(cfg.slug, question, scope.lens, chat=msg.chat_key,
+                                      budget_tokens=budget)
     return Reply(text=answer.text, sources=answer.sources, lens=scope.lens.describe(), title=cfg.name,
                  notes=answer.notes)
 

@@ -18,13 +18,7 @@ _TOKENS = re.compile(r"[0-9][0-9,_]{0,11}")
 
 async def effective_budget(engine: Engine, slug: str, chat_key: str | None, default: int = 6000) -> int:
     """The chat's budget, else the campaign's, else ``default``."""
-    for scope in (chat_key, CAMPAIGN_SCOPE):
-        if scope is None:
-            continue
-        tokens = await engine.db.budgets.get(slug, scope)
-        if tokens is not None:
-            return tokens
-    return default
+    return await engine.budget(slug, chat_key, default=default)
 
 
 def _parse(arg: str) -> dict[str, OptionValue]:
@@ -54,7 +48,7 @@ async def run(request: Request, scope: Scope) -> Reply:
     if not LOW <= tokens <= HIGH:
         raise InvalidInput("budget out of range", user_message="Budgets must be between 500 and 200,000 tokens.")
     chat = request.string("scope") == "chat"
-    await services.engine.db.budgets.set(cfg.slug, msg.chat_key if chat else CAMPAIGN_SCOPE, tokens)
+    await services.engine.set_budget(cfg.slug, tokens, chat=msg.chat_key if chat else None)
     return Reply(text=f"Context budget for this {'chat' if chat else 'campaign'} set to {tokens:,} tokens.")
 
 

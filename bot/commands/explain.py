@@ -19,9 +19,7 @@ async def run(request: Request, scope: Scope) -> Reply:
     if not question.strip():
         raise InvalidInput("empty", user_message="Usage: `/explain <question>`")
     ex = await engine.explain(cfg.slug, question, lens=frozenset(scope.lens))
-    cat = await engine.retriever.catalog(cfg.slug)
-    titles = {d: doc.title for d, doc in cat.documents.items()}
-    return Reply(text=ex.render(titles), title="Explain")
+    return Reply(text=ex.render(), title="Explain")
 
 
 command = Command(

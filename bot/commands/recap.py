@@ -10,9 +10,6 @@ from bot.messages import OptionValue, Reply
 from liminalis.answer import Source
 from liminalis.engine import Engine
 from liminalis.errors import InvalidInput
-from liminalis.ingest.sentences import split_sentences
-from liminalis.lens import players_lens
-from liminalis.text import natural_key
 
 __all__ = ["command", "recap_text"]
 
@@ -20,21 +17,9 @@ _USAGE = "Usage: `/recap [sessions 1-10]`"
 
 
 async def recap_text(engine: Engine, slug: str, sessions: int = 1) -> tuple[str, tuple[Source, ...]]:
-    """An extractive "previously on" over the latest session notes — players lens only."""
-    lens = players_lens()
-    cat = await engine.retriever.catalog(slug)
-    notes = [d for d in cat.documents.values() if d.type == "session" and cat.visible_doc(d.doc_id, lens)]
-    # By file name, numbers by value (session-10 after session-9; an upload of session-8 after
-    # sessions/session-07), then by path.
-    notes.sort(key=lambda d: (natural_key(d.doc_id.rsplit("/", 1)[-1]), natural_key(d.doc_id)))
-    latest = notes[-sessions:]
-    if not latest:
-        return "No session notes yet.", ()
-    parts = []
-    for d in latest:
-        sents = [d.text[s:e] for s, e, _ in split_sentences(d.text) if not d.text[s:e].lstrip().startswith(("#", "|"))]
-        parts.append(f"**{d.title}**\n" + " ".join(" ".join(x.split()) for x in sents[:4]))
-    return "\n\n".join(parts), tuple(Source(d.doc_id, d.title) for d in latest)
+    """The players-lens "previously on…" (:meth:`Engine.recap`) with its sources."""
+    recap = await engine.recap(slug, sessions)
+    return recap.text, tuple(Source(doc_id, title) for doc_id, title in recap.sources)
 
 
 def _parse(arg: str) -> dict[str, OptionValue]:
