@@ -159,8 +159,10 @@ async def _burst(service: Any, slug: str, questions: Sequence[str], concurrency:
 
 
 async def run(folder: Path, *, questions: int = 200, concurrency: Sequence[int] = (50, 200),
-              embedder: Any = None, reranker: Any = None) -> dict[str, Any]:
-    """Start the service over ``folder``, ingest it, then one burst per concurrency level."""
+              embedder: Any = None, reranker: Any = None, idle_s: float = 5.0) -> dict[str, Any]:
+    """Start the service over ``folder``, ingest it, then one burst per concurrency level.
+    First the heartbeat runs alone for ``idle_s``: its longest stall there is the machine's own
+    (other processes, the scheduler), the floor under every other stall measured."""
     from liminalis.lens import players_lens
 
     logging.getLogger("pymilvus").setLevel(logging.ERROR)
@@ -168,6 +170,8 @@ async def run(folder: Path, *, questions: int = 200, concurrency: Sequence[int] 
     out: dict[str, Any] = {"campaign": folder.name, "runs": []}
     with tempfile.TemporaryDirectory() as tmp:
         async with Heartbeat() as beat:
+            await asyncio.sleep(idle_s)
+            out["idle_max_stall_ms"] = round(beat.reset() * 1000, 1)
             t = time.perf_counter()
             async with _service(folder, Path(tmp) / "data", embedder=embedder, reranker=reranker) as service:
                 engine = service.engine
@@ -188,7 +192,8 @@ async def run(folder: Path, *, questions: int = 200, concurrency: Sequence[int] 
 
 
 def print_table(r: dict[str, Any]) -> None:
-    print(f"{r['campaign']} (reranker: {r['reranker'] or 'off'}): start-up {r['startup']['seconds']} s, "
+    print(f"{r['campaign']} (reranker: {r['reranker'] or 'off'}): idle loop's longest stall "
+          f"{r['idle_max_stall_ms']:.0f} ms (the machine's floor); start-up {r['startup']['seconds']} s, "
           f"longest stall {r['startup']['max_stall_ms']:.0f} ms; first ingest {r['ingest']['seconds']} s "
           f"({r['ingest']['documents']} documents), longest stall {r['ingest']['max_stall_ms']:.0f} ms")
     cols = ["concurrency", "questions", "throughput_qps", "p50_ms", "p95_ms", "p99_ms", "answered", "errors",

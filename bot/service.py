@@ -21,6 +21,7 @@ from liminalis.engine import CAMPAIGN_SCOPE, Engine
 from liminalis.errors import ConfigError, InvalidInput, LiminalisError, PermissionDenied, UnknownCampaign, UploadRejected
 from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, doc_id_for, parse_file, with_front_matter
 from liminalis.lens import GM, NOT_GM, PLAYERS, Lens
+from liminalis.retrieval.retriever import RERANK_BUSY_NOTE, RERANK_FAILED_NOTE
 from liminalis.text import clean_text, natural_key
 
 __all__ = ["IncomingMessage", "Attachment", "Reply", "BotService", "COMMANDS", "HELP", "RecapScheduling"]
@@ -42,6 +43,12 @@ HELP = """**Liminalis** answers questions from your campaign's own documents, wi
 `/help` — this message"""
 
 _MAX_FILES = 10
+_SKIPPED_STAGE = {
+    RERANK_BUSY_NOTE: "_Many questions at once: this answer skipped its reranking step, so its best passages "
+                      "may be ordered a little less well._",
+    RERANK_FAILED_NOTE: "_The reranking step is unavailable right now, so this answer's best passages may be "
+                        "ordered a little less well._",
+}
 _DM_NOT_LINKED = "Direct messages are not linked to a campaign: ask in your campaign's channel."
 # One answer to every refused link, whether the campaign exists or not: a stranger learns neither.
 _LINK_REFUSED = (
@@ -319,10 +326,14 @@ class BotService:
         budget = await self.budget(cfg.slug, msg.chat_key, self.responder.budget_tokens)
         answer: Answer = await self.responder.respond(cfg.slug, arg, frozenset(lens), chat=msg.chat_key, budget_tokens=budget)
         shared = not msg.is_dm and msg.platform != "console"
+        # A stage skipped is said in the reply: a busy bot answers, a little less well, and
+        # the player knows why.
+        said = [_SKIPPED_STAGE[n] for n in dict.fromkeys(answer.notes) if n in _SKIPPED_STAGE]
         # A GM's or a personal lens's answer may quote what others in the channel must not see
         # (a GM secret, one player's backstory): in a shared channel only its asker reads it.
         return Reply(
-            text=answer.text, sources=answer.sources, ephemeral=lens.is_private and shared, lens=lens.describe(),
+            text="\n\n".join([answer.text, *said]), sources=answer.sources, ephemeral=lens.is_private and shared,
+            lens=lens.describe(),
             title=cfg.name, notes=answer.notes,
         )
 
