@@ -29,11 +29,11 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from bench.common import percentile
 
-__all__ = ["Heartbeat", "make_questions", "run", "main", "skipped_stage"]
+__all__ = ["Heartbeat", "main", "make_questions", "run", "skipped_stage"]
 
 DEFAULT = Path(__file__).resolve().parent.parent / "campaigns" / "emberfall"
 _TEMPLATES = ("What do we know about {}?", "Tell me about {}.", "Who or what is {}, and why does it matter?")
@@ -62,7 +62,7 @@ class Heartbeat:
         worst, self.max_stall_s = self.max_stall_s, 0.0
         return worst
 
-    async def __aenter__(self) -> Heartbeat:
+    async def __aenter__(self) -> Self:
         self._task = asyncio.create_task(self._beat(), name="heartbeat")
         return self
 

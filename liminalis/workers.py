@@ -22,7 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
-__all__ = ["run_cpu", "WORKERS"]
+__all__ = ["WORKERS", "run_cpu"]
 
 P = ParamSpec("P")
 T = TypeVar("T")

@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
+from conftest import close_engine, make_engine
+from fakes.tiny_campaign import make_tiny_campaign
 
 from bench.load import Heartbeat
 from bot.service import BotService, IncomingMessage
-from conftest import close_engine, make_engine
-from fakes.tiny_campaign import make_tiny_campaign
 from liminalis.retrieval.retriever import RERANK_BUSY_NOTE
 
 QUESTIONS = ["Who rules Greyhold keep?", "What does the baron collect?", "How are the guards paid?",
