@@ -1,4 +1,6 @@
-# Two entry points: `make run` and `make test`. Both create .venv/ on first use.
+# Entry points: `make run`, `make test` (the whole suite) and `make test-fast` (unit tests on
+# fakes: no model loads, no Milvus Lite; tests that need them are marked `slow`). All create
+# .venv/ on first use.
 PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
@@ -7,7 +9,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: run test install clean
+.PHONY: run test test-fast install clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -25,6 +27,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider; rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not slow"; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 1; fi; exit $$rc
 
 clean:

@@ -6,8 +6,10 @@ of the project has no side effects.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "open_service", "build_engine", "build_responder", "build_service", "configure_logging", "load_reranker",
-    "load_learned_ranker", "load_embedder", "SHIPPED_RERANKER", "SHIPPED_RANKER", "SHIPPED_QUERY_ADAPTER",
+    "load_learned_ranker", "load_embedder", "load_models", "SHIPPED_RERANKER", "SHIPPED_RANKER", "SHIPPED_QUERY_ADAPTER",
     "SHIPPED_EMBEDDER", "resolve_embedder", "check_ranker_embedder",
 ]
 
@@ -122,19 +124,45 @@ def check_ranker_embedder(ranker: DocumentRanker | None, embedder: Embedder) -> 
     return False
 
 
+def load_models(settings: Settings) -> tuple[Embedder, DocumentRanker | None, Reranker | None]:
+    """The embedder, learned ranker and reranker ``settings`` name, with their weights in memory
+    (blocking: seconds of torch). Loaded here, at start, so the first question or ingest does
+    not pay for it; a reranker that fails to load is kept and fails soft on use (logged once)."""
+    embedder = load_embedder(settings.embedder, settings.query_adapter)
+    _ = embedder.dim  # loads the weights (the dimension is read from the model)
+    ranker = load_learned_ranker(settings.ranker)
+    check_ranker_embedder(ranker, embedder)
+    reranker = load_reranker(settings.reranker, int8=settings.reranker_int8)
+    from liminalis.context.tokens import default_counter
+
+    default_counter()  # the prompt's token counter (a tokenizer.json), read once per process
+    load = getattr(reranker, "load", None)
+    if callable(load):
+        try:
+            load()
+        except Exception as exc:
+            _log.warning("reranker %s did not load (%s): the rerank stage keeps the fused order",
+                         getattr(reranker, "model_id", "?"), exc)
+    return embedder, ranker, reranker
+
+
 @contextlib.asynccontextmanager
 async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
-    """Open the database, vector store and models; close them all on exit."""
+    """Open the database, vector store and models; close them all on exit. The models load in
+    a worker thread: the event loop keeps serving (a platform's heartbeat, other bots) meanwhile."""
     from liminalis.adapters.milvus import MilvusVectorStore
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    # The engine's CPU work runs in worker threads that hold the GIL while they compute; the
+    # event loop waits up to one switch interval per runnable thread each time it wants the GIL
+    # back. 1 ms instead of CPython's 5 ms keeps it answering under a burst of questions, for a
+    # little switching overhead.
+    sys.setswitchinterval(min(sys.getswitchinterval(), 0.001))
     async with Database(settings.sqlite_path) as db:
+        embedder, ranker, reranker = await asyncio.to_thread(load_models, settings)
         store = MilvusVectorStore(settings.resolved_milvus_uri, token=settings.milvus_token)
-        embedder = load_embedder(settings.embedder, settings.query_adapter)
-        ranker = load_learned_ranker(settings.ranker)
-        check_ranker_embedder(ranker, embedder)
         engine = Engine(
-            db=db, store=store, embedder=embedder, reranker=load_reranker(settings.reranker, int8=settings.reranker_int8),
+            db=db, store=store, embedder=embedder, reranker=reranker,
             ranker=ranker,
             campaigns_dir=settings.campaigns_dir, uploads_dir=settings.data_dir / "uploads",
             ingest_options=IngestOptions(contextual=settings.contextual, max_bytes=settings.max_upload_bytes),

@@ -16,6 +16,7 @@ re-checked against the catalog before it reaches the prompt, and chat memory is 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import re
@@ -35,6 +36,7 @@ from liminalis.retrieval.lexical import Tokenizer
 from liminalis.spend import DailyTokenGate
 from liminalis.text import clean_text
 from liminalis.types import SUMMARY, TEXT, Bundle, Span
+from liminalis.workers import run_cpu
 
 __all__ = ["Source", "Answer", "OfflineAnswerer", "Responder", "bundle_sources", "cited_sources"]
 
@@ -233,13 +235,13 @@ class Responder:
             assert mem is not None
             # A pronoun-led follow-up: answer from what the previous turn loaded.
             stable_ids = [d for d in mem.loaded_stable if catalog.visible_doc(d, lens)]
-            stable = [
+            stable = await run_cpu(lambda: [
                 stable_document(
                     ContextDoc(d, catalog.documents[d].title, catalog.documents[d].type, pin="always"),
                     catalog.documents[d].text, cap_tokens=self.stable_doc_tokens, counter=counter,
                 )
                 for d in stable_ids
-            ]
+            ])
             volatile = [d for d in mem.loaded_documents() if catalog.visible_doc(d.doc_id, lens)]
             texts: dict[str, str] = {}
             matched: dict[str, tuple[Span, ...]] = {}
@@ -251,20 +253,24 @@ class Responder:
             if len(visible) != len(bundle.documents):
                 _log.error("bundle for lens %s held documents the lens may not see; dropped", sorted(lens))
             texts = {d.doc_id: catalog.documents[d.doc_id].text for d in visible}
-            stable, volatile, matched = split_bundle(
-                bundle, texts, stable_doc_tokens=self.stable_doc_tokens, counter=counter,
+            # Token counts of whole documents: off the event loop, like the prompt below.
+            stable, volatile, matched = await run_cpu(
+                split_bundle, bundle, texts, stable_doc_tokens=self.stable_doc_tokens, counter=counter,
             )
             stable = [d for d in stable if d.doc_id in texts]
             volatile = [d for d in volatile if d.doc_id in texts]
             clip_query = question
             notes.extend(bundle.notes)
 
-        prompt = build_prompt(
+        # Tiering and clipping to the budget count tokens over the whole material: tens of
+        # milliseconds a question, which a burst of questions must not spend on the event loop.
+        prompt = await run_cpu(functools.partial(
+            build_prompt,
             instructions=instructions_for(config.name, config.description),
             stable=stable, volatile=volatile, question=question, texts=texts, matched=matched,
             story=mem.story_text() if mem else "", recent=mem.recent_messages() if mem else (),
             budget=budget, tier=self.tier, budget_params=self.budget_params, clip_query=clip_query, counter=counter,
-        )
+        ))
         self.last_prompt = prompt
         notes.extend(prompt.notes)
 
@@ -277,11 +283,13 @@ class Responder:
             return Answer(text=f"_{why}_\n\n{quoted.text}" if why else quoted.text, sources=quoted.sources,
                           notes=(*notes, *((note,) if note else ()), *quoted.notes), lens=lens)
 
+        # The offline answerer splits and scores every sentence of the material: in a worker.
         if self.model is None:
-            answer = offline()
+            answer = await run_cpu(offline)
         elif spent:
-            answer = offline("Today's language-model budget is spent, so until midnight UTC I quote the documents.",
-                             "daily model-token budget spent: offline answer")
+            answer = await run_cpu(
+                offline, "Today's language-model budget is spent, so until midnight UTC I quote the documents.",
+                "daily model-token budget spent: offline answer")
         else:
             cost = Usage()  # what the booking settles to: nothing, unless the model answered
             try:

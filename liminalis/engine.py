@@ -132,7 +132,8 @@ class Engine:
 
     async def _ensure_store(self, slug: str) -> None:
         if slug not in self._ensured:
-            await self.store.ensure(slug, dim=self.embedder.dim, model_id=self.embedder.model_id)
+            dim = await asyncio.to_thread(lambda: self.embedder.dim)  # may load the weights: off the loop
+            await self.store.ensure(slug, dim=dim, model_id=self.embedder.model_id)
             self._ensured.add(slug)
 
     async def ingest(self, slug: str, path: Path | None = None) -> IngestReport:

@@ -26,6 +26,18 @@ SAMPLE = ROOT / "campaigns" / "emberfall"
 SHARED = ROOT.parent / "shared"
 
 
+#: Fixtures that load a real model or open Milvus Lite: a test using one is ``slow`` (``make
+#: test-fast`` runs the others, ``-m "not slow"``). Tests that do so in their body are marked
+#: where they are written.
+HEAVY_FIXTURES = frozenset({"real_embedder", "sample_engine", "tiny", "npc_engine", "tiny_set"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def real_embedder():
     from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder

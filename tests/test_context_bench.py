@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bench.context import main
 from liminalis.testing import HashEmbedder
 
 STORY = "The miller's daughter spun straw into gold for three nights in the king's tower. " * 3
 
 
+@pytest.mark.slow  # bench.context ingests into Milvus Lite
 def test_bench_context_smoke(tmp_path, capsys):
     root = tmp_path / "tiny"
     (root / "corpus").mkdir(parents=True)

@@ -323,6 +323,7 @@ async def test_an_edit_inside_a_hidden_section_leaves_the_players_vectors_alone(
     assert "opens the river gate" in cat.documents["npcs/vessa//gm"].text
 
 
+@pytest.mark.slow  # real Milvus Lite
 async def test_hiding_a_paragraph_players_read_takes_it_out_and_forgets(tmp_path):
     root = make_tiny_campaign(tmp_path / "campaigns")
     plain = "# Vessa\n\nVessa keeps the inn.\n\nVessa once sold the river key to the smugglers.\n"

@@ -20,6 +20,8 @@ from liminalis.testing import HashEmbedder
 from conftest import ROOT, close_engine, make_engine
 
 
+pytestmark = pytest.mark.slow  # real models or Milvus Lite throughout
+
 async def test_reingest_after_one_paragraph_edit_embeds_at_most_two(tmp_path, campaign_copy):
     engine = await make_engine(tmp_path)
     try:

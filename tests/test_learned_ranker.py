@@ -125,6 +125,7 @@ def test_train_ranker_end_to_end_on_a_tiny_slice(tmp_path: Path, real_embedder):
     assert model.hidden[0].shape == (len(FEATURES), 4) and np.isfinite(model.score(np.zeros((3, len(FEATURES))))).all()
 
 
+@pytest.mark.slow  # trains a ranker: seconds of CPU, not a unit test
 def test_a_hidden_layer_learns_what_a_linear_ranker_cannot_and_round_trips():
     """The relevant document is the one whose two signals *agree* (both high or both low): no
     weighting of either alone finds it; a tanh layer does. Saved and loaded, it scores the same;

@@ -16,6 +16,8 @@ from fakes.tiny_campaign import CANARY, GM_TITLE, make_tiny_campaign
 from liminalis.adapters.milvus import MilvusVectorStore
 from liminalis.errors import StoreError
 
+pytestmark = pytest.mark.slow  # real models or Milvus Lite throughout
+
 MILVUS_LITE = Path(sys.executable).parent / "milvus-lite"
 HOLD = "import sys, time; from pymilvus import MilvusClient; MilvusClient(uri=sys.argv[1]).list_collections(); " \
        "print('ready', flush=True); time.sleep(120)"

@@ -14,7 +14,7 @@ def _rec(i: str, vis: set[str], vec: list[float], kind: str = "passage") -> Vect
     return VectorRecord(id=i, passage_id=f"p{i}", doc_id=f"d{i}", kind=kind, visibility=frozenset(vis), vector=v / np.linalg.norm(v))
 
 
-@pytest.fixture(params=["memory", "milvus"])
+@pytest.fixture(params=["memory", pytest.param("milvus", marks=pytest.mark.slow)])
 async def store(request, tmp_path):
     if request.param == "memory":
         s = MemoryVectorStore()
@@ -61,7 +61,7 @@ async def test_vector_store_contract(store):
     assert hits[0].id == "a"
 
 
-@pytest.fixture(params=["hash", "sentence-transformers"])
+@pytest.fixture(params=["hash", pytest.param("sentence-transformers", marks=pytest.mark.slow)])
 def embedder(request):
     if request.param == "hash":
         return HashEmbedder()
@@ -96,6 +96,7 @@ def test_embedder_model_id_follows_the_weights_not_their_size(tmp_path):
     assert _model_id(BUNDLED_MINILM, str(a)) == _model_id(BUNDLED_MINILM, str(b))
 
 
+@pytest.mark.slow
 async def test_reranker_contract_fake_and_cross_encoder():
     from liminalis.adapters.cross_encoder import CrossEncoderReranker
     from liminalis.adapters.sentence_transformers import resolve_model_path
@@ -183,6 +184,7 @@ async def test_vector_store_takes_any_document_name(store):
     assert await store.ids("c") == {"plain#0", "plain#1"}
 
 
+@pytest.mark.slow
 async def test_milvus_restricted_search_is_exact_after_reopening(tmp_path):
     """A reopened Milvus Lite collection searches an approximate index that filters after
     probing: documents far from the query came back empty (0 of 27 rows when this was a
@@ -203,6 +205,7 @@ async def test_milvus_restricted_search_is_exact_after_reopening(tmp_path):
         await s.close()
 
 
+@pytest.mark.slow
 async def test_milvus_lite_does_not_print_its_unimplemented_rpc_tracebacks(tmp_path, caplog):
     """Milvus Lite answers an RPC pymilvus probes (AllocTimestamp) with "Method not implemented"
     and grpc logs a full traceback at ERROR, which a GM saw on every ingest. The call itself
@@ -230,6 +233,7 @@ async def test_milvus_lite_does_not_print_its_unimplemented_rpc_tracebacks(tmp_p
     assert "a real grpc server error" in caplog.text
 
 
+@pytest.mark.slow
 async def test_milvus_reads_back_a_collection_larger_than_a_servers_query_window(tmp_path, caplog, capfd):
     """A Milvus server refuses offset + limit above 16,384, so reading a campaign back by offset
     paging breaks past that size, and one query returns at most that many rows; the store scans

@@ -110,6 +110,7 @@ def test_fit_learns_a_map_that_ranks_the_relevant_document_first():
     assert before < 0.4 and after > 0.9, (before, after)
 
 
+@pytest.mark.slow  # ingests into Milvus Lite
 def test_train_query_adapter_end_to_end_with_out_of_fold_adapters(tmp_path: Path):
     from bench.train_query_adapter import main as train_adapter
     from bench.train_ranker import main as train_ranker

@@ -10,6 +10,8 @@ from liminalis.lens import gm_lens, players_lens
 
 from conftest import ROOT
 
+pytestmark = pytest.mark.slow  # real models or Milvus Lite throughout
+
 QUESTIONS = json.loads((ROOT / "tests" / "data" / "emberfall_questions.json").read_text())
 
 

@@ -4,6 +4,8 @@ another embedder is re-embedded in full when it takes over, never mixed."""
 
 from __future__ import annotations
 
+import pytest
+
 import logging
 
 import numpy as np
@@ -17,6 +19,8 @@ from liminalis.lens import players_lens
 
 from conftest import close_engine, make_engine
 from test_sample_campaign import QUESTIONS
+
+pytestmark = pytest.mark.slow  # real models or Milvus Lite throughout
 
 QUESTION = "What does the ferryman carry across the river?"
 PASSAGES = [

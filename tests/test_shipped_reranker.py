@@ -3,6 +3,8 @@ score, and fails soft when its weights are not the ones it was trained with."""
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import logging
 import shutil
@@ -19,6 +21,8 @@ from liminalis.testing import KeywordReranker
 
 from test_learned_ranker import row
 from test_retrieval import leaked, tiny  # noqa: F401  (the tiny campaign fixture)
+
+pytestmark = pytest.mark.slow  # real models or Milvus Lite throughout
 
 QUESTION = "What does the ferryman carry across the river?"
 PASSAGES = [

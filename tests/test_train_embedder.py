@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 
 
+pytestmark = pytest.mark.slow  # real models or Milvus Lite throughout
+
 async def test_train_embedder_end_to_end_on_a_tiny_slice(tmp_path: Path):
     from bench.rerank_data import write
     from bench.train_embedder import main

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 from pathlib import Path
 
 from conftest import ROOT
 from liminalis.adapters.cross_encoder import CrossEncoderReranker
 
+
+pytestmark = pytest.mark.slow  # real models or Milvus Lite throughout
 
 def make_train_dir(root: Path) -> Path:
     (root / "corpus").mkdir(parents=True)

@@ -6,8 +6,16 @@ from bot.commands._base import Command, Option, Request, Scope
 from bot.commands.budget import effective_budget
 from bot.messages import OptionValue, Reply
 from liminalis.errors import InvalidInput
+from liminalis.retrieval.retriever import RERANK_BUSY_NOTE, RERANK_FAILED_NOTE
 
 __all__ = ["command"]
+
+_SKIPPED_STAGE = {
+    RERANK_BUSY_NOTE: "_Many questions at once: this answer skipped its reranking step, so its best passages "
+                      "may be ordered a little less well._",
+    RERANK_FAILED_NOTE: "_The reranking step is unavailable right now, so this answer's best passages may be "
+                        "ordered a little less well._",
+}
 
 
 def _parse(arg: str) -> dict[str, OptionValue]:
@@ -29,8 +37,11 @@ async def run(request: Request, scope: Scope) -> Reply:
     budget = await effective_budget(services.engine, cfg.slug, msg.chat_key, services.responder.budget_tokens)
     answer = await services.engine.answer(cfg.slug, question, scope.lens, chat=msg.chat_key,
                                       budget_tokens=budget)
-    return Reply(text=answer.text, sources=answer.sources, lens=scope.lens.describe(), title=cfg.name,
-                 notes=answer.notes)
+    # A stage skipped is said in the reply: a busy bot answers, a little less well, and the
+    # player knows why.
+    said = [_SKIPPED_STAGE[n] for n in dict.fromkeys(answer.notes) if n in _SKIPPED_STAGE]
+    return Reply(text="\n\n".join([answer.text, *said]), sources=answer.sources, lens=scope.lens.describe(),
+                 title=cfg.name, notes=answer.notes)
 
 
 command = Command(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -118,14 +119,22 @@ class CrossEncoderReranker:
         self._mean_pool = False
         self._failed: Exception | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rerank")
+        self._loading = threading.Lock()  # the composition root at start, or the worker on first use
 
     @property
     def model_id(self) -> str:
         return self._name
 
     def load(self) -> None:
+        """Load the weights (blocking): at start by the composition root, else on first use in
+        the worker thread. A failure is kept and raised again on every use."""
         if self._model is not None:
             return
+        with self._loading:
+            if self._model is None:
+                self._load()
+
+    def _load(self) -> None:
         if self._failed is not None:
             raise self._failed
         try:

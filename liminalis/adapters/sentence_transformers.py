@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -85,11 +86,20 @@ class SentenceTransformerEmbedder:
         self._dim = 0
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
         self._model_id = _model_id(model, self._path)
+        # The composition root loads at start in one thread while the worker may already want
+        # the model: one of them loads it, the other waits for it.
+        self._loading = threading.Lock()
 
     def load(self) -> None:
-        """Load the weights (blocking). Called lazily from the worker thread."""
+        """Load the weights (blocking): at start by the composition root, else lazily from the
+        worker thread."""
         if self._model is not None:
             return
+        with self._loading:
+            if self._model is None:
+                self._load()
+
+    def _load(self) -> None:
         import torch
         from sentence_transformers import SentenceTransformer
 

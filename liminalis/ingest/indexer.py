@@ -15,6 +15,7 @@ interrupted run are invisible until step 3 commits, and stale ones are ignored u
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import re
@@ -37,6 +38,7 @@ from liminalis.ports import Embedder, VectorRecord, VectorStore
 from liminalis.retrieval.lexical import Tokenizer
 from liminalis.store.sqlite import Database
 from liminalis.types import Document, FileReport, IngestReport, Passage, SkippedFile
+from liminalis.workers import run_cpu
 
 __all__ = ["Indexer", "IngestOptions", "vector_id"]
 
@@ -176,6 +178,9 @@ class Indexer:
                 return list(self._walk(root, path, prefix)), scope_rel
         raise ValueError("path outside the campaign folder")
 
+    def _prepare_batch(self, docs: list[Document], stored_tokens: dict[str, str]) -> list[_Prepared]:
+        return [self._prepare(d, stored_tokens) for d in docs]
+
     def _prepare(self, doc: Document, stored_tokens: dict[str, str]) -> _Prepared:
         opts = self.options
         passages = chunk_document(doc.doc_id, doc.text, visibility=doc.visibility, params=opts.chunking)
@@ -218,7 +223,9 @@ class Indexer:
         report = IngestReport()
         slug = config.slug
         await self.db.campaigns.upsert(slug, str(config.root))
-        await self.store.ensure(slug, dim=self.embedder.dim, model_id=self.embedder.model_id)
+        # Reading ``dim`` may load the embedder's weights (seconds of torch): off the event loop.
+        dim = await asyncio.to_thread(lambda: self.embedder.dim)
+        await self.store.ensure(slug, dim=dim, model_id=self.embedder.model_id)
         existing_vectors = await self.store.ids(slug)
         # An empty collection beside stored passages (new schema, wiped store) needs a re-index.
         empty_store = not existing_vectors and bool(await self.db.documents.passage_ids(slug))
@@ -240,7 +247,7 @@ class Indexer:
             report.skipped.append(SkippedFile(path.name, "path does not exist"))
         else:
             try:
-                files, scope_rel = self._scope(config, path)
+                files, scope_rel = await run_cpu(self._scope, config, path)
             except (OSError, ValueError) as exc:
                 report.skipped.append(SkippedFile(path.name if path else config.slug, f"unreadable path ({exc})"))
         first_of: dict[str, str] = {}
@@ -262,7 +269,8 @@ class Indexer:
             first_of[doc_id] = rel
             seen.add(doc_id)  # a file that fails to load keeps its previous version
             try:
-                parsed = load_file(fpath, rel, config, max_bytes=self.options.max_bytes)
+                # Reading, decoding and parsing a file of up to max_bytes: off the event loop.
+                parsed = await run_cpu(load_file, fpath, rel, config, max_bytes=self.options.max_bytes)
             except LoadError as exc:
                 # Tell the GM nothing was lost: the last good version stays searchable.
                 kept_views = views_of.get(doc_id, [])
@@ -301,7 +309,8 @@ class Indexer:
 
             bar = tqdm(total=len(todo), desc=f"ingest {slug}", unit="doc", file=sys.stderr)
         for i in range(0, len(todo), self.options.batch_docs):
-            batch = [self._prepare(d, stored_tokens) for d in todo[i : i + self.options.batch_docs]]
+            # Chunking, synopses and tokenizing a batch: CPU work, off the event loop.
+            batch = await run_cpu(self._prepare_batch, todo[i : i + self.options.batch_docs], stored_tokens)
             texts = {h: text for prep in batch for (_, _, _, text, h) in prep.records}
             vectors, fresh = await self._embed(texts)
             new_records: list[VectorRecord] = []

@@ -9,6 +9,7 @@ one visibility rule in :mod:`liminalis.lens`.
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
@@ -67,6 +68,10 @@ class Catalog:
     _doc_view: dict[tuple[frozenset[str], str], tuple[tuple[str, ...], frozenset[str], int]] = field(default_factory=dict)
     _neighbours: dict[frozenset[str], dict[str, tuple[str, ...]]] = field(default_factory=dict)
     _by_source: dict[str, list[str]] = field(default_factory=dict)
+    #: Retrieval reads a catalog from worker threads, many questions at once: one builds a
+    #: lens's BM25 index while the others wait for it, rather than each building its own. (The
+    #: smaller caches are filled without it: two threads may compute one entry, to one value.)
+    _building: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @property
     def visibilities(self) -> set[frozenset[str]]:
@@ -197,7 +202,12 @@ class Catalog:
         """BM25 over the passages and title entries ``lens`` may see (built once per lens)."""
         key = frozenset(lens)
         index = self._lexical.get(key)
-        if index is None:
+        if index is not None:
+            return index
+        with self._building:
+            index = self._lexical.get(key)
+            if index is not None:
+                return index
             entries: list[tuple[str, list[str]]] = []
             for doc, passages in self._visible(lens):
                 title_text = " ".join([doc.title, *doc.aliases, PurePosixPath(doc.path).stem])
@@ -217,7 +227,12 @@ class Catalog:
         """
         key = (frozenset(lens), k1, b)
         index = self._doc_lexical.get(key)
-        if index is None:
+        if index is not None:
+            return index
+        with self._building:
+            index = self._doc_lexical.get(key)
+            if index is not None:
+                return index
             entries: list[tuple[str, list[str]]] = []
             for doc, passages in self._visible(lens):
                 tokens = self.tokenizer(" ".join([doc.title, *doc.aliases]))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from liminalis.ports import Reranker
 from liminalis.types import Hit
@@ -39,16 +39,18 @@ async def rerank_hits(
     timeout_s: float = 5.0,
     mix: float | None = None,
     prior: Sequence[float] | None = None,
+    score: Callable[[str, list[str]], Awaitable[list[float]]] | None = None,
 ) -> tuple[list[Hit], bool]:
     """Reorder ``hits`` by the reranker's score; returns ``(hits, reranked)``.
 
     ``texts`` are the passage texts aligned with ``hits``. On any failure the input order is
-    returned with ``reranked=False``.
+    returned with ``reranked=False``. ``score``: the scoring call (default ``reranker.score``),
+    e.g. one that keeps a queue's turn until the model's worker is really done.
     """
     if reranker is None or not hits:
         return list(hits), False
     try:
-        scores = await asyncio.wait_for(reranker.score(query, list(texts)), timeout=timeout_s)
+        scores = await asyncio.wait_for((score or reranker.score)(query, list(texts)), timeout=timeout_s)
         if len(scores) != len(hits):
             raise ValueError(f"reranker returned {len(scores)} scores for {len(hits)} passages")
     except Exception as exc:  # fail-soft: any failure keeps the fused order

@@ -8,11 +8,13 @@ rendering. Stage timings and an explain trace come back with the bundle.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -25,11 +27,18 @@ from liminalis.retrieval.pins import Pin, resolve_pins, strip_mentions
 from liminalis.retrieval.render import RenderParams, render_segments, select_spans
 from liminalis.retrieval.rerank import rerank_hits
 from liminalis.store.sqlite import Database
-from liminalis.types import Bundle, Hit, RenderedDocument, Span, StageTrace
+from liminalis.types import Bundle, Document, Hit, RenderedDocument, Span, StageTrace
+from liminalis.workers import run_cpu
 
-__all__ = ["RetrievalParams", "Retriever", "Trace"]
+__all__ = ["RetrievalParams", "Retriever", "Trace", "RERANK_BUSY_NOTE", "RERANK_FAILED_NOTE", "SKIPPED_STAGE_NOTES"]
 
 _log = logging.getLogger(__name__)
+#: Bundle notes of a question that kept the fused order because the reranker did not run:
+#: busy (the wait for its turn ran out) or failing (an error, a timeout). Replies show them.
+RERANK_BUSY_NOTE = "reranker busy: skipped, fused order kept"
+RERANK_FAILED_NOTE = "reranker unavailable: fused order kept"
+SKIPPED_STAGE_NOTES = (RERANK_BUSY_NOTE, RERANK_FAILED_NOTE)
+_STAGES = ("pins", "dense", "lexical", "doc_lexical", "fusion", "learned", "rerank", "render")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +88,13 @@ class RetrievalParams:
     #: document-level arm, the kept hits spread over more documents, one passage each, and the
     #: top documents' evidence usually spans several passages.
     render_related_docs: int = 1
+    #: The most one scoring call may take (a hung model); past it the fused order is kept.
     rerank_timeout_s: float = 5.0
+    #: The most a question waits for its turn at the reranker, which scores one question at a
+    #: time: under a burst of questions they queue for it rather than each racing the timeout
+    #: above (most then lost it). Past this wait the question keeps the fused order, and its
+    #: bundle carries :data:`RERANK_BUSY_NOTE`, which the reply shows.
+    rerank_wait_s: float = 30.0
     render: RenderParams = field(default_factory=RenderParams)
 
 
@@ -140,8 +155,12 @@ class Retriever:
         k1: float = 0.6,
         b: float = 0.4,
         ranker: DocumentRanker | None = None,
+        rerank_slots: int = 1,
     ) -> None:
         self.db = db
+        # Questions scored by the reranker at once: its adapter scores on one worker thread,
+        # so more would only queue there, out of reach of the wait deadline.
+        self._rerank_turns = asyncio.Semaphore(rerank_slots)
         self.ranker = ranker
         self._ranker_warned: set[int] = set()
         self.store = store
@@ -152,21 +171,36 @@ class Retriever:
         self.k1 = k1
         self.b = b
         self._catalogs: dict[str, Catalog] = {}
+        self._catalog_locks: dict[str, asyncio.Lock] = {}
 
     async def catalog(self, campaign: str) -> Catalog:
-        """The campaign's snapshot, rebuilt when its generation moved."""
+        """The campaign's snapshot, rebuilt when its generation moved. One question builds it
+        while any others asking at the same time wait for it (a burst of questions after a
+        start or an ingest would otherwise build one each); the build runs in a worker thread."""
         gen = await self.db.campaigns.generation(campaign)
         cat = self._catalogs.get(campaign)
         if cat is not None and cat.generation == gen:
             return cat
-        if cat is not None:
-            # The campaign changed since the last snapshot, maybe by another process writing to
-            # a shared Milvus: the store's cached rows may be stale too.
-            await self.store.invalidate(campaign)
-        docs = {d.doc_id: d for d in await self.db.documents.all(campaign)}
+        async with self._catalog_locks.setdefault(campaign, asyncio.Lock()):
+            gen = await self.db.campaigns.generation(campaign)
+            cat = self._catalogs.get(campaign)
+            if cat is not None and cat.generation == gen:
+                return cat
+            if cat is not None:
+                # The campaign changed since the last snapshot, maybe by another process writing
+                # to a shared Milvus: the store's cached rows may be stale too.
+                await self.store.invalidate(campaign)
+            documents = await self.db.documents.all(campaign)
+            rows = await self.db.documents.passages(campaign)
+            cat = await run_cpu(self._build_catalog, campaign, gen, documents, rows)
+            self._catalogs[campaign] = cat
+            return cat
+
+    def _build_catalog(self, campaign: str, gen: int, documents: Sequence[Document], rows: Sequence[Any]) -> Catalog:
+        docs = {d.doc_id: d for d in documents}
         passages: dict[str, PassageInfo] = {}
         by_doc: dict[str, list[str]] = {}
-        for r in await self.db.documents.passages(campaign):
+        for r in rows:
             info = PassageInfo(
                 passage_id=r.passage_id, doc_id=r.doc_id, ordinal=r.ordinal, start=r.start,
                 end=r.end, heading=r.heading, visibility=r.visibility,
@@ -174,10 +208,8 @@ class Retriever:
             )
             passages[info.passage_id] = info
             by_doc.setdefault(info.doc_id, []).append(info.passage_id)
-        cat = Catalog(campaign=campaign, generation=gen, documents=docs, passages=passages, by_doc=by_doc,
-                      tokenizer=self.tokenizer, k1=self.k1, b=self.b)
-        self._catalogs[campaign] = cat
-        return cat
+        return Catalog(campaign=campaign, generation=gen, documents=docs, passages=passages, by_doc=by_doc,
+                       tokenizer=self.tokenizer, k1=self.k1, b=self.b)
 
     async def _dense(self, cat: Catalog, query: str, lens: frozenset[str], p: RetrievalParams, sig: Signals) -> list[str]:
         assert self.embedder is not None
@@ -253,14 +285,21 @@ class Retriever:
         for pid, _ in pool:
             heads.setdefault(cat.passages[pid].doc_id, pid)
         docs = list(heads)
+        ranker = self.ranker if p.learned_enabled else None
+
+        def score() -> tuple[np.ndarray, np.ndarray | None]:
+            features = doc_features(cat, lens, sig, pool, docs)
+            return features, (ranker.score(features) if ranker is not None else None)
+
         try:
             await self._candidate_dense(cat, lens, docs, sig)
-            features = doc_features(cat, lens, sig, pool, docs)
+            # Feature collection walks every candidate's tokens: milliseconds of Python a
+            # question, which many questions at once would hold the event loop for.
+            features, scores = await run_cpu(score)
             if trace is not None and collect:
                 trace.candidates, trace.features = docs, features
-            if self.ranker is None or not p.learned_enabled:
+            if scores is None:
                 return None
-            scores = self.ranker.score(features)
         except Exception as exc:  # fail-soft: a broken model keeps the fused order, logged once
             if id(self.ranker) not in self._ranker_warned:
                 self._ranker_warned.add(id(self.ranker))
@@ -287,34 +326,48 @@ class Retriever:
         p = params or self.params
         lens = frozenset(lens)
         timings: dict[str, float] = {}
-        t = time.perf_counter()
+        t0 = time.perf_counter()
         cat = await self.catalog(campaign)
         search_query = strip_mentions(query)
-        pins = resolve_pins(cat, query, lens, always=always, pinned=pinned, forced=forced, named_keys=p.named_keys)
-        timings["pins"] = (time.perf_counter() - t) * 1000
+        sig = Signals(query_tokens=self.tokenizer(search_query))
 
+        def lexical_arms() -> tuple[list[Pin], list[str], list[str]]:
+            """Pins and the lexical arms: BM25 over the lens's index (built on first use), in a
+            worker thread while the dense arm waits on the embedder and the store."""
+            pins = resolve_pins(cat, query, lens, always=always, pinned=pinned, forced=forced, named_keys=p.named_keys)
+            timings["pins"] = (time.perf_counter() - t0) * 1000
+            lexical: list[str] = []
+            documents: list[str] = []
+            if p.lexical_enabled:
+                t = time.perf_counter()
+                lexical = self._lexical(cat, lens, p, sig)
+                timings["lexical"] = (time.perf_counter() - t) * 1000
+                if p.doc_lexical_enabled and p.w_doc > 0:
+                    t = time.perf_counter()
+                    documents = self._doc_lexical(cat, lens, p, lexical, sig)
+                    timings["doc_lexical"] = (time.perf_counter() - t) * 1000
+            return pins, lexical, documents
+
+        async def dense_arm() -> list[str]:
+            if not (p.dense_enabled and self.embedder is not None):
+                return []
+            t = time.perf_counter()
+            found = await self._dense(cat, search_query, lens, p, sig)
+            timings["dense"] = (time.perf_counter() - t) * 1000
+            return found
+
+        # The arms write to separate fields of ``sig``; the fusion below reads them in the
+        # fixed order dense, lexical, document, so running them at once changes no ranking.
+        dense, (pins, lexical, documents) = await asyncio.gather(dense_arm(), run_cpu(lexical_arms))
         rankings: list[list[str]] = []
         weights: list[float] = []
-        dense: list[str] = []
-        lexical: list[str] = []
-        documents: list[str] = []
-        sig = Signals(query_tokens=self.tokenizer(search_query))
         if p.dense_enabled and self.embedder is not None:
-            t = time.perf_counter()
-            dense = await self._dense(cat, search_query, lens, p, sig)
-            timings["dense"] = (time.perf_counter() - t) * 1000
             rankings.append(dense)
             weights.append(p.w_dense)
         if p.lexical_enabled:
-            t = time.perf_counter()
-            lexical = self._lexical(cat, lens, p, sig)
-            timings["lexical"] = (time.perf_counter() - t) * 1000
             rankings.append(lexical)
             weights.append(p.w_lexical)
             if p.doc_lexical_enabled and p.w_doc > 0:
-                t = time.perf_counter()
-                documents = self._doc_lexical(cat, lens, p, lexical, sig)
-                timings["doc_lexical"] = (time.perf_counter() - t) * 1000
                 rankings.append(documents)
                 weights.append(p.w_doc)
         t = time.perf_counter()
@@ -333,7 +386,7 @@ class Retriever:
             timings["learned"] = (time.perf_counter() - t) * 1000
 
         pool = [Hit(pid, cat.passages[pid].doc_id, fused_scores[pid]) for pid in fused[: p.pool]]
-        reranked = False
+        reranked = busy = False
         if p.rerank_enabled and self.reranker is not None and pool:
             t = time.perf_counter()
             head, rest = pool[: p.rerank_depth], pool[p.rerank_depth :]
@@ -343,68 +396,113 @@ class Retriever:
             if doc_scores:
                 floor = min(doc_scores.values()) - 1.0  # (every pool document has a score)
                 prior = [doc_scores.get(h.doc_id, floor) for h in head]
-            head, reranked = await rerank_hits(self.reranker, search_query, head, texts, timeout_s=p.rerank_timeout_s,
-                                               mix=p.rerank_mix, prior=prior)
+            head, reranked, busy = await self._rerank(search_query, head, texts, p, prior)
             pool = head + rest
             timings["rerank"] = (time.perf_counter() - t) * 1000
-        tail = [Hit(pid, cat.passages[pid].doc_id, fused_scores[pid]) for pid in fused[p.pool :]]
-        ranked_hits = pool + tail
 
-        # Second wall: re-check every hit and pin against the lens before rendering.
-        ranked_hits = [h for h in ranked_hits if cat.visible_passage(h.passage_id, lens)]
-        pins = [pin for pin in pins if cat.visible_doc(pin.doc_id, lens)]
+        def assemble() -> Bundle:
+            """The lens re-check, the document order and the rendering of each document's
+            spans: string work over whole documents, in a worker thread."""
+            tail = [Hit(pid, cat.passages[pid].doc_id, fused_scores[pid]) for pid in fused[p.pool :]]
+            ranked_hits = pool + tail
 
-        t = time.perf_counter()
-        pinned_ids = [pin.doc_id for pin in pins]
-        kept = ranked_hits[: p.rerank_keep]
-        doc_order = dedupe_ranking(pinned_ids + [h.doc_id for h in kept])
-        doc_order = pinned_ids + [d for d in doc_order if d not in pinned_ids][: max(0, p.max_documents)]
-        matched: dict[str, list[str]] = {}
-        for h in kept:
-            matched.setdefault(h.doc_id, []).append(h.passage_id)
-        related: dict[str, list[str]] = {}
-        for h in ranked_hits[p.rerank_keep : p.pool]:
-            if h.doc_id in doc_order and len(rel := related.setdefault(h.doc_id, [])) < p.related_per_doc:
-                rel.append(h.passage_id)
-        best: dict[str, float] = {}
-        for h in ranked_hits:
-            best.setdefault(h.doc_id, h.score)
-        pin_reason = {pin.doc_id: pin.reason for pin in pins}
-        rendered: list[RenderedDocument] = []
-        recalled = [d for d in doc_order if d not in pin_reason]
-        for doc_id in doc_order:
-            pids = matched.get(doc_id) or self._fallback_passages(cat, doc_id, sig.query_tokens)
-            extra = related.get(doc_id, [])
-            if doc_id in recalled[: p.render_related_docs]:
-                pids, extra = [*pids, *extra], []
-            rendered.append(self._render(cat, doc_id, pids, pinned=doc_id in pin_reason, score=best.get(doc_id, 0.0), p=p,
-                                         related=extra))
-        timings["render"] = (time.perf_counter() - t) * 1000
+            # Second wall: re-check every hit and pin against the lens before rendering.
+            ranked_hits = [h for h in ranked_hits if cat.visible_passage(h.passage_id, lens)]
+            shown = [pin for pin in pins if cat.visible_doc(pin.doc_id, lens)]
 
-        non_always = [pin.doc_id for pin in pins if pin.reason != "always"]
-        ranked_docs = dedupe_ranking(non_always + [h.doc_id for h in ranked_hits])
-        pin_hits = [
-            Hit((matched.get(pin.doc_id) or [cat.first_passage(pin.doc_id) or ""])[0], pin.doc_id, 0.0, True, pin.reason)
-            for pin in pins
-        ]
-        hits = tuple(pin_hits) + tuple(h for h in kept if h.doc_id not in pin_reason)
-        if trace is not None:
-            trace.pins = pins
-            trace.dense_docs = dedupe_ranking(cat.passages[x].doc_id for x in dense)
-            trace.lexical_docs = dedupe_ranking(cat.passages[x].doc_id for x in lexical)
-            trace.document_docs = dedupe_ranking(cat.passages[x].doc_id for x in documents)
-            trace.fused_docs = dedupe_ranking(cat.passages[x].doc_id for x in fused_order)
-            trace.learned_docs = dedupe_ranking(cat.passages[x].doc_id for x in fused) if learned is not None else []
-            trace.reranked_docs = dedupe_ranking(h.doc_id for h in pool) if reranked else []
-            trace.reranked = reranked
-            trace.rendered_docs = [d.doc_id for d in rendered]
-        notes = []
-        if p.rerank_enabled and self.reranker is not None and not reranked:
-            notes.append("reranker unavailable: fused order kept")
-        return Bundle(
-            campaign=campaign, query=query, lens=lens, hits=hits, documents=tuple(rendered),
-            ranked_doc_ids=tuple(ranked_docs), timings_ms=timings, notes=tuple(notes),
-        )
+            t = time.perf_counter()
+            pinned_ids = [pin.doc_id for pin in shown]
+            kept = ranked_hits[: p.rerank_keep]
+            doc_order = dedupe_ranking(pinned_ids + [h.doc_id for h in kept])
+            doc_order = pinned_ids + [d for d in doc_order if d not in pinned_ids][: max(0, p.max_documents)]
+            matched: dict[str, list[str]] = {}
+            for h in kept:
+                matched.setdefault(h.doc_id, []).append(h.passage_id)
+            related: dict[str, list[str]] = {}
+            for h in ranked_hits[p.rerank_keep : p.pool]:
+                if h.doc_id in doc_order and len(rel := related.setdefault(h.doc_id, [])) < p.related_per_doc:
+                    rel.append(h.passage_id)
+            best: dict[str, float] = {}
+            for h in ranked_hits:
+                best.setdefault(h.doc_id, h.score)
+            pin_reason = {pin.doc_id: pin.reason for pin in shown}
+            rendered: list[RenderedDocument] = []
+            recalled = [d for d in doc_order if d not in pin_reason]
+            for doc_id in doc_order:
+                pids = matched.get(doc_id) or self._fallback_passages(cat, doc_id, sig.query_tokens)
+                extra = related.get(doc_id, [])
+                if doc_id in recalled[: p.render_related_docs]:
+                    pids, extra = [*pids, *extra], []
+                rendered.append(self._render(cat, doc_id, pids, pinned=doc_id in pin_reason, score=best.get(doc_id, 0.0), p=p,
+                                             related=extra))
+            timings["render"] = (time.perf_counter() - t) * 1000
+
+            non_always = [pin.doc_id for pin in shown if pin.reason != "always"]
+            ranked_docs = dedupe_ranking(non_always + [h.doc_id for h in ranked_hits])
+            pin_hits = [
+                Hit((matched.get(pin.doc_id) or [cat.first_passage(pin.doc_id) or ""])[0], pin.doc_id, 0.0, True, pin.reason)
+                for pin in shown
+            ]
+            hits = tuple(pin_hits) + tuple(h for h in kept if h.doc_id not in pin_reason)
+            if trace is not None:
+                trace.pins = shown
+                trace.dense_docs = dedupe_ranking(cat.passages[x].doc_id for x in dense)
+                trace.lexical_docs = dedupe_ranking(cat.passages[x].doc_id for x in lexical)
+                trace.document_docs = dedupe_ranking(cat.passages[x].doc_id for x in documents)
+                trace.fused_docs = dedupe_ranking(cat.passages[x].doc_id for x in fused_order)
+                trace.learned_docs = dedupe_ranking(cat.passages[x].doc_id for x in fused) if learned is not None else []
+                trace.reranked_docs = dedupe_ranking(h.doc_id for h in pool) if reranked else []
+                trace.reranked = reranked
+                trace.rendered_docs = [d.doc_id for d in rendered]
+            notes = []
+            if p.rerank_enabled and self.reranker is not None and not reranked:
+                notes.append(RERANK_BUSY_NOTE if busy else RERANK_FAILED_NOTE)
+            # The arms ran at once and wrote their timings as they finished: list them in stage order.
+            ordered = {k: timings[k] for k in _STAGES if k in timings}
+            return Bundle(
+                campaign=campaign, query=query, lens=lens, hits=hits, documents=tuple(rendered),
+                ranked_doc_ids=tuple(ranked_docs), timings_ms=ordered, notes=tuple(notes),
+            )
+
+        return await run_cpu(assemble)
+
+    async def _rerank(self, query: str, head: list[Hit], texts: list[str], p: RetrievalParams,
+                      prior: list[float] | None) -> tuple[list[Hit], bool, bool]:
+        """``rerank_hits`` in turn: ``(hits, reranked, busy)``, ``busy`` when the wait for the
+        reranker's turn ran past ``p.rerank_wait_s`` (the fused order is kept, said in notes).
+
+        A turn ends when the model's worker is done, not when this question stops waiting for
+        it: a scoring call past ``rerank_timeout_s`` still occupies the worker, and the next
+        question's call would only queue behind it there, its own timeout running."""
+        reranker = self.reranker
+        assert reranker is not None
+        try:
+            async with asyncio.timeout(p.rerank_wait_s):
+                await self._rerank_turns.acquire()
+        except TimeoutError:
+            _log.info("reranker busy for %.0f s: fused order kept for one question", p.rerank_wait_s)
+            return head, False, True
+        started = False
+
+        def score(q: str, passages: list[str]) -> Awaitable[list[float]]:
+            nonlocal started
+            task = asyncio.ensure_future(reranker.score(q, passages))
+            task.add_done_callback(self._end_turn)
+            started = True
+            return asyncio.shield(task)
+
+        try:
+            hits, reranked = await rerank_hits(reranker, query, head, texts, timeout_s=p.rerank_timeout_s,
+                                               mix=p.rerank_mix, prior=prior, score=score)
+        finally:
+            if not started:
+                self._rerank_turns.release()
+        return hits, reranked, False
+
+    def _end_turn(self, task: asyncio.Future[list[float]]) -> None:
+        self._rerank_turns.release()
+        if not task.cancelled():
+            task.exception()  # retrieved: rerank_hits logged it, or timed out before it came
 
     def _fallback_passages(self, cat: Catalog, doc_id: str, query_tokens: Sequence[str]) -> list[str]:
         """For a pinned document nothing matched in: its passages sharing most query terms."""
