@@ -189,7 +189,7 @@ def build_responder(settings: Settings, engine: Engine) -> Responder:
     )
     gate = None
     if settings.daily_token_budget > 0:
-        from liminalis.context.rolling import SystemClock
+        from liminalis.clock import SystemClock
         from liminalis.spend import DailyTokenGate
 
         gate = DailyTokenGate(engine.database, settings.daily_token_budget, clock=SystemClock())

@@ -38,6 +38,7 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.service import BotService, Reply
+from liminalis.clock import SystemClock
 from liminalis.errors import InvalidInput, UnknownCampaign
 from liminalis.ports import Clock
 from liminalis.store.rows import ScheduleRow
@@ -48,13 +49,6 @@ _log = logging.getLogger(__name__)
 
 Poster = Callable[[str, Reply], Awaitable[None]]  # (channel_id, reply) on one platform
 TickTask = Callable[[], Awaitable[None]]
-
-
-class SystemClock:
-    """The wall clock, in UTC."""
-
-    def now(self) -> dt.datetime:
-        return dt.datetime.now(dt.UTC)
 
 
 @dataclass(frozen=True, slots=True)

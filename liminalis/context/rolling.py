@@ -22,13 +22,13 @@ lost it forget everything (:func:`forget_hidden`): what it remembers may quote t
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from liminalis.clock import SystemClock
 from liminalis.context.material import ContextDoc
 from liminalis.context.tokens import default_counter
 from liminalis.lens import GM, visible
@@ -50,11 +50,6 @@ _NOT_NAMES = frozenset(
     "and so but then also what who whom whose where when why how did does do is was were are "
     "can could would will should tell ok okay i the a an".split()
 )
-
-
-class SystemClock:
-    def now(self) -> dt.datetime:
-        return dt.datetime.now(dt.UTC)
 
 
 def memory_key(campaign: str, chat: str, lens: frozenset[str]) -> str:
