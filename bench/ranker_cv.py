@@ -28,7 +28,13 @@ from typing import Any
 import numpy as np
 
 from bench.common import CACHE_DIR
-from bench.train_ranker import HIDDEN_STEPS, add_group_args, fit_model, group_features, plain_embedder
+from bench.train_ranker import (
+    HIDDEN_STEPS,
+    add_group_args,
+    fit_model,
+    group_features,
+    plain_embedder,
+)
 from liminalis.retrieval.learned import FEATURES
 
 __all__ = ["held_out_scores", "compare", "main"]

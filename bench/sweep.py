@@ -83,14 +83,14 @@ async def sweep_set(path: Path, embedder: Any, cache_dir: Path | None = None) ->
             out["fusion"][variant].append({"rrf_k": 0, "w_dense": "dense-only", "depth": 120,
                                            **score([_docs(cat, d) for d in dense], bench.queries)})
             for k, w, depth in itertools.product(RRF_K, W_DENSE, DEPTH):
-                fused = [_docs(cat, [p for p, _ in rrf(d[:depth], l, rrf_k=k, weights=[w, 1.0])]) for d, l in zip(dense, lex, strict=True)]
+                fused = [_docs(cat, [p for p, _ in rrf(d[:depth], lx, rrf_k=k, weights=[w, 1.0])]) for d, lx in zip(dense, lex, strict=True)]
                 out["fusion"][variant].append({"rrf_k": k, "w_dense": w, "depth": depth, **score(fused, bench.queries)})
             # pool recall: does the dense arm add documents BM25's top-40 passages miss?
             for depth in (20, 40):
                 add = []
-                for d, l, q in zip(dense, lex, bench.queries, strict=True):
+                for d, lx, q in zip(dense, lex, bench.queries, strict=True):
                     rel = set(q["relevant"])
-                    lex_docs = set(_docs(cat, l[:40]))
+                    lex_docs = set(_docs(cat, lx[:40]))
                     both = lex_docs | set(_docs(cat, d[:depth]))
                     add.append(float(bool(rel & both)) - float(bool(rel & lex_docs)))
                 out.setdefault("pool_gain", {})[f"{variant}@{depth}"] = mean(add)

@@ -11,8 +11,8 @@ import asyncio
 import logging
 import signal
 from collections.abc import Callable, Coroutine
-from typing import Any
 from dataclasses import dataclass
+from typing import Any
 
 from bot.settings import Settings
 

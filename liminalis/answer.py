@@ -25,7 +25,13 @@ from dataclasses import dataclass, field, replace
 
 from liminalis.context.budget import BudgetParams
 from liminalis.context.material import ContextDoc
-from liminalis.context.prompt import Prompt, build_prompt, instructions_for, split_bundle, stable_document
+from liminalis.context.prompt import (
+    Prompt,
+    build_prompt,
+    instructions_for,
+    split_bundle,
+    stable_document,
+)
 from liminalis.context.rolling import ChatMemory, RollingMemory
 from liminalis.context.tiering import TierParams
 from liminalis.context.tokens import default_counter

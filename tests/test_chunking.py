@@ -1,10 +1,9 @@
-from pathlib import Path
+
+from conftest import SAMPLE
 
 from liminalis.ingest.chunking import ChunkingParams, chunk_document, make_windows
 from liminalis.ingest.loaders import normalize_text
 from liminalis.ingest.sentences import split_sentences
-
-from conftest import SAMPLE
 
 VIS = frozenset({"gm", "players"})
 CHAPTER = SAMPLE / "lore" / "the-long-winter-chronicle.md"

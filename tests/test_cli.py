@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-
-import pytest
 import json
 import os
 import shutil

@@ -4,12 +4,13 @@ the privacy and GM-only pre-checks, the text parser that must give the typed req
 from __future__ import annotations
 
 import pytest
-
-from bot.commands import COMMANDS, REGISTRY, help as help_command
-from bot.messages import IncomingMessage
-from bot.service import BotService
 from conftest import close_engine, make_engine
 from fakes.tiny_campaign import make_tiny_campaign
+
+from bot.commands import COMMANDS, REGISTRY
+from bot.commands import help as help_command
+from bot.messages import IncomingMessage
+from bot.service import BotService
 from liminalis.errors import InvalidInput
 
 

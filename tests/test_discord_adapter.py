@@ -12,16 +12,28 @@ from dataclasses import replace
 
 import discord
 import pytest
+from conftest import close_engine, make_engine
+from fakes.discord_api import (
+    CHANNEL_ID,
+    GM_ROLE_ID,
+    GUILD_ID,
+    MIREL_ROLE_ID,
+    ROGUE_CHANNEL_ID,
+    ROGUE_GM_ROLE_ID,
+    ROGUE_GUILD_ID,
+    THREAD_ID,
+    FakeDiscordApi,
+    guild_payload,
+    interaction_payload,
+    message_payload,
+    rogue_guild_payload,
+    role_payload,
+)
+from fakes.tiny_campaign import CANARY, GM_TITLE, MIREL_CANARY, MIREL_USER, make_tiny_campaign
 
 from bot.commands import REGISTRY, Registry
 from bot.discord_adapter import DiscordAdapter, build_intents, render_reply, send_with_retry
 from bot.service import BotService, Reply
-from conftest import close_engine, make_engine
-from fakes.discord_api import (
-    CHANNEL_ID, GM_ROLE_ID, GUILD_ID, MIREL_ROLE_ID, ROGUE_CHANNEL_ID, ROGUE_GM_ROLE_ID, ROGUE_GUILD_ID, THREAD_ID,
-    FakeDiscordApi, guild_payload, interaction_payload, message_payload, role_payload, rogue_guild_payload,
-)
-from fakes.tiny_campaign import CANARY, GM_TITLE, MIREL_CANARY, MIREL_USER, make_tiny_campaign
 from liminalis.answer import Source
 
 PLAYER = 222

@@ -17,10 +17,10 @@ from __future__ import annotations
 import random
 
 import pytest
-
-from bot.service import COMMANDS, Attachment, BotService, IncomingMessage
 from conftest import close_engine, make_engine
 from fakes.tiny_campaign import CANARY, GM_TITLE, make_tiny_campaign
+
+from bot.service import COMMANDS, Attachment, BotService, IncomingMessage
 from liminalis.campaign import load_campaign
 from liminalis.ingest.loaders import LoadError, _front_matter, parse_document
 from liminalis.text import clean_text

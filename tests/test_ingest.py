@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import ROOT, close_engine, make_engine
 
 from liminalis.ingest.indexer import IngestOptions
 from liminalis.lens import gm_lens, players_lens
-from liminalis.testing import HashEmbedder
-
-from conftest import ROOT, close_engine, make_engine
-
 
 pytestmark = pytest.mark.slow  # real models or Milvus Lite throughout
 
@@ -317,7 +312,6 @@ async def test_a_revealed_document_is_found_by_the_dense_arm_too(tmp_path):
     """A GM opens a document to players without touching its text: the vector rows (same ids)
     are rewritten with the new visibility, or the store would go on hiding them from players."""
     import numpy as np
-
     from fakes.tiny_campaign import make_tiny_campaign
 
     root = make_tiny_campaign(tmp_path / "campaigns")

@@ -7,14 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_retrieval import leaked, tiny  # noqa: F401  (the tiny campaign fixture)
+from test_train_reranker import make_train_dir
 
 from bot.main import SHIPPED_RANKER, load_learned_ranker
 from liminalis.lens import players_lens
 from liminalis.retrieval.learned import FEATURES, LearnedRanker, load_ranker
 from liminalis.retrieval.retriever import RetrievalParams, Trace
-
-from test_retrieval import leaked, tiny  # noqa: F401  (the tiny campaign fixture)
-from test_train_reranker import make_train_dir
 
 
 def row(**values: float) -> np.ndarray:

@@ -10,9 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import close_engine, make_engine
 from fakes.tiny_campaign import CANARY, GM_TITLE, make_tiny_campaign
+
 from liminalis.adapters.milvus import MilvusVectorStore
 from liminalis.errors import StoreError
 

@@ -8,14 +8,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_retrieval import leaked, tiny  # noqa: F401  (the tiny campaign fixture)
+from test_train_reranker import make_train_dir
 
 from bot.main import SHIPPED_QUERY_ADAPTER, load_embedder
 from liminalis.lens import players_lens
-from liminalis.retrieval.query_adapter import AdaptedEmbedder, QueryAdapter, adapt, load_query_adapter
+from liminalis.retrieval.query_adapter import (
+    AdaptedEmbedder,
+    QueryAdapter,
+    adapt,
+    load_query_adapter,
+)
 from liminalis.testing import HashEmbedder
-
-from test_retrieval import leaked, tiny  # noqa: F401  (the tiny campaign fixture)
-from test_train_reranker import make_train_dir
 
 
 def permutation(dim: int, seed: int = 0) -> np.ndarray:

@@ -10,11 +10,11 @@ import asyncio
 import logging
 
 import pytest
+from conftest import close_engine, make_engine, upgraded_engine
+from fakes.tiny_campaign import CANARY, make_tiny_campaign
 
 from bot.scheduler import RecapScheduler
 from bot.service import BotService, IncomingMessage
-from conftest import close_engine, make_engine, upgraded_engine
-from fakes.tiny_campaign import CANARY, make_tiny_campaign
 from liminalis.errors import NotReady
 from liminalis.ingest.indexer import IngestOptions
 from liminalis.testing import FrozenClock, HashEmbedder

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import close_engine, make_engine
 
 from liminalis.lens import gm_lens, players_lens
 from liminalis.retrieval.fusion import rrf
@@ -11,8 +12,6 @@ from liminalis.retrieval.render import omission, render_spans, select_spans
 from liminalis.retrieval.retriever import RetrievalParams, Trace
 from liminalis.testing import BrokenReranker, KeywordReranker, SlowReranker
 from liminalis.types import Span
-
-from conftest import close_engine, make_engine
 
 # -- tokenizer ---------------------------------------------------------------------------------
 

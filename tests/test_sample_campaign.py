@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import ROOT
 
 from liminalis.lens import gm_lens, players_lens
-
-from conftest import ROOT
 
 pytestmark = pytest.mark.slow  # real models or Milvus Lite throughout
 

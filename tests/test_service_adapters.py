@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import subprocess
-from dataclasses import replace
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from conftest import close_engine, make_engine
+from fakes.tiny_campaign import GM_TITLE, make_tiny_campaign
 
 from bot.render import ZWSP, sanitize, split_text, truncate
 from bot.serve import platform_plan, serve
 from bot.service import BotService, IncomingMessage
 from bot.settings import Settings
-from conftest import close_engine, make_engine
-from fakes.tiny_campaign import GM_TITLE, make_tiny_campaign
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -15,6 +15,14 @@ from pathlib import Path
 
 import discord
 import pytest
+from fakes.discord_api import (
+    CHANNEL_ID,
+    GM_ROLE_ID,
+    FakeDiscordApi,
+    guild_payload,
+    interaction_payload,
+)
+from fakes.slack_api import SIGNING_SECRET, MockSlackApi, command_body, signed_headers
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -22,8 +30,6 @@ from bot.console import ConsoleAdapter, format_reply
 from bot.discord_adapter import DiscordAdapter
 from bot.service import BotService
 from bot.slack_adapter import ChannelRateLimiter, SlackAdapter
-from fakes.discord_api import CHANNEL_ID, GM_ROLE_ID, FakeDiscordApi, guild_payload, interaction_payload
-from fakes.slack_api import SIGNING_SECRET, MockSlackApi, command_body, signed_headers
 
 pytestmark = pytest.mark.slow
 

@@ -4,11 +4,12 @@ another embedder is re-embedded in full when it takes over, never mixed."""
 
 from __future__ import annotations
 
-import pytest
-
 import logging
 
 import numpy as np
+import pytest
+from conftest import close_engine, make_engine
+from test_sample_campaign import QUESTIONS
 
 import bot.main
 from bot.main import SHIPPED_EMBEDDER, load_embedder, resolve_embedder
@@ -16,9 +17,6 @@ from bot.settings import Settings
 from liminalis.adapters.sentence_transformers import BUNDLED_MINILM, SentenceTransformerEmbedder
 from liminalis.adapters.shared_weights import SHARED_FILE
 from liminalis.lens import players_lens
-
-from conftest import close_engine, make_engine
-from test_sample_campaign import QUESTIONS
 
 pytestmark = pytest.mark.slow  # real models or Milvus Lite throughout
 

@@ -3,13 +3,14 @@ score, and fails soft when its weights are not the ones it was trained with."""
 
 from __future__ import annotations
 
-import pytest
-
 import json
 import logging
 import shutil
 
 import numpy as np
+import pytest
+from test_learned_ranker import row
+from test_retrieval import leaked, tiny  # noqa: F401  (the tiny campaign fixture)
 
 from bot.main import SHIPPED_RERANKER, load_reranker
 from liminalis.adapters.cross_encoder import SHARED_FILE, CrossEncoderReranker
@@ -18,9 +19,6 @@ from liminalis.retrieval.learned import FEATURES, LearnedRanker
 from liminalis.retrieval.rerank import mix_scores
 from liminalis.retrieval.retriever import RetrievalParams, Trace
 from liminalis.testing import KeywordReranker
-
-from test_learned_ranker import row
-from test_retrieval import leaked, tiny  # noqa: F401  (the tiny campaign fixture)
 
 pytestmark = pytest.mark.slow  # real models or Milvus Lite throughout
 

@@ -7,14 +7,21 @@ import asyncio
 import json
 
 import pytest
+from conftest import close_engine, make_engine
+from fakes.slack_api import (
+    BOT_USER,
+    SIGNING_SECRET,
+    MockSlackApi,
+    command_body,
+    event_body,
+    signed_headers,
+)
+from fakes.tiny_campaign import CANARY, MIREL_CANARY, SLACK_GM, SLACK_GM_GROUP, make_tiny_campaign
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.service import BotService, Reply
 from bot.slack_adapter import ChannelRateLimiter, SlackAdapter, render_blocks
-from conftest import close_engine, make_engine
-from fakes.slack_api import BOT_USER, SIGNING_SECRET, MockSlackApi, command_body, event_body, signed_headers
-from fakes.tiny_campaign import CANARY, MIREL_CANARY, SLACK_GM, SLACK_GM_GROUP, make_tiny_campaign
 from liminalis.answer import Responder, Source
 
 PLAYER = "UPLAYER01"

@@ -10,13 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-
 pytestmark = pytest.mark.slow  # real models or Milvus Lite throughout
 
 async def test_train_embedder_end_to_end_on_a_tiny_slice(tmp_path: Path):
     from bench.rerank_data import write
     from bench.train_embedder import main
-    from liminalis.adapters.sentence_transformers import BUNDLED_MINILM, SentenceTransformerEmbedder, resolve_model_path
+    from liminalis.adapters.sentence_transformers import (
+        BUNDLED_MINILM,
+        SentenceTransformerEmbedder,
+        resolve_model_path,
+    )
 
     texts = {
         "s/bell1": "The smith cast a great bell of bronze for the abbey.", "s/bell2": "The bell fell through the ice.",

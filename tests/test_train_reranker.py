@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
-
 import json
 from pathlib import Path
 
+import pytest
 from conftest import ROOT
-from liminalis.adapters.cross_encoder import CrossEncoderReranker
 
+from liminalis.adapters.cross_encoder import CrossEncoderReranker
 
 pytestmark = pytest.mark.slow  # real models or Milvus Lite throughout
 

@@ -168,9 +168,9 @@ def check(model: Path, kit: Path, *, queries: int = 60) -> dict[str, float]:
     sys.path.insert(0, str(REPO))
     import numpy as np
     import torch
+    from transformers import AutoTokenizer
 
     from liminalis.adapters.cross_encoder import MeanPoolCrossEncoderModel
-    from transformers import AutoTokenizer
 
     obj = json.loads(lzma.decompress((kit / "pools.json.xz").read_bytes()))
     rows = [r for name, rs in sorted(obj["sets"].items()) if name.startswith("dev-") for r in rs[:queries]]

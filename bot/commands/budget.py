@@ -6,7 +6,7 @@ import re
 
 from bot.commands._base import Command, Option, Request, Scope
 from bot.messages import OptionValue, Reply
-from liminalis.engine import CAMPAIGN_SCOPE, Engine
+from liminalis.engine import Engine
 from liminalis.errors import InvalidInput
 
 __all__ = ["command", "effective_budget", "LOW", "HIGH"]

@@ -188,7 +188,7 @@ class DiscordAdapter:
                 continue
             try:
                 out.append(Attachment(f.filename, await f.read()))
-            except (discord.HTTPException, aiohttp.ClientError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, discord.HTTPException, aiohttp.ClientError) as exc:
                 # An expired or deleted attachment, a dropped connection: report that file alone.
                 _log.warning("discord: downloading %s failed: %s", f.filename, exc)
                 out.append(Attachment(f.filename, b"", error=DOWNLOAD_FAILED))
@@ -320,7 +320,7 @@ class DiscordAdapter:
             annotation: Any = _annotation(option)
             default: Any = inspect.Parameter.empty if option.required else option.default
             if not option.required and option.default is None:
-                annotation = Optional[annotation]  # noqa: UP007 (discord.py reads typing.Optional)
+                annotation = Optional[annotation]  # noqa: UP007, UP045 (discord.py reads typing.Optional)
             parameters.append(inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY,
                                                 annotation=annotation, default=default))
         files = [o.name for o in command.options if o.kind == "attachment"]

@@ -231,7 +231,7 @@ class SlackAdapter:
                     if got > self.service.max_upload_bytes:
                         break
                 data = b"".join(chunks)
-        except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, aiohttp.ClientError) as exc:
             _log.warning("slack: downloading %s failed: %s", name, exc)
             return Attachment(name, b"", error=DOWNLOAD_FAILED)
         return Attachment(name, data)

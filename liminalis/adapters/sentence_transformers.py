@@ -103,7 +103,11 @@ class SentenceTransformerEmbedder:
         import torch
         from sentence_transformers import SentenceTransformer
 
-        from liminalis.adapters.shared_weights import quiet_missing_weights, restore_word_embeddings, shared_spec
+        from liminalis.adapters.shared_weights import (
+            quiet_missing_weights,
+            restore_word_embeddings,
+            shared_spec,
+        )
 
         # fp32 whatever the stored dtype: weights committed in fp16 (half the size) load upcast,
         # since CPU matmuls in fp16 are slow or missing.

@@ -8,7 +8,6 @@ so notes, benchmarks and tests can tell a summarized or clipped document from a 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-
 from typing import Any
 
 from liminalis.context.tokens import TokenCounter, default_counter

@@ -30,7 +30,14 @@ import numpy as np
 from liminalis.campaign import CampaignConfig
 from liminalis.context.rolling import forget_hidden
 from liminalis.ingest.chunking import ChunkingParams, chunk_document, content_hash, make_windows
-from liminalis.ingest.loaders import SUPPORTED_SUFFIXES, LoadError, doc_id_for, load_file, needs_escaped_ids, source_of
+from liminalis.ingest.loaders import (
+    SUPPORTED_SUFFIXES,
+    LoadError,
+    doc_id_for,
+    load_file,
+    needs_escaped_ids,
+    source_of,
+)
 from liminalis.ingest.sections import find_hidden_sections
 from liminalis.ingest.synopsis import contextual_text, extractive_synopsis, title_text
 from liminalis.lens import GM
@@ -243,7 +250,7 @@ class Indexer:
         todo: list[Document] = []
         scope_rel = ""
         files: list[tuple[Path, str]] = []
-        if path is not None and not path.exists():
+        if path is not None and not path.exists():  # noqa: ASYNC240 (one stat; the walk runs in a worker)
             report.skipped.append(SkippedFile(path.name, "path does not exist"))
         else:
             try:

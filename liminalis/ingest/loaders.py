@@ -16,8 +16,8 @@ import yaml
 
 from liminalis.campaign import CampaignConfig
 from liminalis.ingest.chunking import content_hash
-from liminalis.ingest.synopsis import extractive_synopsis
 from liminalis.ingest.sections import find_hidden_sections, source_of, split_views, view_id
+from liminalis.ingest.synopsis import extractive_synopsis
 from liminalis.lens import GM, NOT_GM, PLAYERS, narrowest, parse_visibility
 from liminalis.text import clean_text
 from liminalis.types import Document
