@@ -27,6 +27,7 @@ run: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/mypy --strict liminalis
 
 test: lint
 	$(BIN)/python -m pytest -q -p no:cacheprovider; rc=$$?; \

@@ -324,7 +324,7 @@ class Engine:
         """Pins ``(doc_id, title)`` visible to ``lens`` (GM-only pins are invisible to players)."""
         cat = await self.retriever.catalog(validate_slug(slug))
         config = await self.campaign(slug)
-        out = []
+        out: list[tuple[str, str]] = []
         stored = [v for d in await self.pins(slug, chat) for v in cat.views_of(d, lens)]  # ids, as resolve_pins
         for keys in (*(cat.resolve_key(k, lens) for k in config.always_include), stored):
             for d in keys:

@@ -161,7 +161,8 @@ class CrossEncoderReranker:
                 # dependency); it works on the pinned torch, so its warnings are not news here.
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", (DeprecationWarning, UserWarning))
-                    quantized = torch.quantization.quantize_dynamic(target, {torch.nn.Linear}, dtype=torch.qint8)
+                    quantized = torch.quantization.quantize_dynamic(  # type: ignore[attr-defined]
+                        target, {torch.nn.Linear}, dtype=torch.qint8)
                 if self._mean_pool:
                     self._model = quantized
                 else:

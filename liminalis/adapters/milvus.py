@@ -337,15 +337,15 @@ class MilvusVectorStore:
             q = np.asarray(vector, dtype=np.float32)
             hits: list[VectorHit] = []
             for d in wanted:
-                rows = cache[d]
+                held = cache[d]
                 cache.move_to_end(d)
-                if not rows.ids:
+                if not held.ids:
                     continue
-                scores = rows.vectors @ q
+                scores = held.vectors @ q
                 hits.extend(
-                    VectorHit(id=rows.ids[k], passage_id=rows.passage_ids[k], doc_id=d, kind=rows.kinds[k], score=float(scores[k]))
-                    for k in range(len(rows.ids))
-                    if visible(rows.vis[k], lens)
+                    VectorHit(id=held.ids[k], passage_id=held.passage_ids[k], doc_id=d, kind=held.kinds[k], score=float(scores[k]))
+                    for k in range(len(held.ids))
+                    if visible(held.vis[k], lens)
                 )
             while len(cache) > DOC_ROWS_CACHE:
                 cache.popitem(last=False)

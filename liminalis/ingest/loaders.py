@@ -53,7 +53,7 @@ _KEY_LINE = re.compile(r"[ \t]*([\w-]+)[ \t]*:(?:\s|\Z)")
 _VISIBILITY_LINE = re.compile(r"^[ \t]*visibility[ \t]*[:=]", re.I | re.M)
 
 
-class _FrontMatterLoader(yaml.SafeLoader):
+class _FrontMatterLoader(yaml.SafeLoader):  # type: ignore[misc]  # PyYAML ships no types
     """YAML's safe loader without implicit timestamps (``date: 2026-13-45`` stays a string: a GM's
     typo must not fail the file, and no field here wants a date object) and without aliases:
     ``*ref`` lets a few lines name a structure that grows exponentially when it is turned into
@@ -74,7 +74,8 @@ class _FrontMatterLoader(yaml.SafeLoader):
                 if key in seen:
                     raise LoadError(f"malformed front matter (`{key}` is given twice)")
                 seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+        mapping: dict[object, object] = super().construct_mapping(node, deep=deep)
+        return mapping
 
 
 _FrontMatterLoader.yaml_implicit_resolvers = {

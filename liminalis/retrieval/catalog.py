@@ -145,11 +145,11 @@ class Catalog:
         key = (frozenset(lens), doc_id)
         pairs = self._bigrams.get(key)
         if pairs is None:
-            pairs = set()
+            found: set[tuple[str, str]] = set()
             for x in self.doc_view(doc_id, lens)[0]:
                 toks = self.passages[x].tokens
-                pairs.update(zip(toks, toks[1:], strict=False))
-            pairs = self._bigrams[key] = frozenset(pairs)
+                found.update(zip(toks, toks[1:], strict=False))
+            pairs = self._bigrams[key] = frozenset(found)
         return pairs
 
     def doc_positions(self, doc_id: str, lens: frozenset[str], terms: Collection[str]) -> dict[str, list[int]]:
@@ -176,7 +176,7 @@ class Catalog:
         lens = frozenset(lens)
         table = self._neighbours.get(lens)
         if table is None:
-            series: dict[tuple[str, str], list[tuple[list[object], str]]] = {}
+            series: dict[tuple[str, str], list[tuple[list[tuple[int, int, str]], str]]] = {}
             for d, doc in self.documents.items():
                 path = PurePosixPath(doc.path)
                 if visible(doc.visibility, lens) and _DIGITS.search(path.name):

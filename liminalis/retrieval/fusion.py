@@ -8,12 +8,12 @@ than BM25, so both the arm weights and ``rrf_k`` are tuned on the dev sets (see 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 __all__ = ["rrf", "dedupe_ranking"]
 
 
-def dedupe_ranking(items: Sequence[str]) -> list[str]:
+def dedupe_ranking(items: Iterable[str]) -> list[str]:
     """Keep the first occurrence of each id, preserving order."""
     return list(dict.fromkeys(items))
 

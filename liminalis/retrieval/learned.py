@@ -184,7 +184,7 @@ def doc_features(
         lr, ls = lex.get(d, (0, 0.0))
         dr, ds = docr.get(d, (0, 0.0))
         nr, ns = dense.get(d, (0, 0.0))
-        _, terms, length = cat.doc_view(d, lens)
+        _, doc_terms, length = cat.doc_view(d, lens)
         title = cat.title_terms(d)
         win, win_cov, second, top_cov = windows[d]
         bigrams = cat.doc_bigrams(d, lens)
@@ -194,11 +194,11 @@ def doc_features(
             ds / top_doc, math.log(dr or 61), float(dr > 0),
             ns, (ns - top_dense) if nr else -1.0, math.log(nr or 21), float(nr > 0),
             math.log1p(pool_count.get(d, 0)),
-            sum(w[t] for t in q if t in terms) / wsum, win_cov, sum(w[t] for t in q if t in title) / wsum,
+            sum(w[t] for t in q if t in doc_terms) / wsum, win_cov, sum(w[t] for t in q if t in title) / wsum,
             win / top_window, second / top_lex, math.log1p(length), top_cov,
             sum(1 for x in pairs if x in bigrams) / len(pairs) if pairs else 0.0,
             (cd[d] - top_cd) if d in cd else -1.0, math.log(cd_rank.get(d, len(docs) + 1)),
-            sum(c[t] for t in q if t in terms) / csum,
+            sum(c[t] for t in q if t in doc_terms) / csum,
             _best_span(cat.doc_positions(d, lens, qset), w, SPAN) / wsum,
             max((fused_docs[n][1] / top_fused if top_fused else 0.0
                  for n in cat.neighbours(d, lens) if n in in_pool and n in fused_docs), default=0.0),
@@ -235,7 +235,7 @@ class LearnedRanker:
 
     def score(self, x: np.ndarray) -> np.ndarray:
         z = (x - self.mean) / self.scale
-        out = z @ self.weights
+        out: np.ndarray = z @ self.weights
         if self.hidden is not None:
             w1, b1, w2 = self.hidden
             out = out + np.tanh(z @ w1 + b1) @ w2
@@ -256,8 +256,8 @@ class LearnedRanker:
         feats = tuple(data["features"])
         if feats != FEATURES:
             raise ValueError(f"ranker features {feats} do not match this version's {FEATURES}")
-        arrays = [np.asarray(data[k], dtype=np.float64) for k in ("weights", "mean", "scale")]
-        if any(a.shape != (len(FEATURES),) for a in arrays):
+        weights, mean, scale = (np.asarray(data[k], dtype=np.float64) for k in ("weights", "mean", "scale"))
+        if any(a.shape != (len(FEATURES),) for a in (weights, mean, scale)):
             raise ValueError("ranker arrays do not match the feature count")
         hidden = None
         if data.get("hidden") is not None:
@@ -265,7 +265,7 @@ class LearnedRanker:
             if w1.ndim != 2 or w1.shape[0] != len(FEATURES) or b1.shape != (w1.shape[1],) or w2.shape != (w1.shape[1],):
                 raise ValueError("ranker hidden layer does not match the feature count")
             hidden = (w1, b1, w2)
-        return cls(*arrays, features=feats, model_id=str(data.get("model_id", "learned-ranker")),
+        return cls(weights, mean, scale, features=feats, model_id=str(data.get("model_id", "learned-ranker")),
                    embedder=str(data.get("embedder", "")), hidden=hidden)
 
 

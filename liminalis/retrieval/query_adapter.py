@@ -52,7 +52,8 @@ class QueryAdapter:
     def apply(self, vec: np.ndarray) -> np.ndarray:
         out = np.asarray(vec, dtype=np.float32) @ self.matrix
         norm = float(np.linalg.norm(out))
-        return (out / norm if norm > 0 else out).astype(np.float32)
+        result: np.ndarray = (out / norm if norm > 0 else out).astype(np.float32)
+        return result
 
     def save(self, path: str | Path, **meta: object) -> Path:
         p = Path(path)

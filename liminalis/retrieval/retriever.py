@@ -236,9 +236,9 @@ class Retriever:
             best.setdefault(cat.passages[pid].doc_id, pid)
         ranking: list[str] = []
         for doc_id, score in index.search(sig.query_tokens, top_k=p.doc_top_k):
-            pid = best.get(doc_id) or cat.first_passage(doc_id)
-            if pid and cat.visible_passage(pid, lens):
-                ranking.append(pid)
+            found = best.get(doc_id) or cat.first_passage(doc_id)
+            if found and cat.visible_passage(found, lens):
+                ranking.append(found)
                 sig.documents[doc_id] = score
         return ranking
 
