@@ -18,6 +18,7 @@ from liminalis.errors import InvalidInput, NotFound, NotReady, UnknownCampaign
 from liminalis.ingest.indexer import Indexer, IngestOptions
 from liminalis.ingest.sections import source_of
 from liminalis.lens import GM, visible
+from liminalis.memory.recall import MemoryModel
 from liminalis.ports import Embedder, Reranker, VectorStore
 from liminalis.retrieval.learned import DocumentRanker
 from liminalis.retrieval.lexical import Tokenizer
@@ -72,8 +73,13 @@ class Engine:
         k1: float = 0.6,
         b: float = 0.4,
         uploads_dir: Path | None = None,
+        memory: MemoryModel | None = None,
+        memory_enabled: bool = False,
     ) -> None:
         self.db = db
+        #: The campaign memory (liminalis.memory); it re-ranks retrieval only when enabled.
+        self.memory = memory
+        self.memory_enabled = memory_enabled
         self.uploads_dir = uploads_dir
         self.store = store
         self.embedder = embedder
@@ -212,10 +218,45 @@ class Engine:
         render = (params or self.retriever.params).render
         if render.whole_chars != config.whole_document_chars:  # campaign.toml's whole_document_chars
             params = replace(params or self.retriever.params, render=replace(render, whole_chars=config.whole_document_chars))
-        return await self.retriever.retrieve(
-            config.slug, query, frozenset(lens), always=config.always_include if use_pins else (),
+        if not (self.memory_enabled and self.memory is not None and use_pins):
+            return await self.retriever.retrieve(
+                config.slug, query, frozenset(lens), always=config.always_include if use_pins else (),
+                pinned=pinned, forced=forced, params=params, trace=trace,
+            )
+        trace = trace or Trace()
+        bundle = await self.retriever.retrieve(
+            config.slug, query, frozenset(lens), always=config.always_include,
             pinned=pinned, forced=forced, params=params, trace=trace,
         )
+        return await self._remember(config.slug, bundle, trace, params or self.retriever.params)
+
+    async def _remember(self, slug: str, bundle: Bundle, trace: Trace, params: RetrievalParams) -> Bundle:
+        """The bundle re-ranked by the campaign memory: every retrieved document kept, the
+        memory's own candidates added, the rendered documents re-chosen from the new order."""
+        assert self.memory is not None
+        cat = await self.retriever.catalog(slug)
+        lens = frozenset(bundle.lens)
+        recall = await self.memory.recall(cat, bundle.query, lens, retrieved=bundle.ranked_doc_ids,
+                                          dense=trace.dense_docs, lexical=trace.lexical_docs or trace.document_docs)
+        order = [d for d in recall.ranked_doc_ids if cat.visible_doc(d, lens)]
+        pinned = [d for d in bundle.documents if d.pinned]
+        have = {d.doc_id: d for d in bundle.documents if not d.pinned}
+        tokens = self.retriever.tokenizer(bundle.query)
+        rendered = list(pinned)
+        for doc_id in [d for d in order if d not in {p.doc_id for p in pinned}][: params.max_documents]:
+            rendered.append(have.get(doc_id) or self.retriever._render(
+                cat, doc_id, self.retriever._fallback_passages(cat, doc_id, tokens), pinned=False,
+                score=recall.memory_docs.get(doc_id, 0.0), p=params))
+        pinned_ids = [d for d in bundle.ranked_doc_ids if d in {p.doc_id for p in pinned}]
+        ranked = tuple(dict.fromkeys([*pinned_ids, *order]))
+        timings = {**bundle.timings_ms, "memory": recall.ms}
+        return replace(bundle, documents=tuple(rendered), ranked_doc_ids=ranked, timings_ms=timings)
+
+    async def remember_turn(self, slug: str, question: str, lens: frozenset[str], cited: Sequence[str]) -> None:
+        """Record an answered turn in the campaign memory (when enabled)."""
+        if self.memory_enabled and self.memory is not None:
+            cat = await self.retriever.catalog(validate_slug(slug))
+            await self.memory.record(cat, question, frozenset(lens), cited=cited)
 
     async def explain(self, slug: str, query: str, *, relevant: Sequence[str] = (), lens: frozenset[str] = frozenset({GM})) -> Explanation:
         """Where each relevant document got to (default: the top documents found)."""

@@ -93,6 +93,10 @@ async def forget_hidden(db: Database, campaign: str, was: frozenset[str], now: f
     """
     if was <= now:  # opened wider: nobody loses it
         return 0
+    from liminalis.store.memory import MemoryStore
+
+    # The campaign memory's activations and learned associations may lead to it too.
+    await MemoryStore(db).forget_hidden(campaign, was, now)
     async with db.write() as conn:
         async with conn.execute("SELECT chat_key FROM chat_state WHERE campaign = ?", (campaign,)) as cur:
             rows = list(await cur.fetchall())
