@@ -1,5 +1,5 @@
-"""``liminalis`` command line: ingest, ask, chat, explain, serve, train-reranker, train-ranker,
-train-query-adapter."""
+"""``liminalis`` command line: ingest, ask, chat, explain, memory, serve, train-reranker,
+train-ranker, train-query-adapter."""
 
 from __future__ import annotations
 
@@ -41,6 +41,10 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("question")
     ex.add_argument("--relevant", nargs="*", default=[])
     ex.add_argument("--lens", default="gm")
+
+    mem = sub.add_parser("memory", help="the campaign memory: `memory stats` (graph size and history)")
+    mem.add_argument("action", choices=["stats"])
+    mem.add_argument("--campaign", required=True)
 
     sub.add_parser("serve", help="run the Discord and/or Slack bots that have tokens")
 
@@ -102,6 +106,17 @@ async def _run(args: argparse.Namespace) -> int:
             ex = await engine.explain(args.campaign, args.question, relevant=args.relevant, lens=_lens(args.lens))
             cat = await engine.retriever.catalog(args.campaign)
             print(ex.render({d: doc.title for d, doc in cat.documents.items()}))
+            return 0
+        if args.command == "memory":
+            await engine.ensure_indexed(args.campaign, announce=_announce)
+            if engine.memory is None:
+                print("error: no campaign memory configured", file=sys.stderr)
+                return 2
+            cat = await engine.retriever.catalog(args.campaign)
+            await engine.memory.graph(cat)
+            stats = await engine.memory.store.stats(cat.campaign)
+            stats["enabled"] = engine.memory_enabled
+            print(json.dumps(stats, indent=2, sort_keys=True))
             return 0
         if args.command == "chat":
             from bot.console import ConsoleAdapter

@@ -28,7 +28,7 @@ __all__ = ["IncomingMessage", "Attachment", "Reply", "BotService", "COMMANDS", "
 
 _log = logging.getLogger(__name__)
 
-COMMANDS = ("ask", "pin", "budget", "upload", "recap", "explain", "campaign", "lens", "help")
+COMMANDS = ("ask", "pin", "budget", "upload", "recap", "explain", "campaign", "lens", "help", "memory")
 HELP = """**Liminalis** answers questions from your campaign's own documents, with sources.
 `/ask <question>` — ask about the campaign (or mention the bot)
 `/pin add|remove|list <document>` — always include a document (GM changes)
@@ -37,6 +37,7 @@ HELP = """**Liminalis** answers questions from your campaign's own documents, wi
 `/recap [sessions]` — "previously on…" from the latest session notes
 `/recap schedule <cron>|off` — GM: post a recap here on a schedule (5-field cron, UTC)
 `/explain <question>` — GM: how retrieval ranked the documents
+`/memory [gm|players|<lens>]` — GM: the campaign memory's most active chunks and strongest associations
 `/campaign link <slug>|unlink|status` — link this channel to a campaign (GM)
 `/campaign release <server id>` — GM: unlink a Discord server, ending its GM role names
 `/lens` — which view of the campaign you get
@@ -159,7 +160,7 @@ class RecapScheduling(Protocol):
 
 
 # Commands whose reply is always private; ``ask`` depends on the lens, the rest are public.
-_PRIVATE = {"help", "lens", "pin", "budget", "explain", "upload"}
+_PRIVATE = {"help", "lens", "pin", "budget", "explain", "upload", "memory"}
 
 
 def parse_command(text: str) -> tuple[str, str]:
@@ -477,6 +478,28 @@ class BotService:
         cat = await self.engine.retriever.catalog(cfg.slug)
         titles = {d: doc.title for d, doc in cat.documents.items()}
         return Reply(text=ex.render(titles), ephemeral=True, title="Explain")
+
+    async def cmd_memory(self, msg: IncomingMessage, arg: str) -> Reply:
+        cfg = await self.campaign_of(msg)
+        lens = await self.lens_of(msg, cfg)
+        self._require_gm(lens)
+        memory = self.engine.memory
+        if memory is None:
+            return Reply(text="The campaign memory is not configured.", ephemeral=True, title="Memory")
+        names = {x.strip().lower() for x in arg.replace(",", " ").split() if x.strip()} or {PLAYERS}
+        of = frozenset({GM}) if GM in names else frozenset(names | {PLAYERS})
+        cat = await self.engine.retriever.catalog(cfg.slug)
+        chunks, edges = await memory.top(cat, of)
+        stats = await memory.store.stats(cfg.slug)
+        state = "on" if self.engine.memory_enabled else "off (LIMINALIS_MEMORY_ENABLED)"
+        lines = [f"Memory ({state}) of lens {','.join(sorted(of))}: "
+                 + ", ".join(f"{n} {k}" for k, n in sorted(stats["chunks"].items()))
+                 + f"; {stats['links']} links, {stats['learned_edges']} learned associations", "Most active:"]
+        lines += [f"- {label} ({cid.split(':', 1)[0]}) B={b:.2f}" for cid, label, b in chunks] or ["- (nothing yet)"]
+        lines.append("Strongest associations:")
+        lines += [f"- {memory.label(cfg.slug, s)} → {memory.label(cfg.slug, d)} w={w:.2f}"
+                  for s, d, w in edges] or ["- (none yet)"]
+        return Reply(text="\n".join(lines), ephemeral=True, title="Memory")
 
     async def cmd_recap(self, msg: IncomingMessage, arg: str) -> Reply:
         cfg = await self.campaign_of(msg)

@@ -254,3 +254,23 @@ async def test_answer_path_uses_memory_when_enabled_and_hidden_forgets(tmp_path)
         assert "memory" not in off.timings_ms
     finally:
         await close_engine(engine)
+
+
+async def test_console_memory_command_is_gms_and_shows_the_graph(tmp_path):
+    from bot.console import ConsoleAdapter
+    from bot.service import BotService
+
+    clock = FrozenClock()
+    engine = await _memory_engine(tmp_path, "s", clock)
+    try:
+        service = BotService(engine, default_campaign="greyhold")
+        player = ConsoleAdapter(service, campaign="greyhold", lens="players")
+        await player.ask("Who is Baron Aldric?")
+        denied = await player.ask("/memory")
+        assert "Most active" not in denied.text
+        gm = ConsoleAdapter(service, campaign="greyhold", lens="gm")
+        reply = await gm.ask("/memory players")
+        assert "Most active" in reply.text and "Baron Aldric" in reply.text and "Strongest associations" in reply.text
+        assert CANARY not in reply.text
+    finally:
+        await close_engine(engine)

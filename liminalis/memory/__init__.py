@@ -8,7 +8,22 @@ from liminalis.memory.recall import MemoryModel, MemoryParams, Recall
 from liminalis.memory.spreading import SpreadParams, doc_scores, resonance, spread
 
 __all__ = [
-    "DecayRates", "EventLog", "LeakyIntegrator", "base_level", "HebbianParams", "LearnedEdge", "NameEntities",
-    "Chunk", "Graph", "Link", "build_graph", "MemoryModel", "MemoryParams", "Recall", "SpreadParams", "doc_scores",
-    "resonance", "spread",
+    "Chunk",
+    "DecayRates",
+    "EventLog",
+    "Graph",
+    "HebbianParams",
+    "LeakyIntegrator",
+    "LearnedEdge",
+    "Link",
+    "MemoryModel",
+    "MemoryParams",
+    "NameEntities",
+    "Recall",
+    "SpreadParams",
+    "base_level",
+    "build_graph",
+    "doc_scores",
+    "resonance",
+    "spread",
 ]

@@ -42,7 +42,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["EventLog", "LeakyIntegrator", "DecayRates", "NEG_INF", "base_level"]
+__all__ = ["NEG_INF", "DecayRates", "EventLog", "LeakyIntegrator", "base_level"]
 
 #: The activation of a chunk never used.
 NEG_INF = -math.inf

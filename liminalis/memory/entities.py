@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from liminalis.retrieval.catalog import normalize_key
 from liminalis.types import Document
 
-__all__ = ["NameEntities", "ENTITY_TYPES", "series_name"]
+__all__ = ["ENTITY_TYPES", "NameEntities", "series_name"]
 
 #: Front-matter types that make a document an entity of that type.
 ENTITY_TYPES = frozenset({"character", "npc", "pc", "person", "place", "location", "city", "region",
@@ -30,16 +30,11 @@ ENTITY_TYPES = frozenset({"character", "npc", "pc", "person", "place", "location
                           "creature", "monster", "deity", "god", "event", "quest"})
 _SERIES = re.compile(
     r"\s*(?:[-–—:,(\[]\s*)?(?:section|part|chapter|scene|page)\s+\d+(?:\s+of\s+\d+)?\s*[)\]]?"
-    r"(?:\s*\(turns?[^)]*\))?\s*$", re.I)
+    r"(?:\s*\(turns?[^)]*\))?\s*$", re.IGNORECASE)
 _TRAIL_NUM = re.compile(r"\s*[-–—#:]?\s*\d+\s*$")
 _NAME = re.compile(r"(?<![\w'’])[A-Z][a-z'’\-]+(?:\s+(?:of\s+|the\s+|de\s+)?[A-Z][a-z'’\-]+)*")
 _STOP = frozenset(
-    "the a an and but or so then when what who whom whose where why how if this that these those there here "
-    "he she it they we you i his her its their our your my mine yes no not oh ok okay well now just also "
-    "one two three all some any every each after before while with without from into onto for of in on at "
-    "to by as is was were are be been do did does have has had can could would should will shall may might "
-    "must let lets let's once later still very even maybe perhaps what's that's it's i'm you're we're "
-    "mr mrs sir lady lord king queen prince princess chapter section part session".split())
+    ["the", "a", "an", "and", "but", "or", "so", "then", "when", "what", "who", "whom", "whose", "where", "why", "how", "if", "this", "that", "these", "those", "there", "here", "he", "she", "it", "they", "we", "you", "i", "his", "her", "its", "their", "our", "your", "my", "mine", "yes", "no", "not", "oh", "ok", "okay", "well", "now", "just", "also", "one", "two", "three", "all", "some", "any", "every", "each", "after", "before", "while", "with", "without", "from", "into", "onto", "for", "of", "in", "on", "at", "to", "by", "as", "is", "was", "were", "are", "be", "been", "do", "did", "does", "have", "has", "had", "can", "could", "would", "should", "will", "shall", "may", "might", "must", "let", "lets", "let's", "once", "later", "still", "very", "even", "maybe", "perhaps", "what's", "that's", "it's", "i'm", "you're", "we're", "mr", "mrs", "sir", "lady", "lord", "king", "queen", "prince", "princess", "chapter", "section", "part", "session"])
 
 
 def series_name(title: str) -> str:

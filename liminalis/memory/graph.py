@@ -8,7 +8,8 @@ with its own weight and the visibility of its evidence:
 
 * part-of: passage → summary (1.0), summary → passage (0.5);
 * the passage chain: previous ↔ next passage (0.5);
-* mention: passage ↔ entity (1.0; the fan term of spreading divides a hub's share);
+* mention: passage → entity and summary ↔ entity (1.0; the fan term of spreading divides a
+  hub's share);
 * co-mention: entity ↔ entity named in one passage (0.5);
 * instance-of: entity or summary ↔ its type node (0.3), so activation flows
   instance → category → siblings.
@@ -29,7 +30,7 @@ from liminalis.lens import GM, NOT_GM, visible
 from liminalis.ports import EntitySource
 from liminalis.retrieval.catalog import Catalog
 
-__all__ = ["Chunk", "Link", "Graph", "build_graph", "union_visibility"]
+__all__ = ["Chunk", "Graph", "Link", "build_graph", "union_visibility"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +70,36 @@ class Graph:
     vocabulary: dict[str, str] = field(default_factory=dict)
     #: Entities each passage names (for "the entities named in what was recalled").
     mentions: dict[str, list[str]] = field(default_factory=dict)
+    _seen: dict[tuple[tuple[frozenset[str], ...], frozenset[str]], bool] = field(default_factory=dict)
+    _adjacency: dict[frozenset[str], dict[str, list[tuple[str, float]]]] = field(default_factory=dict)
+
+    def admits(self, vis: tuple[frozenset[str], ...], lens: frozenset[str]) -> bool:
+        """:func:`liminalis.lens.visible` for every set of ``vis`` (memoised: a campaign has few)."""
+        key = (vis, lens)
+        ok = self._seen.get(key)
+        if ok is None:
+            ok = self._seen[key] = all(visible(v, lens) for v in vis)
+        return ok
 
     def visible(self, chunk_id: str, lens: frozenset[str]) -> bool:
         c = self.chunks.get(chunk_id)
-        return c is not None and all(visible(v, lens) for v in c.visibility)
+        return c is not None and self.admits(c.visibility, lens)
+
+    def adjacency(self, lens: frozenset[str]) -> dict[str, list[tuple[str, float]]]:
+        """The links ``lens`` may walk — link, source and target all visible — as
+        ``src → [(dst, weight)]`` (built once per lens and generation)."""
+        adj = self._adjacency.get(lens)
+        if adj is None:
+            adj = {}
+            for src, links in self.out.items():
+                if not self.visible(src, lens):
+                    continue
+                kept = [(lk.dst, lk.weight) for lk in links
+                        if self.admits(lk.visibility, lens) and self.visible(lk.dst, lens)]
+                if kept:
+                    adj[src] = kept
+            self._adjacency[lens] = adj
+        return adj
 
     def link(self, src: str, dst: str, kind: str, weight: float, vis: tuple[frozenset[str], ...]) -> None:
         self.out.setdefault(src, []).append(Link(dst, kind, weight, vis))
@@ -112,6 +139,7 @@ def build_graph(cat: Catalog, entities: EntitySource) -> Graph:
             g.link(did, tid, "instance", 0.3, (doc.visibility,))
             g.link(tid, did, "instance", 0.3, (doc.visibility,))
         prev: str | None = None
+        doc_mentions: dict[str, tuple[set[frozenset[str]], set[frozenset[str]]]] = {}
         for pid in pids:
             p = cat.passages[pid]
             vis = (p.visibility, doc.visibility)
@@ -129,12 +157,19 @@ def build_graph(cat: Catalog, entities: EntitySource) -> Graph:
             for key in named:
                 ent_vis.setdefault(key, set()).update(vis)
                 g.link(cid, f"e:{key}", "mention", 1.0, vis)
-                g.link(f"e:{key}", cid, "mention", 1.0, vis)
+                doc_mentions.setdefault(key, (set(), set()))[0].update(vis)
+                doc_mentions[key][1].add(p.visibility)
             for i, a in enumerate(named):
                 for b in named[i + 1:]:
                     pair = (a, b) if a < b else (b, a)
                     co[pair] += 1
                     co_vis.setdefault(pair, set()).update(vis)
+        # Mentions also link the entity and the document as a whole: the walk reaches a
+        # document from a name in two steps (entity → summary) rather than through each passage.
+        for key, (_, pvis) in doc_mentions.items():
+            dvis = (doc.visibility, union_visibility(pvis))
+            g.link(did, f"e:{key}", "mention", 1.0, dvis)
+            g.link(f"e:{key}", did, "mention", 1.0, dvis)
     for key, vis_set in ent_vis.items():
         eid = f"e:{key}"
         kind = g.vocabulary.get(key, "name")

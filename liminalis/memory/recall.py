@@ -36,17 +36,17 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from liminalis.lens import GM
 from liminalis.memory.activation import NEG_INF, DecayRates, LeakyIntegrator
 from liminalis.memory.associations import HebbianParams, LearnedEdge, decayed, prune, strengthen
 from liminalis.memory.entities import NameEntities
 from liminalis.memory.graph import Graph, build_graph
 from liminalis.memory.spreading import SpreadParams, doc_scores, resonance, spread
-from liminalis.lens import GM
 from liminalis.ports import BaseLevelModel, Clock, EntitySource
 from liminalis.retrieval.catalog import Catalog
 from liminalis.store.memory import MemoryStore, scope_of
 
-__all__ = ["MemoryParams", "MemoryModel", "Recall"]
+__all__ = ["MemoryModel", "MemoryParams", "Recall"]
 
 _log = logging.getLogger(__name__)
 
@@ -99,6 +99,12 @@ class MemoryModel:
         self._graphs: dict[str, Graph] = {}
         self._scopes: dict[tuple[str, str], _Scope] = {}
         self._pending: dict[tuple[str, str], Recall] = {}
+
+    def label(self, campaign: str, chunk_id: str) -> str:
+        """A chunk's readable name (a title, an entity, a heading; "a question" for a turn)."""
+        g = self._graphs.get(campaign)
+        chunk = g.chunks.get(chunk_id) if g is not None else None
+        return chunk.label if chunk is not None else ("a question" if chunk_id.startswith("q:") else chunk_id)
 
     def now(self) -> float:
         return self.clock.now().timestamp()

@@ -27,10 +27,10 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from liminalis.memory.graph import Graph, Link
 from liminalis.lens import visible
+from liminalis.memory.graph import Graph, Link
 
-__all__ = ["SpreadParams", "spread", "doc_scores", "resonance", "gate"]
+__all__ = ["SpreadParams", "doc_scores", "gate", "resonance", "spread"]
 
 #: How much each kind of chunk counts towards a document's score.
 TYPE_WEIGHTS = {"passage": 1.0, "summary": 0.9, "fact": 1.0, "entity": 0.0, "type": 0.0, "turn": 0.0}
@@ -38,15 +38,15 @@ TYPE_WEIGHTS = {"passage": 1.0, "summary": 0.9, "fact": 1.0, "entity": 0.0, "typ
 
 @dataclass(frozen=True, slots=True)
 class SpreadParams:
-    steps: int = 3
+    steps: int = 2
     #: ``S`` of the fan term, as ``ln`` of this (a node linked to this many chunks carries nothing).
     fan_limit: float = 400.0
     rho: float = 0.5
     gate_floor: float = 0.25
     gate_mid: float = -2.0
     gate_width: float = 1.0
-    min_amount: float = 1e-3
-    max_frontier: int = 400
+    min_amount: float = 2e-3
+    max_frontier: int = 150
 
 
 def gate(b: float, p: SpreadParams) -> float:
@@ -56,18 +56,18 @@ def gate(b: float, p: SpreadParams) -> float:
     return p.gate_floor + (1 - p.gate_floor) / (1 + math.exp(-(b - p.gate_mid) / p.gate_width))
 
 
-def _visible_link(lk: Link, lens: frozenset[str]) -> bool:
-    return all(visible(v, lens) for v in lk.visibility)
-
-
 def spread(graph: Graph, sources: Mapping[str, float], lens: frozenset[str], *, resting: Callable[[str], float],
            learned: Mapping[str, list[tuple[str, float]]] | None = None, p: SpreadParams = SpreadParams(),
            carried: dict[tuple[str, str], float] | None = None) -> dict[str, float]:
     """Total activation each chunk received from ``sources`` (sources included at their amount).
 
-    ``carried``, when given, collects the amount each link carried (for Hebbian learning).
+    ``learned`` links must already be filtered for ``lens`` (both ends visible); ``carried``,
+    when given, collects the amount each link carried (for Hebbian learning).
     """
     S = math.log(p.fan_limit)
+    lens = frozenset(lens)
+    adj = graph.adjacency(lens)
+    learned = learned or {}
     total: dict[str, float] = {c: a for c, a in sources.items() if graph.visible(c, lens)}
     frontier = dict(total)
     gates: dict[str, float] = {}
@@ -75,16 +75,15 @@ def spread(graph: Graph, sources: Mapping[str, float], lens: frozenset[str], *, 
         arrivals: dict[str, list[float]] = {}
         top = sorted(frontier.items(), key=lambda kv: -kv[1])[: p.max_frontier]
         for src, amount in top:
-            links = graph.out.get(src, [])
-            fan = len(links) + len((learned or {}).get(src, ()))
+            outs = adj.get(src, [])
+            extra = learned.get(src, ())
+            # The fan counts every link of the chunk, walkable by this lens or not: the strength
+            # of a link must not tell a player how much GM material hangs off a node.
+            fan = len(graph.out.get(src, ())) + len(extra)
             strength = max(0.0, S - math.log(max(1, fan))) / S
             if strength <= 0:
                 continue
-            outs: list[tuple[str, float]] = [(lk.dst, lk.weight) for lk in links if _visible_link(lk, lens)]
-            outs += list((learned or {}).get(src, ()))
-            for dst, w in outs:
-                if not graph.visible(dst, lens):
-                    continue
+            for dst, w in (*outs, *extra):
                 g = gates.get(dst)
                 if g is None:
                     g = gates[dst] = gate(resting(dst), p)

@@ -207,7 +207,7 @@ class MemoryStore:
         await self.ensure()
         kinds = {r["kind"]: int(r["n"]) for r in await self.db.fetchall(
             "SELECT kind, COUNT(*) AS n FROM memory_chunks WHERE campaign = ? GROUP BY kind", (campaign,))}
-        one = lambda sql: self.db.fetchone(sql, (campaign,))  # noqa: E731
+        one = lambda sql: self.db.fetchone(sql, (campaign,))
         links = await one("SELECT COUNT(*) AS n FROM memory_links WHERE campaign = ?")
         acts = await one("SELECT COUNT(*) AS n, COUNT(DISTINCT scope) AS s FROM memory_activation WHERE campaign = ?")
         edges = await one("SELECT COUNT(*) AS n FROM memory_edges WHERE campaign = ?")
