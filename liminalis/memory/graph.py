@@ -7,7 +7,8 @@ Chunks (one kind of object, told apart by ``kind``): ``passage`` (``p:<passage i
 with its own weight and the visibility of its evidence:
 
 * part-of: passage → summary (1.0), summary → passage (0.5);
-* the passage chain: previous ↔ next passage (0.5);
+* the passage chain: previous ↔ next passage (0.5), and a numbered series' documents
+  (session-3 ↔ session-4) summary ↔ summary (0.5);
 * mention: passage → entity and summary ↔ entity (1.0; the fan term of spreading divides a
   hub's share);
 * co-mention: entity ↔ entity named in one passage (0.5);
@@ -26,7 +27,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
-from liminalis.lens import GM, NOT_GM, visible
+from liminalis.lens import GM, NOT_GM, PLAYERS, visible
 from liminalis.ports import EntitySource
 from liminalis.retrieval.catalog import Catalog
 
@@ -170,6 +171,14 @@ def build_graph(cat: Catalog, entities: EntitySource) -> Graph:
             dvis = (doc.visibility, union_visibility(pvis))
             g.link(did, f"e:{key}", "mention", 1.0, dvis)
             g.link(f"e:{key}", did, "mention", 1.0, dvis)
+    # A numbered series (session-3 → session-4, a story's sections) links each document to the
+    # ones beside it, as it is read (Catalog.neighbours: per lens, so both sides' views).
+    for lens in (frozenset({GM}), frozenset({PLAYERS})):
+        for doc_id in cat.by_doc:
+            for other in cat.neighbours(doc_id, lens):
+                pair = (cat.documents[doc_id].visibility, cat.documents[other].visibility)
+                if not any(lk.dst == f"d:{other}" and lk.kind == "series" for lk in g.out.get(f"d:{doc_id}", ())):
+                    g.link(f"d:{doc_id}", f"d:{other}", "series", 0.5, pair)
     for key, vis_set in ent_vis.items():
         eid = f"e:{key}"
         kind = g.vocabulary.get(key, "name")
