@@ -111,13 +111,13 @@ class LeakyIntegrator:
         w = self._weights.get(d)
         if w is None:
             g = math.gamma(d)
-            w = [self.h * s**d / g for s in self.rates]
+            ws = [self.h * s**d / g for s in self.rates]
             # The slowest trace also carries the integral's tail ∫_0^{s_min} (its half step of
             # the trapezoid rule plus s_min^d / Γ(d+1)): with a small d that tail holds a share
             # of the mass no finite band covers.
             s_min = self.rates[-1]
-            w[-1] = self.h * s_min**d / (2 * g) + s_min**d / math.gamma(d + 1)
-            w = tuple(w)
+            ws[-1] = self.h * s_min**d / (2 * g) + s_min**d / math.gamma(d + 1)
+            w = tuple(ws)
             self._weights[d] = w
         return w
 

@@ -44,7 +44,7 @@ class LearnedEdge:
 
 def decayed(weight: float, age_s: float, half_life_s: float) -> float:
     """``w · 2^(−age/h)``."""
-    return weight * 0.5 ** (max(0.0, age_s) / half_life_s)
+    return float(weight * 0.5 ** (max(0.0, age_s) / half_life_s))
 
 
 def strengthen(edge: LearnedEdge, now: float, a_i: float, a_j: float, *, eta: float, half_life_s: float,

@@ -176,9 +176,9 @@ def build_graph(cat: Catalog, entities: EntitySource) -> Graph:
     for lens in (frozenset({GM}), frozenset({PLAYERS})):
         for doc_id in cat.by_doc:
             for other in cat.neighbours(doc_id, lens):
-                pair = (cat.documents[doc_id].visibility, cat.documents[other].visibility)
+                both = (cat.documents[doc_id].visibility, cat.documents[other].visibility)
                 if not any(lk.dst == f"d:{other}" and lk.kind == "series" for lk in g.out.get(f"d:{doc_id}", ())):
-                    g.link(f"d:{doc_id}", f"d:{other}", "series", 0.5, pair)
+                    g.link(f"d:{doc_id}", f"d:{other}", "series", 0.5, both)
     for key, vis_set in ent_vis.items():
         eid = f"e:{key}"
         kind = g.vocabulary.get(key, "name")
@@ -200,6 +200,6 @@ def build_graph(cat: Catalog, entities: EntitySource) -> Graph:
     # A type node is visible wherever an instance is: its own links carry the walls.
     for cid, c in list(g.chunks.items()):
         if c.kind == "type":
-            vis = {v for lk in g.out.get(cid, ()) for v in lk.visibility}
-            g.chunks[cid] = Chunk(cid, "type", c.label, None, (union_visibility(vis),), "type")
+            seen = {v for lk in g.out.get(cid, ()) for v in lk.visibility}
+            g.chunks[cid] = Chunk(cid, "type", c.label, None, (union_visibility(seen),), "type")
     return g

@@ -287,26 +287,26 @@ class MemoryModel:
             for (s, d), c in sorted(rec.carried.items(), key=lambda kv: -kv[1])[:20]:
                 if g.visible(s, lens) and g.visible(d, lens):
                     learn(s, d, "spread", c / top, 1.0, h.eta_spread)
-        doomed = prune([e for k, e in st.edges.items() if k not in changed], now, h)
-        for e in doomed:
-            st.edges.pop((e.src, e.dst), None)
+        doomed = prune([edge for k, edge in st.edges.items() if k not in changed], now, h)
+        for edge in doomed:
+            st.edges.pop((edge.src, edge.dst), None)
         # The turn context: last turn's context decayed, plus this turn's strongest entities and documents.
         ctx = {c: a * p.context_decay for c, a in st.context.items()}
         fresh: dict[str, float] = {f"d:{d}": 1.0 / (1 + i) for i, d in enumerate(cited[:3])}
         if rec is not None:
-            ents = sorted(((c, a) for c, a in rec.activation.items() if c.startswith("e:")), key=lambda kv: -kv[1])[:10]
+            ents = sorted(((e, a) for e, a in rec.activation.items() if e.startswith("e:")), key=lambda kv: -kv[1])[:10]
             best = ents[0][1] if ents else 0.0
-            fresh.update({c: a / best for c, a in ents if best > 0})
-        for e in named:
-            fresh[e] = 1.0
-        for c, a in fresh.items():
-            ctx[c] = ctx.get(c, 0.0) + a * (1 - p.context_decay)
+            fresh.update({e: a / best for e, a in ents if best > 0})
+        for ent in named:
+            fresh[ent] = 1.0
+        for cid, a in fresh.items():
+            ctx[cid] = ctx.get(cid, 0.0) + a * (1 - p.context_decay)
         st.context = dict(sorted(((c, a) for c, a in ctx.items() if a >= 0.01), key=lambda kv: -kv[1])[: p.context_size])
         await self.store.add_turn(cat.campaign, turn, question[:200], vis, cat.generation)
         await self.store.save_activations(cat.campaign, scope, rows)
         await self.store.save_edges(cat.campaign, scope, [(e.src, e.dst, e.kind, e.weight, e.visibility, e.state,
                                                            e.updated_at) for e in changed.values()],
-                                    pruned=[(e.src, e.dst) for e in doomed])
+                                    pruned=[(edge.src, edge.dst) for edge in doomed])
         await self.store.save_context(cat.campaign, scope, st.context, now)
 
     async def top(self, cat: Catalog, lens: frozenset[str], *, scope: str | None = None, n: int = 10,

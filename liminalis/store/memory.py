@@ -207,10 +207,10 @@ class MemoryStore:
         await self.ensure()
         kinds = {r["kind"]: int(r["n"]) for r in await self.db.fetchall(
             "SELECT kind, COUNT(*) AS n FROM memory_chunks WHERE campaign = ? GROUP BY kind", (campaign,))}
-        one = lambda sql: self.db.fetchone(sql, (campaign,))
-        links = await one("SELECT COUNT(*) AS n FROM memory_links WHERE campaign = ?")
-        acts = await one("SELECT COUNT(*) AS n, COUNT(DISTINCT scope) AS s FROM memory_activation WHERE campaign = ?")
-        edges = await one("SELECT COUNT(*) AS n FROM memory_edges WHERE campaign = ?")
+        links = await self.db.fetchone("SELECT COUNT(*) AS n FROM memory_links WHERE campaign = ?", (campaign,))
+        acts = await self.db.fetchone("SELECT COUNT(*) AS n, COUNT(DISTINCT scope) AS s FROM memory_activation "
+                                      "WHERE campaign = ?", (campaign,))
+        edges = await self.db.fetchone("SELECT COUNT(*) AS n FROM memory_edges WHERE campaign = ?", (campaign,))
         return {"chunks": kinds, "links": int(links["n"]) if links else 0,
                 "active_chunks": int(acts["n"]) if acts else 0, "scopes": int(acts["s"]) if acts else 0,
                 "learned_edges": int(edges["n"]) if edges else 0}
