@@ -254,9 +254,9 @@ async def cost(src: Path, n_docs: int, *, turns: int = 60, work: Path | None = N
     import shutil
     import tempfile
 
+    from liminalis.campaign import CampaignConfig
     from liminalis.engine import Engine
     from liminalis.ingest.indexer import IngestOptions
-    from liminalis.campaign import CampaignConfig
     from liminalis.store.sqlite import Database
     from liminalis.testing import HashEmbedder, MemoryVectorStore
 

@@ -102,7 +102,7 @@ class LeakyIntegrator:
                  margin: int = 3) -> None:
         s_max = math.exp(h * margin) / min_age
         s_min = math.exp(-h * margin) / max_age
-        m = int(math.ceil(math.log(s_max / s_min) / h)) + 1
+        m = math.ceil(math.log(s_max / s_min) / h) + 1
         self.h = h
         self.rates = tuple(s_max * math.exp(-h * i) for i in range(m))
         self._weights: dict[float, tuple[float, ...]] = {}

@@ -27,8 +27,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from liminalis.lens import visible
-from liminalis.memory.graph import Graph, Link
+from liminalis.memory.graph import Graph
 
 __all__ = ["SpreadParams", "doc_scores", "gate", "resonance", "spread"]
 
