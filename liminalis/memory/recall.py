@@ -15,8 +15,11 @@ more reach above the rest (:func:`liminalis.memory.spreading.resonance`).
 Meeting ranking: memory re-ranks, it never hides. The retrieval order and the memory order are
 fused per document,
 
-    score(d) = 1/(k + r_ret(d)) + w_mem · m(d)/max m          (loop)
-    score(d) = 1/(k + r_ret(d)) + w_mem · 1/(k + r_mem(d))    (resonance)
+    score(d) = 1/(k + r_ret(d)) · (1 + w_mem · m(d)/max m)         (loop)
+    score(d) = 1/(k + r_ret(d)) · (1 + w_mem · k/(k + r_mem(d)))   (resonance)
+
+(``fusion="sum"`` adds the memory term instead; a document only memory found ranks just after
+the last retrieved one)
 
 so every retrieved document — however cold — stays in the list, and memory adds its own.
 
@@ -59,8 +62,13 @@ class MemoryParams:
     recalled_docs: int = 3
     context_decay: float = 0.5
     context_size: int = 30
-    w_memory: float = 0.1
+    w_memory: float = 1.0
     rrf_k: float = 5.0
+    #: "product": score = 1/(k + r_ret) · (1 + w·m/max m); "sum": 1/(k + r_ret) + w·m/max m.
+    fusion: str = "product"
+    #: ACT-R divides the source activation W among the sources: each entity the question names
+    #: takes a share from the carried-over context (a named new subject is not dragged back).
+    share_context: bool = True
     decay: DecayRates = field(default_factory=DecayRates)
     hebbian: HebbianParams = field(default_factory=HebbianParams)
     spread: SpreadParams = field(default_factory=SpreadParams)
@@ -190,6 +198,8 @@ class MemoryModel:
             return {f"d:{d}": 1.0 / (1 + r / 3) for r, d in enumerate(docs[: p.seeds]) if g.visible(f"d:{d}", lens)}
 
         context = {c: a for c, a in st.context.items() if g.visible(c, lens)}
+        if p.share_context and named:
+            context = {c: a / (1 + len(named)) for c, a in context.items()}
         if p.orchestration == "resonance":
             passes = {
                 "dense": spread(g, {**seeds(dense)}, lens, resting=resting, learned=learned, p=p.spread, carried=carried),
@@ -238,14 +248,16 @@ class MemoryModel:
 
     def _fuse(self, retrieved: Sequence[str], mem: dict[str, float], *, rank_based: bool) -> list[str]:
         p = self.params
-        score: dict[str, float] = {}
-        for i, d in enumerate(retrieved):
-            score.setdefault(d, 1.0 / (p.rrf_k + i + 1))
+        order = {d: i for i, d in enumerate(dict.fromkeys(retrieved))}
         top = max(mem.values(), default=0.0)
-        for d, m in mem.items():
-            add = p.w_memory * (m if rank_based else (m / top if top > 0 else 0.0))
-            score[d] = score.get(d, 0.0) + add
-        order = {d: i for i, d in enumerate(retrieved)}
+        score: dict[str, float] = {}
+        for d in {*order, *mem}:
+            base = 1.0 / (p.rrf_k + order.get(d, len(order)) + 1)
+            m = mem.get(d, 0.0)
+            if p.fusion == "product":
+                score[d] = base * (1.0 + p.w_memory * (m / top if top > 0 and not rank_based else m * p.rrf_k))
+            else:
+                score[d] = base + p.w_memory * (m if rank_based else (m / top if top > 0 else 0.0))
         return sorted(score, key=lambda d: (-score[d], order.get(d, len(order))))
 
     async def record(self, cat: Catalog, question: str, lens: frozenset[str], *, cited: Sequence[str],
