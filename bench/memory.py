@@ -337,8 +337,12 @@ def main(argv: list[str] | None = None) -> int:
     over: dict[str, Any] = {}
     for item in args.set:
         k, _, v = item.partition("=")
-        over[k] = v if k in {"orchestration", "fusion"} else (v.lower() in {"1", "true"} if k == "share_context" else (int(v) if k in {"cycles", "seeds", "recalled_docs", "context_size"} else float(v)))
-    params = MemoryParams(**over)
+        over[k] = v if k in {"orchestration", "fusion"} else (v.lower() in {"1", "true"} if k in {"share_context", "arrivals_only"} else (int(v) if k in {"cycles", "seeds", "recalled_docs", "context_size"} else float(v)))
+    from liminalis.memory.spreading import SpreadParams
+
+    spread_keys = {f.name for f in dataclasses.fields(SpreadParams)}
+    spread_over = {k: over.pop(k) for k in list(over) if k in spread_keys}
+    params = MemoryParams(**over, spread=SpreadParams(**spread_over))
     results = asyncio.run(run(args.dirs, args.mode or MODES, limit=args.limit, per_case=args.per_case,
                               progress=not args.no_progress, memory_params=params, ranker_spec=args.ranker))
     print_table(results)

@@ -69,6 +69,10 @@ class MemoryParams:
     #: ACT-R divides the source activation W among the sources: each entity the question names
     #: takes a share from the carried-over context (a named new subject is not dragged back).
     share_context: bool = True
+    #: Each named entity's share of W against the whole carried context's one.
+    named_share: float = 1.0
+    #: Score documents by the activation spreading brought them, without the seeds' own.
+    arrivals_only: bool = True
     decay: DecayRates = field(default_factory=DecayRates)
     hebbian: HebbianParams = field(default_factory=HebbianParams)
     spread: SpreadParams = field(default_factory=SpreadParams)
@@ -199,7 +203,7 @@ class MemoryModel:
 
         context = {c: a for c, a in st.context.items() if g.visible(c, lens)}
         if p.share_context and named:
-            context = {c: a / (1 + len(named)) for c, a in context.items()}
+            context = {c: a / (1 + p.named_share * len(named)) for c, a in context.items()}
         if p.orchestration == "resonance":
             passes = {
                 "dense": spread(g, {**seeds(dense)}, lens, resting=resting, learned=learned, p=p.spread, carried=carried),
@@ -217,8 +221,8 @@ class MemoryModel:
             mem = {d: 1.0 / (p.rrf_k + i + 1) for i, d in enumerate(order)}
             fused = self._fuse(retrieved, mem, rank_based=True)
         else:
-            total = spread(g, {**context, **seeds(retrieved)}, lens, resting=resting, learned=learned, p=p.spread,
-                           carried=carried)
+            given = {**context, **seeds(retrieved)}
+            total = spread(g, given, lens, resting=resting, learned=learned, p=p.spread, carried=carried)
             seen: set[str] = set()
             for cycle in range(1, p.cycles):
                 if cycle == 1:
@@ -239,7 +243,9 @@ class MemoryModel:
                 got = spread(g, src, lens, resting=resting, learned=learned, p=p.spread, carried=carried)
                 for c, a in got.items():
                     total[c] = total.get(c, 0.0) + a
-            mem = doc_scores(g, total)
+            # Memory's evidence is what spreading brought, not the retrieval seeds' own amounts
+            # (retrieval already counts in the fused score's first factor).
+            mem = doc_scores(g, {c: a - given.get(c, 0.0) if p.arrivals_only else a for c, a in total.items()})
             fused = self._fuse(retrieved, mem, rank_based=False)
         rec = Recall(ranked_doc_ids=fused, memory_docs=mem, activation=total, carried=carried,
                      entities=[e for e in named], ms=(time.perf_counter() - t0) * 1000)
