@@ -337,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     over: dict[str, Any] = {}
     for item in args.set:
         k, _, v = item.partition("=")
-        over[k] = v if k in {"orchestration", "fusion"} else (v.lower() in {"1", "true"} if k in {"share_context", "arrivals_only"} else (int(v) if k in {"cycles", "seeds", "recalled_docs", "context_size"} else float(v)))
+        over[k] = v if k in {"orchestration", "fusion"} else (v.lower() in {"1", "true"} if k in {"share_context", "arrivals_only", "normalize"} else (int(v) if k in {"cycles", "seeds", "recalled_docs", "context_size"} else float(v)))
     from liminalis.memory.spreading import SpreadParams
 
     spread_keys = {f.name for f in dataclasses.fields(SpreadParams)}

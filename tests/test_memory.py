@@ -141,7 +141,7 @@ def test_gate_by_resting_activation():
     g.link("e:s", "p:warm", "mention", 1.0, vis)
     g.link("e:s", "p:cold", "mention", 1.0, vis)
     got = spread(g, {"e:s": 1.0}, PLAYERS_LENS, resting=lambda c: 2.0 if c == "p:warm" else -math.inf)
-    assert got["p:warm"] > 2 * got["p:cold"] > 0
+    assert got["p:warm"] > 1.5 * got["p:cold"] > 0  # the cold end still gets the floor share
 
 
 def test_walls_in_spreading():
@@ -172,8 +172,8 @@ async def test_same_documents_different_histories_different_results(tmp_path):
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     clock = FrozenClock()
-    a = await _memory_engine(tmp_path, "a", clock, w_memory=0.5)
-    b = await _memory_engine(tmp_path, "b", clock, w_memory=0.5)
+    a = await _memory_engine(tmp_path, "a", clock, w_memory=4.0)
+    b = await _memory_engine(tmp_path, "b", clock, w_memory=4.0)
     try:
         # Campaign a has talked about the session; campaign b about the baron's page.
         for _ in range(3):

@@ -15,7 +15,7 @@ more reach above the rest (:func:`liminalis.memory.spreading.resonance`).
 Meeting ranking: memory re-ranks, it never hides. The retrieval order and the memory order are
 fused per document,
 
-    score(d) = 1/(k + r_ret(d)) · (1 + w_mem · m(d)/max m)         (loop)
+    score(d) = 1/(k + r_ret(d)) · (1 + w_mem · min(1, m(d)))         (loop)
     score(d) = 1/(k + r_ret(d)) · (1 + w_mem · k/(k + r_mem(d)))   (resonance)
 
 (``fusion="sum"`` adds the memory term instead; a document only memory found ranks just after
@@ -62,7 +62,7 @@ class MemoryParams:
     recalled_docs: int = 3
     context_decay: float = 0.5
     context_size: int = 30
-    w_memory: float = 1.0
+    w_memory: float = 2.0
     rrf_k: float = 5.0
     #: "product": score = 1/(k + r_ret) · (1 + w·m/max m); "sum": 1/(k + r_ret) + w·m/max m.
     fusion: str = "product"
@@ -70,9 +70,12 @@ class MemoryParams:
     #: takes a share from the carried-over context (a named new subject is not dragged back).
     share_context: bool = True
     #: Each named entity's share of W against the whole carried context's one.
-    named_share: float = 1.0
+    named_share: float = 4.0
     #: Score documents by the activation spreading brought them, without the seeds' own.
     arrivals_only: bool = True
+    #: Scale memory scores by the turn's best (False: absolute activation, capped at 1, so weak
+    #: evidence stays weak).
+    normalize: bool = False
     decay: DecayRates = field(default_factory=DecayRates)
     hebbian: HebbianParams = field(default_factory=HebbianParams)
     spread: SpreadParams = field(default_factory=SpreadParams)
@@ -261,7 +264,8 @@ class MemoryModel:
             base = 1.0 / (p.rrf_k + order.get(d, len(order)) + 1)
             m = mem.get(d, 0.0)
             if p.fusion == "product":
-                score[d] = base * (1.0 + p.w_memory * (m / top if top > 0 and not rank_based else m * p.rrf_k))
+                rel = m * p.rrf_k if rank_based else (m if not p.normalize else (m / top if top > 0 else 0.0))
+                score[d] = base * (1.0 + p.w_memory * min(1.0, rel))
             else:
                 score[d] = base + p.w_memory * (m if rank_based else (m / top if top > 0 else 0.0))
         return sorted(score, key=lambda d: (-score[d], order.get(d, len(order))))

@@ -41,7 +41,7 @@ class SpreadParams:
     #: ``S`` of the fan term, as ``ln`` of this (a node linked to this many chunks carries nothing).
     fan_limit: float = 400.0
     rho: float = 0.5
-    gate_floor: float = 0.25
+    gate_floor: float = 0.6
     gate_mid: float = -2.0
     gate_width: float = 1.0
     min_amount: float = 2e-3
@@ -80,7 +80,7 @@ def spread(graph: Graph, sources: Mapping[str, float], lens: frozenset[str], *, 
             # of a link must not tell a player how much GM material hangs off a node.
             fan = len(graph.out.get(src, ())) + len(extra)
             strength = max(0.0, S - math.log(max(1, fan))) / S
-            if strength <= 0:
+            if amount * strength < p.min_amount:  # nothing it sends would count (weights ≤ 1)
                 continue
             for dst, w in (*outs, *extra):
                 g = gates.get(dst)
