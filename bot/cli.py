@@ -1,5 +1,5 @@
-"""``liminalis`` command line: ingest, ask, chat, explain, serve. Training is tooling, not the
-product: ``python -m bench.train_ranker`` (and ``train_reranker``, ``train_query_adapter``,
+"""``liminalis`` command line: ingest, ask, chat, explain, memory, serve. Training is tooling, not
+the product: ``python -m bench.train_ranker`` (and ``train_reranker``, ``train_query_adapter``,
 ``train_embedder``) from a checkout."""
 
 from __future__ import annotations
@@ -42,6 +42,10 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("question")
     ex.add_argument("--relevant", nargs="*", default=[])
     ex.add_argument("--lens", default="gm")
+
+    mem = sub.add_parser("memory", help="the campaign memory: `memory stats` (graph size and history)")
+    mem.add_argument("action", choices=["stats"])
+    mem.add_argument("--campaign", required=True)
 
     sub.add_parser("serve", help="run the Discord and/or Slack bots that have tokens")
 
@@ -96,6 +100,14 @@ async def _run(args: argparse.Namespace) -> int:
         if args.command == "explain":
             ex = await engine.explain(args.campaign, args.question, relevant=args.relevant, lens=_lens(args.lens))
             print(ex.render())
+            return 0
+        if args.command == "memory":
+            await engine.ensure_indexed(args.campaign, announce=_announce)
+            if engine.memory is None:
+                print("error: no campaign memory configured", file=sys.stderr)
+                return 2
+            stats = await engine.memory_stats(args.campaign)
+            print(json.dumps(stats, indent=2, sort_keys=True))
             return 0
         if args.command == "chat":
             from bot.console import ConsoleAdapter

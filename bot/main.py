@@ -23,6 +23,7 @@ from liminalis.store.sqlite import Database
 if TYPE_CHECKING:
     from bot.service import BotService
     from liminalis.answer import Responder
+    from liminalis.memory.recall import MemoryModel
     from liminalis.retrieval.learned import DocumentRanker
 
 __all__ = [
@@ -166,11 +167,24 @@ async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
             ranker=ranker,
             campaigns_dir=settings.campaigns_dir, uploads_dir=settings.data_dir / "uploads",
             ingest_options=IngestOptions(contextual=settings.contextual, max_bytes=settings.max_upload_bytes),
+            memory=_memory(db, settings), memory_enabled=settings.memory_enabled,
         )
         try:
             yield engine
         finally:
             await engine.close()
+
+
+def _memory(db: Database, settings: Settings) -> MemoryModel:
+    from liminalis.context.rolling import SystemClock
+    from liminalis.errors import ConfigError
+    from liminalis.memory.recall import MemoryModel, MemoryParams
+    from liminalis.store.graph import MemoryStore
+
+    if settings.memory_orchestration not in {"loop", "resonance"}:
+        raise ConfigError(f"LIMINALIS_MEMORY_ORCHESTRATION={settings.memory_orchestration!r}",
+                          user_message="LIMINALIS_MEMORY_ORCHESTRATION must be loop or resonance.")
+    return MemoryModel(MemoryStore(db), clock=SystemClock(), params=MemoryParams(orchestration=settings.memory_orchestration))
 
 
 def build_responder(settings: Settings, engine: Engine) -> Responder:

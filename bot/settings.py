@@ -53,6 +53,9 @@ class Settings:
     ranker: str = "auto"  # learned document ranker: auto (models/ranker if present), none, or a ranker.json path
     query_adapter: str = "auto"  # dense-arm query map: auto (models/query-adapter if present), none, or a path
     contextual: bool = True
+    #: The campaign memory (liminalis.memory): off until the memory benchmark shows it helps.
+    memory_enabled: bool = False
+    memory_orchestration: str = "loop"  # loop | resonance
     max_upload_bytes: int = 5 * 1024 * 1024
     log_level: str = "INFO"
     model_reply: str = "claude-sonnet-4-5"

@@ -236,7 +236,9 @@ class Responder:
         notes: list[str] = []
         counter = default_counter()
 
-        reuse = mem is not None and not forced and self.memory.can_reuse(mem, question, generation=catalog.generation)
+        # With the campaign memory on, every question is retrieved: memory re-ranks it.
+        reuse = (mem is not None and not forced and not self.engine.memory_enabled
+                 and self.memory.can_reuse(mem, question, generation=catalog.generation))
         if reuse:
             assert mem is not None
             # A pronoun-led follow-up: answer from what the previous turn loaded.
@@ -305,6 +307,8 @@ class Responder:
                 if self.gate is not None:
                     await self.gate.settle(estimate, cost)
 
+        if not reuse:
+            await self.engine.remember_turn(slug, question, lens, [s.doc_id for s in answer.sources])
         if mem is not None:
             try:
                 await self.memory.record(

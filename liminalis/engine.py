@@ -12,13 +12,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from liminalis.campaign import CampaignConfig, load_campaign, validate_slug
 from liminalis.errors import InvalidInput, NotFound, NotReady, UnknownCampaign
 from liminalis.ingest.indexer import Indexer, IngestOptions
 from liminalis.ingest.sections import source_of
 from liminalis.lens import GM, Lens, visible
+from liminalis.memory.recall import MemoryModel
 from liminalis.ports import Embedder, Reranker, VectorStore
 from liminalis.recap import Recap, build_recap
 from liminalis.retrieval.learned import DocumentRanker
@@ -80,8 +81,13 @@ class Engine:
         k1: float = 0.6,
         b: float = 0.4,
         uploads_dir: Path | None = None,
+        memory: MemoryModel | None = None,
+        memory_enabled: bool = False,
     ) -> None:
         self.db = db
+        #: The campaign memory (liminalis.memory); it re-ranks retrieval only when enabled.
+        self.memory = memory
+        self.memory_enabled = memory_enabled
         self.uploads_dir = uploads_dir
         self.store = store
         self.embedder = embedder
@@ -223,10 +229,45 @@ class Engine:
         render = (params or self.retriever.params).render
         if render.whole_chars != config.whole_document_chars:  # campaign.toml's whole_document_chars
             params = replace(params or self.retriever.params, render=replace(render, whole_chars=config.whole_document_chars))
-        return await self.retriever.retrieve(
-            config.slug, query, frozenset(lens), always=config.always_include if use_pins else (),
+        if not (self.memory_enabled and self.memory is not None and use_pins):
+            return await self.retriever.retrieve(
+                config.slug, query, frozenset(lens), always=config.always_include if use_pins else (),
+                pinned=pinned, forced=forced, params=params, trace=trace,
+            )
+        trace = trace or Trace()
+        bundle = await self.retriever.retrieve(
+            config.slug, query, frozenset(lens), always=config.always_include,
             pinned=pinned, forced=forced, params=params, trace=trace,
         )
+        return await self._remember(config.slug, bundle, trace, params or self.retriever.params)
+
+    async def _remember(self, slug: str, bundle: Bundle, trace: Trace, params: RetrievalParams) -> Bundle:
+        """The bundle re-ranked by the campaign memory: every retrieved document kept, the
+        memory's own candidates added, the rendered documents re-chosen from the new order."""
+        assert self.memory is not None
+        cat = await self.retriever.catalog(slug)
+        lens = frozenset(bundle.lens)
+        recall = await self.memory.recall(cat, bundle.query, lens, retrieved=bundle.ranked_doc_ids,
+                                          dense=trace.dense_docs, lexical=trace.lexical_docs or trace.document_docs)
+        order = [d for d in recall.ranked_doc_ids if cat.visible_doc(d, lens)]
+        pinned = [d for d in bundle.documents if d.pinned]
+        have = {d.doc_id: d for d in bundle.documents if not d.pinned}
+        tokens = self.retriever.tokenizer(bundle.query)
+        rendered = list(pinned)
+        for doc_id in [d for d in order if d not in {p.doc_id for p in pinned}][: params.max_documents]:
+            rendered.append(have.get(doc_id) or self.retriever._render(
+                cat, doc_id, self.retriever._fallback_passages(cat, doc_id, tokens), pinned=False,
+                score=recall.memory_docs.get(doc_id, 0.0), p=params))
+        pinned_ids = [d for d in bundle.ranked_doc_ids if d in {p.doc_id for p in pinned}]
+        ranked = tuple(dict.fromkeys([*pinned_ids, *order]))
+        timings = {**bundle.timings_ms, "memory": recall.ms}
+        return replace(bundle, documents=tuple(rendered), ranked_doc_ids=ranked, timings_ms=timings)
+
+    async def remember_turn(self, slug: str, question: str, lens: frozenset[str], cited: Sequence[str]) -> None:
+        """Record an answered turn in the campaign memory (when enabled)."""
+        if self.memory_enabled and self.memory is not None:
+            cat = await self.retriever.catalog(validate_slug(slug))
+            await self.memory.record(cat, question, frozenset(lens), cited=cited)
 
     async def explain(self, slug: str, query: str, *, relevant: Sequence[str] = (), lens: frozenset[str] = frozenset({GM})) -> Explanation:
         """Where each relevant document got to (default: the top documents found)."""
@@ -278,6 +319,36 @@ class Engine:
     async def set_budget(self, slug: str, tokens: int, *, chat: str | None = None) -> None:
         """Set the context budget of ``chat`` (or of the whole campaign)."""
         await self.db.budgets.set(validate_slug(slug), chat or CAMPAIGN_SCOPE, tokens)
+
+    async def memory_stats(self, slug: str) -> dict[str, Any]:
+        """The campaign memory's size: chunks by kind, links, learned associations, and whether
+        it re-ranks answers (``liminalis memory stats``)."""
+        if self.memory is None:
+            return {"enabled": False}
+        cat = await self.retriever.catalog(validate_slug(slug))
+        await self.memory.graph(cat)
+        stats: dict[str, Any] = dict(await self.memory.store.stats(cat.campaign))
+        stats["enabled"] = self.memory_enabled
+        return stats
+
+    async def memory_report(self, slug: str, of: frozenset[str]) -> str:
+        """The campaign memory's most active chunks and strongest associations as seen by the
+        lenses ``of`` (a GM's view of the memory; never shown to players)."""
+        if self.memory is None:
+            return "The campaign memory is not configured."
+        slug = validate_slug(slug)
+        cat = await self.retriever.catalog(slug)
+        chunks, edges = await self.memory.top(cat, of)
+        stats = await self.memory.store.stats(slug)
+        state = "on" if self.memory_enabled else "off (LIMINALIS_MEMORY_ENABLED)"
+        lines = [f"Memory ({state}) of lens {','.join(sorted(of))}: "
+                 + ", ".join(f"{n} {k}" for k, n in sorted(stats["chunks"].items()))
+                 + f"; {stats['links']} links, {stats['learned_edges']} learned associations", "Most active:"]
+        lines += [f"- {label} ({cid.split(':', 1)[0]}) B={b:.2f}" for cid, label, b in chunks] or ["- (nothing yet)"]
+        lines.append("Strongest associations:")
+        lines += [f"- {self.memory.label(slug, s)} → {self.memory.label(slug, d)} w={w:.2f}"
+                  for s, d, w in edges] or ["- (none yet)"]
+        return "\n".join(lines)
 
     @property
     def database(self) -> Database:

@@ -10,9 +10,12 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from liminalis.types import Document
 
 __all__ = [
     "Embedder",
@@ -26,6 +29,8 @@ __all__ = [
     "Usage",
     "LanguageModel",
     "Clock",
+    "BaseLevelModel",
+    "EntitySource",
 ]
 
 
@@ -170,3 +175,32 @@ class LanguageModel(Protocol):
 
 class Clock(Protocol):
     def now(self) -> dt.datetime: ...
+
+
+class BaseLevelModel(Protocol):
+    """A chunk's base-level activation ``B = ln Σ_j t_j^(−d)`` from an opaque state of floats
+    (:mod:`liminalis.memory.activation`: the exact event log, the O(1) leaky integrator)."""
+
+    name: str
+
+    def empty(self) -> tuple[float, ...]: ...
+
+    def record(self, state: Sequence[float], t: float, *, weight: float = 1.0) -> tuple[float, ...]: ...
+
+    def value(self, state: Sequence[float], t: float, d: float) -> float: ...
+
+
+class EntitySource(Protocol):
+    """Entities of a campaign for the memory graph (:mod:`liminalis.memory.entities`)."""
+
+    def vocabulary(self, docs: Iterable[Document]) -> dict[str, str]:
+        """Every entity key with its type."""
+        ...
+
+    def defined(self, doc: Document) -> list[tuple[str, str]]:
+        """``(key, type)`` of the entities ``doc`` defines or belongs to."""
+        ...
+
+    def mentions(self, text: str, vocabulary: dict[str, str]) -> list[str]: ...
+
+    def named_in_question(self, question: str, vocabulary: dict[str, str]) -> list[str]: ...

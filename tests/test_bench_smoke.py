@@ -179,3 +179,32 @@ async def test_bench_load_smoke(tmp_path, capsys):
         main([str(root), "--concurrency", "0"])
     with pytest.raises(SystemExit):
         main([str(root), "--concurrency", "many"])
+
+
+async def test_bench_memory_smoke(tmp_path, capsys):
+    from bench.common import load_set
+    from bench.memory import CASES, MODES, build_cases, group_of, print_table, run, strip_names
+
+    root = tmp_path / "tales"
+    (root / "corpus").mkdir(parents=True)
+    stories = {"fox": ("Reynard", "hen"), "bear": ("Bruin", "honey")}
+    queries = []
+    for story, (name, thing) in stories.items():
+        for s in range(1, 5):
+            (root / "corpus" / f"{story}-s0{s}.md").write_text(
+                f"# The {story.title()} (section {s} of 4)\n\n{name} went to the {thing} farm on day {s}. "
+                f"{name} met the miller there and spoke of the {thing} number {s}.")
+            queries.append({"id": f"{story}{s}", "query": f"What did {name} find on day {s}?",
+                            "relevant": [f"{story}-s0{s}"], "answers": []})
+    (root / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries))
+    assert group_of("black-sheep-s05") == "black-sheep" and group_of("C1E001_03") == "C1E001"
+    assert strip_names("What did Reynard's friend tell Reynard?", {"Reynard"}) == "What did their friend tell they?"
+    cases = build_cases(load_set(root))
+    assert cases["follow-up"] and cases["switch"]
+    res = await run([root], MODES, embedder=HashEmbedder(), cache_dir=tmp_path / "cache", progress=False,
+                    ranker_spec="none", per_case=3)
+    for mode in MODES:
+        assert set(CASES) <= set(res["tales"][mode])
+        assert 0.0 <= res["tales"][mode]["follow-up"]["group_hit@10"] <= 1.0
+    print_table(res)
+    assert "group_hit@10" in capsys.readouterr().out

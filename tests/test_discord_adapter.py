@@ -650,8 +650,8 @@ async def test_slash_commands_are_registered_from_the_registry(env):
             assert got["type"] == {"string": 3, "integer": 4, "attachment": 11}[spec.kind]
         app = adapter.tree.get_command(command.name)
         assert app is not None and app.extras["gm_only"] is (command.gm_only is True)
-    assert {n for n in REGISTRY.names if adapter.tree.get_command(n).extras["gm_only"]} == {"upload", "explain"}
-    assert all(synced[n]["description"].startswith("GM:") for n in ("upload", "explain"))
+    assert {n for n in REGISTRY.names if adapter.tree.get_command(n).extras["gm_only"]} == {"upload", "explain", "memory"}
+    assert all(synced[n]["description"].startswith("GM:") for n in ("upload", "explain", "memory"))
     tokens = {o["name"]: o for o in synced["budget"]["options"]}["tokens"]
     assert (tokens["min_value"], tokens["max_value"]) == (500, 200_000)
 

@@ -5,7 +5,7 @@ whether only a GM may run it, whether its reply is private, and ``async run(requ
 Reply``. :data:`REGISTRY` holds them in the order the help lists them.
 """
 
-from bot.commands import ask, budget, campaign, explain, help, lens, pin, recap, upload
+from bot.commands import ask, budget, campaign, explain, help, lens, memory, pin, recap, upload
 from bot.commands._base import (
            Command,
            Need,
@@ -22,5 +22,5 @@ __all__ = ["COMMANDS", "Command", "Need", "Option", "OptionKind", "REGISTRY", "R
            "Scope", "Services"]
 
 REGISTRY = Registry([ask.command, pin.command, budget.command, upload.command, recap.command, explain.command,
-                     campaign.command, lens.command, help.command])
+                     memory.command, campaign.command, lens.command, help.command])
 COMMANDS = REGISTRY.names

@@ -8,7 +8,7 @@ from bot.messages import OptionValue, Reply
 __all__ = ["command"]
 
 #: The commands ``/help`` offers as choices; the registry's names (checked by a test).
-TOPICS = ("ask", "pin", "budget", "upload", "recap", "explain", "campaign", "lens", "help")
+TOPICS = ("ask", "pin", "budget", "upload", "recap", "explain", "memory", "campaign", "lens", "help")
 
 
 def _parse(arg: str) -> dict[str, OptionValue]:

@@ -86,6 +86,10 @@ async def forget_hidden(db: Database, campaign: str, was: frozenset[str], now: f
     """
     if was <= now:  # opened wider: nobody loses it
         return 0
+    from liminalis.store.graph import MemoryStore
+
+    # The campaign memory's activations and learned associations may lead to it too.
+    await MemoryStore(db).forget_hidden(campaign, was, now)
 
     def loses_it(key: str) -> bool:
         lens = frozenset(x for x in key.rsplit("|", 1)[-1].split(",") if x)

@@ -140,10 +140,44 @@ async def _v3_drop_write_only_columns(conn: aiosqlite.Connection) -> None:
             await conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
 
 
+_V4_MEMORY_TABLES = """
+CREATE TABLE IF NOT EXISTS memory_chunks (
+    campaign TEXT NOT NULL, chunk_id TEXT NOT NULL, kind TEXT NOT NULL, label TEXT NOT NULL,
+    doc_id TEXT, visibility TEXT NOT NULL, generation INTEGER NOT NULL,
+    PRIMARY KEY (campaign, chunk_id)
+);
+CREATE TABLE IF NOT EXISTS memory_links (
+    campaign TEXT NOT NULL, src TEXT NOT NULL, dst TEXT NOT NULL, kind TEXT NOT NULL,
+    weight REAL NOT NULL, visibility TEXT NOT NULL, PRIMARY KEY (campaign, src, dst, kind)
+);
+CREATE TABLE IF NOT EXISTS memory_activation (
+    campaign TEXT NOT NULL, scope TEXT NOT NULL, chunk_id TEXT NOT NULL, kind TEXT NOT NULL,
+    visibility TEXT NOT NULL, state TEXT NOT NULL, uses INTEGER NOT NULL, updated_at REAL NOT NULL,
+    PRIMARY KEY (campaign, scope, chunk_id)
+);
+CREATE TABLE IF NOT EXISTS memory_edges (
+    campaign TEXT NOT NULL, scope TEXT NOT NULL, src TEXT NOT NULL, dst TEXT NOT NULL,
+    kind TEXT NOT NULL, weight REAL NOT NULL, visibility TEXT NOT NULL, state TEXT NOT NULL,
+    updated_at REAL NOT NULL, PRIMARY KEY (campaign, scope, src, dst)
+);
+CREATE TABLE IF NOT EXISTS memory_context (
+    campaign TEXT NOT NULL, scope TEXT NOT NULL, context TEXT NOT NULL, updated_at REAL NOT NULL,
+    PRIMARY KEY (campaign, scope)
+);
+"""
+
+
+async def _v4_memory_tables(conn: aiosqlite.Connection) -> None:
+    for statement in _V4_MEMORY_TABLES.split(";"):
+        if statement.strip():
+            await conn.execute(statement)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "baseline: the schema of data directories from before versions were recorded", _v1_baseline),
     Migration(2, "drop the tables nothing reads: spend, campaign_homes", _v2_drop_dead_tables),
     Migration(3, "drop the columns nothing reads", _v3_drop_write_only_columns),
+    Migration(4, "the campaign memory: chunks, links, activations, learned associations, context", _v4_memory_tables),
 )
 
 #: The version a database has once opened by this code.
