@@ -171,6 +171,23 @@ def _inline_code(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+def _fence_close(text: str, lines: list[tuple[int, int]], i: int, fence: str, depth: int) -> tuple[int, bool]:
+    """The line that closes the fence opened on line ``i``, and whether one did: a fence inside
+    a quote also ends where the quote does (then the index is the first line after it), and one
+    never closed runs to the end (the index is the number of lines)."""
+    j = i + 1
+    while j < len(lines):
+        nxt = text[lines[j][0]:lines[j][1]]
+        if depth and _depth(nxt) < depth:
+            return j, False
+        cm = _FENCE.match(nxt)
+        if cm and cm.group("fence")[0] == fence[0] and len(cm.group("fence")) >= len(fence) \
+                and not cm.group("info").strip():
+            return j, True
+        j += 1
+    return j, False
+
+
 def _code_blocks(text: str, lines: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Ordinary fenced code blocks. A fence inside a quote ends with the quote; a fence never
     closed is read as text (CommonMark would make the rest of the document code, and a hiding
@@ -184,21 +201,12 @@ def _code_blocks(text: str, lines: list[tuple[int, int]]) -> list[tuple[int, int
             i += 1
             continue
         depth, fence = fm.group("quotes").count(">"), fm.group("fence")
-        j = i + 1
-        while j < len(lines):
-            nxt = text[lines[j][0]:lines[j][1]]
-            if depth and _depth(nxt) < depth:
-                break
-            cm = _FENCE.match(nxt)
-            if cm and cm.group("fence")[0] == fence[0] and len(cm.group("fence")) >= len(fence) \
-                    and not cm.group("info").strip():
-                j += 1
-                break
+        j, closed = _fence_close(text, lines, i, fence, depth)
+        if closed:
             j += 1
-        else:
-            if not depth:  # never closed: not a fence
-                i += 1
-                continue
+        elif j >= len(lines) and not depth:  # never closed: not a fence
+            i += 1
+            continue
         spans.append((lines[i][0], lines[j - 1][1]))
         i = j
     return spans
@@ -278,20 +286,7 @@ def find_hidden_sections(text: str, *, lenses: Iterable[str] = ()) -> list[Hidde
             continue
         fm = _FENCE.match(line)
         if fm and (fence_aud := _fence_audience(fm.group("info"), known)) is not None:
-            fence = fm.group("fence")
-            depth = fm.group("quotes").count(">")
-            j = i + 1
-            closed = False
-            while j < len(lines):
-                nxt = masked[lines[j][0]:lines[j][1]]
-                if depth and _depth(nxt) < depth:
-                    break
-                cm = _FENCE.match(nxt)
-                if cm and cm.group("fence")[0] == fence[0] and len(cm.group("fence")) >= len(fence) \
-                        and not cm.group("info").strip():
-                    closed = True
-                    break
-                j += 1
+            j, closed = _fence_close(masked, lines, i, fm.group("fence"), fm.group("quotes").count(">"))
             stop = min(lines[j][1] + 1, len(text)) if closed else (lines[j - 1][1] + 1 if j < len(lines) else len(text))
             found.append(HiddenSection(s, min(stop, len(text)), fence_aud, "fenced block", i + 1,
                                        terminated=closed or j < len(lines)))
