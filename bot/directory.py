@@ -77,6 +77,7 @@ class Directory:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._threads_seen: set[tuple[str, str]] = set()
 
     async def link(self, platform: str, channel_id: str, campaign: str, *, guild_id: str | None = None) -> None:
         """Link a channel (of Discord server ``guild_id``); a recap schedule another campaign had
@@ -116,8 +117,12 @@ class Directory:
 
     async def learn_parent(self, platform: str, channel_id: str, parent_id: str) -> None:
         """Record a thread's parent on a recap schedule set in it before parents were recorded
-        (learned, like a server, from the thread's first message after the upgrade)."""
+        (learned, like a server, from the thread's first message after the upgrade). Once per
+        thread a process: a later schedule set in the thread records its parent itself."""
+        if (platform, str(channel_id)) in self._threads_seen:
+            return
         await self.db.schedules.place_parent(platform, str(channel_id), str(parent_id))
+        self._threads_seen.add((platform, str(channel_id)))
 
     async def release(self, platform: str, campaign: str, guild_id: str) -> int:
         """Unlink every channel of server ``guild_id`` from ``campaign`` (ending their recap
