@@ -27,6 +27,7 @@ run: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/mypy --strict liminalis
 
 test: lint

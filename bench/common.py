@@ -25,15 +25,30 @@ from liminalis.ports import Embedder, Reranker
 from liminalis.store.sqlite import Database
 from liminalis.text import clean_text
 
-__all__ = ["unique_label", "BenchSet", "load_set", "bench_engine", "doc_metrics", "detail_hit", "percentile", "CACHE_DIR", "mean"]
+__all__ = [
+    "unique_label",
+    "BenchSet",
+    "load_set",
+    "bench_engine",
+    "doc_metrics",
+    "detail_hit",
+    "percentile",
+    "CACHE_DIR",
+    "mean",
+]
 
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
 
 
 def add_embedder_arg(ap: Any) -> None:
     """``--embedder``, as every bench reads it (default: what the product uses)."""
-    ap.add_argument("--embedder", default="auto",
-                    help="auto (as the product: models/embedder, else the bundled MiniLM), or a sentence-transformers name/path")
+    ap.add_argument(
+        "--embedder",
+        default="auto",
+        help="auto (as the product: models/embedder, else the bundled MiniLM), or a sentence-transformers name/path",
+    )
+
+
 _WS = re.compile(r"\s+")
 
 
@@ -55,7 +70,9 @@ def load_set(path: Path | str, *, limit: int | None = None) -> BenchSet:
     if not corpus.is_dir() or not (root / "queries.jsonl").exists():
         raise SystemExit(f"{root}: expected corpus/ and queries.jsonl")
     queries = []
-    for n, line in enumerate((root / "queries.jsonl").read_text(encoding="utf-8-sig").splitlines(), 1):
+    for n, line in enumerate(
+        (root / "queries.jsonl").read_text(encoding="utf-8-sig").splitlines(), 1
+    ):
         if not line.strip():
             continue
         try:
@@ -65,10 +82,15 @@ def load_set(path: Path | str, *, limit: int | None = None) -> BenchSet:
         queries.append(_normalise_query(q))
     if limit:
         queries = queries[:limit]
-    ids = {f.relative_to(corpus).with_suffix("").as_posix() for f in corpus.rglob("*") if f.is_file()}
+    ids = {
+        f.relative_to(corpus).with_suffix("").as_posix() for f in corpus.rglob("*") if f.is_file()
+    }
     missing = sum(d not in ids for q in queries for d in q["relevant"])
     if missing:
-        print(f"[{root.name}] {missing} relevant ids name no file in corpus/ (counted as misses)", file=sys.stderr)
+        print(
+            f"[{root.name}] {missing} relevant ids name no file in corpus/ (counted as misses)",
+            file=sys.stderr,
+        )
     return BenchSet(name=root.name, root=root, corpus=corpus, queries=queries)
 
 
@@ -91,8 +113,13 @@ def _normalise_query(q: dict[str, Any]) -> dict[str, Any]:
         items = value if isinstance(value, list) else [value]
         return [str(v) for v in items if str(v).strip()]
 
-    return {**q, "query": str(q.get("query") or ""), "relevant": strings(q.get("relevant")),
-            "answers": strings(q.get("answers")), "passages": strings(q.get("passages"))}
+    return {
+        **q,
+        "query": str(q.get("query") or ""),
+        "relevant": strings(q.get("relevant")),
+        "answers": strings(q.get("answers")),
+        "passages": strings(q.get("passages")),
+    }
 
 
 def _slug(name: str, variant: str) -> str:
@@ -123,16 +150,25 @@ async def bench_engine(
     slug = _slug(bench.name, variant)
     async with Database(data / "bench.sqlite3") as db:
         engine = Engine(
-            db=db, store=MilvusVectorStore(str(data / f"milvus-{variant}.db")), embedder=embedder, reranker=reranker,
-            campaigns_dir=data / "none", ingest_options=IngestOptions(contextual=contextual, progress=progress),
+            db=db,
+            store=MilvusVectorStore(str(data / f"milvus-{variant}.db")),
+            embedder=embedder,
+            reranker=reranker,
+            campaigns_dir=data / "none",
+            ingest_options=IngestOptions(contextual=contextual, progress=progress),
             **engine_kw,
         )
-        config = CampaignConfig(slug=slug, name=bench.name, root=bench.corpus, gm_paths=(), always_include=())
+        config = CampaignConfig(
+            slug=slug, name=bench.name, root=bench.corpus, gm_paths=(), always_include=()
+        )
         await engine.register(config)
         report = await engine.indexer.ingest(config)
         if report.skipped:  # a skipped relevant document is a miss: say so
-            print(f"[{bench.name}] {len(report.skipped)} corpus files not ingested: "
-                  + "; ".join(f"{s.path} ({s.reason})" for s in report.skipped[:5]), file=sys.stderr)
+            print(
+                f"[{bench.name}] {len(report.skipped)} corpus files not ingested: "
+                + "; ".join(f"{s.path} ({s.reason})" for s in report.skipped[:5]),
+                file=sys.stderr,
+            )
         try:
             yield engine, slug
         finally:

@@ -24,7 +24,9 @@ from typing import Any
 DEFAULT = Path(__file__).resolve().parent.parent.parent / "shared" / "bench" / "fairytaleqa-dev"
 
 
-async def run(corpus_dir: Path, *, limit: int | None, windows: bool, embedder: Any = None) -> dict[str, Any]:
+async def run(
+    corpus_dir: Path, *, limit: int | None, windows: bool, embedder: Any = None
+) -> dict[str, Any]:
     import logging
 
     logging.getLogger("pymilvus").setLevel(logging.ERROR)
@@ -47,8 +49,13 @@ async def run(corpus_dir: Path, *, limit: int | None, windows: bool, embedder: A
         for f in files:
             shutil.copy(f, root / f.name)
         async with Database(tmp / "db.sqlite3") as db:
-            engine = Engine(db=db, store=MilvusVectorStore(str(tmp / "milvus.db")), embedder=embedder,
-                            campaigns_dir=tmp, ingest_options=IngestOptions(windows=windows, progress=sys.stderr.isatty()))
+            engine = Engine(
+                db=db,
+                store=MilvusVectorStore(str(tmp / "milvus.db")),
+                embedder=embedder,
+                campaigns_dir=tmp,
+                ingest_options=IngestOptions(windows=windows, progress=sys.stderr.isatty()),
+            )
             cfg = CampaignConfig(slug="bench", name="bench", root=root, gm_paths=())
             await engine.register(cfg)
             t = time.perf_counter()
@@ -65,11 +72,16 @@ async def run(corpus_dir: Path, *, limit: int | None, windows: bool, embedder: A
             edit_secs = time.perf_counter() - t
             await engine.store.close()
     return {
-        "set": corpus_dir.name, "documents": first.documents, "passages": first.passages_added,
-        "windows": first.windows_embedded, "seconds": round(secs, 2),
-        "documents_per_s": round(first.documents / secs, 2), "passages_per_s": round(first.passages_added / secs, 2),
+        "set": corpus_dir.name,
+        "documents": first.documents,
+        "passages": first.passages_added,
+        "windows": first.windows_embedded,
+        "seconds": round(secs, 2),
+        "documents_per_s": round(first.documents / secs, 2),
+        "passages_per_s": round(first.passages_added / secs, 2),
         "embedded_per_s": round((first.embedded + first.windows_embedded) / secs, 2),
-        "edit_passages_reembedded": edit.embedded, "edit_windows_reembedded": edit.windows_embedded,
+        "edit_passages_reembedded": edit.embedded,
+        "edit_windows_reembedded": edit.windows_embedded,
         "edit_seconds": round(edit_secs, 2),
     }
 
@@ -95,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.ingest")
     ap.add_argument("dir", nargs="?", type=Path, default=DEFAULT)
     ap.add_argument("--limit", type=int, default=None, help="first N documents")
-    ap.add_argument("--windows", action="store_true", help="also embed sentence windows (off in the product)")
+    ap.add_argument(
+        "--windows", action="store_true", help="also embed sentence windows (off in the product)"
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     r = asyncio.run(run(args.dir, limit=args.limit, windows=args.windows))
@@ -103,11 +117,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(r))
     else:
-        print(f"{r['set']}: {r['documents']} documents, {r['passages']} passages, {r['windows']} windows in {r['seconds']} s")
-        print(f"  documents/s {r['documents_per_s']}  passages/s {r['passages_per_s']}  embedded (passages+windows)/s {r['embedded_per_s']}")
-        print(f"  one-paragraph edit: {r['edit_passages_reembedded']} passages + {r['edit_windows_reembedded']} windows re-embedded in {r['edit_seconds']} s")
-        print("  chunking one large document: " + ", ".join(
-            f"{mb} MB in {r['chunking'][f'{mb}MB_seconds']} s ({r['chunking'][f'{mb}MB_passages']} passages)" for mb in (1, 5)))
+        print(
+            f"{r['set']}: {r['documents']} documents, {r['passages']} passages, {r['windows']} windows in {r['seconds']} s"
+        )
+        print(
+            f"  documents/s {r['documents_per_s']}  passages/s {r['passages_per_s']}  embedded (passages+windows)/s {r['embedded_per_s']}"
+        )
+        print(
+            f"  one-paragraph edit: {r['edit_passages_reembedded']} passages + {r['edit_windows_reembedded']} windows re-embedded in {r['edit_seconds']} s"
+        )
+        print(
+            "  chunking one large document: "
+            + ", ".join(
+                f"{mb} MB in {r['chunking'][f'{mb}MB_seconds']} s ({r['chunking'][f'{mb}MB_passages']} passages)"
+                for mb in (1, 5)
+            )
+        )
     return 0
 
 

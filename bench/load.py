@@ -36,7 +36,11 @@ from bench.common import percentile
 __all__ = ["Heartbeat", "main", "make_questions", "run", "skipped_stage"]
 
 DEFAULT = Path(__file__).resolve().parent.parent / "campaigns" / "emberfall"
-_TEMPLATES = ("What do we know about {}?", "Tell me about {}.", "Who or what is {}, and why does it matter?")
+_TEMPLATES = (
+    "What do we know about {}?",
+    "Tell me about {}.",
+    "Who or what is {}, and why does it matter?",
+)
 
 
 class Heartbeat:
@@ -75,7 +79,9 @@ class Heartbeat:
 
 def skipped_stage(notes: Sequence[str]) -> bool:
     """Whether a reply's notes say a retrieval stage was skipped (the reranker busy or failing)."""
-    return any("reranker" in n and ("unavailable" in n or "skipped" in n or "busy" in n) for n in notes)
+    return any(
+        "reranker" in n and ("unavailable" in n or "skipped" in n or "busy" in n) for n in notes
+    )
 
 
 def make_questions(titles: Sequence[str], n: int) -> list[str]:
@@ -90,15 +96,25 @@ def make_questions(titles: Sequence[str], n: int) -> list[str]:
 
 
 @contextlib.asynccontextmanager
-async def _service(folder: Path, data_dir: Path, *, embedder: Any = None, reranker: Any = None,
-                   ) -> AsyncIterator[Any]:
+async def _service(
+    folder: Path,
+    data_dir: Path,
+    *,
+    embedder: Any = None,
+    reranker: Any = None,
+) -> AsyncIterator[Any]:
     """The service over ``folder`` as the composition root builds it; with ``embedder`` given (a
     smoke test), the same service over that embedder, an in-memory store and ``reranker``."""
     from bot.main import build_engine, build_service
     from bot.settings import Settings
 
-    settings = dataclasses.replace(Settings(), data_dir=data_dir, campaigns_dir=folder.parent,
-                                   default_campaign=folder.name, anthropic_api_key="")
+    settings = dataclasses.replace(
+        Settings(),
+        data_dir=data_dir,
+        campaigns_dir=folder.parent,
+        default_campaign=folder.name,
+        anthropic_api_key="",
+    )
     if embedder is None:
         async with build_engine(settings) as engine:
             yield build_service(settings, engine)
@@ -111,17 +127,28 @@ async def _service(folder: Path, data_dir: Path, *, embedder: Any = None, rerank
 
     data_dir.mkdir(parents=True, exist_ok=True)
     async with Database(settings.sqlite_path) as db:
-        engine = Engine(db=db, store=MemoryVectorStore(), embedder=embedder, reranker=reranker,
-                        ranker=load_learned_ranker("auto"), campaigns_dir=folder.parent,
-                        ingest_options=IngestOptions(progress=False))
+        engine = Engine(
+            db=db,
+            store=MemoryVectorStore(),
+            embedder=embedder,
+            reranker=reranker,
+            ranker=load_learned_ranker("auto"),
+            campaigns_dir=folder.parent,
+            ingest_options=IngestOptions(progress=False),
+        )
         try:
             yield build_service(settings, engine)
         finally:
             await engine.close()
 
 
-async def _burst(service: Any, slug: str, questions: Sequence[str], concurrency: int, beat: Heartbeat,
-                 ) -> dict[str, Any]:
+async def _burst(
+    service: Any,
+    slug: str,
+    questions: Sequence[str],
+    concurrency: int,
+    beat: Heartbeat,
+) -> dict[str, Any]:
     from bot.service import IncomingMessage
 
     gate = asyncio.Semaphore(concurrency)
@@ -131,8 +158,14 @@ async def _burst(service: Any, slug: str, questions: Sequence[str], concurrency:
     async def one(i: int, text: str) -> None:
         nonlocal answered, errors, skipped, nothing
         # One channel per question: no question is a follow-up answered from another's material.
-        msg = IncomingMessage(platform="console", channel_id=f"load-{i}", user_id=f"player-{i}", text=text,
-                              roles=("players",), campaign_override=slug)
+        msg = IncomingMessage(
+            platform="console",
+            channel_id=f"load-{i}",
+            user_id=f"player-{i}",
+            text=text,
+            roles=("players",),
+            campaign_override=slug,
+        )
         async with gate:
             t = time.perf_counter()
             reply = await service.handle(msg)
@@ -149,17 +182,30 @@ async def _burst(service: Any, slug: str, questions: Sequence[str], concurrency:
     await asyncio.gather(*(one(i, q) for i, q in enumerate(questions)))
     secs = time.perf_counter() - t0
     return {
-        "concurrency": concurrency, "questions": len(questions), "seconds": round(secs, 2),
+        "concurrency": concurrency,
+        "questions": len(questions),
+        "seconds": round(secs, 2),
         "throughput_qps": round(len(questions) / secs, 2),
-        "p50_ms": round(percentile(latencies, 50) * 1000), "p95_ms": round(percentile(latencies, 95) * 1000),
+        "p50_ms": round(percentile(latencies, 50) * 1000),
+        "p95_ms": round(percentile(latencies, 95) * 1000),
         "p99_ms": round(percentile(latencies, 99) * 1000),
-        "answered": answered, "errors": errors, "skipped_stage": skipped, "found_nothing": nothing,
+        "answered": answered,
+        "errors": errors,
+        "skipped_stage": skipped,
+        "found_nothing": nothing,
         "max_stall_ms": round(beat.reset() * 1000, 1),
     }
 
 
-async def run(folder: Path, *, questions: int = 200, concurrency: Sequence[int] = (50, 200),
-              embedder: Any = None, reranker: Any = None, idle_s: float = 5.0) -> dict[str, Any]:
+async def run(
+    folder: Path,
+    *,
+    questions: int = 200,
+    concurrency: Sequence[int] = (50, 200),
+    embedder: Any = None,
+    reranker: Any = None,
+    idle_s: float = 5.0,
+) -> dict[str, Any]:
     """Start the service over ``folder``, ingest it, then one burst per concurrency level.
     First the heartbeat runs alone for ``idle_s``: its longest stall there is the machine's own
     (other processes, the scheduler), the floor under every other stall measured."""
@@ -173,18 +219,28 @@ async def run(folder: Path, *, questions: int = 200, concurrency: Sequence[int] 
             await asyncio.sleep(idle_s)
             out["idle_max_stall_ms"] = round(beat.reset() * 1000, 1)
             t = time.perf_counter()
-            async with _service(folder, Path(tmp) / "data", embedder=embedder, reranker=reranker) as service:
+            async with _service(
+                folder, Path(tmp) / "data", embedder=embedder, reranker=reranker
+            ) as service:
                 engine = service.engine
-                out["startup"] = {"seconds": round(time.perf_counter() - t, 2),
-                                  "max_stall_ms": round(beat.reset() * 1000, 1)}
+                out["startup"] = {
+                    "seconds": round(time.perf_counter() - t, 2),
+                    "max_stall_ms": round(beat.reset() * 1000, 1),
+                }
                 t = time.perf_counter()
                 report = await engine.ingest(folder.name)
-                out["ingest"] = {"seconds": round(time.perf_counter() - t, 2), "documents": report.documents,
-                                 "passages": report.passages_added, "max_stall_ms": round(beat.reset() * 1000, 1)}
+                out["ingest"] = {
+                    "seconds": round(time.perf_counter() - t, 2),
+                    "documents": report.documents,
+                    "passages": report.passages_added,
+                    "max_stall_ms": round(beat.reset() * 1000, 1),
+                }
                 out["reranker"] = getattr(engine.reranker, "model_id", None)
                 cat = await engine.retriever.catalog(folder.name)
                 lens = players_lens()
-                titles = sorted({d.title for d in cat.documents.values() if cat.visible_doc(d.doc_id, lens)})
+                titles = sorted(
+                    {d.title for d in cat.documents.values() if cat.visible_doc(d.doc_id, lens)}
+                )
                 asked = make_questions(titles, questions)
                 for c in concurrency:
                     out["runs"].append(await _burst(service, folder.name, asked, c, beat))
@@ -192,12 +248,24 @@ async def run(folder: Path, *, questions: int = 200, concurrency: Sequence[int] 
 
 
 def print_table(r: dict[str, Any]) -> None:
-    print(f"{r['campaign']} (reranker: {r['reranker'] or 'off'}): idle loop's longest stall "
-          f"{r['idle_max_stall_ms']:.0f} ms (the machine's floor); start-up {r['startup']['seconds']} s, "
-          f"longest stall {r['startup']['max_stall_ms']:.0f} ms; first ingest {r['ingest']['seconds']} s "
-          f"({r['ingest']['documents']} documents), longest stall {r['ingest']['max_stall_ms']:.0f} ms")
-    cols = ["concurrency", "questions", "throughput_qps", "p50_ms", "p95_ms", "p99_ms", "answered", "errors",
-            "skipped_stage", "max_stall_ms"]
+    print(
+        f"{r['campaign']} (reranker: {r['reranker'] or 'off'}): idle loop's longest stall "
+        f"{r['idle_max_stall_ms']:.0f} ms (the machine's floor); start-up {r['startup']['seconds']} s, "
+        f"longest stall {r['startup']['max_stall_ms']:.0f} ms; first ingest {r['ingest']['seconds']} s "
+        f"({r['ingest']['documents']} documents), longest stall {r['ingest']['max_stall_ms']:.0f} ms"
+    )
+    cols = [
+        "concurrency",
+        "questions",
+        "throughput_qps",
+        "p50_ms",
+        "p95_ms",
+        "p99_ms",
+        "answered",
+        "errors",
+        "skipped_stage",
+        "max_stall_ms",
+    ]
     print("  ".join(f"{c:>14}" for c in cols))
     for run_ in r["runs"]:
         print("  ".join(f"{run_[c]:>14}" for c in cols))
@@ -205,16 +273,22 @@ def print_table(r: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.load", description=__doc__.split("\n")[0])
-    ap.add_argument("dir", nargs="?", type=Path, default=DEFAULT, help="a campaign folder (default: emberfall)")
+    ap.add_argument(
+        "dir", nargs="?", type=Path, default=DEFAULT, help="a campaign folder (default: emberfall)"
+    )
     ap.add_argument("--questions", type=int, default=200, help="questions per concurrency level")
-    ap.add_argument("--concurrency", default="50,200", help="comma-separated questions in flight at once")
+    ap.add_argument(
+        "--concurrency", default="50,200", help="comma-separated questions in flight at once"
+    )
     ap.add_argument("--out", type=Path, help="write the results as JSON")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = ap.parse_args(argv)
     try:
         levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
     except ValueError:
-        raise SystemExit(f"--concurrency: comma-separated integers, not {args.concurrency!r}") from None
+        raise SystemExit(
+            f"--concurrency: comma-separated integers, not {args.concurrency!r}"
+        ) from None
     if not levels or min(levels) < 1 or args.questions < 1:
         raise SystemExit("--questions and every --concurrency level must be at least 1")
     if not args.dir.is_dir():

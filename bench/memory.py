@@ -59,7 +59,64 @@ CASES = ["follow-up", "switch", "cold", "campaign"]
 LENS = frozenset({"players"})
 _GROUP = re.compile(r"^(.*?)(?:[-_](?:s|part|p)?\d+)$")
 _NAME = re.compile(r"(?<![\w'’])[A-Z][a-z'’\-]+(?:\s+[A-Z][a-z'’\-]+)*")
-_COMMON = frozenset(["the", "a", "an", "and", "but", "or", "so", "then", "when", "what", "who", "why", "how", "where", "which", "did", "does", "do", "is", "was", "were", "are", "this", "that", "these", "those", "there", "his", "her", "their", "they", "he", "she", "it", "its", "after", "before", "while", "during", "in", "on", "at", "to", "for", "of", "with", "from", "by", "as", "one", "two", "three", "first", "second"])
+_COMMON = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "and",
+        "but",
+        "or",
+        "so",
+        "then",
+        "when",
+        "what",
+        "who",
+        "why",
+        "how",
+        "where",
+        "which",
+        "did",
+        "does",
+        "do",
+        "is",
+        "was",
+        "were",
+        "are",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "his",
+        "her",
+        "their",
+        "they",
+        "he",
+        "she",
+        "it",
+        "its",
+        "after",
+        "before",
+        "while",
+        "during",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "of",
+        "with",
+        "from",
+        "by",
+        "as",
+        "one",
+        "two",
+        "three",
+        "first",
+        "second",
+    ]
+)
 
 
 def group_of(doc_id: str) -> str:
@@ -93,16 +150,26 @@ def _group_names(bench: BenchSet, group: str, docs: list[str]) -> set[str]:
             count[n] += 1
         lower.update(w for w in re.findall(r"[a-z][a-z'’\-]+", text))
     # A proper name is written capitalised far more often than not ("Some" and "Then" are not).
-    return {n for n, c in count.items() if c >= 2 and n.split()[0].lower() not in _COMMON and len(n) > 2
-            and (len(n.split()) > 1 or caps[n] >= 3 * lower[n.lower()])}
+    return {
+        n
+        for n, c in count.items()
+        if c >= 2
+        and n.split()[0].lower() not in _COMMON
+        and len(n) > 2
+        and (len(n.split()) > 1 or caps[n] >= 3 * lower[n.lower()])
+    }
 
 
 def strip_names(query: str, names: set[str]) -> str:
     """The question with the group's names replaced by pronouns ("their" for a possessive)."""
     out = query
     for n in sorted(names, key=len, reverse=True):
-        out = re.sub(rf"(?:\bthe\s+)?\b{re.escape(n)}(['’]s)?\b",
-                     lambda m: "their" if m.group(1) else "they", out, flags=re.IGNORECASE)
+        out = re.sub(
+            rf"(?:\bthe\s+)?\b{re.escape(n)}(['’]s)?\b",
+            lambda m: "their" if m.group(1) else "they",
+            out,
+            flags=re.IGNORECASE,
+        )
     return re.sub(r"\s+", " ", out).strip()
 
 
@@ -118,14 +185,22 @@ def build_cases(bench: BenchSet, *, per_case: int = 40) -> dict[str, list[dict[s
             groups.setdefault(group_of(q["relevant"][0]), []).append(q)
     for qs in groups.values():
         qs.sort(key=lambda q: (min(_order(d) for d in q["relevant"]), q["id"]))
-    docs = {g: sorted({p.stem for p in bench.corpus.glob("*.md") if group_of(p.stem) == g}) for g in groups}
+    docs = {
+        g: sorted({p.stem for p in bench.corpus.glob("*.md") if group_of(p.stem) == g})
+        for g in groups
+    }
     names = {g: _group_names(bench, g, docs[g]) for g in groups}
     order = list(groups)
     out: dict[str, list[dict[str, Any]]] = {c: [] for c in CASES}
 
     def case(history: list[dict[str, Any]], q: dict[str, Any], text: str) -> dict[str, Any]:
-        return {"history": [h["query"] for h in history], "query": text, "relevant": q["relevant"],
-                "group": group_of(q["relevant"][0]), "id": q["id"]}
+        return {
+            "history": [h["query"] for h in history],
+            "query": text,
+            "relevant": q["relevant"],
+            "group": group_of(q["relevant"][0]),
+            "id": q["id"],
+        }
 
     for g in order:
         qs = groups[g]
@@ -138,7 +213,9 @@ def build_cases(bench: BenchSet, *, per_case: int = 40) -> dict[str, list[dict[s
     for k, g in enumerate(order):
         other = order[(k + 1) % len(order)]
         if len(groups[g]) >= 4 and groups[other]:
-            q = next((x for x in groups[other] if _named(x["query"], names[other])), groups[other][0])
+            q = next(
+                (x for x in groups[other] if _named(x["query"], names[other])), groups[other][0]
+            )
             out["switch"].append(case(groups[g][:8], q, q["query"]))
         far = order[(k + len(order) // 2) % len(order)]
         named = [x for x in groups[far] if _named(x["query"], names[far])]
@@ -146,7 +223,7 @@ def build_cases(bench: BenchSet, *, per_case: int = 40) -> dict[str, list[dict[s
             out["cold"].append(case(groups[g][:8], named[-1], named[-1]["query"]))
     stream = [q for g in order for q in groups[g][:6]]
     for end in range(12, len(stream)):
-        recent = {group_of(h["relevant"][0]) for h in stream[max(0, end - 8):end]}
+        recent = {group_of(h["relevant"][0]) for h in stream[max(0, end - 8) : end]}
         nxt = stream[end]
         g = group_of(nxt["relevant"][0])
         later = [x for x in groups[g][6:] if g in recent]
@@ -154,7 +231,7 @@ def build_cases(bench: BenchSet, *, per_case: int = 40) -> dict[str, list[dict[s
             target = later[end % len(later)]
             stripped = strip_names(target["query"], names[g])
             if stripped != target["query"]:
-                out["campaign"].append(case(stream[max(0, end - 12):end], target, stripped))
+                out["campaign"].append(case(stream[max(0, end - 12) : end], target, stripped))
     for c in CASES:  # an even spread over the set, not its first groups only
         xs = out[c]
         if len(xs) > per_case:
@@ -165,12 +242,23 @@ def build_cases(bench: BenchSet, *, per_case: int = 40) -> dict[str, list[dict[s
 
 def _metrics(ranked: list[str], relevant: list[str], group: str) -> dict[str, float]:
     m = doc_metrics(ranked, relevant)
-    return {"hit@1": m["hit@1"], "hit@10": m["hit@10"], "mrr": m["mrr"],
-            "group_hit@10": float(any(group_of(d) == group for d in ranked[:10]))}
+    return {
+        "hit@1": m["hit@1"],
+        "hit@10": m["hit@10"],
+        "mrr": m["mrr"],
+        "group_hit@10": float(any(group_of(d) == group for d in ranked[:10])),
+    }
 
 
-async def _conversation(engine: Any, slug: str, mode: str, conv: dict[str, Any], clock: FrozenClock,
-                        chat: str, lat: list[float]) -> list[str]:
+async def _conversation(
+    engine: Any,
+    slug: str,
+    mode: str,
+    conv: dict[str, Any],
+    clock: FrozenClock,
+    chat: str,
+    lat: list[float],
+) -> list[str]:
     responder = Responder(engine, clock=clock)
     if mode in {"loop", "resonance"}:
         await engine.memory.clear(slug)
@@ -198,10 +286,18 @@ async def _conversation(engine: Any, slug: str, mode: str, conv: dict[str, Any],
     return ranked
 
 
-async def run(dirs: list[Path], modes: list[str], *, limit: int | None = None, per_case: int = 40,
-              embedder: Any = None, cache_dir: Path | None = None, progress: bool = True,
-              memory_params: MemoryParams | None = None, ranker_spec: str = "auto",
-              ) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
+async def run(
+    dirs: list[Path],
+    modes: list[str],
+    *,
+    limit: int | None = None,
+    per_case: int = 40,
+    embedder: Any = None,
+    cache_dir: Path | None = None,
+    progress: bool = True,
+    memory_params: MemoryParams | None = None,
+    ranker_spec: str = "auto",
+) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
     if embedder is None:
         from bot.main import load_embedder
 
@@ -218,16 +314,23 @@ async def run(dirs: list[Path], modes: list[str], *, limit: int | None = None, p
         cases = build_cases(bench, per_case=per_case)
         results[label] = {}
         kw: dict[str, Any] = {"cache_dir": cache_dir} if cache_dir else {}
-        async with bench_engine(bench, embedder=embedder, contextual=True, progress=progress, ranker=ranker,
-                                **kw) as (engine, slug):
-            engine.retriever.params = dataclasses.replace(engine.retriever.params, rerank_enabled=False)
+        async with bench_engine(
+            bench, embedder=embedder, contextual=True, progress=progress, ranker=ranker, **kw
+        ) as (engine, slug):
+            engine.retriever.params = dataclasses.replace(
+                engine.retriever.params, rerank_enabled=False
+            )
             clock = FrozenClock()
-            engine.memory = MemoryModel(MemoryStore(engine.db), clock=clock, params=memory_params or MemoryParams())
+            engine.memory = MemoryModel(
+                MemoryStore(engine.db), clock=clock, params=memory_params or MemoryParams()
+            )
             await engine.retrieve(slug, "warm up", LENS)
             for mode in modes:
                 engine.memory_enabled = mode in {"loop", "resonance"}
                 if engine.memory_enabled:
-                    engine.memory.params = dataclasses.replace(engine.memory.params, orchestration=mode)
+                    engine.memory.params = dataclasses.replace(
+                        engine.memory.params, orchestration=mode
+                    )
                 rows: dict[str, dict[str, float]] = {}
                 lat: list[float] = []
                 for case_name in CASES:
@@ -237,7 +340,10 @@ async def run(dirs: list[Path], modes: list[str], *, limit: int | None = None, p
                         ranked = await _conversation(engine, slug, mode, conv, clock, chat, lat)
                         per.append(_metrics(ranked, conv["relevant"], conv["group"]))
                         clock.advance(hours=6)
-                    rows[case_name] = {k: mean([r[k] for r in per]) for k in ("hit@1", "hit@10", "mrr", "group_hit@10")}
+                    rows[case_name] = {
+                        k: mean([r[k] for r in per])
+                        for k in ("hit@1", "hit@10", "mrr", "group_hit@10")
+                    }
                     rows[case_name]["n"] = float(len(per))
                 rows["_latency"] = {"p50_ms": percentile(lat, 50), "p95_ms": percentile(lat, 95)}
                 results[label][mode] = rows
@@ -247,7 +353,9 @@ async def run(dirs: list[Path], modes: list[str], *, limit: int | None = None, p
     return results
 
 
-async def cost(src: Path, n_docs: int, *, turns: int = 60, work: Path | None = None) -> dict[str, float]:
+async def cost(
+    src: Path, n_docs: int, *, turns: int = 60, work: Path | None = None
+) -> dict[str, float]:
     """Per-turn memory work on a campaign of ``n_docs`` documents: ``src``'s corpus copied until
     it has that many (hash embedder, in-memory vectors: only the memory's own time is measured,
     its graph built once up front). Returns p50 / p95 ms of recall + record and the graph size."""
@@ -270,13 +378,22 @@ async def cost(src: Path, n_docs: int, *, turns: int = 60, work: Path | None = N
         for f in files:
             if n >= n_docs:
                 break
-            (corpus / f"c{n // len(files)}-{f.name}").write_text(f.read_text(encoding="utf-8"), encoding="utf-8")
+            (corpus / f"c{n // len(files)}-{f.name}").write_text(
+                f.read_text(encoding="utf-8"), encoding="utf-8"
+            )
             n += 1
     try:
         async with Database(tmp / "db.sqlite3") as db:
-            engine = Engine(db=db, store=MemoryVectorStore(), embedder=HashEmbedder(), campaigns_dir=tmp / "none",
-                            ingest_options=IngestOptions(progress=False, contextual=False))
-            config = CampaignConfig(slug="cost", name="cost", root=corpus, gm_paths=(), always_include=())
+            engine = Engine(
+                db=db,
+                store=MemoryVectorStore(),
+                embedder=HashEmbedder(),
+                campaigns_dir=tmp / "none",
+                ingest_options=IngestOptions(progress=False, contextual=False),
+            )
+            config = CampaignConfig(
+                slug="cost", name="cost", root=corpus, gm_paths=(), always_include=()
+            )
             await engine.register(config)
             await engine.indexer.ingest(config)
             clock = FrozenClock()
@@ -289,13 +406,20 @@ async def cost(src: Path, n_docs: int, *, turns: int = 60, work: Path | None = N
             for q in bench.queries[:turns]:
                 trace_bundle = await engine.retrieve("cost", q["query"], LENS)
                 t = time.perf_counter()
-                rec = await model.recall(cat, q["query"], LENS, retrieved=trace_bundle.ranked_doc_ids)
+                rec = await model.recall(
+                    cat, q["query"], LENS, retrieved=trace_bundle.ranked_doc_ids
+                )
                 await model.record(cat, q["query"], LENS, cited=rec.ranked_doc_ids[:3])
                 lat.append((time.perf_counter() - t) * 1000)
                 clock.advance(seconds=90)
-            return {"documents": float(len(cat.documents)), "chunks": float(len(graph.chunks)),
-                    "links": float(sum(len(v) for v in graph.out.values())), "graph_build_s": build_s,
-                    "p50_ms": percentile(lat, 50), "p95_ms": percentile(lat, 95)}
+            return {
+                "documents": float(len(cat.documents)),
+                "chunks": float(len(graph.chunks)),
+                "links": float(sum(len(v) for v in graph.out.values())),
+                "graph_build_s": build_s,
+                "p50_ms": percentile(lat, 50),
+                "p95_ms": percentile(lat, 95),
+            }
     finally:
         if work is None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -310,9 +434,14 @@ def print_table(results: dict[str, dict[str, dict[str, dict[str, float]]]]) -> N
             for case, m in rows.items():
                 if case.startswith("_"):
                     continue
-                print(f"{mode:<10} {case:<10} {int(m.get('n', 0)):>4} " + " ".join(f"{m[c]:>13.3f}" for c in cols))
+                print(
+                    f"{mode:<10} {case:<10} {int(m.get('n', 0)):>4} "
+                    + " ".join(f"{m[c]:>13.3f}" for c in cols)
+                )
             lat = rows.get("_latency", {})
-            print(f"{mode:<10} {'latency':<10}      p50 {lat.get('p50_ms', 0):.1f} ms, p95 {lat.get('p95_ms', 0):.1f} ms")
+            print(
+                f"{mode:<10} {'latency':<10}      p50 {lat.get('p50_ms', 0):.1f} ms, p95 {lat.get('p95_ms', 0):.1f} ms"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -321,12 +450,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mode", action="append", default=None, choices=MODES)
     ap.add_argument("--out", type=Path)
     ap.add_argument("--limit", type=int, default=None, help="first N queries per set")
-    ap.add_argument("--per-case", type=int, default=40, help="conversations per case (spread over the set)")
+    ap.add_argument(
+        "--per-case", type=int, default=40, help="conversations per case (spread over the set)"
+    )
     ap.add_argument("--ranker", default="auto")
-    ap.add_argument("--set", action="append", default=[], help="MemoryParams override k=v (sweeps on dev sets)")
+    ap.add_argument(
+        "--set", action="append", default=[], help="MemoryParams override k=v (sweeps on dev sets)"
+    )
     ap.add_argument("--no-progress", action="store_true")
-    ap.add_argument("--cost", type=int, default=0, help="instead: time per-turn memory work on N documents "
-                    "copied from the first DIR")
+    ap.add_argument(
+        "--cost",
+        type=int,
+        default=0,
+        help="instead: time per-turn memory work on N documents copied from the first DIR",
+    )
     args = ap.parse_args(argv)
     if args.cost:
         out = asyncio.run(cost(args.dirs[0], args.cost))
@@ -337,18 +474,44 @@ def main(argv: list[str] | None = None) -> int:
     over: dict[str, Any] = {}
     for item in args.set:
         k, _, v = item.partition("=")
-        over[k] = v if k in {"orchestration", "fusion"} else (v.lower() in {"1", "true"} if k in {"share_context", "arrivals_only", "normalize"} else (int(v) if k in {"cycles", "seeds", "recalled_docs", "context_size"} else float(v)))
+        over[k] = (
+            v
+            if k in {"orchestration", "fusion"}
+            else (
+                v.lower() in {"1", "true"}
+                if k in {"share_context", "arrivals_only", "normalize"}
+                else (
+                    int(v)
+                    if k in {"cycles", "seeds", "recalled_docs", "context_size"}
+                    else float(v)
+                )
+            )
+        )
     from liminalis.memory.spreading import SpreadParams
 
     spread_keys = {f.name for f in dataclasses.fields(SpreadParams)}
     spread_over = {k: over.pop(k) for k in list(over) if k in spread_keys}
     params = MemoryParams(**over, spread=SpreadParams(**spread_over))
-    results = asyncio.run(run(args.dirs, args.mode or MODES, limit=args.limit, per_case=args.per_case,
-                              progress=not args.no_progress, memory_params=params, ranker_spec=args.ranker))
+    results = asyncio.run(
+        run(
+            args.dirs,
+            args.mode or MODES,
+            limit=args.limit,
+            per_case=args.per_case,
+            progress=not args.no_progress,
+            memory_params=params,
+            ranker_spec=args.ranker,
+        )
+    )
     print_table(results)
     if args.out:
-        slim = {s: {m: {c: {k: v for k, v in r.items()} for c, r in rows.items()} for m, rows in ms.items()}
-                for s, ms in results.items()}
+        slim = {
+            s: {
+                m: {c: {k: v for k, v in r.items()} for c, r in rows.items()}
+                for m, rows in ms.items()
+            }
+            for s, ms in results.items()
+        }
         args.out.write_text(json.dumps(slim, indent=2))
     return 0
 

@@ -63,14 +63,22 @@ def _mask(examples: Sequence[Example], drop: Sequence[int]) -> list[Example]:
     return out
 
 
-def held_out_scores(data: dict[str, list[Example]], *, drop: Sequence[int] = (), l2: float = 1e-3,
-                    steps: int = 400, hidden: int = 0) -> dict[str, np.ndarray]:
+def held_out_scores(
+    data: dict[str, list[Example]],
+    *,
+    drop: Sequence[int] = (),
+    l2: float = 1e-3,
+    steps: int = 400,
+    hidden: int = 0,
+) -> dict[str, np.ndarray]:
     """group → (queries × 2) array of held-out (RR, recall@5), each group scored by a model fit
     on every other group."""
     out: dict[str, np.ndarray] = {}
     masked = {g: _mask(ex, drop) for g, ex in data.items()}
     for g, held in masked.items():
-        model = fit_model([e for h, ex in masked.items() if h != g for e in ex], l2=l2, steps=steps, hidden=hidden)
+        model = fit_model(
+            [e for h, ex in masked.items() if h != g for e in ex], l2=l2, steps=steps, hidden=hidden
+        )
         out[g] = np.asarray([_metrics(model.score(x), y) for x, y in held]).reshape(len(held), 2)
     return out
 
@@ -79,8 +87,13 @@ def _corpus(group: str) -> str:
     return group.rsplit("-g", 1)[0]
 
 
-def compare(base: dict[str, np.ndarray], variant: dict[str, np.ndarray], *, seed: int = 0,
-            resamples: int = 2000) -> dict[str, dict[str, Any]]:
+def compare(
+    base: dict[str, np.ndarray],
+    variant: dict[str, np.ndarray],
+    *,
+    seed: int = 0,
+    resamples: int = 2000,
+) -> dict[str, dict[str, Any]]:
     """Per corpus: both sides' means and the paired difference (variant − base) with a 95%
     bootstrap interval, for MRR and recall@5."""
     rng = np.random.default_rng(seed)
@@ -96,23 +109,43 @@ def compare(base: dict[str, np.ndarray], variant: dict[str, np.ndarray], *, seed
             "queries": len(a),
             **{f"{m}_base": round(float(a[:, k].mean()), 4) for k, m in enumerate(("mrr", "r5"))},
             **{f"{m}": round(float(b[:, k].mean()), 4) for k, m in enumerate(("mrr", "r5"))},
-            **{f"{m}_diff": [round(float(diff[:, k].mean()), 4), round(float(lo[k]), 4), round(float(hi[k]), 4)]
-               for k, m in enumerate(("mrr", "r5"))},
+            **{
+                f"{m}_diff": [
+                    round(float(diff[:, k].mean()), 4),
+                    round(float(lo[k]), 4),
+                    round(float(hi[k]), 4),
+                ]
+                for k, m in enumerate(("mrr", "r5"))
+            },
         }
     return out
 
 
-def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: Path = CACHE_DIR) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(prog="python -m bench.ranker_cv", description=__doc__.split("\n\n")[0])
+def main(
+    argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: Path = CACHE_DIR
+) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.ranker_cv", description=__doc__.split("\n\n")[0]
+    )
     add_group_args(ap)
     ap.add_argument("--limit", type=int, help="queries per group (a quick run)")
     ap.add_argument("--l2", type=float, default=1e-3)
     ap.add_argument("--steps", type=int, default=400)
-    ap.add_argument("--without", nargs="*", default=[], help="variants: comma-separated feature names to drop")
-    ap.add_argument("--hidden", type=int, nargs="*", default=[],
-                    help="variants: a tanh hidden layer of these many units (on the reference's features)")
-    ap.add_argument("--against", default="",
-                    help="comma-separated features the reference drops too (default: the full set is the reference)")
+    ap.add_argument(
+        "--without", nargs="*", default=[], help="variants: comma-separated feature names to drop"
+    )
+    ap.add_argument(
+        "--hidden",
+        type=int,
+        nargs="*",
+        default=[],
+        help="variants: a tanh hidden layer of these many units (on the reference's features)",
+    )
+    ap.add_argument(
+        "--against",
+        default="",
+        help="comma-separated features the reference drops too (default: the full set is the reference)",
+    )
     ap.add_argument("--out", type=Path, help="also write the report as JSON")
     ap.add_argument("--quiet", action="store_true")
     ap.set_defaults(query_adapter_folds=None)
@@ -131,10 +164,15 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     against = columns(args.against)
     base = held_out_scores(data, drop=against, l2=args.l2, steps=args.steps)
     reference = f"without {args.against}" if against else "all"
-    report: dict[str, Any] = {"features": len(FEATURES), "groups": {g: len(v) for g, v in data.items()},
-                              reference: compare(base, base)}
+    report: dict[str, Any] = {
+        "features": len(FEATURES),
+        "groups": {g: len(v) for g, v in data.items()},
+        reference: compare(base, base),
+    }
     for variant in args.without:
-        scores = held_out_scores(data, drop=sorted({*against, *columns(variant)}), l2=args.l2, steps=args.steps)
+        scores = held_out_scores(
+            data, drop=sorted({*against, *columns(variant)}), l2=args.l2, steps=args.steps
+        )
         report[f"without {variant}"] = compare(base, scores)
     for units in args.hidden:
         scores = held_out_scores(data, drop=against, l2=args.l2, steps=HIDDEN_STEPS, hidden=units)
@@ -145,8 +183,10 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
         for corpus, r in rows.items():
             line = f"{name:<40} {corpus:<18} MRR {r['mrr']:.4f} R@5 {r['r5']:.4f}"
             if name != reference:
-                line += (f"   ΔMRR {r['mrr_diff'][0]:+.4f} [{r['mrr_diff'][1]:+.4f}, {r['mrr_diff'][2]:+.4f}]"
-                         f"   ΔR@5 {r['r5_diff'][0]:+.4f} [{r['r5_diff'][1]:+.4f}, {r['r5_diff'][2]:+.4f}]")
+                line += (
+                    f"   ΔMRR {r['mrr_diff'][0]:+.4f} [{r['mrr_diff'][1]:+.4f}, {r['mrr_diff'][2]:+.4f}]"
+                    f"   ΔR@5 {r['r5_diff'][0]:+.4f} [{r['r5_diff'][1]:+.4f}, {r['r5_diff'][2]:+.4f}]"
+                )
             print(line)
     if args.out:
         args.out.write_text(json.dumps(report, indent=1) + "\n")

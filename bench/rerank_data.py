@@ -36,7 +36,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["POOL", "doc_of_key", "mine", "evidence_passage", "evidence_score", "group_of", "normalize", "read", "write", "main"]
+__all__ = [
+    "POOL",
+    "doc_of_key",
+    "mine",
+    "evidence_passage",
+    "evidence_score",
+    "group_of",
+    "normalize",
+    "read",
+    "write",
+    "main",
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 POOL = 40
@@ -93,8 +104,15 @@ class _PoolRecorder:
         return [0.0] * len(passages)
 
 
-async def mine(folder: Path, *, embedder: Any, train: bool, limit: int | None = None, progress: bool = True,
-               cache_dir: Path | None = None) -> tuple[list[dict[str, Any]], dict[str, str]]:
+async def mine(
+    folder: Path,
+    *,
+    embedder: Any,
+    train: bool,
+    limit: int | None = None,
+    progress: bool = True,
+    cache_dir: Path | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """(rows, passages): one row per query with its pool as passage keys; ``passages`` maps each
     key (``<set>/<passage id>``) to its text. Training rows also name their positive."""
     # Imported here: ``read`` must work where only torch and transformers are installed.
@@ -109,13 +127,20 @@ async def mine(folder: Path, *, embedder: Any, train: bool, limit: int | None = 
 
     # The shipped learned ranker orders the pool, as in the product (the set of pool passages is
     # the fused top POOL either way; the order is what depth and the mix prior act on).
-    kw = {"reranker": rec, "progress": progress, "cache_dir": cache_dir or CACHE_DIR, "ranker": load_learned_ranker("auto")}
+    kw = {
+        "reranker": rec,
+        "progress": progress,
+        "cache_dir": cache_dir or CACHE_DIR,
+        "ranker": load_learned_ranker("auto"),
+    }
     async with bench_engine(bench, embedder=embedder, **kw) as (engine, slug):
         cat = await engine.retriever.catalog(slug)
         key_of: dict[str, str] = {}
         for pid in cat.passages:
             key_of.setdefault(cat.passage_text(pid), pid)
-        params = dataclasses.replace(engine.retriever.params, rerank_depth=POOL, pool=POOL, rerank_mix=None)
+        params = dataclasses.replace(
+            engine.retriever.params, rerank_depth=POOL, pool=POOL, rerank_mix=None
+        )
         t0 = time.perf_counter()
         for n, q in enumerate(bench.queries):
             rec.last = None
@@ -125,8 +150,11 @@ async def mine(folder: Path, *, embedder: Any, train: bool, limit: int | None = 
                 continue
             pids = [key_of[t] for t in rec.last]
             row: dict[str, Any] = {
-                "id": q.get("id"), "query": q["query"], "relevant": q["relevant"],
-                "pool": [f"{bench.name}/{p}" for p in pids], "docs": [cat.passages[p].doc_id for p in pids],
+                "id": q.get("id"),
+                "query": q["query"],
+                "relevant": q["relevant"],
+                "pool": [f"{bench.name}/{p}" for p in pids],
+                "docs": [cat.passages[p].doc_id for p in pids],
                 # the rerank stage's prior (see liminalis.retrieval.rerank); empty without a ranker
                 "learned": {d: round(x, 6) for d, x in trace.learned_scores.items()},
             }
@@ -143,7 +171,10 @@ async def mine(folder: Path, *, embedder: Any, train: bool, limit: int | None = 
                 passages[key] = cat.passage_text(p)
             rows.append(row)
             if progress and (n + 1) % 200 == 0:
-                print(f"  {bench.name}: {n + 1}/{len(bench.queries)} queries, {time.perf_counter() - t0:.0f}s", file=sys.stderr)
+                print(
+                    f"  {bench.name}: {n + 1}/{len(bench.queries)} queries, {time.perf_counter() - t0:.0f}s",
+                    file=sys.stderr,
+                )
     return rows, passages
 
 
@@ -167,7 +198,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from bench.common import CACHE_DIR, add_embedder_arg
     from bench.train_ranker import DEFAULT_TRAIN, make_groups
 
-    ap = argparse.ArgumentParser(prog="python -m bench.rerank_data", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.rerank_data", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--train-root", type=Path, default=DEFAULT_TRAIN)
     ap.add_argument("--groups-dir", type=Path, default=CACHE_DIR / "train-groups")
@@ -175,8 +208,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--dev", nargs="*", type=Path, default=[])
     ap.add_argument("--limit", type=int, help="queries per set (a quick run)")
     ap.add_argument("--quiet", action="store_true")
-    ap.add_argument("--query-adapter", default="auto",
-                    help="dense-arm query adapter: auto (models/query-adapter, as the product), none, or a path")
+    ap.add_argument(
+        "--query-adapter",
+        default="auto",
+        help="dense-arm query adapter: auto (models/query-adapter, as the product), none, or a path",
+    )
     add_embedder_arg(ap)
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -191,14 +227,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows: list[dict[str, Any]] = []
         passages: dict[str, str] = {}
         for g in make_groups(args.train_root, args.groups_dir):
-            r, p = asyncio.run(mine(g, embedder=embedder, train=True, limit=args.limit, progress=not args.quiet))
+            r, p = asyncio.run(
+                mine(g, embedder=embedder, train=True, limit=args.limit, progress=not args.quiet)
+            )
             rows += r
             passages.update(p)
             print(f"{g.name}: {len(r)} queries", file=sys.stderr)
         write(args.out / "train.jsonl.gz", rows, passages)
         print(f"train: {len(rows)} queries, {len(passages)} passages")
     for d in args.dev:
-        r, p = asyncio.run(mine(d, embedder=embedder, train=False, limit=args.limit, progress=not args.quiet))
+        r, p = asyncio.run(
+            mine(d, embedder=embedder, train=False, limit=args.limit, progress=not args.quiet)
+        )
         write(args.out / f"dev-{d.name}.jsonl.gz", r, p)
         print(f"{d.name}: {len(r)} queries, {len(p)} passages")
     return 0

@@ -59,8 +59,15 @@ class _Recorder:
         return scores
 
 
-async def collect(path: Path, reranker: Any, *, embedder: Any, limit: int | None = None,
-                  progress: bool = True, cache_dir: Path | None = None) -> list[dict[str, Any]]:
+async def collect(
+    path: Path,
+    reranker: Any,
+    *,
+    embedder: Any,
+    limit: int | None = None,
+    progress: bool = True,
+    cache_dir: Path | None = None,
+) -> list[dict[str, Any]]:
     """Per query: the fused pool's documents (top 40), their reranker scores and the time."""
     bench = load_set(path, limit=limit)
     rec = _Recorder(reranker)
@@ -71,26 +78,42 @@ async def collect(path: Path, reranker: Any, *, embedder: Any, limit: int | None
     kw: dict[str, Any] = {"ranker": load_learned_ranker("auto")}
     if cache_dir:
         kw["cache_dir"] = cache_dir
-    async with bench_engine(bench, embedder=embedder, reranker=rec, progress=progress, **kw) as (engine, slug):
+    async with bench_engine(bench, embedder=embedder, reranker=rec, progress=progress, **kw) as (
+        engine,
+        slug,
+    ):
         cat = await engine.retriever.catalog(slug)
         by_text = {}
         for pid, p in cat.passages.items():
             by_text.setdefault(cat.passage_text(pid), p.doc_id)
-        params = dataclasses.replace(engine.retriever.params, rerank_depth=max(DEPTHS), pool=max(DEPTHS), rerank_mix=None)
+        params = dataclasses.replace(
+            engine.retriever.params, rerank_depth=max(DEPTHS), pool=max(DEPTHS), rerank_mix=None
+        )
         bar = None
         if progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=len(bench.queries), desc=f"rerank {bench.name}", unit="q", file=sys.stderr)
+            bar = tqdm(
+                total=len(bench.queries), desc=f"rerank {bench.name}", unit="q", file=sys.stderr
+            )
         for q in bench.queries:
             rec.last = None
             trace = Trace()
-            await engine.retrieve(slug, q["query"], frozenset({"players"}), params=params, trace=trace)
+            await engine.retrieve(
+                slug, q["query"], frozenset({"players"}), params=params, trace=trace
+            )
             if rec.last is None:
                 raise SystemExit("the reranker failed (see the log): nothing to sweep")
             texts, scores, ms = rec.last
-            rows.append({"docs": [by_text[t] for t in texts], "scores": scores, "ms": ms, "relevant": q["relevant"],
-                         "learned": trace.learned_scores})
+            rows.append(
+                {
+                    "docs": [by_text[t] for t in texts],
+                    "scores": scores,
+                    "ms": ms,
+                    "relevant": q["relevant"],
+                    "learned": trace.learned_scores,
+                }
+            )
             if bar:
                 bar.update(1)
         if bar:
@@ -98,8 +121,11 @@ async def collect(path: Path, reranker: Any, *, embedder: Any, limit: int | None
     return rows
 
 
-def grid(rows: Sequence[dict[str, Any]], depths: Sequence[int] = DEPTHS,
-         mixes: Sequence[float | None] = MIXES) -> list[dict[str, Any]]:
+def grid(
+    rows: Sequence[dict[str, Any]],
+    depths: Sequence[int] = DEPTHS,
+    mixes: Sequence[float | None] = MIXES,
+) -> list[dict[str, Any]]:
     """Metrics for the fused order and every (depth, mix) setting (depths up to the 40 scored)."""
     out = []
     full_ms = [r["ms"] for r in rows]
@@ -110,20 +136,33 @@ def grid(rows: Sequence[dict[str, Any]], depths: Sequence[int] = DEPTHS,
             # The product's prior: the learned score of each candidate's document when the pool
             # came with them, else the log-rank of the pool order (liminalis.retrieval.rerank).
             learned = r.get("learned") or {}
-            prior = [learned.get(d, min(learned.values()) - 1.0) for d in r["docs"][:n]] if learned else None
+            prior = (
+                [learned.get(d, min(learned.values()) - 1.0) for d in r["docs"][:n]]
+                if learned
+                else None
+            )
             head = mix_scores(r["scores"][:n], mix, prior) if n else []
             order = sorted(range(n), key=lambda i: (-head[i], i)) + list(range(n, len(r["docs"])))
             metrics.append(doc_metrics(dedupe_ranking(r["docs"][i] for i in order), r["relevant"]))
         scale = depth / max(DEPTHS)
-        out.append({
-            "depth": depth, "mix": "none" if mix is None else mix,
-            **{k: round(mean([m[k] for m in metrics]), 4) for k in ("mrr", "recall@5", "recall@10", "hit@1")},
-            "rerank_p50_ms": round(percentile(full_ms, 50) * scale, 1), "rerank_p95_ms": round(percentile(full_ms, 95) * scale, 1),
-        })
+        out.append(
+            {
+                "depth": depth,
+                "mix": "none" if mix is None else mix,
+                **{
+                    k: round(mean([m[k] for m in metrics]), 4)
+                    for k in ("mrr", "recall@5", "recall@10", "hit@1")
+                },
+                "rerank_p50_ms": round(percentile(full_ms, 50) * scale, 1),
+                "rerank_p95_ms": round(percentile(full_ms, 95) * scale, 1),
+            }
+        )
     return out
 
 
-def offline_rows(pools: Path, scores: dict[str, list[list[float]]]) -> dict[str, list[dict[str, Any]]]:
+def offline_rows(
+    pools: Path, scores: dict[str, list[list[float]]]
+) -> dict[str, list[dict[str, Any]]]:
     """Rows for :func:`grid` from mined pools and their precomputed scores (no timing)."""
     from bench.rerank_data import read
 
@@ -132,12 +171,22 @@ def offline_rows(pools: Path, scores: dict[str, list[list[float]]]) -> dict[str,
         rows, _ = read(pools / f"dev-{name}.jsonl.gz")
         if len(rows) != len(per_query):
             raise SystemExit(f"{name}: {len(per_query)} score lists for {len(rows)} pools")
-        out[name] = [{"docs": r["docs"], "scores": s, "ms": 0.0, "relevant": r["relevant"], "learned": r.get("learned", {})}
-                     for r, s in zip(rows, per_query)]
+        out[name] = [
+            {
+                "docs": r["docs"],
+                "scores": s,
+                "ms": 0.0,
+                "relevant": r["relevant"],
+                "learned": r.get("learned", {}),
+            }
+            for r, s in zip(rows, per_query)
+        ]
     return out
 
 
-async def latency(reranker: Any, pools: Path, name: str, n: int, depths: Sequence[int] = DEPTHS) -> dict[int, list[float]]:
+async def latency(
+    reranker: Any, pools: Path, name: str, n: int, depths: Sequence[int] = DEPTHS
+) -> dict[int, list[float]]:
     """Milliseconds to score the top ``depth`` passages of the first ``n`` pools, per depth."""
     from bench.rerank_data import read
 
@@ -162,33 +211,69 @@ def _with_latency(table: list[dict[str, Any]], ms: dict[int, list[float]]) -> li
 
 def _print(name: str, table: list[dict[str, Any]], n: int) -> None:
     print(f"\n{name} ({n} queries; depth 0 = fused order, no reranker)")
-    print(f"{'depth':>5} {'mix':>5} {'MRR':>7} {'R@5':>7} {'R@10':>7} {'hit@1':>7} {'p50 ms':>7} {'p95 ms':>7}")
+    print(
+        f"{'depth':>5} {'mix':>5} {'MRR':>7} {'R@5':>7} {'R@10':>7} {'hit@1':>7} {'p50 ms':>7} {'p95 ms':>7}"
+    )
     for g in table:
-        print(f"{g['depth']:>5} {g['mix']!s:>5} {g['mrr']:>7.4f} {g['recall@5']:>7.4f} {g['recall@10']:>7.4f} "
-              f"{g['hit@1']:>7.4f} {g['rerank_p50_ms']:>7.0f} {g['rerank_p95_ms']:>7.0f}")
+        print(
+            f"{g['depth']:>5} {g['mix']!s:>5} {g['mrr']:>7.4f} {g['recall@5']:>7.4f} {g['recall@10']:>7.4f} "
+            f"{g['hit@1']:>7.4f} {g['rerank_p50_ms']:>7.0f} {g['rerank_p95_ms']:>7.0f}"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.rerank_sweep", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.rerank_sweep", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("dirs", nargs="*", type=Path)
     ap.add_argument("--pools", type=Path, help="a bench.rerank_data output folder (with --scores)")
-    ap.add_argument("--scores", type=Path, help="dev-scores.json written by bench.train_reranker --score")
-    ap.add_argument("--latency", type=int, default=0, help="with --scores: time --reranker on this many pools per set")
-    ap.add_argument("--quantize", action="store_true", help="int8 dynamic quantization of the reranker's linear layers")
-    ap.add_argument("--reranker", default="auto", help="auto (the shipped model), or a CrossEncoder name/path")
-    ap.add_argument("--depths", type=int, nargs="+", default=list(DEPTHS), help=f"candidates scored, each ≤ {max(DEPTHS)}")
-    ap.add_argument("--mixes", nargs="+", default=[str(m).lower() for m in MIXES],
-                    help="reranker weights; 'none' is the reranker's order alone")
-    ap.add_argument("--save-rows", type=Path, help="also keep the collected scores (JSON) for --rows")
+    ap.add_argument(
+        "--scores", type=Path, help="dev-scores.json written by bench.train_reranker --score"
+    )
+    ap.add_argument(
+        "--latency",
+        type=int,
+        default=0,
+        help="with --scores: time --reranker on this many pools per set",
+    )
+    ap.add_argument(
+        "--quantize",
+        action="store_true",
+        help="int8 dynamic quantization of the reranker's linear layers",
+    )
+    ap.add_argument(
+        "--reranker", default="auto", help="auto (the shipped model), or a CrossEncoder name/path"
+    )
+    ap.add_argument(
+        "--depths",
+        type=int,
+        nargs="+",
+        default=list(DEPTHS),
+        help=f"candidates scored, each ≤ {max(DEPTHS)}",
+    )
+    ap.add_argument(
+        "--mixes",
+        nargs="+",
+        default=[str(m).lower() for m in MIXES],
+        help="reranker weights; 'none' is the reranker's order alone",
+    )
+    ap.add_argument(
+        "--save-rows", type=Path, help="also keep the collected scores (JSON) for --rows"
+    )
     ap.add_argument("--rows", type=Path, help="re-grid rows kept by --save-rows (no reranker pass)")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--limit", type=int)
     ap.add_argument("--no-progress", action="store_true")
-    ap.add_argument("--query-adapter", default="auto",
-                    help="dense-arm query adapter: auto (models/query-adapter, as the product), none, or a path")
+    ap.add_argument(
+        "--query-adapter",
+        default="auto",
+        help="dense-arm query adapter: auto (models/query-adapter, as the product), none, or a path",
+    )
     args = ap.parse_args(argv)
     if any(not 0 < d <= max(DEPTHS) for d in args.depths):
-        ap.error(f"--depths: each between 1 and {max(DEPTHS)} (the reranker scores the top {max(DEPTHS)})")
+        ap.error(
+            f"--depths: each between 1 and {max(DEPTHS)} (the reranker scores the top {max(DEPTHS)})"
+        )
     try:
         mixes = [None if m == "none" else float(m) for m in args.mixes]
     except ValueError:
@@ -218,7 +303,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, rows in offline_rows(args.pools, json.loads(args.scores.read_text())).items():
             results[name] = table(rows)
             if timer is not None:
-                _with_latency(results[name], asyncio.run(latency(timer, args.pools, name, args.latency, args.depths)))
+                _with_latency(
+                    results[name],
+                    asyncio.run(latency(timer, args.pools, name, args.latency, args.depths)),
+                )
             _print(name, results[name], len(rows))
         if args.out:
             args.out.write_text(json.dumps(results, indent=2))
@@ -229,13 +317,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     reranker = load_reranker(args.reranker)
     if reranker is None:
-        print("no reranker configured: train one (liminalis train-reranker) or pass --reranker PATH", file=sys.stderr)
+        print(
+            "no reranker configured: train one (liminalis train-reranker) or pass --reranker PATH",
+            file=sys.stderr,
+        )
         return 2
     embedder = load_embedder(adapter=args.query_adapter)
     kept: dict[str, list[dict[str, Any]]] = {}
     for d in args.dirs:
-        rows = kept[d.name] = asyncio.run(collect(d, reranker, embedder=embedder, limit=args.limit,
-                                                  progress=not args.no_progress))
+        rows = kept[d.name] = asyncio.run(
+            collect(d, reranker, embedder=embedder, limit=args.limit, progress=not args.no_progress)
+        )
         results[d.name] = table(rows)
         _print(d.name, results[d.name], len(rows))
     if args.save_rows:

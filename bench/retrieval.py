@@ -45,20 +45,71 @@ from liminalis.retrieval.retriever import RetrievalParams
 
 __all__ = ["LADDER", "parse_config", "run", "main"]
 
-LADDER = ["bm25", "lexical", "dense", "dense+contextual", "hybrid", "hybrid+contextual", "learned", "hybrid+rerank", "full"]
-COLUMNS = ["recall@5", "recall@10", "hit@1", "hit@10", "mrr", "tokens", "detail_recall", "p50_ms", "p95_ms"]
+LADDER = [
+    "bm25",
+    "lexical",
+    "dense",
+    "dense+contextual",
+    "hybrid",
+    "hybrid+contextual",
+    "learned",
+    "hybrid+rerank",
+    "full",
+]
+COLUMNS = [
+    "recall@5",
+    "recall@10",
+    "hit@1",
+    "hit@10",
+    "mrr",
+    "tokens",
+    "detail_recall",
+    "p50_ms",
+    "p95_ms",
+]
 
 
 def parse_config(spec: str) -> tuple[str, bool, bool, dict[str, Any]]:
     """``name[:k=v,...]`` → (name, contextual, rerank, RetrievalParams overrides)."""
     name, _, over = spec.partition(":")
     base = {
-        "bm25": (False, dict(dense_enabled=False, lexical_enabled=True, doc_lexical_enabled=False, rerank_enabled=False,
-                             learned_enabled=False)),
-        "lexical": (False, dict(dense_enabled=False, lexical_enabled=True, rerank_enabled=False, learned_enabled=False)),
-        "dense": (False, dict(dense_enabled=True, lexical_enabled=False, rerank_enabled=False, learned_enabled=False)),
-        "dense+contextual": (True, dict(dense_enabled=True, lexical_enabled=False, rerank_enabled=False,
-                                        learned_enabled=False)),
+        "bm25": (
+            False,
+            dict(
+                dense_enabled=False,
+                lexical_enabled=True,
+                doc_lexical_enabled=False,
+                rerank_enabled=False,
+                learned_enabled=False,
+            ),
+        ),
+        "lexical": (
+            False,
+            dict(
+                dense_enabled=False,
+                lexical_enabled=True,
+                rerank_enabled=False,
+                learned_enabled=False,
+            ),
+        ),
+        "dense": (
+            False,
+            dict(
+                dense_enabled=True,
+                lexical_enabled=False,
+                rerank_enabled=False,
+                learned_enabled=False,
+            ),
+        ),
+        "dense+contextual": (
+            True,
+            dict(
+                dense_enabled=True,
+                lexical_enabled=False,
+                rerank_enabled=False,
+                learned_enabled=False,
+            ),
+        ),
         "hybrid": (False, dict(rerank_enabled=False, learned_enabled=False)),
         "hybrid+contextual": (True, dict(rerank_enabled=False, learned_enabled=False)),
         "learned": (True, dict(rerank_enabled=False, learned_enabled=True)),
@@ -76,11 +127,17 @@ def parse_config(spec: str) -> tuple[str, bool, bool, dict[str, Any]]:
         if v.lower() == "none" and "None" in str(fields[k]):
             params[k] = None
         else:
-            params[k] = (v.lower() in {"1", "true", "yes"}) if fields[k] == "bool" else (int(v) if fields[k] == "int" else float(v))
+            params[k] = (
+                (v.lower() in {"1", "true", "yes"})
+                if fields[k] == "bool"
+                else (int(v) if fields[k] == "int" else float(v))
+            )
     return name, contextual, bool(params.get("rerank_enabled")), params
 
 
-async def _run_config(engine: Any, slug: str, bench: BenchSet, params: RetrievalParams, progress: bool) -> dict[str, float]:
+async def _run_config(
+    engine: Any, slug: str, bench: BenchSet, params: RetrievalParams, progress: bool
+) -> dict[str, float]:
     rows: list[dict[str, float]] = []
     tokens: list[int] = []
     details: list[float] = []
@@ -112,17 +169,33 @@ async def _run_config(engine: Any, slug: str, bench: BenchSet, params: Retrieval
     if bar:
         bar.close()
     if refused:
-        print(f"[{bench.name}] {refused} queries refused by the engine (empty or too long): counted as misses",
-              file=sys.stderr)
+        print(
+            f"[{bench.name}] {refused} queries refused by the engine (empty or too long): counted as misses",
+            file=sys.stderr,
+        )
     out = {k: mean([r[k] for r in rows]) for k in rows[0]} if rows else {}
-    out.update(tokens=mean(tokens), detail_recall=mean(details), p50_ms=percentile(lat, 50), p95_ms=percentile(lat, 95))
+    out.update(
+        tokens=mean(tokens),
+        detail_recall=mean(details),
+        p50_ms=percentile(lat, 50),
+        p95_ms=percentile(lat, 95),
+    )
     return out
 
 
 async def run(
-    dirs: list[Path], configs: list[str], *, limit: int | None = None, reranker_spec: str = "auto",
-    ranker_spec: str = "auto", progress: bool = True, embedder: Any = None, cache_dir: Path | None = None,
-    reranker_int8: bool = False, query_adapter_spec: str = "auto", embedder_spec: str = "auto",
+    dirs: list[Path],
+    configs: list[str],
+    *,
+    limit: int | None = None,
+    reranker_spec: str = "auto",
+    ranker_spec: str = "auto",
+    progress: bool = True,
+    embedder: Any = None,
+    cache_dir: Path | None = None,
+    reranker_int8: bool = False,
+    query_adapter_spec: str = "auto",
+    embedder_spec: str = "auto",
 ) -> dict[str, dict[str, dict[str, float]]]:
     if embedder is None:
         from bot.main import load_embedder
@@ -148,17 +221,29 @@ async def run(
             if not chosen:
                 continue
             kw: dict[str, Any] = {"cache_dir": cache_dir} if cache_dir else {}
-            async with bench_engine(bench, embedder=embedder, contextual=contextual, reranker=reranker, progress=progress,
-                                    ranker=ranker, **kw) as (engine, slug):
+            async with bench_engine(
+                bench,
+                embedder=embedder,
+                contextual=contextual,
+                reranker=reranker,
+                progress=progress,
+                ranker=ranker,
+                **kw,
+            ) as (engine, slug):
                 await engine.retrieve(slug, "warm up", frozenset({"players"}))
                 for spec in chosen:
                     _, _, rerank, over = parse_config(spec)
                     if rerank and reranker is None:
-                        print(f"[{bench.name}] {spec}: skipped — no reranker configured (train one: liminalis train-reranker)", file=sys.stderr)
+                        print(
+                            f"[{bench.name}] {spec}: skipped — no reranker configured (train one: liminalis train-reranker)",
+                            file=sys.stderr,
+                        )
                         continue
                     if over.get("learned_enabled") and ranker is None and not rerank:
-                        print(f"[{bench.name}] {spec}: skipped — no learned ranker (python -m bench.train_ranker)",
-                              file=sys.stderr)
+                        print(
+                            f"[{bench.name}] {spec}: skipped — no learned ranker (python -m bench.train_ranker)",
+                            file=sys.stderr,
+                        )
                         continue
                     params = dataclasses.replace(engine.retriever.params, **over)
                     results[label][spec] = await _run_config(engine, slug, bench, params, progress)
@@ -174,28 +259,53 @@ def print_table(results: dict[str, dict[str, dict[str, float]]]) -> None:
             cells = []
             for c in COLUMNS:
                 v = m.get(c, 0.0)
-                cells.append(f"{v:>13.1f}" if c in {"tokens", "p50_ms", "p95_ms"} else f"{v:>13.3f}")
+                cells.append(
+                    f"{v:>13.1f}" if c in {"tokens", "p50_ms", "p95_ms"} else f"{v:>13.3f}"
+                )
             print(f"{cfg:<{width}}  " + "  ".join(cells))
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.retrieval", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.retrieval", description=__doc__.split("\n")[0]
+    )
     ap.add_argument("dirs", nargs="+", type=Path)
-    ap.add_argument("--config", action="append", default=None, help="a rung, optionally name:k=v,...")
+    ap.add_argument(
+        "--config", action="append", default=None, help="a rung, optionally name:k=v,..."
+    )
     ap.add_argument("--out", type=Path)
     ap.add_argument("--limit", type=int, default=None, help="first N queries per set")
     ap.add_argument("--reranker", default="auto")
-    ap.add_argument("--reranker-int8", action="store_true", help="score with int8 dynamic quantization")
-    ap.add_argument("--ranker", default="auto", help="learned ranker: auto (models/ranker), none, or a ranker.json")
-    ap.add_argument("--query-adapter", default="auto",
-                    help="dense-arm query adapter: auto (models/query-adapter), none, or a path")
+    ap.add_argument(
+        "--reranker-int8", action="store_true", help="score with int8 dynamic quantization"
+    )
+    ap.add_argument(
+        "--ranker",
+        default="auto",
+        help="learned ranker: auto (models/ranker), none, or a ranker.json",
+    )
+    ap.add_argument(
+        "--query-adapter",
+        default="auto",
+        help="dense-arm query adapter: auto (models/query-adapter), none, or a path",
+    )
     add_embedder_arg(ap)
     ap.add_argument("--no-progress", action="store_true")
     args = ap.parse_args(argv)
     configs = args.config or LADDER
-    results = asyncio.run(run(args.dirs, configs, limit=args.limit, reranker_spec=args.reranker,
-                          ranker_spec=args.ranker, progress=not args.no_progress, reranker_int8=args.reranker_int8,
-                          query_adapter_spec=args.query_adapter, embedder_spec=args.embedder))
+    results = asyncio.run(
+        run(
+            args.dirs,
+            configs,
+            limit=args.limit,
+            reranker_spec=args.reranker,
+            ranker_spec=args.ranker,
+            progress=not args.no_progress,
+            reranker_int8=args.reranker_int8,
+            query_adapter_spec=args.query_adapter,
+            embedder_spec=args.embedder,
+        )
+    )
     print_table(results)
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))

@@ -50,10 +50,15 @@ async def sweep_set(path: Path, embedder: Any, cache_dir: Path | None = None) ->
     lens = frozenset({"players"})
     for contextual in (False, True):
         kw = {"cache_dir": cache_dir} if cache_dir else {}
-        async with bench_engine(bench, embedder=embedder, contextual=contextual, progress=cache_dir is None, **kw) as (engine, slug):
+        async with bench_engine(
+            bench, embedder=embedder, contextual=contextual, progress=cache_dir is None, **kw
+        ) as (engine, slug):
             cat = await engine.retriever.catalog(slug)
             params = RetrievalParams(dense_top_k=120)
-            dense = [await engine.retriever._dense(cat, q["query"], lens, params, Signals()) for q in bench.queries]
+            dense = [
+                await engine.retriever._dense(cat, q["query"], lens, params, Signals())
+                for q in bench.queries
+            ]
             if not contextual:
                 texts = {pid: cat.passage_text(pid) for pid in cat.passages}
                 token_cache: dict[tuple[bool, bool], list[tuple[str, list[str]]]] = {}
@@ -63,14 +68,19 @@ async def sweep_set(path: Path, embedder: Any, cache_dir: Path | None = None) ->
                     if (stem, stop) not in token_cache:
                         entries = []
                         for doc_id, pids in cat.by_doc.items():
-                            entries.append((title_entry_id(doc_id), tok(cat.documents[doc_id].title)))
+                            entries.append(
+                                (title_entry_id(doc_id), tok(cat.documents[doc_id].title))
+                            )
                             entries.extend((pid, tok(texts[pid])) for pid in pids)
                         token_cache[(stem, stop)] = entries
                     index = BM25Index(token_cache[(stem, stop)], k1=k1, b=b)
                     lex_rankings = []
                     for q in bench.queries:
                         hits = index.search(tok(q["query"]), top_k=120)
-                        pids = [cat.first_passage(e[6:]) if e.startswith("title:") else e for e, _ in hits]
+                        pids = [
+                            cat.first_passage(e[6:]) if e.startswith("title:") else e
+                            for e, _ in hits
+                        ]
                         lex_rankings.append(dedupe_ranking(p for p in pids if p))
                     m = score([_docs(cat, r) for r in lex_rankings], bench.queries)
                     out["lexical"].append({"stem": stem, "stop": stop, "k1": k1, "b": b, **m})
@@ -80,11 +90,22 @@ async def sweep_set(path: Path, embedder: Any, cache_dir: Path | None = None) ->
             lex = out["_lex"]
             variant = "contextual" if contextual else "plain"
             out["fusion"][variant] = []
-            out["fusion"][variant].append({"rrf_k": 0, "w_dense": "dense-only", "depth": 120,
-                                           **score([_docs(cat, d) for d in dense], bench.queries)})
+            out["fusion"][variant].append(
+                {
+                    "rrf_k": 0,
+                    "w_dense": "dense-only",
+                    "depth": 120,
+                    **score([_docs(cat, d) for d in dense], bench.queries),
+                }
+            )
             for k, w, depth in itertools.product(RRF_K, W_DENSE, DEPTH):
-                fused = [_docs(cat, [p for p, _ in rrf(d[:depth], lx, rrf_k=k, weights=[w, 1.0])]) for d, lx in zip(dense, lex, strict=True)]
-                out["fusion"][variant].append({"rrf_k": k, "w_dense": w, "depth": depth, **score(fused, bench.queries)})
+                fused = [
+                    _docs(cat, [p for p, _ in rrf(d[:depth], lx, rrf_k=k, weights=[w, 1.0])])
+                    for d, lx in zip(dense, lex, strict=True)
+                ]
+                out["fusion"][variant].append(
+                    {"rrf_k": k, "w_dense": w, "depth": depth, **score(fused, bench.queries)}
+                )
             # pool recall: does the dense arm add documents BM25's top-40 passages miss?
             for depth in (20, 40):
                 add = []
@@ -102,8 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.sweep")
     ap.add_argument("dirs", nargs="+", type=Path)
     ap.add_argument("--out", type=Path)
-    ap.add_argument("--query-adapter", default="auto",
-                    help="dense-arm query adapter: auto (models/query-adapter, as the product), none, or a path")
+    ap.add_argument(
+        "--query-adapter",
+        default="auto",
+        help="dense-arm query adapter: auto (models/query-adapter, as the product), none, or a path",
+    )
     args = ap.parse_args(argv)
     from bot.main import load_embedder
 
@@ -114,12 +138,21 @@ def main(argv: list[str] | None = None) -> int:
         results[d.name] = res
         print(f"\n== {d.name}: lexical (top 8 by MRR)")
         for r in sorted(res["lexical"], key=lambda r: -r["mrr"])[:8]:
-            print(f"  stem={r['stem']!s:5} stop={r['stop']!s:5} k1={r['k1']:<4} b={r['b']:<5} MRR {r['mrr']:.3f} R@10 {r['recall@10']:.3f} R@5 {r['recall@5']:.3f}")
+            print(
+                f"  stem={r['stem']!s:5} stop={r['stop']!s:5} k1={r['k1']:<4} b={r['b']:<5} MRR {r['mrr']:.3f} R@10 {r['recall@10']:.3f} R@5 {r['recall@5']:.3f}"
+            )
         for variant, rows in res["fusion"].items():
-            print(f"== {d.name}: fusion ({variant}); dense-only MRR {rows[0]['mrr']:.3f} R@10 {rows[0]['recall@10']:.3f}")
+            print(
+                f"== {d.name}: fusion ({variant}); dense-only MRR {rows[0]['mrr']:.3f} R@10 {rows[0]['recall@10']:.3f}"
+            )
             for r in sorted(rows[1:], key=lambda r: -r["mrr"])[:8]:
-                print(f"  rrf_k={r['rrf_k']:<3} w_dense={r['w_dense']:<5} depth={r['depth']:<4} MRR {r['mrr']:.3f} R@10 {r['recall@10']:.3f} R@5 {r['recall@5']:.3f} hit@1 {r['hit@1']:.3f}")
-        print("pool gain (share of queries whose relevant doc only dense adds to BM25 top-40):", res.get("pool_gain"))
+                print(
+                    f"  rrf_k={r['rrf_k']:<3} w_dense={r['w_dense']:<5} depth={r['depth']:<4} MRR {r['mrr']:.3f} R@10 {r['recall@10']:.3f} R@5 {r['recall@5']:.3f} hit@1 {r['hit@1']:.3f}"
+                )
+        print(
+            "pool gain (share of queries whose relevant doc only dense adds to BM25 top-40):",
+            res.get("pool_gain"),
+        )
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
     return 0

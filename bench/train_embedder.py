@@ -47,7 +47,13 @@ from typing import Any
 __all__ = ["Pair", "load_pairs", "train", "main"]
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_HOLDOUT = ("fairytaleqa-train-g3", "fairytaleqa-train-g4", "crd3-train-g1", "crd3-train-g2", "crd3-train-g3")
+DEFAULT_HOLDOUT = (
+    "fairytaleqa-train-g3",
+    "fairytaleqa-train-g4",
+    "crd3-train-g1",
+    "crd3-train-g2",
+    "crd3-train-g3",
+)
 
 
 @dataclass
@@ -70,7 +76,16 @@ def load_pairs(path: Path) -> list[Pair]:
         negs = [passages[k] for k, d in zip(r["pool"], r["docs"]) if d not in rel]
         pos_doc = r["positive"].split("/", 1)[-1].split("#", 1)[0]
         if negs:
-            out.append(Pair(r["query"], passages[r["positive"]], pos_doc, negs, rel, r["group"].split("/", 1)[0]))
+            out.append(
+                Pair(
+                    r["query"],
+                    passages[r["positive"]],
+                    pos_doc,
+                    negs,
+                    rel,
+                    r["group"].split("/", 1)[0],
+                )
+            )
     return out
 
 
@@ -82,8 +97,13 @@ def _encode(model: Any, texts: list[str], *, batch: int = 64) -> Any:
     import torch
 
     with torch.no_grad():
-        return model.encode(texts, batch_size=batch, convert_to_tensor=True, normalize_embeddings=True,
-                            show_progress_bar=False)
+        return model.encode(
+            texts,
+            batch_size=batch,
+            convert_to_tensor=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
 
 
 def evaluate(model: Any, pairs: list[Pair]) -> float:
@@ -136,7 +156,10 @@ def train(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     val_before = evaluate(model, val_pairs) if val_pairs else float("nan")
     eval_s = time.time() - t0
     if not args.quiet:
-        print(f"validation MRR before: {val_before:.4f} ({len(val_pairs)} held-out queries, {eval_s:.0f} s)", file=sys.stderr)
+        print(
+            f"validation MRR before: {val_before:.4f} ({len(val_pairs)} held-out queries, {eval_s:.0f} s)",
+            file=sys.stderr,
+        )
 
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.01)
@@ -144,7 +167,13 @@ def train(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     total = steps_per_epoch * args.epochs
     warm = max(1, int(0.1 * total))
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, (total - s) / max(1, total - warm)) if s >= warm else (s + 1) / warm)
+        opt,
+        lambda s: (
+            min(1.0, (s + 1) / warm) * max(0.0, (total - s) / max(1, total - warm))
+            if s >= warm
+            else (s + 1) / warm
+        ),
+    )
     # Dropout off by default: on CPU, attention with dropout leaves the fused SDPA kernel for a
     # math path, and a forward+backward step of 64 passages x 256 tokens goes from ~6 s to ~17 s;
     # a run of a few epochs over a few thousand questions does not need that regulariser.
@@ -158,7 +187,7 @@ def train(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
         order = list(range(len(train_pairs)))
         rng.shuffle(order)
         for b in range(0, len(order), args.batch):
-            batch = [train_pairs[i] for i in order[b: b + args.batch]]
+            batch = [train_pairs[i] for i in order[b : b + args.batch]]
             negs = [rng.choice(p.negatives) for p in batch]
             q = model(_features(model, [p.query for p in batch]))["sentence_embedding"]
             d = model(_features(model, [p.positive for p in batch] + negs))["sentence_embedding"]
@@ -198,15 +227,22 @@ def train(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     model.eval()
     if best_state is not None:
         model.load_state_dict(best_state)
-    val_after = max(epoch_val) if epoch_val else (evaluate(model, val_pairs) if val_pairs else float("nan"))
+    val_after = (
+        max(epoch_val) if epoch_val else (evaluate(model, val_pairs) if val_pairs else float("nan"))
+    )
     if not args.quiet:
         print(f"validation MRR after: {val_after:.4f}", file=sys.stderr)
     report = {
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "command": "python -m bench.train_embedder " + " ".join(argv),
-        "train_queries": len(train_pairs), "val_queries": len(val_pairs), "steps": step,
-        "seconds": round(train_s, 1), "val_mrr_before": round(val_before, 4), "val_mrr_after": round(val_after, 4),
-        "val_mrr_by_epoch": epoch_val, "best_epoch": (epoch_val.index(max(epoch_val)) + 1) if epoch_val else args.epochs,
+        "train_queries": len(train_pairs),
+        "val_queries": len(val_pairs),
+        "steps": step,
+        "seconds": round(train_s, 1),
+        "val_mrr_before": round(val_before, 4),
+        "val_mrr_after": round(val_after, 4),
+        "val_mrr_by_epoch": epoch_val,
+        "best_epoch": (epoch_val.index(max(epoch_val)) + 1) if epoch_val else args.epochs,
         "loss_first20": round(float(np.mean(losses[:20])), 4) if losses else None,
         "loss_last20": round(float(np.mean(losses[-20:])), 4) if losses else None,
     }
@@ -228,10 +264,17 @@ def save(model: Any, out: Path, *, base: str, half: bool) -> None:
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--examples", type=Path, required=True, help="train.jsonl.gz written by bench.rerank_data")
+    ap.add_argument(
+        "--examples", type=Path, required=True, help="train.jsonl.gz written by bench.rerank_data"
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "models" / "embedder")
     ap.add_argument("--init", default="bundled:all-MiniLM-L6-v2")
-    ap.add_argument("--holdout", nargs="*", default=list(DEFAULT_HOLDOUT), help="training groups never trained on")
+    ap.add_argument(
+        "--holdout",
+        nargs="*",
+        default=list(DEFAULT_HOLDOUT),
+        help="training groups never trained on",
+    )
     ap.add_argument("--max-queries", type=int, default=None)
     ap.add_argument("--max-val", type=int, default=200)
     ap.add_argument("--max-length", type=int, default=256, help="the product embeds at 256 tokens")
@@ -241,7 +284,11 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--scale", type=float, default=20.0, help="cosine similarity scale of the loss")
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--half", action="store_true", help="store fp16 weights (default fp32)")
-    ap.add_argument("--dropout", action="store_true", help="train with dropout (about 3x slower per step on CPU)")
+    ap.add_argument(
+        "--dropout",
+        action="store_true",
+        help="train with dropout (about 3x slower per step on CPU)",
+    )
     ap.add_argument("--quiet", action="store_true")
     return ap
 

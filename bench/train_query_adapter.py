@@ -62,13 +62,18 @@ async def _read_group(folder: Path, embedder: Any, cache_dir: Path, progress: bo
     from bench.common import bench_engine
 
     bench = load_set(folder)
-    async with bench_engine(bench, embedder=embedder, progress=progress, cache_dir=cache_dir) as (engine, slug):
+    async with bench_engine(bench, embedder=embedder, progress=progress, cache_dir=cache_dir) as (
+        engine,
+        slug,
+    ):
         rows = await engine.store.all_vectors(slug)
         docs = sorted({r[0] for r in rows})
         index = {d: i for i, d in enumerate(docs)}
         vec = np.stack([r[1] for r in rows]).astype(np.float32)
         doc = np.asarray([index[r[0]] for r in rows])
-        q = np.stack([await embedder.embed_query(x["query"]) for x in bench.queries]).astype(np.float32)
+        q = np.stack([await embedder.embed_query(x["query"]) for x in bench.queries]).astype(
+            np.float32
+        )
     rel = np.zeros((len(bench.queries), len(docs)), dtype=bool)
     for i, x in enumerate(bench.queries):
         for d in x["relevant"]:
@@ -77,7 +82,9 @@ async def _read_group(folder: Path, embedder: Any, cache_dir: Path, progress: bo
     return GroupData(vec, doc, q, rel)
 
 
-def group_data(folder: Path, *, embedder: Any, cache_dir: Path = CACHE_DIR, progress: bool = True) -> GroupData:
+def group_data(
+    folder: Path, *, embedder: Any, cache_dir: Path = CACHE_DIR, progress: bool = True
+) -> GroupData:
     """A group's vectors and query vectors, cached beside its queries per embedder model."""
     import hashlib
 
@@ -95,10 +102,19 @@ def _doc_scores(torch: Any, g: GroupData, w: Any, scale: float) -> Any:
     q = torch.nn.functional.normalize(torch.from_numpy(g.q) @ w, dim=-1)
     s = (q @ torch.from_numpy(g.vec).T) * scale
     out = torch.full((len(g.q), g.n_docs), -1e4)
-    return out.scatter_reduce(1, torch.from_numpy(g.doc).long().expand(len(g.q), -1), s, reduce="amax")
+    return out.scatter_reduce(
+        1, torch.from_numpy(g.doc).long().expand(len(g.q), -1), s, reduce="amax"
+    )
 
 
-def fit(groups: Sequence[GroupData], *, lam: float, steps: int = 60, lr: float = 3e-3, scale: float = 20.0) -> np.ndarray:
+def fit(
+    groups: Sequence[GroupData],
+    *,
+    lam: float,
+    steps: int = 60,
+    lr: float = 3e-3,
+    scale: float = 20.0,
+) -> np.ndarray:
     """The adapter matrix: full-batch Adam from the identity (deterministic)."""
     import torch
 
@@ -139,20 +155,29 @@ def dense_mrr(g: GroupData, matrix: np.ndarray | None) -> float:
     return total / max(1, n)
 
 
-def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: Path = CACHE_DIR) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(prog="python -m bench.train_query_adapter", description=__doc__.split("\n\n")[0])
+def main(
+    argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: Path = CACHE_DIR
+) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.train_query_adapter", description=__doc__.split("\n\n")[0]
+    )
     add_group_args(ap)
     ap.add_argument("--lam", type=float, nargs="*", default=[0.1, 0.03, 0.01, 0.003])
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--out", type=Path, default=ROOT / "models" / "query-adapter")
-    ap.add_argument("--folds", type=Path, help="also write out-of-fold adapters, one per group, here")
+    ap.add_argument(
+        "--folds", type=Path, help="also write out-of-fold adapters, one per group, here"
+    )
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     embedder = embedder or plain_embedder(args.embedder)
     t0 = time.perf_counter()
     folders = selected_groups(args)
-    data = {f.name: group_data(f, embedder=embedder, cache_dir=cache_dir, progress=not args.quiet) for f in folders}
+    data = {
+        f.name: group_data(f, embedder=embedder, cache_dir=cache_dir, progress=not args.quiet)
+        for f in folders
+    }
     train = [g for n, g in data.items() if n not in args.valid]
     valid = {n: g for n, g in data.items() if n in args.valid}
     rows: dict[str, dict[str, float]] = {}
@@ -171,13 +196,20 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
         for name in data:
             others = [g for n, g in data.items() if n != name]
             QueryAdapter(fit(others, lam=best, steps=args.steps), embedder.model_id).save(
-                args.folds / f"{name}.npz", held_out=name, lam=best)
+                args.folds / f"{name}.npz", held_out=name, lam=best
+            )
     final = fit(list(data.values()), lam=best, steps=args.steps)
     report = {
-        "base_model": embedder.model_id, "dim": int(final.shape[0]), "lam": best, "steps": args.steps,
-        "validation_dense_mrr": rows, "groups": {n: int(len(g.q)) for n, g in data.items()},
-        "valid_groups": list(valid), "seconds": round(time.perf_counter() - t0, 1),
-        "command": "python -m bench.train_query_adapter " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "base_model": embedder.model_id,
+        "dim": int(final.shape[0]),
+        "lam": best,
+        "steps": args.steps,
+        "validation_dense_mrr": rows,
+        "groups": {n: int(len(g.q)) for n, g in data.items()},
+        "valid_groups": list(valid),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "command": "python -m bench.train_query_adapter "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
     }
     QueryAdapter(final, embedder.model_id).save(args.out, training=report)
     write_card(args.out, report)
@@ -190,8 +222,10 @@ def write_card(out: Path, report: dict[str, Any]) -> None:
     # adapter's metadata has its keys sorted.
     table = report["validation_dense_mrr"]
     order = sorted(table, key=lambda k: (k != "identity", -float(k) if k != "identity" else 0.0))
-    rows = "\n".join(f"| {k} | " + " | ".join(f"{table[k][g]:.4f}" for g in report["valid_groups"]) + " |"
-                     for k in order)
+    rows = "\n".join(
+        f"| {k} | " + " | ".join(f"{table[k][g]:.4f}" for g in report["valid_groups"]) + " |"
+        for k in order
+    )
     head = " | ".join(report["valid_groups"])
     (out / "README.md").write_text(f"""# Liminalis query adapter
 

@@ -36,7 +36,16 @@ import numpy as np
 from bench.common import CACHE_DIR, add_embedder_arg, load_set
 from liminalis.retrieval.learned import FEATURES, LearnedRanker
 
-__all__ = ["make_groups", "collect", "group_features", "fit", "fit_hidden", "fit_model", "evaluate", "main"]
+__all__ = [
+    "make_groups",
+    "collect",
+    "group_features",
+    "fit",
+    "fit_hidden",
+    "fit_model",
+    "evaluate",
+    "main",
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TRAIN = ROOT.parent / "shared" / "bench" / "train"
@@ -59,7 +68,9 @@ def feature_key() -> str:
 
     h = hashlib.blake2b(",".join(FEATURES).encode(), digest_size=4)
     for name in ("learned", "retriever", "fusion", "lexical", "catalog"):
-        h.update(_code_fingerprint((Path(learned.__file__).parent / f"{name}.py").read_text()).encode())
+        h.update(
+            _code_fingerprint((Path(learned.__file__).parent / f"{name}.py").read_text()).encode()
+        )
     return h.hexdigest()
 
 
@@ -70,9 +81,13 @@ def _code_fingerprint(source: str) -> str:
     tree = ast.parse(source)
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if (isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and body
-                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
+        if (
+            isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
             node.body = body[1:] or [ast.Pass()]
     return ast.dump(tree, include_attributes=False)
 
@@ -89,7 +104,9 @@ def make_groups(train_root: Path, out_root: Path) -> list[Path]:
         corpus = sorted(p.stem for p in (src / "corpus").glob("*.md"))
         keys = sorted({key(d) for d in corpus})
         size = -(-len(keys) // n)
-        queries = [json.loads(x) for x in (src / "queries.jsonl").read_text().splitlines() if x.strip()]
+        queries = [
+            json.loads(x) for x in (src / "queries.jsonl").read_text().splitlines() if x.strip()
+        ]
         for g in range(n):
             ks = set(keys[g * size : (g + 1) * size])
             docs = {d for d in corpus if key(d) in ks}
@@ -129,15 +146,24 @@ def plain_embedder(spec: str) -> Any:
     return SentenceTransformerEmbedder(resolve_embedder(spec))
 
 
-async def collect(folder: Path, *, embedder: Any, limit: int | None = None, progress: bool = True,
-                  cache_dir: Path = CACHE_DIR) -> list[tuple[np.ndarray, np.ndarray]]:
+async def collect(
+    folder: Path,
+    *,
+    embedder: Any,
+    limit: int | None = None,
+    progress: bool = True,
+    cache_dir: Path = CACHE_DIR,
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """(features, labels) per query of one group: the fused pool's documents, label 1 if relevant."""
     from bench.common import bench_engine
     from liminalis.retrieval.retriever import Trace
 
     bench = load_set(folder, limit=limit)
     out: list[tuple[np.ndarray, np.ndarray]] = []
-    async with bench_engine(bench, embedder=embedder, progress=progress, cache_dir=cache_dir) as (engine, slug):
+    async with bench_engine(bench, embedder=embedder, progress=progress, cache_dir=cache_dir) as (
+        engine,
+        slug,
+    ):
         t0 = time.perf_counter()
         for n, q in enumerate(bench.queries):
             trace = Trace(collect_features=True)
@@ -147,18 +173,23 @@ async def collect(folder: Path, *, embedder: Any, limit: int | None = None, prog
             rel = set(q["relevant"])
             out.append((trace.features, np.asarray([float(d in rel) for d in trace.candidates])))
             if progress and (n + 1) % 200 == 0:
-                print(f"  {bench.name}: {n + 1}/{len(bench.queries)} queries, {time.perf_counter() - t0:.0f}s",
-                      file=sys.stderr)
+                print(
+                    f"  {bench.name}: {n + 1}/{len(bench.queries)} queries, {time.perf_counter() - t0:.0f}s",
+                    file=sys.stderr,
+                )
     return out
 
 
-def _stack(examples: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[tuple[np.ndarray, np.ndarray]]:
+def _stack(
+    examples: Sequence[tuple[np.ndarray, np.ndarray]],
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """Only queries with a relevant candidate teach a listwise model anything."""
     return [(x, y) for x, y in examples if y.sum() > 0]
 
 
-def _padded(examples: Sequence[tuple[np.ndarray, np.ndarray]],
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _padded(
+    examples: Sequence[tuple[np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Feature mean and scale, and the queries (those with a relevant candidate) standardised and
     padded into one array: features, target distribution, mask of real candidates."""
     data = _stack(examples)
@@ -177,8 +208,13 @@ def _padded(examples: Sequence[tuple[np.ndarray, np.ndarray]],
     return mean, scale, xb, yb, mask
 
 
-def fit(examples: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 1e-3, steps: int = 400,
-        lr: float = 0.1) -> LearnedRanker:
+def fit(
+    examples: Sequence[tuple[np.ndarray, np.ndarray]],
+    *,
+    l2: float = 1e-3,
+    steps: int = 400,
+    lr: float = 0.1,
+) -> LearnedRanker:
     """Listwise softmax cross-entropy (ListNet top-one; relevant documents share the target mass),
     full-batch Adam from zero weights over the queries padded into one array: deterministic."""
     mean, scale, xb, yb, mask = _padded(examples)
@@ -200,8 +236,15 @@ def fit(examples: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float = 1e-3, 
 HIDDEN_STEPS = 1500
 
 
-def fit_hidden(examples: Sequence[tuple[np.ndarray, np.ndarray]], *, units: int, l2: float = 1e-2,
-               steps: int = HIDDEN_STEPS, lr: float = 0.01, seed: int = 0) -> LearnedRanker:
+def fit_hidden(
+    examples: Sequence[tuple[np.ndarray, np.ndarray]],
+    *,
+    units: int,
+    l2: float = 1e-2,
+    steps: int = HIDDEN_STEPS,
+    lr: float = 0.01,
+    seed: int = 0,
+) -> LearnedRanker:
     """The same listwise objective for the linear score plus a tanh hidden layer of ``units``
     (:class:`LearnedRanker`): full-batch Adam in torch from a seeded start (linear weights and
     the output layer near zero, so training starts from "no opinion"), L2 ``l2`` on every
@@ -227,38 +270,69 @@ def fit_hidden(examples: Sequence[tuple[np.ndarray, np.ndarray]], *, units: int,
         loss.backward()
         opt.step()
     arr = [t.detach().numpy().astype(np.float64) for t in (w, w1, b1, w2)]
-    return LearnedRanker(weights=arr[0], mean=mean, scale=scale, hidden=(arr[1], arr[2], arr[3]),
-                         model_id=f"learned-ranker-h{units}")
+    return LearnedRanker(
+        weights=arr[0],
+        mean=mean,
+        scale=scale,
+        hidden=(arr[1], arr[2], arr[3]),
+        model_id=f"learned-ranker-h{units}",
+    )
 
 
-def fit_model(examples: Sequence[tuple[np.ndarray, np.ndarray]], *, l2: float, steps: int, hidden: int = 0,
-              ) -> LearnedRanker:
+def fit_model(
+    examples: Sequence[tuple[np.ndarray, np.ndarray]],
+    *,
+    l2: float,
+    steps: int,
+    hidden: int = 0,
+) -> LearnedRanker:
     """:func:`fit` (linear), or :func:`fit_hidden` with ``hidden`` units."""
-    return fit_hidden(examples, units=hidden, l2=l2, steps=steps) if hidden else fit(examples, l2=l2, steps=steps)
+    return (
+        fit_hidden(examples, units=hidden, l2=l2, steps=steps)
+        if hidden
+        else fit(examples, l2=l2, steps=steps)
+    )
 
 
-def evaluate(model: LearnedRanker | None, examples: Sequence[tuple[np.ndarray, np.ndarray]]) -> float:
+def evaluate(
+    model: LearnedRanker | None, examples: Sequence[tuple[np.ndarray, np.ndarray]]
+) -> float:
     """MRR over the candidates (queries whose relevant documents are all outside the pool count 0);
     ``model=None`` gives the fused order's MRR."""
     total = 0.0
     for x, y in examples:
-        order = np.arange(len(y)) if model is None else np.lexsort((np.arange(len(y)), -model.score(x)))
+        order = (
+            np.arange(len(y)) if model is None else np.lexsort((np.arange(len(y)), -model.score(x)))
+        )
         hits = np.flatnonzero(y[order] > 0)
         total += 1.0 / (hits[0] + 1) if len(hits) else 0.0
     return total / len(examples) if examples else 0.0
 
 
-def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: Path = CACHE_DIR) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(prog="python -m bench.train_ranker", description=__doc__.split("\n\n")[0])
+def main(
+    argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: Path = CACHE_DIR
+) -> dict[str, Any]:
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.train_ranker", description=__doc__.split("\n\n")[0]
+    )
     add_group_args(ap)
     ap.add_argument("--limit", type=int, help="queries per group (a quick run)")
     ap.add_argument("--l2", type=float, nargs="*", default=[1e-4, 1e-3, 1e-2, 1e-1])
-    ap.add_argument("--steps", type=int, help=f"optimiser steps (default: 400 linear, {HIDDEN_STEPS} with a hidden layer)")
-    ap.add_argument("--hidden", type=int, default=16, help="units of a tanh hidden layer (0: linear; 16 ships)")
+    ap.add_argument(
+        "--steps",
+        type=int,
+        help=f"optimiser steps (default: 400 linear, {HIDDEN_STEPS} with a hidden layer)",
+    )
+    ap.add_argument(
+        "--hidden", type=int, default=16, help="units of a tanh hidden layer (0: linear; 16 ships)"
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "models" / "ranker")
-    ap.add_argument("--query-adapter-folds", type=Path,
-                    help="out-of-fold query adapters, <group>.npz each (bench.train_query_adapter --folds): "
-                         "each group's dense features come from the adapter fit without it")
+    ap.add_argument(
+        "--query-adapter-folds",
+        type=Path,
+        help="out-of-fold query adapters, <group>.npz each (bench.train_query_adapter --folds): "
+        "each group's dense features come from the adapter fit without it",
+    )
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
     steps = args.steps or (HIDDEN_STEPS if args.hidden else 400)
@@ -273,22 +347,37 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     for l2 in args.l2:
         model = fit_model(train, l2=l2, steps=steps, hidden=args.hidden)
         rows.append((l2, evaluate(model, valid) if valid else evaluate(model, train)))
-        print(f"l2 {l2:g}: validation MRR {rows[-1][1]:.4f} (fused order {evaluate(None, valid or train):.4f})")
+        print(
+            f"l2 {l2:g}: validation MRR {rows[-1][1]:.4f} (fused order {evaluate(None, valid or train):.4f})"
+        )
     best_l2 = max(rows, key=lambda r: (r[1], r[0]))[0]
     chosen = fit_model(train, l2=best_l2, steps=steps, hidden=args.hidden)
-    by_group = {name: {"fused": round(evaluate(None, data[name]), 4), "learned": round(evaluate(chosen, data[name]), 4)}
-                for name in args.valid if name in data}
-    final = dataclasses.replace(fit_model(train + valid, l2=best_l2, steps=steps, hidden=args.hidden),
-                                embedder=embedder.model_id)
+    by_group = {
+        name: {
+            "fused": round(evaluate(None, data[name]), 4),
+            "learned": round(evaluate(chosen, data[name]), 4),
+        }
+        for name in args.valid
+        if name in data
+    }
+    final = dataclasses.replace(
+        fit_model(train + valid, l2=best_l2, steps=steps, hidden=args.hidden),
+        embedder=embedder.model_id,
+    )
     report = {
-        "l2": best_l2, "steps": steps, "hidden": args.hidden, "validation_mrr": dict((f"{k:g}", round(v, 4)) for k, v in rows),
+        "l2": best_l2,
+        "steps": steps,
+        "hidden": args.hidden,
+        "validation_mrr": dict((f"{k:g}", round(v, 4)) for k, v in rows),
         "validation_fused_mrr": round(evaluate(None, valid), 4) if valid else None,
         "validation_by_group": by_group,
         "features_from_cache": cached,
         "query_adapter_folds": str(args.query_adapter_folds) if args.query_adapter_folds else None,
-        "groups": {k: len(v) for k, v in data.items()}, "valid_groups": [g for g in args.valid if g in data],
+        "groups": {k: len(v) for k, v in data.items()},
+        "valid_groups": [g for g in args.valid if g in data],
         "seconds": round(time.perf_counter() - t0, 1),
-        "command": "python -m bench.train_ranker " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": "python -m bench.train_ranker "
+        + " ".join(argv if argv is not None else sys.argv[1:]),
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "ranker.json").write_text(final.to_json(training=report) + "\n")
@@ -297,15 +386,21 @@ def main(argv: Sequence[str] | None = None, *, embedder: Any = None, cache_dir: 
     return report
 
 
-def group_features(args: argparse.Namespace, embedder: Any, *, cache_dir: Path = CACHE_DIR,
-                   ) -> tuple[dict[str, list[tuple[np.ndarray, np.ndarray]]], list[str]]:
+def group_features(
+    args: argparse.Namespace,
+    embedder: Any,
+    *,
+    cache_dir: Path = CACHE_DIR,
+) -> tuple[dict[str, list[tuple[np.ndarray, np.ndarray]]], list[str]]:
     """Each selected group's (features, labels) per query, and the groups read from the cache.
 
     Features are cached per group and per version of the code that computes them, so refitting
     never re-retrieves and an edited feature or retrieval stage never reads stale ones."""
     data: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
     cached: list[str] = []
-    key = feature_key()  # once, before any group: an edit during a long run must not mislabel a cache
+    key = (
+        feature_key()
+    )  # once, before any group: an edit during a long run must not mislabel a cache
     for g in selected_groups(args):
         group_embedder, tag = _group_embedder(embedder, args.query_adapter_folds, g.name)
         tag = _embedder_tag(embedder) + tag
@@ -314,8 +409,15 @@ def group_features(args: argparse.Namespace, embedder: Any, *, cache_dir: Path =
             data[g.name] = pickle.loads(saved.read_bytes())
             cached.append(g.name)
         else:
-            data[g.name] = asyncio.run(collect(g, embedder=group_embedder, limit=args.limit,
-                                               progress=not getattr(args, "quiet", False), cache_dir=cache_dir))
+            data[g.name] = asyncio.run(
+                collect(
+                    g,
+                    embedder=group_embedder,
+                    limit=args.limit,
+                    progress=not getattr(args, "quiet", False),
+                    cache_dir=cache_dir,
+                )
+            )
             saved.write_bytes(pickle.dumps(data[g.name]))
         print(f"{g.name}: {len(data[g.name])} queries", file=sys.stderr)
     return data, cached
@@ -353,31 +455,47 @@ def _group_embedder(embedder: Any, folds: Path | None, group: str) -> tuple[Any,
 
 def write_card(out: Path, report: dict[str, Any], model: LearnedRanker) -> None:
     """The model card: what it is, its data and their licences, the command, validation numbers."""
-    weights = "\n".join(f"| {f} | {w:+.3f} |" for f, w in sorted(zip(FEATURES, model.weights, strict=True),
-                                                             key=lambda fw: -abs(fw[1])))
+    weights = "\n".join(
+        f"| {f} | {w:+.3f} |"
+        for f, w in sorted(zip(FEATURES, model.weights, strict=True), key=lambda fw: -abs(fw[1]))
+    )
     valid = ", ".join(f"l2 {k}: {v}" for k, v in report["validation_mrr"].items())
-    by_group = "; ".join(f"{k} {v['fused']} → {v['learned']}" for k, v in report["validation_by_group"].items())
-    cache_note = (f" (features of {len(report['features_from_cache'])} groups read from an earlier run's cache; "
-                  "a run from scratch ingests and embeds every group first, about 35 minutes)"
-                  if report["features_from_cache"] else " (ingest and embedding of the groups included)")
-    dense_note = ("## Dense features\nEach group's features were collected with the query adapter fit on the "
-                  "*other* groups (`bench.train_query_adapter --folds`), so the dense scores it learned to weigh "
-                  "are out-of-fold, as on a campaign it never saw.\n\n" if report.get("query_adapter_folds") else "")
+    by_group = "; ".join(
+        f"{k} {v['fused']} → {v['learned']}" for k, v in report["validation_by_group"].items()
+    )
+    cache_note = (
+        f" (features of {len(report['features_from_cache'])} groups read from an earlier run's cache; "
+        "a run from scratch ingests and embeds every group first, about 35 minutes)"
+        if report["features_from_cache"]
+        else " (ingest and embedding of the groups included)"
+    )
+    dense_note = (
+        "## Dense features\nEach group's features were collected with the query adapter fit on the "
+        "*other* groups (`bench.train_query_adapter --folds`), so the dense scores it learned to weigh "
+        "are out-of-fold, as on a campaign it never saw.\n\n"
+        if report.get("query_adapter_folds")
+        else ""
+    )
     from liminalis.adapters.sentence_transformers import BUNDLED_MINILM
 
     if model.embedder and not model.embedder.startswith(BUNDLED_MINILM + "@"):
-        dense_note += (f"## Dense features: a fine-tuned embedder\nThe dense features come from `{model.embedder}` "
-                       "(`--embedder`). Fit the ranker only on groups that embedder was *not* trained on (its card "
-                       "lists them), so its scores are what it gives on a campaign it never saw: a ranker fit on the "
-                       "embedder's own training groups learns to over-trust the dense arm. `ranker.json` records the "
-                       "embedder's `model_id`; a service configured with another embedder logs a warning at start.\n\n")
+        dense_note += (
+            f"## Dense features: a fine-tuned embedder\nThe dense features come from `{model.embedder}` "
+            "(`--embedder`). Fit the ranker only on groups that embedder was *not* trained on (its card "
+            "lists them), so its scores are what it gives on a campaign it never saw: a ranker fit on the "
+            "embedder's own training groups learns to over-trust the dense arm. `ranker.json` records the "
+            "embedder's `model_id`; a service configured with another embedder logs a warning at start.\n\n"
+        )
     # A hand-written "## Why …" section (the feature choice and its evidence) survives a refit.
     card = out / "README.md"
     old_card = card.read_text() if card.exists() else ""
     at = old_card.find("\n## Why ")
     kept = old_card[at:] if at >= 0 else ""
-    kind = ("A linear listwise ranker (ListNet top-one)" if model.hidden is None else
-            f"A listwise ranker (ListNet top-one), linear plus a {model.hidden[0].shape[1]}-unit tanh hidden layer,")
+    kind = (
+        "A linear listwise ranker (ListNet top-one)"
+        if model.hidden is None
+        else f"A listwise ranker (ListNet top-one), linear plus a {model.hidden[0].shape[1]}-unit tanh hidden layer,"
+    )
     card.write_text(f"""# Liminalis learned document ranker
 
 {kind} over {len(FEATURES)} retrieval features

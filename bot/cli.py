@@ -19,19 +19,25 @@ _log = logging.getLogger(__name__)
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="liminalis", description="Campaign-grounded answers for tabletop groups.")
+    p = argparse.ArgumentParser(
+        prog="liminalis", description="Campaign-grounded answers for tabletop groups."
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     ing = sub.add_parser("ingest", help="ingest new and changed documents of a campaign")
     ing.add_argument("--campaign", required=True)
-    ing.add_argument("path", nargs="?", type=Path, help="file or folder inside the campaign (default: all)")
+    ing.add_argument(
+        "path", nargs="?", type=Path, help="file or folder inside the campaign (default: all)"
+    )
     ing.add_argument("--json", action="store_true", help="print one JSON report")
 
     ask = sub.add_parser("ask", help="ask one question and print the answer with sources")
     ask.add_argument("--campaign", required=True)
     ask.add_argument("--lens", default="players", help="gm, players, or players,<personal lens>")
     ask.add_argument("question")
-    ask.add_argument("--passages", action="store_true", help="print the retrieved bundle instead of an answer")
+    ask.add_argument(
+        "--passages", action="store_true", help="print the retrieved bundle instead of an answer"
+    )
 
     chat = sub.add_parser("chat", help="console chat (the embedded default adapter)")
     chat.add_argument("--campaign", default=None)
@@ -43,7 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--relevant", nargs="*", default=[])
     ex.add_argument("--lens", default="gm")
 
-    mem = sub.add_parser("memory", help="the campaign memory: `memory stats` (graph size and history)")
+    mem = sub.add_parser(
+        "memory", help="the campaign memory: `memory stats` (graph size and history)"
+    )
     mem.add_argument("action", choices=["stats"])
     mem.add_argument("--campaign", required=True)
 
@@ -64,7 +72,9 @@ async def _run(args: argparse.Namespace) -> int:
     from bot.settings import Settings
 
     settings = Settings.from_env()
-    configure_logging("WARNING" if args.command in {"ask", "chat", "ingest", "explain"} else settings.log_level)
+    configure_logging(
+        "WARNING" if args.command in {"ask", "chat", "ingest", "explain"} else settings.log_level
+    )
     if args.command == "serve":
         from bot.serve import serve
 
@@ -77,8 +87,10 @@ async def _run(args: argparse.Namespace) -> int:
                 print(json.dumps(report.as_dict()))
             else:
                 d = report.as_dict()
-                print(f"{d['documents']} documents: +{d['passages_added']} -{d['passages_removed']} ={d['passages_unchanged']} passages; "
-                      f"embedded {d['embedded']} passages and {d['windows_embedded']} windows in {d['seconds']:.1f}s")
+                print(
+                    f"{d['documents']} documents: +{d['passages_added']} -{d['passages_removed']} ={d['passages_unchanged']} passages; "
+                    f"embedded {d['embedded']} passages and {d['windows_embedded']} windows in {d['seconds']:.1f}s"
+                )
                 for s in report.skipped:
                     print(f"  skipped {s.path}: {s.reason}")
             return 0
@@ -94,11 +106,15 @@ async def _run(args: argparse.Namespace) -> int:
             from bot.main import open_service
 
             async with open_service(settings, engine) as service:
-                reply = await ConsoleAdapter(service, campaign=args.campaign, lens=args.lens).ask(args.question)
+                reply = await ConsoleAdapter(service, campaign=args.campaign, lens=args.lens).ask(
+                    args.question
+                )
             print(format_reply(reply))
             return 1 if reply.error else 0
         if args.command == "explain":
-            ex = await engine.explain(args.campaign, args.question, relevant=args.relevant, lens=_lens(args.lens))
+            ex = await engine.explain(
+                args.campaign, args.question, relevant=args.relevant, lens=_lens(args.lens)
+            )
             print(ex.render())
             return 0
         if args.command == "memory":
@@ -170,7 +186,9 @@ def main(argv: list[str] | None = None) -> int:
         return asyncio.run(_run(args))
     except LiminalisError as exc:
         # The person at this terminal is the host: a setting's error names the setting.
-        detail = f" ({exc})" if isinstance(exc, ConfigError) and str(exc) != exc.user_message else ""
+        detail = (
+            f" ({exc})" if isinstance(exc, ConfigError) and str(exc) != exc.user_message else ""
+        )
         print(f"error: {exc.user_message}{detail}", file=sys.stderr)
         _log.debug("details: %s", exc)
         return 2

@@ -53,21 +53,33 @@ def format_reply(reply: Reply) -> str:
 
 
 class ConsoleAdapter:
-    def __init__(self, service: BotService, *, campaign: str, lens: str = "players", user: str = "console") -> None:
+    def __init__(
+        self, service: BotService, *, campaign: str, lens: str = "players", user: str = "console"
+    ) -> None:
         self.service = service
         self.campaign = campaign
         self.roles = tuple(x.strip().lower() for x in lens.split(",") if x.strip())
         self.user = user
 
     def message(self, text: str) -> IncomingMessage:
-        return IncomingMessage(platform="console", channel_id="console", user_id=self.user, text=text,
-                               roles=self.roles, campaign_override=self.campaign)
+        return IncomingMessage(
+            platform="console",
+            channel_id="console",
+            user_id=self.user,
+            text=text,
+            roles=self.roles,
+            campaign_override=self.campaign,
+        )
 
     async def ask(self, text: str) -> Reply:
         return await self.service.handle(self.message(text))
 
-    async def run(self, stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout,
-                  input_fn: Callable[[str], str] | None = None) -> None:
+    async def run(
+        self,
+        stdin: TextIO = sys.stdin,
+        stdout: TextIO = sys.stdout,
+        input_fn: Callable[[str], str] | None = None,
+    ) -> None:
         interactive = stdin.isatty()
         try:
             cfg = await self.service.config(self.campaign)
@@ -79,10 +91,14 @@ class ConsoleAdapter:
         lens = await self.service.lens_of(self.message(""), cfg)
         unknown = [r for r in self.roles if r not in lens and r not in {GM, PLAYERS}]
         if unknown:
-            stdout.write(f"Unknown lens name(s) {', '.join(unknown)}; this campaign's: "
-                         f"{', '.join([GM, PLAYERS, *cfg.lenses])}.\n")
-        stdout.write(f"Liminalis — campaign '{self.campaign}', lens {','.join(sorted(lens))}. "
-                     "/help for commands, /quit to leave.\n")
+            stdout.write(
+                f"Unknown lens name(s) {', '.join(unknown)}; this campaign's: "
+                f"{', '.join([GM, PLAYERS, *cfg.lenses])}.\n"
+            )
+        stdout.write(
+            f"Liminalis — campaign '{self.campaign}', lens {','.join(sorted(lens))}. "
+            "/help for commands, /quit to leave.\n"
+        )
         stdout.flush()
         while True:
             try:

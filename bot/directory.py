@@ -48,10 +48,15 @@ def lens_for(
     is_gm = False
     if not is_dm and roles_known:
         if platform == "discord":
-            is_gm = (bool(ids & set(r.discord_gm_role_ids)) or bool(names & set(r.discord_gm_role_names))
-                     or user_id in r.discord_gm_users)
+            is_gm = (
+                bool(ids & set(r.discord_gm_role_ids))
+                or bool(names & set(r.discord_gm_role_names))
+                or user_id in r.discord_gm_users
+            )
         elif platform == "slack":
-            is_gm = user_id in r.slack_gm_users or bool(set(usergroups) & set(r.slack_gm_usergroups))
+            is_gm = user_id in r.slack_gm_users or bool(
+                set(usergroups) & set(r.slack_gm_usergroups)
+            )
         elif platform == "console":
             is_gm = "gm" in names
     if is_gm:
@@ -62,7 +67,11 @@ def lens_for(
             continue
         if platform == "discord":
             spec_ids, spec_names = split_role_refs(spec.get("discord_roles", ()))
-            if user_id in spec.get("discord_users", ()) or ids & set(spec_ids) or names & set(spec_names):
+            if (
+                user_id in spec.get("discord_users", ())
+                or ids & set(spec_ids)
+                or names & set(spec_names)
+            ):
                 personal.add(lens_name)
         elif platform == "slack" and user_id in spec.get("slack_users", ()):
             personal.add(lens_name)
@@ -79,11 +88,15 @@ class Directory:
         self.db = db
         self._threads_seen: set[tuple[str, str]] = set()
 
-    async def link(self, platform: str, channel_id: str, campaign: str, *, guild_id: str | None = None) -> None:
+    async def link(
+        self, platform: str, channel_id: str, campaign: str, *, guild_id: str | None = None
+    ) -> None:
         """Link a channel (of Discord server ``guild_id``); a recap schedule another campaign had
         in it or in one of its threads goes (it would post that campaign's recaps to this one's
         players)."""
-        await self.db.links.link(platform, str(channel_id), validate_slug(campaign), guild_id=guild_id)
+        await self.db.links.link(
+            platform, str(channel_id), validate_slug(campaign), guild_id=guild_id
+        )
 
     async def unlink(self, platform: str, channel_id: str) -> bool:
         """Unlink a channel, and end the recap schedules in it and in its threads (a thread with
@@ -108,12 +121,16 @@ class Directory:
         recorded, or on a platform without them)."""
         return await self.db.links.unplaced(platform, campaign)
 
-    async def learn_guild(self, platform: str, guild_id: str, channel_id: str, parent_id: str | None = None) -> None:
+    async def learn_guild(
+        self, platform: str, guild_id: str, channel_id: str, parent_id: str | None = None
+    ) -> None:
         """Record the server of a channel (and of its thread's parent) linked before servers were
         recorded. Discord names the server of every message, and a channel lies in one server
         only, so this adds a fact, never a claim: the server is a home because that channel is
         linked, as it would be had the link recorded it."""
-        await self.db.links.place(platform, str(guild_id), [str(c) for c in (channel_id, parent_id) if c])
+        await self.db.links.place(
+            platform, str(guild_id), [str(c) for c in (channel_id, parent_id) if c]
+        )
 
     async def learn_parent(self, platform: str, channel_id: str, parent_id: str) -> None:
         """Record a thread's parent on a recap schedule set in it before parents were recorded
@@ -129,7 +146,9 @@ class Directory:
         schedules and their threads'), which ends the server's home; returns how many."""
         return await self.db.links.release(platform, campaign, str(guild_id))
 
-    async def campaign_for(self, platform: str, channel_id: str, parent_id: str | None = None) -> str | None:
+    async def campaign_for(
+        self, platform: str, channel_id: str, parent_id: str | None = None
+    ) -> str | None:
         for cid in (channel_id, parent_id):
             if not cid:
                 continue

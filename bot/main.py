@@ -27,9 +27,21 @@ if TYPE_CHECKING:
     from liminalis.retrieval.learned import DocumentRanker
 
 __all__ = [
-    "open_service", "build_engine", "build_responder", "build_service", "configure_logging", "load_reranker",
-    "load_learned_ranker", "load_embedder", "load_models", "SHIPPED_RERANKER", "SHIPPED_RANKER", "SHIPPED_QUERY_ADAPTER",
-    "SHIPPED_EMBEDDER", "resolve_embedder", "check_ranker_embedder",
+    "open_service",
+    "build_engine",
+    "build_responder",
+    "build_service",
+    "configure_logging",
+    "load_reranker",
+    "load_learned_ranker",
+    "load_embedder",
+    "load_models",
+    "SHIPPED_RERANKER",
+    "SHIPPED_RANKER",
+    "SHIPPED_QUERY_ADAPTER",
+    "SHIPPED_EMBEDDER",
+    "resolve_embedder",
+    "check_ranker_embedder",
 ]
 
 _log = logging.getLogger(__name__)
@@ -41,7 +53,9 @@ SHIPPED_EMBEDDER = MODELS_DIR / "embedder"
 
 
 def configure_logging(level: str = "INFO") -> None:
-    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     # pymilvus warns on every query iterator against Milvus Lite; it is not actionable.
     logging.getLogger("pymilvus").setLevel(logging.ERROR)
     for noisy in ("httpx", "sentence_transformers", "discord.gateway"):
@@ -120,8 +134,12 @@ def check_ranker_embedder(ranker: DocumentRanker | None, embedder: Embedder) -> 
     trained_on = getattr(ranker, "embedder", "")
     if not trained_on or trained_on == embedder.model_id:
         return True
-    _log.warning("learned ranker was fit on %s's dense scores, this service embeds with %s: "
-                 "refit it (python -m bench.train_ranker --embedder ...)", trained_on, embedder.model_id)
+    _log.warning(
+        "learned ranker was fit on %s's dense scores, this service embeds with %s: "
+        "refit it (python -m bench.train_ranker --embedder ...)",
+        trained_on,
+        embedder.model_id,
+    )
     return False
 
 
@@ -142,8 +160,11 @@ def load_models(settings: Settings) -> tuple[Embedder, DocumentRanker | None, Re
         try:
             load()
         except Exception as exc:
-            _log.warning("reranker %s did not load (%s): the rerank stage keeps the fused order",
-                         getattr(reranker, "model_id", "?"), exc)
+            _log.warning(
+                "reranker %s did not load (%s): the rerank stage keeps the fused order",
+                getattr(reranker, "model_id", "?"),
+                exc,
+            )
     return embedder, ranker, reranker
 
 
@@ -163,11 +184,18 @@ async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
         embedder, ranker, reranker = await asyncio.to_thread(load_models, settings)
         store = MilvusVectorStore(settings.resolved_milvus_uri, token=settings.milvus_token)
         engine = Engine(
-            db=db, store=store, embedder=embedder, reranker=reranker,
+            db=db,
+            store=store,
+            embedder=embedder,
+            reranker=reranker,
             ranker=ranker,
-            campaigns_dir=settings.campaigns_dir, uploads_dir=settings.data_dir / "uploads",
-            ingest_options=IngestOptions(contextual=settings.contextual, max_bytes=settings.max_upload_bytes),
-            memory=_memory(db, settings), memory_enabled=settings.memory_enabled,
+            campaigns_dir=settings.campaigns_dir,
+            uploads_dir=settings.data_dir / "uploads",
+            ingest_options=IngestOptions(
+                contextual=settings.contextual, max_bytes=settings.max_upload_bytes
+            ),
+            memory=_memory(db, settings),
+            memory_enabled=settings.memory_enabled,
         )
         try:
             yield engine
@@ -182,9 +210,15 @@ def _memory(db: Database, settings: Settings) -> MemoryModel:
     from liminalis.store.graph import MemoryStore
 
     if settings.memory_orchestration not in {"loop", "resonance"}:
-        raise ConfigError(f"LIMINALIS_MEMORY_ORCHESTRATION={settings.memory_orchestration!r}",
-                          user_message="LIMINALIS_MEMORY_ORCHESTRATION must be loop or resonance.")
-    return MemoryModel(MemoryStore(db), clock=SystemClock(), params=MemoryParams(orchestration=settings.memory_orchestration))
+        raise ConfigError(
+            f"LIMINALIS_MEMORY_ORCHESTRATION={settings.memory_orchestration!r}",
+            user_message="LIMINALIS_MEMORY_ORCHESTRATION must be loop or resonance.",
+        )
+    return MemoryModel(
+        MemoryStore(db),
+        clock=SystemClock(),
+        params=MemoryParams(orchestration=settings.memory_orchestration),
+    )
 
 
 def build_responder(settings: Settings, engine: Engine) -> Responder:
@@ -197,7 +231,8 @@ def build_responder(settings: Settings, engine: Engine) -> Responder:
     from liminalis.adapters.anthropic import AnthropicModel
 
     model = AnthropicModel(
-        settings.anthropic_api_key, base_url=settings.anthropic_base_url or None,
+        settings.anthropic_api_key,
+        base_url=settings.anthropic_base_url or None,
         models={"reply": settings.model_reply, "summarize": settings.model_summarize},
         timeout_s=settings.llm_timeout_s,
     )
@@ -207,18 +242,30 @@ def build_responder(settings: Settings, engine: Engine) -> Responder:
         from liminalis.spend import DailyTokenGate
 
         gate = DailyTokenGate(engine.database, settings.daily_token_budget, clock=SystemClock())
-    _log.info("answers: %s via the Messages API (daily token budget: %s)", settings.model_reply,
-              f"{settings.daily_token_budget:,}" if gate else "none")
-    return Responder(engine, model=model, budget_tokens=settings.context_budget_tokens, gate=gate,
-                     answer_deadline_s=settings.llm_timeout_s * 1.5)
+    _log.info(
+        "answers: %s via the Messages API (daily token budget: %s)",
+        settings.model_reply,
+        f"{settings.daily_token_budget:,}" if gate else "none",
+    )
+    return Responder(
+        engine,
+        model=model,
+        budget_tokens=settings.context_budget_tokens,
+        gate=gate,
+        answer_deadline_s=settings.llm_timeout_s * 1.5,
+    )
 
 
 def build_service(settings: Settings, engine: Engine) -> BotService:
     """The one ``BotService`` every adapter (console, Discord, Slack) calls."""
     from bot.service import BotService
 
-    return BotService(engine, responder=build_responder(settings, engine), max_upload_bytes=settings.max_upload_bytes,
-                      default_campaign=settings.default_campaign)
+    return BotService(
+        engine,
+        responder=build_responder(settings, engine),
+        max_upload_bytes=settings.max_upload_bytes,
+        default_campaign=settings.default_campaign,
+    )
 
 
 @contextlib.asynccontextmanager

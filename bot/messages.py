@@ -24,7 +24,9 @@ class Attachment:
 
     filename: str
     data: bytes
-    size: int | None = None  # the platform's declared size when the data was not downloaded (too big)
+    size: int | None = (
+        None  # the platform's declared size when the data was not downloaded (too big)
+    )
     #: Why the adapter could not hand the file over (a failed download), in words for the GM; the
     #: upload reports it beside the other files, which are still ingested.
     error: str = ""
@@ -53,7 +55,9 @@ class IncomingMessage:
     attachments: tuple[Attachment, ...] = ()
     campaign_override: str | None = None  # console: --campaign
     command: str | None = None  # a typed command's name ("budget"); ``None`` → parse ``text``
-    options: Mapping[str, OptionValue] = field(default_factory=dict)  # a typed command's option values
+    options: Mapping[str, OptionValue] = field(
+        default_factory=dict
+    )  # a typed command's option values
 
     @property
     def chat_key(self) -> str:

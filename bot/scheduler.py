@@ -43,7 +43,15 @@ from liminalis.errors import InvalidInput, UnknownCampaign
 from liminalis.ports import Clock
 from liminalis.store.rows import ScheduleRow
 
-__all__ = ["RecapSchedule", "RecapScheduler", "SystemClock", "Poster", "parse_cron", "parse_target", "latest_slot"]
+__all__ = [
+    "RecapSchedule",
+    "RecapScheduler",
+    "SystemClock",
+    "Poster",
+    "parse_cron",
+    "parse_target",
+    "latest_slot",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -101,24 +109,45 @@ def parse_cron(expr: str) -> BaseTrigger:
     """
     fields = (expr or "").split()
     if len(fields) != 5:
-        raise InvalidInput(f"cron {expr!r}", user_message="Use a 5-field cron expression (UTC), e.g. `0 18 * * 5`.")
+        raise InvalidInput(
+            f"cron {expr!r}", user_message="Use a 5-field cron expression (UTC), e.g. `0 18 * * 5`."
+        )
     minute, hour, day, month, dow = fields
     try:
         trigger: BaseTrigger
         if not day.startswith("*") and not dow.startswith("*"):
-            trigger = OrTrigger([
-                CronTrigger(minute=minute, hour=hour, day=day, month=month, timezone=dt.UTC),
-                CronTrigger(minute=minute, hour=hour, month=month, day_of_week=_crontab_days(dow), timezone=dt.UTC),
-            ])
+            trigger = OrTrigger(
+                [
+                    CronTrigger(minute=minute, hour=hour, day=day, month=month, timezone=dt.UTC),
+                    CronTrigger(
+                        minute=minute,
+                        hour=hour,
+                        month=month,
+                        day_of_week=_crontab_days(dow),
+                        timezone=dt.UTC,
+                    ),
+                ]
+            )
         else:
-            trigger = CronTrigger(minute=minute, hour=hour, day=day, month=month, day_of_week=_crontab_days(dow),
-                                  timezone=dt.UTC)
+            trigger = CronTrigger(
+                minute=minute,
+                hour=hour,
+                day=day,
+                month=month,
+                day_of_week=_crontab_days(dow),
+                timezone=dt.UTC,
+            )
     except ValueError as exc:
-        raise InvalidInput(f"cron {expr!r}: {exc}", user_message="That cron expression is not valid, e.g. `0 18 * * 5`.") from exc
+        raise InvalidInput(
+            f"cron {expr!r}: {exc}",
+            user_message="That cron expression is not valid, e.g. `0 18 * * 5`.",
+        ) from exc
     # Five fields have no year, so one that fires at all fires within any four years (29 February).
     if trigger.get_next_fire_time(None, dt.datetime(2000, 1, 1, tzinfo=dt.UTC)) is None:
-        raise InvalidInput(f"cron {expr!r} never fires",
-                           user_message="That schedule never fires (no such date); e.g. `0 18 * * 5` is Fridays 18:00 UTC.")
+        raise InvalidInput(
+            f"cron {expr!r} never fires",
+            user_message="That schedule never fires (no such date); e.g. `0 18 * * 5` is Fridays 18:00 UTC.",
+        )
     return trigger
 
 
@@ -187,42 +216,68 @@ class RecapScheduler:
             try:  # one stored before parse_cron refused it (a date that never comes) is skipped
                 parse_cron(r.cron)
             except InvalidInput:
-                _log.warning("campaign %s: stored recap cron %r is invalid; no recap", r.campaign, r.cron)
+                _log.warning(
+                    "campaign %s: stored recap cron %r is invalid; no recap", r.campaign, r.cron
+                )
                 continue
-            out[r.campaign] = RecapSchedule(r.campaign, r.cron, r.platform, r.channel_id, parent_id=r.parent_id)
+            out[r.campaign] = RecapSchedule(
+                r.campaign, r.cron, r.platform, r.channel_id, parent_id=r.parent_id
+            )
         for slug in await self.service.engine.list_campaigns():
             if slug in out:
                 continue
             try:
                 cfg = await self.service.config(slug)
             except Exception:
-                _log.warning("campaign %s: config unreadable; no recap schedule", slug, exc_info=True)
+                _log.warning(
+                    "campaign %s: config unreadable; no recap schedule", slug, exc_info=True
+                )
                 continue
             if not cfg.recap_cron:
                 continue
             target = parse_target(cfg.recap_channel)
             if target is None:
                 if cfg.recap_channel:
-                    _log.warning("campaign %s: [recap] channel %r is not platform:id; no recap", slug, cfg.recap_channel)
+                    _log.warning(
+                        "campaign %s: [recap] channel %r is not platform:id; no recap",
+                        slug,
+                        cfg.recap_channel,
+                    )
                 continue
             try:
                 parse_cron(cfg.recap_cron)
             except InvalidInput:
-                _log.warning("campaign %s: [recap] cron %r is invalid; no recap", slug, cfg.recap_cron)
+                _log.warning(
+                    "campaign %s: [recap] cron %r is invalid; no recap", slug, cfg.recap_cron
+                )
                 continue
             out[slug] = RecapSchedule(slug, cfg.recap_cron, *target, source="config")
         return sorted(out.values(), key=lambda s: s.campaign)
 
-    async def set_schedule(self, campaign: str, *, cron: str, platform: str, channel_id: str,
-                           parent_id: str | None = None) -> str:
+    async def set_schedule(
+        self,
+        campaign: str,
+        *,
+        cron: str,
+        platform: str,
+        channel_id: str,
+        parent_id: str | None = None,
+    ) -> str:
         """Persist a schedule (replacing any) and (re)arm its job; returns a human description.
 
         ``parent_id``: the channel ``channel_id`` is a thread of, so that linking or unlinking
         that channel ends the schedule with it (``bot.directory``)."""
         trigger = parse_cron(cron)
         cron = " ".join(cron.split())
-        await self.db.schedules.set(ScheduleRow(campaign=campaign, cron=cron, platform=platform, channel_id=str(channel_id),
-                                                parent_id=str(parent_id) if parent_id else None))
+        await self.db.schedules.set(
+            ScheduleRow(
+                campaign=campaign,
+                cron=cron,
+                platform=platform,
+                channel_id=str(channel_id),
+                parent_id=str(parent_id) if parent_id else None,
+            )
+        )
         # Slots that already passed must not be "caught up" by the new schedule.
         slot = latest_slot(trigger, self.clock.now(), self.grace)
         if slot is not None:
@@ -240,7 +295,9 @@ class RecapScheduler:
         """One cron job per schedule, on its current cron; jobs of schedules gone are removed."""
         if self._aps is None:
             return
-        async with self._sync_lock:  # two at once: the one that read the schedules first must not undo the other
+        async with (
+            self._sync_lock
+        ):  # two at once: the one that read the schedules first must not undo the other
             want = {s.campaign: s for s in await self.schedules()}
             if self._aps is None:
                 return
@@ -255,7 +312,9 @@ class RecapScheduler:
     async def describe(self, campaign: str) -> str:
         for s in await self.schedules():
             if s.campaign == campaign:
-                nxt = parse_cron(s.cron).get_next_fire_time(None, self.clock.now() + dt.timedelta(seconds=1))
+                nxt = parse_cron(s.cron).get_next_fire_time(
+                    None, self.clock.now() + dt.timedelta(seconds=1)
+                )
                 when = f"; next {nxt:%a %d %b %H:%M} UTC" if nxt else ""
                 return f"Recaps are posted on `{s.cron}` (UTC) to a {s.platform} channel{when}."
         return "No recap schedule. A GM can set one with `/recap schedule <cron>`, e.g. `/recap schedule 0 18 * * 5`."
@@ -289,31 +348,50 @@ class RecapScheduler:
                 text, sources = await self.service.recap(sched.campaign)
             except UnknownCampaign:  # its folder is gone: nothing to retry, said once per slot
                 if await self.claim(sched.campaign, slot):
-                    _log.warning("recap of %s for slot %s skipped: no such campaign any more", sched.campaign,
-                                 _slot_key(slot))
+                    _log.warning(
+                        "recap of %s for slot %s skipped: no such campaign any more",
+                        sched.campaign,
+                        _slot_key(slot),
+                    )
                 continue
             except Exception:
-                _log.exception("recap of %s for slot %s could not be built; the next tick tries again",
-                               sched.campaign, _slot_key(slot))
+                _log.exception(
+                    "recap of %s for slot %s could not be built; the next tick tries again",
+                    sched.campaign,
+                    _slot_key(slot),
+                )
                 continue
             # Only a channel linked to the campaign at post time gets its recaps: one linked to
             # another campaign, or to none any more, may hold anyone, whether /recap schedule or
             # campaign.toml named it.
-            linked = await self.service.directory.campaign_for(sched.platform, sched.channel_id, sched.parent_id)
+            linked = await self.service.directory.campaign_for(
+                sched.platform, sched.channel_id, sched.parent_id
+            )
             if linked != sched.campaign:
                 if await self.claim(sched.campaign, slot):  # said once a slot, not every tick
-                    _log.warning("recap of %s not posted: %s:%s is linked to %s", sched.campaign,
-                                 sched.platform, sched.channel_id, linked or "no campaign")
+                    _log.warning(
+                        "recap of %s not posted: %s:%s is linked to %s",
+                        sched.campaign,
+                        sched.platform,
+                        sched.channel_id,
+                        linked or "no campaign",
+                    )
                 continue
             if not await self.claim(sched.campaign, slot):
                 continue
             try:
-                await poster(sched.channel_id, Reply(text=text, sources=sources, title=f"Previously on {cfg.name}"))
+                await poster(
+                    sched.channel_id,
+                    Reply(text=text, sources=sources, title=f"Previously on {cfg.name}"),
+                )
                 posted.append((sched.campaign, _slot_key(slot)))
                 _log.info("posted recap of %s for slot %s", sched.campaign, _slot_key(slot))
             except Exception:
-                _log.exception("recap of %s for slot %s failed (not retried: it may have reached the channel)",
-                               sched.campaign, _slot_key(slot))
+                _log.exception(
+                    "recap of %s for slot %s failed (not retried: it may have reached the channel)",
+                    sched.campaign,
+                    _slot_key(slot),
+                )
         return posted
 
     async def _posted(self, campaign: str, slot: dt.datetime) -> bool:
@@ -342,7 +420,12 @@ class RecapScheduler:
                 _log.exception("tick ingest %s failed; the other campaigns go on", slug)
                 continue
             if report.passages_added or report.passages_removed:
-                _log.info("tick ingest %s: +%d -%d passages", slug, report.passages_added, report.passages_removed)
+                _log.info(
+                    "tick ingest %s: +%d -%d passages",
+                    slug,
+                    report.passages_added,
+                    report.passages_removed,
+                )
 
     async def tick(self) -> None:
         """Run every tick task once; one failing task does not stop the others, ticks never overlap."""
@@ -372,8 +455,14 @@ class RecapScheduler:
             return
         self._armed[sched.campaign] = sched.cron
         self._aps.add_job(
-            self._fire, parse_cron(sched.cron), args=[sched.campaign], id=f"recap:{sched.campaign}",
-            replace_existing=True, coalesce=True, max_instances=1, misfire_grace_time=int(self.grace.total_seconds()),
+            self._fire,
+            parse_cron(sched.cron),
+            args=[sched.campaign],
+            id=f"recap:{sched.campaign}",
+            replace_existing=True,
+            coalesce=True,
+            max_instances=1,
+            misfire_grace_time=int(self.grace.total_seconds()),
         )
 
     async def _fire(self, campaign: str) -> None:
@@ -390,12 +479,21 @@ class RecapScheduler:
         if self.tick_seconds > 0:
             # The first tick runs at start: campaigns built with an older embedder are re-indexed
             # (and files changed while the bot was down picked up) now, not one period later.
-            self._aps.add_job(self._tick_job, IntervalTrigger(seconds=self.tick_seconds), id="tick",
-                              coalesce=True, max_instances=1, replace_existing=True,
-                              next_run_time=dt.datetime.now(dt.UTC))
+            self._aps.add_job(
+                self._tick_job,
+                IntervalTrigger(seconds=self.tick_seconds),
+                id="tick",
+                coalesce=True,
+                max_instances=1,
+                replace_existing=True,
+                next_run_time=dt.datetime.now(dt.UTC),
+            )
         self._aps.start()
-        _log.info("scheduler: %d recap schedule(s), tick every %ss", len(self._aps.get_jobs()) - (self.tick_seconds > 0),
-                  self.tick_seconds)
+        _log.info(
+            "scheduler: %d recap schedule(s), tick every %ss",
+            len(self._aps.get_jobs()) - (self.tick_seconds > 0),
+            self.tick_seconds,
+        )
 
     def jobs(self) -> list[str]:
         return [j.id for j in self._aps.get_jobs()] if self._aps else []

@@ -32,18 +32,35 @@ def platform_plan(settings: Settings) -> list[PlatformPlan]:
     """Which platforms start, and why or why not (no secrets in the reasons)."""
     plans = []
     if settings.discord_token:
-        where = (f"commands synced to guild(s) {', '.join(map(str, settings.discord_guild_ids))}"
-                 if settings.discord_guild_ids else "commands synced globally (up to an hour to appear)")
-        plans.append(PlatformPlan("discord", True, f"DISCORD_TOKEN set; {where}"
-                                  + ("; AutoShardedClient" if settings.discord_shards else "")))
+        where = (
+            f"commands synced to guild(s) {', '.join(map(str, settings.discord_guild_ids))}"
+            if settings.discord_guild_ids
+            else "commands synced globally (up to an hour to appear)"
+        )
+        plans.append(
+            PlatformPlan(
+                "discord",
+                True,
+                f"DISCORD_TOKEN set; {where}"
+                + ("; AutoShardedClient" if settings.discord_shards else ""),
+            )
+        )
     else:
         plans.append(PlatformPlan("discord", False, "DISCORD_TOKEN is not set"))
     if settings.slack_bot_token and settings.slack_app_token:
-        plans.append(PlatformPlan("slack", True, "SLACK_BOT_TOKEN and SLACK_APP_TOKEN set; Socket Mode"))
+        plans.append(
+            PlatformPlan("slack", True, "SLACK_BOT_TOKEN and SLACK_APP_TOKEN set; Socket Mode")
+        )
     elif settings.slack_app_token:
-        plans.append(PlatformPlan("slack", False, "SLACK_APP_TOKEN is set but SLACK_BOT_TOKEN (xoxb-…) is not"))
+        plans.append(
+            PlatformPlan(
+                "slack", False, "SLACK_APP_TOKEN is set but SLACK_BOT_TOKEN (xoxb-…) is not"
+            )
+        )
     else:
-        plans.append(PlatformPlan("slack", False, "SLACK_BOT_TOKEN and SLACK_APP_TOKEN are not set"))
+        plans.append(
+            PlatformPlan("slack", False, "SLACK_BOT_TOKEN and SLACK_APP_TOKEN are not set")
+        )
     return plans
 
 
@@ -54,7 +71,9 @@ async def serve(settings: Settings, *, out: Callable[[str], None] = print) -> in
         out(f"{p.name}: {'on' if p.enabled else 'off'} ({p.reason})")
     enabled = {p.name for p in plans if p.enabled}
     if not enabled:
-        out("No platform has a token; nothing to serve. Try `liminalis chat` for the console adapter.")
+        out(
+            "No platform has a token; nothing to serve. Try `liminalis chat` for the console adapter."
+        )
         return 1
 
     return await stop_on_sigterm(_serve_enabled(settings, enabled, out), out)
@@ -115,11 +134,15 @@ async def index_campaigns(engine: Any, out: Callable[[str], None]) -> list[str]:
             continue
         ready.append(slug)
     if not ready:
-        out("No campaign could be indexed: add one under the campaigns folder (see campaigns/emberfall).")
+        out(
+            "No campaign could be indexed: add one under the campaigns folder (see campaigns/emberfall)."
+        )
     return ready
 
 
-async def _run_platforms(settings: Settings, service: Any, enabled: set[str], out: Callable[[str], None]) -> int:
+async def _run_platforms(
+    settings: Settings, service: Any, enabled: set[str], out: Callable[[str], None]
+) -> int:
     """Run the enabled platform adapters and the recap scheduler until they stop."""
     from bot.scheduler import RecapScheduler
 
@@ -128,7 +151,9 @@ async def _run_platforms(settings: Settings, service: Any, enabled: set[str], ou
     if "discord" in enabled:
         from bot.discord_adapter import DiscordAdapter
 
-        discord_adapter = DiscordAdapter(service, guild_ids=settings.discord_guild_ids, shards=settings.discord_shards)
+        discord_adapter = DiscordAdapter(
+            service, guild_ids=settings.discord_guild_ids, shards=settings.discord_shards
+        )
         posters["discord"] = discord_adapter.post
         runners.append(discord_adapter.run(settings.discord_token))
     if "slack" in enabled:
@@ -136,8 +161,11 @@ async def _run_platforms(settings: Settings, service: Any, enabled: set[str], ou
 
         from bot.slack_adapter import SlackAdapter
 
-        slack_adapter = SlackAdapter(service, client=AsyncWebClient(token=settings.slack_bot_token),
-                                     signing_secret=settings.slack_signing_secret)
+        slack_adapter = SlackAdapter(
+            service,
+            client=AsyncWebClient(token=settings.slack_bot_token),
+            signing_secret=settings.slack_signing_secret,
+        )
         posters["slack"] = slack_adapter.post
         runners.append(slack_adapter.run(settings.slack_app_token))
     scheduler = RecapScheduler(service, posters=posters, tick_seconds=settings.tick_seconds)

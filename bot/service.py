@@ -35,7 +35,16 @@ from liminalis.errors import ConfigError, LiminalisError, PermissionDenied, Unkn
 from liminalis.lens import PLAYERS, Lens
 from liminalis.text import clean_text
 
-__all__ = ["IncomingMessage", "Attachment", "Reply", "BotService", "COMMANDS", "HELP", "Pending", "RecapScheduling"]
+__all__ = [
+    "IncomingMessage",
+    "Attachment",
+    "Reply",
+    "BotService",
+    "COMMANDS",
+    "HELP",
+    "Pending",
+    "RecapScheduling",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -75,9 +84,17 @@ class BotService:
     async def lens_of(self, msg: IncomingMessage, cfg: CampaignConfig) -> Lens:
         try:
             at_home = await self.at_home(msg, cfg)
-            return lens_for(cfg, platform=msg.platform, user_id=msg.user_id, roles=msg.roles,
-                            role_ids=msg.role_ids, usergroups=msg.usergroups, is_dm=msg.is_dm,
-                            roles_known=msg.roles_known, at_home=at_home)
+            return lens_for(
+                cfg,
+                platform=msg.platform,
+                user_id=msg.user_id,
+                roles=msg.roles,
+                role_ids=msg.role_ids,
+                usergroups=msg.usergroups,
+                is_dm=msg.is_dm,
+                roles_known=msg.roles_known,
+                at_home=at_home,
+            )
         except Exception:  # a failed role lookup is default-deny: players
             _log.exception("lens lookup failed; using players lens")
             return Lens({PLAYERS})
@@ -103,7 +120,9 @@ class BotService:
         """
         if need == "none":
             return Scope(self, None, Lens({PLAYERS}))
-        slug = msg.campaign_override or await self.directory.campaign_for(msg.platform, msg.channel_id, msg.parent_id)
+        slug = msg.campaign_override or await self.directory.campaign_for(
+            msg.platform, msg.channel_id, msg.parent_id
+        )
         if slug is None and msg.platform == "console":
             slug = self.default_campaign
         if slug is None:
@@ -133,8 +152,13 @@ class BotService:
             request = self.registry.request(msg)
             command = self.registry[request.command]
             scope = await self.scope_of(msg, command.needs(request))
-            return Pending(msg, command=command, request=request, scope=scope,
-                           private=command.is_private(request, scope))
+            return Pending(
+                msg,
+                command=command,
+                request=request,
+                scope=scope,
+                private=command.is_private(request, scope),
+            )
         except Exception as exc:
             return Pending(msg, error=exc)
 
@@ -155,15 +179,18 @@ class BotService:
 
     # -- what adapters offer while a command is typed ----------------------------------------
 
-    async def complete_titles(self, msg: IncomingMessage, prefix: str, *, limit: int = 25) -> list[str]:
+    async def complete_titles(
+        self, msg: IncomingMessage, prefix: str, *, limit: int = 25
+    ) -> list[str]:
         """Document titles for autocomplete, filtered by the caller's lens (never GM-only for players).
 
         Never raises: an unlinked channel or any failure offers no choices.
         """
         try:
             scope = await self.scope_of(msg)
-            titles = await self.engine.titles(scope.config.slug, frozenset(scope.lens), prefix.strip()[:100],
-                                              limit=min(limit, 25))
+            titles = await self.engine.titles(
+                scope.config.slug, frozenset(scope.lens), prefix.strip()[:100], limit=min(limit, 25)
+            )
         except Exception:
             _log.debug("autocomplete failed", exc_info=True)
             return []
@@ -214,7 +241,11 @@ class Pending:
             if self.error is not None:
                 raise self.error
             assert self.command is not None and self.request is not None and self.scope is not None
-            request = self.request if attachments is None else self.request.with_attachments(tuple(attachments))
+            request = (
+                self.request
+                if attachments is None
+                else self.request.with_attachments(tuple(attachments))
+            )
             if self.command.is_gm_only(request) and not self.scope.lens.is_gm:
                 raise PermissionDenied(f"players lens tried /{self.command.name}")
             if request.error is not None:
@@ -223,8 +254,13 @@ class Pending:
             return replace(reply, ephemeral=reply.ephemeral or self.private)
         except LiminalisError as exc:
             # A host's misconfiguration is an error to act on; a user's mistake is not.
-            _log.log(logging.ERROR if isinstance(exc, ConfigError) else logging.INFO, "%s on %s: %s",
-                     type(exc).__name__, self.msg.platform, exc)
+            _log.log(
+                logging.ERROR if isinstance(exc, ConfigError) else logging.INFO,
+                "%s on %s: %s",
+                type(exc).__name__,
+                self.msg.platform,
+                exc,
+            )
             return Reply(text=exc.user_message, ephemeral=True, error=True)
         except Exception:
             _log.exception("unhandled error handling %s command", self.msg.platform)

@@ -45,13 +45,23 @@ class Settings:
     data_dir: Path = Path("data")
     campaigns_dir: Path = Path("campaigns")
     default_campaign: str = "emberfall"
-    milvus_uri: str = ""  # default: <data_dir>/milvus.db (Milvus Lite); http://host:19530 for a server
+    milvus_uri: str = (
+        ""  # default: <data_dir>/milvus.db (Milvus Lite); http://host:19530 for a server
+    )
     milvus_token: str = field(default="", repr=False)
-    embedder: str = "auto"  # auto: models/embedder if present, else bundled:all-MiniLM-L6-v2; or a name/path
-    reranker: str = "auto"  # auto: the shipped model if present; none: off; else a CrossEncoder name/path
-    reranker_int8: bool = False  # int8 dynamic quantization: ~1.5x faster, but it reorders the shipped model's scores
+    embedder: str = (
+        "auto"  # auto: models/embedder if present, else bundled:all-MiniLM-L6-v2; or a name/path
+    )
+    reranker: str = (
+        "auto"  # auto: the shipped model if present; none: off; else a CrossEncoder name/path
+    )
+    reranker_int8: bool = (
+        False  # int8 dynamic quantization: ~1.5x faster, but it reorders the shipped model's scores
+    )
     ranker: str = "auto"  # learned document ranker: auto (models/ranker if present), none, or a ranker.json path
-    query_adapter: str = "auto"  # dense-arm query map: auto (models/query-adapter if present), none, or a path
+    query_adapter: str = (
+        "auto"  # dense-arm query map: auto (models/query-adapter if present), none, or a path
+    )
     contextual: bool = True
     #: The campaign memory (liminalis.memory): off until the memory benchmark shows it helps.
     memory_enabled: bool = False
@@ -82,22 +92,35 @@ class Settings:
         return self.milvus_uri or str(self.data_dir / "milvus.db")
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, *, env_file: Path | None = Path(".env")) -> Settings:
+    def from_env(
+        cls, env: Mapping[str, str] | None = None, *, env_file: Path | None = Path(".env")
+    ) -> Settings:
         """Settings from ``env`` (default: the process environment over ``env_file``, the
         ``.env`` of the working directory when there is one; the real environment wins)."""
         if env is None:
             from dotenv import dotenv_values
 
-            found = {k: v for k, v in dotenv_values(env_file).items() if v is not None} if env_file and env_file.is_file() else {}
+            found = (
+                {k: v for k, v in dotenv_values(env_file).items() if v is not None}
+                if env_file and env_file.is_file()
+                else {}
+            )
             env = {**found, **os.environ}
         kw: dict[str, object] = {}
-        unprefixed = {"discord_token": "DISCORD_TOKEN", "slack_bot_token": "SLACK_BOT_TOKEN",
-                      "slack_app_token": "SLACK_APP_TOKEN", "slack_signing_secret": "SLACK_SIGNING_SECRET",
-                      "anthropic_api_key": "ANTHROPIC_API_KEY", "anthropic_base_url": "ANTHROPIC_BASE_URL"}
+        unprefixed = {
+            "discord_token": "DISCORD_TOKEN",
+            "slack_bot_token": "SLACK_BOT_TOKEN",
+            "slack_app_token": "SLACK_APP_TOKEN",
+            "slack_signing_secret": "SLACK_SIGNING_SECRET",
+            "anthropic_api_key": "ANTHROPIC_API_KEY",
+            "anthropic_base_url": "ANTHROPIC_BASE_URL",
+        }
         for f in fields(cls):
             name = unprefixed.get(f.name, f"LIMINALIS_{f.name.upper()}")
             raw = env.get(name)
-            if raw is None or not raw.strip():  # a blanked line in .env means "the default", not "off"
+            if (
+                raw is None or not raw.strip()
+            ):  # a blanked line in .env means "the default", not "off"
                 continue
             if f.type in ("Path",):
                 kw[f.name] = Path(raw)
@@ -120,9 +143,13 @@ class Settings:
 
     def validate(self) -> None:
         if self.log_level.upper() not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
-            raise ConfigError(f"LIMINALIS_LOG_LEVEL must be DEBUG/INFO/WARNING/ERROR, not {self.log_level!r}")
+            raise ConfigError(
+                f"LIMINALIS_LOG_LEVEL must be DEBUG/INFO/WARNING/ERROR, not {self.log_level!r}"
+            )
         if self.slack_bot_token and not self.slack_app_token:
-            raise ConfigError("SLACK_BOT_TOKEN is set but SLACK_APP_TOKEN (xapp-…, Socket Mode) is missing")
+            raise ConfigError(
+                "SLACK_BOT_TOKEN is set but SLACK_APP_TOKEN (xapp-…, Socket Mode) is missing"
+            )
         if self.max_upload_bytes < 1024:
             raise ConfigError("LIMINALIS_MAX_UPLOAD_BYTES must be at least 1024")
         if not 500 <= self.context_budget_tokens <= 200_000:  # the range /budget set allows

@@ -70,7 +70,9 @@ class Answer:
 
 
 def bundle_sources(bundle: Bundle) -> tuple[Source, ...]:
-    return tuple(Source(d.doc_id, d.title, d.headings[0] if d.headings else "") for d in bundle.documents)
+    return tuple(
+        Source(d.doc_id, d.title, d.headings[0] if d.headings else "") for d in bundle.documents
+    )
 
 
 def _source(d: ContextDoc) -> Source:
@@ -80,7 +82,9 @@ def _source(d: ContextDoc) -> Source:
 _BRACKETED = re.compile(r"\[([^\]\n]+)\]")
 
 
-def cited_sources(text: str, documents: Sequence[ContextDoc], *, fallback: int = 3) -> tuple[Source, ...]:
+def cited_sources(
+    text: str, documents: Sequence[ContextDoc], *, fallback: int = 3
+) -> tuple[Source, ...]:
     """Documents the answer cites (in citation order); else the top ``fallback``; none for an
     empty answer.
 
@@ -92,12 +96,21 @@ def cited_sources(text: str, documents: Sequence[ContextDoc], *, fallback: int =
     low = text.lower()
     if not low.strip():
         return ()
-    titled = sorted(((d.title.lower(), i) for i, d in enumerate(documents) if d.title), key=lambda t: -len(t[0]))
+    titled = sorted(
+        ((d.title.lower(), i) for i, d in enumerate(documents) if d.title), key=lambda t: -len(t[0])
+    )
     hits: list[tuple[int, int]] = []
     for m in _BRACKETED.finditer(low):
         inner = m.group(1).lstrip()
         # The title, then the end or a separator: "[Session 31 — Finale]" is not "Session 3".
-        match = next((i for t, i in titled if inner.startswith(t) and not inner[len(t):len(t) + 1].isalnum()), None)
+        match = next(
+            (
+                i
+                for t, i in titled
+                if inner.startswith(t) and not inner[len(t) : len(t) + 1].isalnum()
+            ),
+            None,
+        )
         if match is not None:
             hits.append((m.start(), match))
     if not hits:
@@ -124,13 +137,17 @@ class OfflineAnswerer:
         self.max_quotes = max_quotes
         self.tokenizer = tokenizer
 
-    def answer(self, question: str, documents: Sequence[ContextDoc], *, lens: frozenset[str] = frozenset()) -> Answer:
+    def answer(
+        self, question: str, documents: Sequence[ContextDoc], *, lens: frozenset[str] = frozenset()
+    ) -> Answer:
         q = set(self.tokenizer(question))
         candidates: list[tuple[str, set[str], ContextDoc]] = []
         for doc in documents:
             # Quotes come from the text the document holds: an omission only parts it, and a
             # summary reads as its own words.
-            text = "\n\n".join(s.text if s.kind in (TEXT, SUMMARY) else "\n\n" for s in doc.segments)
+            text = "\n\n".join(
+                s.text if s.kind in (TEXT, SUMMARY) else "\n\n" for s in doc.segments
+            )
             for s, e, _ in split_sentences(text):
                 sent = " ".join(text[s:e].split())
                 if len(sent) < 12 or sent.startswith(("#", "|")):
@@ -156,7 +173,9 @@ class OfflineAnswerer:
         if not scored:
             return Answer(
                 text="I found nothing in this campaign's documents that answers that.",
-                sources=(), notes=("no matching passages",), lens=lens,
+                sources=(),
+                notes=("no matching passages",),
+                lens=lens,
             )
         best = sorted(scored, key=lambda x: (-x[0], x[1]))[: self.max_quotes]
         lines = ["Here is what the campaign's documents say (quoted, not paraphrased):", ""]
@@ -237,19 +256,29 @@ class Responder:
         counter = default_counter()
 
         # With the campaign memory on, every question is retrieved: memory re-ranks it.
-        reuse = (mem is not None and not forced and not self.engine.memory_enabled
-                 and self.memory.can_reuse(mem, question, generation=catalog.generation))
+        reuse = (
+            mem is not None
+            and not forced
+            and not self.engine.memory_enabled
+            and self.memory.can_reuse(mem, question, generation=catalog.generation)
+        )
         if reuse:
             assert mem is not None
             # A pronoun-led follow-up: answer from what the previous turn loaded.
             stable_ids = [d for d in mem.loaded_stable if catalog.visible_doc(d, lens)]
-            stable = await run_cpu(lambda: [
-                stable_document(
-                    ContextDoc(d, catalog.documents[d].title, catalog.documents[d].type, pin="always"),
-                    catalog.documents[d].text, cap_tokens=self.stable_doc_tokens, counter=counter,
-                )
-                for d in stable_ids
-            ])
+            stable = await run_cpu(
+                lambda: [
+                    stable_document(
+                        ContextDoc(
+                            d, catalog.documents[d].title, catalog.documents[d].type, pin="always"
+                        ),
+                        catalog.documents[d].text,
+                        cap_tokens=self.stable_doc_tokens,
+                        counter=counter,
+                    )
+                    for d in stable_ids
+                ]
+            )
             volatile = [d for d in mem.loaded_documents() if catalog.visible_doc(d.doc_id, lens)]
             texts: dict[str, str] = {}
             matched: dict[str, tuple[Span, ...]] = {}
@@ -259,11 +288,17 @@ class Responder:
             bundle = await self.engine.retrieve(slug, question, lens, chat=chat, forced=forced)
             visible = [d for d in bundle.documents if catalog.visible_doc(d.doc_id, lens)]
             if len(visible) != len(bundle.documents):
-                _log.error("bundle for lens %s held documents the lens may not see; dropped", sorted(lens))
+                _log.error(
+                    "bundle for lens %s held documents the lens may not see; dropped", sorted(lens)
+                )
             texts = {d.doc_id: catalog.documents[d.doc_id].text for d in visible}
             # Token counts of whole documents: off the event loop, like the prompt below.
             stable, volatile, matched = await run_cpu(
-                split_bundle, bundle, texts, stable_doc_tokens=self.stable_doc_tokens, counter=counter,
+                split_bundle,
+                bundle,
+                texts,
+                stable_doc_tokens=self.stable_doc_tokens,
+                counter=counter,
             )
             stable = [d for d in stable if d.doc_id in texts]
             volatile = [d for d in volatile if d.doc_id in texts]
@@ -272,32 +307,53 @@ class Responder:
 
         # Tiering and clipping to the budget count tokens over the whole material: tens of
         # milliseconds a question, which a burst of questions must not spend on the event loop.
-        prompt = await run_cpu(functools.partial(
-            build_prompt,
-            instructions=instructions_for(config.name, config.description),
-            stable=stable, volatile=volatile, question=question, texts=texts, matched=matched,
-            story=mem.story_text() if mem else "", recent=mem.recent_messages() if mem else (),
-            budget=budget, tier=self.tier, budget_params=self.budget_params, clip_query=clip_query, counter=counter,
-        ))
+        prompt = await run_cpu(
+            functools.partial(
+                build_prompt,
+                instructions=instructions_for(config.name, config.description),
+                stable=stable,
+                volatile=volatile,
+                question=question,
+                texts=texts,
+                matched=matched,
+                story=mem.story_text() if mem else "",
+                recent=mem.recent_messages() if mem else (),
+                budget=budget,
+                tier=self.tier,
+                budget_params=self.budget_params,
+                clip_query=clip_query,
+                counter=counter,
+            )
+        )
         self.last_prompt = prompt
         notes.extend(prompt.notes)
 
         # The call's booking with the daily gate: the prompt and the most the model may write.
         estimate = prompt.tokens + self.max_tokens
-        spent = self.model is not None and self.gate is not None and not await self.gate.reserve(estimate)
+        spent = (
+            self.model is not None
+            and self.gate is not None
+            and not await self.gate.reserve(estimate)
+        )
 
         def offline(why: str = "", note: str = "") -> Answer:
             quoted = self.offline.answer(clip_query, prompt.all_documents, lens=lens)
-            return Answer(text=f"_{why}_\n\n{quoted.text}" if why else quoted.text, sources=quoted.sources,
-                          notes=(*notes, *((note,) if note else ()), *quoted.notes), lens=lens)
+            return Answer(
+                text=f"_{why}_\n\n{quoted.text}" if why else quoted.text,
+                sources=quoted.sources,
+                notes=(*notes, *((note,) if note else ()), *quoted.notes),
+                lens=lens,
+            )
 
         # The offline answerer splits and scores every sentence of the material: in a worker.
         if self.model is None:
             answer = await run_cpu(offline)
         elif spent:
             answer = await run_cpu(
-                offline, "Today's language-model budget is spent, so until midnight UTC I quote the documents.",
-                "daily model-token budget spent: offline answer")
+                offline,
+                "Today's language-model budget is spent, so until midnight UTC I quote the documents.",
+                "daily model-token budget spent: offline answer",
+            )
         else:
             cost = Usage()  # what the booking settles to: nothing, unless the model answered
             try:
@@ -308,57 +364,90 @@ class Responder:
                     await self.gate.settle(estimate, cost)
 
         if not reuse:
-            await self.engine.remember_turn(slug, question, lens, [s.doc_id for s in answer.sources])
+            await self.engine.remember_turn(
+                slug, question, lens, [s.doc_id for s in answer.sources]
+            )
         if mem is not None:
             try:
                 await self.memory.record(
-                    mem, question=question, answer=answer.text, documents=prompt.documents,
-                    stable=[d.doc_id for d in prompt.stable_documents], sources=[s.label() for s in answer.sources],
+                    mem,
+                    question=question,
+                    answer=answer.text,
+                    documents=prompt.documents,
+                    stable=[d.doc_id for d in prompt.stable_documents],
+                    sources=[s.label() for s in answer.sources],
                     generation=catalog.generation,
                 )
             except StoreError:
                 # The answer is already computed (and, with a model, paid for): a memory that cannot
                 # be written costs the chat its follow-up context, never the player the answer.
-                _log.exception("chat memory %s not recorded; the answer is returned without it", mem.key)
+                _log.exception(
+                    "chat memory %s not recorded; the answer is returned without it", mem.key
+                )
         return answer
 
     async def _model_answer(
-        self, prompt: Prompt, notes: list[str], lens: frozenset[str],
-        on_text: Callable[[str], Awaitable[None]] | None, offline: Callable[[str, str], Answer],
+        self,
+        prompt: Prompt,
+        notes: list[str],
+        lens: frozenset[str],
+        on_text: Callable[[str], Awaitable[None]] | None,
+        offline: Callable[[str, str], Answer],
     ) -> Answer:
         """The model's answer, or — the model busy, hung past the deadline, refusing the request
         or silent — the quoted answer, marked as such."""
         try:
-            answer = await asyncio.wait_for(self._ask_model(prompt, notes, lens, on_text), self.answer_deadline_s)
+            answer = await asyncio.wait_for(
+                self._ask_model(prompt, notes, lens, on_text), self.answer_deadline_s
+            )
         except (TimeoutError, ModelUnavailable) as exc:
             # Busy, overloaded, timed out after the client's retries or past the answer's own
             # deadline: the question still gets the grounded offline answer, marked as such.
             hung = isinstance(exc, TimeoutError)
-            _log.warning("model unavailable (%s): answering offline",
-                         f"no answer within {self.answer_deadline_s}s" if hung else exc)
-            answer = offline("The language model is unavailable right now, so I quote the documents.",
-                             "model timed out: offline answer" if hung else "model unavailable: offline answer")
+            _log.warning(
+                "model unavailable (%s): answering offline",
+                f"no answer within {self.answer_deadline_s}s" if hung else exc,
+            )
+            answer = offline(
+                "The language model is unavailable right now, so I quote the documents.",
+                "model timed out: offline answer" if hung else "model unavailable: offline answer",
+            )
         except ConfigError as exc:
             # A refused key, an unknown model name, a request too large: the host's to fix
             # (logged at ERROR); the question still gets the quoted answer.
             _log.error("model refused the request (%s): answering offline", exc)
-            answer = offline("The language model could not answer (the host has been told), so I quote the "
-                             "documents.", "model refused the request: offline answer")
+            answer = offline(
+                "The language model could not answer (the host has been told), so I quote the "
+                "documents.",
+                "model refused the request: offline answer",
+            )
         if not answer.text.strip():
             # No text (a refusal can come back empty): an empty turn in the chat memory would
             # make every later request invalid (the API refuses empty messages).
             _log.warning("model returned no text: answering offline")
-            answer = replace(offline("The language model gave no answer, so I quote the documents.",
-                                     "model returned no text: offline answer"), usage=answer.usage)
+            answer = replace(
+                offline(
+                    "The language model gave no answer, so I quote the documents.",
+                    "model returned no text: offline answer",
+                ),
+                usage=answer.usage,
+            )
         return answer
 
     async def _ask_model(
-        self, prompt: Prompt, notes: list[str], lens: frozenset[str], on_text: Callable[[str], Awaitable[None]] | None,
+        self,
+        prompt: Prompt,
+        notes: list[str],
+        lens: frozenset[str],
+        on_text: Callable[[str], Awaitable[None]] | None,
     ) -> Answer:
         assert self.model is not None
         if on_text is None:
             done = await self.model.complete(
-                system=prompt.system, messages=prompt.messages, cache_upto=prompt.cache_upto, max_tokens=self.max_tokens,
+                system=prompt.system,
+                messages=prompt.messages,
+                cache_upto=prompt.cache_upto,
+                max_tokens=self.max_tokens,
             )
             text, model_name, usage = done.text, done.model, done.usage
             if done.stop_reason == "max_tokens" and text.strip():
@@ -368,13 +457,20 @@ class Responder:
         else:
             parts: list[str] = []
             async for chunk in self.model.stream(
-                system=prompt.system, messages=prompt.messages, cache_upto=prompt.cache_upto, max_tokens=self.max_tokens,
+                system=prompt.system,
+                messages=prompt.messages,
+                cache_upto=prompt.cache_upto,
+                max_tokens=self.max_tokens,
             ):
                 parts.append(chunk)
                 await on_text("".join(parts))
             text, model_name = "".join(parts), self.model.name
             usage = getattr(self.model, "last_usage", None) or Usage()
         return Answer(
-            text=text.strip(), sources=cited_sources(text, prompt.all_documents), model=model_name, usage=usage,
-            notes=tuple(notes), lens=lens,
+            text=text.strip(),
+            sources=cited_sources(text, prompt.all_documents),
+            model=model_name,
+            usage=usage,
+            notes=tuple(notes),
+            lens=lens,
         )

@@ -18,7 +18,14 @@ from liminalis.errors import ConfigError, UnknownCampaign
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["CampaignConfig", "load_campaign", "validate_slug", "RoleMap", "split_role_refs", "is_discord_id"]
+__all__ = [
+    "CampaignConfig",
+    "load_campaign",
+    "validate_slug",
+    "RoleMap",
+    "split_role_refs",
+    "is_discord_id",
+]
 
 _SLUG = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 _DISCORD_ID = re.compile(r"[0-9]{17,20}")
@@ -29,7 +36,9 @@ def is_discord_id(value: str) -> bool:
     return bool(_DISCORD_ID.fullmatch(value))
 
 
-def split_role_refs(entries: tuple[str, ...] | list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def split_role_refs(
+    entries: tuple[str, ...] | list[str],
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """``(ids, names)`` of the Discord roles a campaign.toml list names.
 
     One list holds both, as GMs write it (``gm = ["GM", "123456789012345678"]``): an entry of
@@ -46,7 +55,9 @@ def validate_slug(slug: str) -> str:
     """Return ``slug`` if it is a safe campaign identifier, else raise ``UnknownCampaign``."""
     s = (slug or "").strip().lower()
     if not _SLUG.match(s):
-        raise UnknownCampaign(f"invalid campaign slug {slug!r}", user_message="That is not a valid campaign name.")
+        raise UnknownCampaign(
+            f"invalid campaign slug {slug!r}", user_message="That is not a valid campaign name."
+        )
     return s
 
 
@@ -95,7 +106,7 @@ class CampaignConfig:
 
     def path_of(self, rel_path: str) -> Path:
         if self.uploads_root is not None and rel_path.startswith("uploads/"):
-            return self.uploads_root / rel_path[len("uploads/"):]
+            return self.uploads_root / rel_path[len("uploads/") :]
         return self.root / rel_path
 
     def is_gm_path(self, rel_path: str) -> bool:
@@ -133,7 +144,9 @@ def load_campaign(root: Path, slug: str | None = None) -> CampaignConfig:
     """Read ``root/campaign.toml``; a folder without one is a campaign with defaults."""
     slug = validate_slug(slug or root.name)
     if not root.is_dir():
-        raise UnknownCampaign(f"campaign folder {root} missing", user_message=f"No campaign named `{slug}`.")
+        raise UnknownCampaign(
+            f"campaign folder {root} missing", user_message=f"No campaign named `{slug}`."
+        )
     cfg_path = root / "campaign.toml"
     data: dict[str, Any] = {}
     if cfg_path.exists():
@@ -149,11 +162,18 @@ def load_campaign(root: Path, slug: str | None = None) -> CampaignConfig:
     for lens, spec in _table(data.get("lens_members"), "lens_members").items():
         spec = _table(spec, f"lens_members.{lens}")
         members[str(lens)] = {k: _strs(v, f"lens_members.{lens}.{k}") for k, v in spec.items()}
-    named = [lens.lower() for lens in _strs(data.get("lenses"), "lenses") if lens.lower() not in {"gm", "players"}]
+    named = [
+        lens.lower()
+        for lens in _strs(data.get("lenses"), "lenses")
+        if lens.lower() not in {"gm", "players"}
+    ]
     lenses = tuple(lens for lens in named if re.fullmatch(r"[a-z0-9][\w-]*", lens))
     if len(lenses) < len(named):
-        _log.warning("%s: lens names are letters, digits, - and _ only; ignored: %s", slug,
-                     ", ".join(sorted(set(named) - set(lenses))))
+        _log.warning(
+            "%s: lens names are letters, digits, - and _ only; ignored: %s",
+            slug,
+            ", ".join(sorted(set(named) - set(lenses))),
+        )
     recap = _table(data.get("recap"), "recap")
     try:
         whole_chars = int(data.get("whole_document_chars", 2400))

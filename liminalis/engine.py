@@ -50,7 +50,10 @@ class Explanation:
 
     def render(self, titles: dict[str, str] | None = None) -> str:
         titles = self.titles if titles is None else titles
-        lines = [f"Explain: {self.query!r}", f"reranker: {'applied' if self.reranked else 'not applied'}"]
+        lines = [
+            f"Explain: {self.query!r}",
+            f"reranker: {'applied' if self.reranked else 'not applied'}",
+        ]
         for st in self.stages:
             lines.append(
                 f"- {titles.get(st.doc_id, st.doc_id)} [{st.doc_id}]: {st.verdict()} — pin={st.pinned or '-'}, "
@@ -94,8 +97,17 @@ class Engine:
         self.reranker = reranker
         self.campaigns_dir = campaigns_dir
         self.indexer = Indexer(db, store, embedder, tokenizer=tokenizer, options=ingest_options)
-        self.retriever = Retriever(db, store, embedder, reranker, tokenizer=tokenizer, params=params, k1=k1, b=b,
-                                   ranker=ranker)
+        self.retriever = Retriever(
+            db,
+            store,
+            embedder,
+            reranker,
+            tokenizer=tokenizer,
+            params=params,
+            k1=k1,
+            b=b,
+            ranker=ranker,
+        )
         self._configs: dict[str, tuple[float, CampaignConfig]] = {}
         self._ensured: set[str] = set()
         self._ingesting: dict[str, asyncio.Lock] = {}
@@ -114,7 +126,9 @@ class Engine:
         if not root.is_dir():  # noqa: ASYNC240
             row = await self.db.campaigns.get(slug)
             if row is None or not Path(row.root).is_dir():  # noqa: ASYNC240
-                raise UnknownCampaign(f"no campaign {slug}", user_message=f"No campaign named `{slug}`.")
+                raise UnknownCampaign(
+                    f"no campaign {slug}", user_message=f"No campaign named `{slug}`."
+                )
             root = Path(row.root)
         cfg_file = root / "campaign.toml"
         mtime = cfg_file.stat().st_mtime if cfg_file.exists() else 0.0
@@ -133,13 +147,19 @@ class Engine:
         await self.db.campaigns.upsert(config.slug, str(config.root))
 
     async def list_campaigns(self) -> list[str]:
-        slugs = {p.name for p in self.campaigns_dir.glob("*/") if p.is_dir() and not p.name.startswith(".")}
+        slugs = {
+            p.name
+            for p in self.campaigns_dir.glob("*/")
+            if p.is_dir() and not p.name.startswith(".")
+        }
         slugs |= set(await self.db.campaigns.slugs())
         return sorted(slugs)
 
     async def _ensure_store(self, slug: str) -> None:
         if slug not in self._ensured:
-            dim = await asyncio.to_thread(lambda: self.embedder.dim)  # may load the weights: off the loop
+            dim = await asyncio.to_thread(
+                lambda: self.embedder.dim
+            )  # may load the weights: off the loop
             await self.store.ensure(slug, dim=dim, model_id=self.embedder.model_id)
             self._ensured.add(slug)
 
@@ -155,8 +175,9 @@ class Engine:
         self._ensured.add(config.slug)
         return report
 
-    async def ensure_indexed(self, slug: str, *,
-                             announce: Callable[[str], object] | None = None) -> bool:
+    async def ensure_indexed(
+        self, slug: str, *, announce: Callable[[str], object] | None = None
+    ) -> bool:
         """Ingest ``slug`` unless it is indexed under the current profile (the start of ``serve``
         and of the console commands), calling ``announce(slug)`` first; returns whether it
         ingested. An unknown campaign raises :class:`UnknownCampaign` before anything is indexed."""
@@ -169,7 +190,7 @@ class Engine:
         return True
 
     async def _index_state(self, slug: str) -> str:
-        """"ready" (indexed under the current embedder and options), "stale" (indexed under
+        """ "ready" (indexed under the current embedder and options), "stale" (indexed under
         others, or mid-rebuild: the indexer records the profile only when a rebuild ends; the
         next ingest re-embeds it) or "none" (never indexed)."""
         row = await self.db.campaigns.get(validate_slug(slug))
@@ -193,13 +214,17 @@ class Engine:
         re-index, would otherwise meet an empty collection and be told "nothing matches"."""
         state = await self._index_state(slug)
         if state == "stale":
-            raise NotReady(f"{slug}: index being rebuilt under {self.indexer.profile()}",
-                           user_message="This campaign's index is being rebuilt after an update. "
-                                        "Please try again in a minute.")
+            raise NotReady(
+                f"{slug}: index being rebuilt under {self.indexer.profile()}",
+                user_message="This campaign's index is being rebuilt after an update. "
+                "Please try again in a minute.",
+            )
         if state == "none":
-            raise NotReady(f"{slug}: never indexed",
-                           user_message="This campaign has no indexed documents yet. "
-                                        "A GM can add session notes or lore with `/upload`.")
+            raise NotReady(
+                f"{slug}: never indexed",
+                user_message="This campaign has no indexed documents yet. "
+                "A GM can add session notes or lore with `/upload`.",
+            )
 
     # -- retrieval ---------------------------------------------------------------------------
 
@@ -217,9 +242,14 @@ class Engine:
     ) -> Bundle:
         query = clean_text(query or "").strip()
         if not query:
-            raise InvalidInput("empty query", user_message="Ask a question, e.g. `/ask who is the Lantern Queen?`")
+            raise InvalidInput(
+                "empty query", user_message="Ask a question, e.g. `/ask who is the Lantern Queen?`"
+            )
         if len(query) > MAX_QUERY_CHARS:
-            raise InvalidInput("query too long", user_message=f"Questions are limited to {MAX_QUERY_CHARS:,} characters.")
+            raise InvalidInput(
+                "query too long",
+                user_message=f"Questions are limited to {MAX_QUERY_CHARS:,} characters.",
+            )
         config = await self.campaign(slug)
         await self.require_index(config.slug)
         await self._ensure_store(config.slug)
@@ -227,49 +257,93 @@ class Engine:
         if not use_pins:
             params = replace(params or self.retriever.params, named_keys=False)
         render = (params or self.retriever.params).render
-        if render.whole_chars != config.whole_document_chars:  # campaign.toml's whole_document_chars
-            params = replace(params or self.retriever.params, render=replace(render, whole_chars=config.whole_document_chars))
+        if (
+            render.whole_chars != config.whole_document_chars
+        ):  # campaign.toml's whole_document_chars
+            params = replace(
+                params or self.retriever.params,
+                render=replace(render, whole_chars=config.whole_document_chars),
+            )
         if not (self.memory_enabled and self.memory is not None and use_pins):
             return await self.retriever.retrieve(
-                config.slug, query, frozenset(lens), always=config.always_include if use_pins else (),
-                pinned=pinned, forced=forced, params=params, trace=trace,
+                config.slug,
+                query,
+                frozenset(lens),
+                always=config.always_include if use_pins else (),
+                pinned=pinned,
+                forced=forced,
+                params=params,
+                trace=trace,
             )
         trace = trace or Trace()
         bundle = await self.retriever.retrieve(
-            config.slug, query, frozenset(lens), always=config.always_include,
-            pinned=pinned, forced=forced, params=params, trace=trace,
+            config.slug,
+            query,
+            frozenset(lens),
+            always=config.always_include,
+            pinned=pinned,
+            forced=forced,
+            params=params,
+            trace=trace,
         )
         return await self._remember(config.slug, bundle, trace, params or self.retriever.params)
 
-    async def _remember(self, slug: str, bundle: Bundle, trace: Trace, params: RetrievalParams) -> Bundle:
+    async def _remember(
+        self, slug: str, bundle: Bundle, trace: Trace, params: RetrievalParams
+    ) -> Bundle:
         """The bundle re-ranked by the campaign memory: every retrieved document kept, the
         memory's own candidates added, the rendered documents re-chosen from the new order."""
         assert self.memory is not None
         cat = await self.retriever.catalog(slug)
         lens = frozenset(bundle.lens)
-        recall = await self.memory.recall(cat, bundle.query, lens, retrieved=bundle.ranked_doc_ids,
-                                          dense=trace.dense_docs, lexical=trace.lexical_docs or trace.document_docs)
+        recall = await self.memory.recall(
+            cat,
+            bundle.query,
+            lens,
+            retrieved=bundle.ranked_doc_ids,
+            dense=trace.dense_docs,
+            lexical=trace.lexical_docs or trace.document_docs,
+        )
         order = [d for d in recall.ranked_doc_ids if cat.visible_doc(d, lens)]
         pinned = [d for d in bundle.documents if d.pinned]
         have = {d.doc_id: d for d in bundle.documents if not d.pinned}
         tokens = self.retriever.tokenizer(bundle.query)
         rendered = list(pinned)
-        for doc_id in [d for d in order if d not in {p.doc_id for p in pinned}][: params.max_documents]:
-            rendered.append(have.get(doc_id) or self.retriever._render(
-                cat, doc_id, self.retriever._fallback_passages(cat, doc_id, tokens), pinned=False,
-                score=recall.memory_docs.get(doc_id, 0.0), p=params))
+        for doc_id in [d for d in order if d not in {p.doc_id for p in pinned}][
+            : params.max_documents
+        ]:
+            rendered.append(
+                have.get(doc_id)
+                or self.retriever._render(
+                    cat,
+                    doc_id,
+                    self.retriever._fallback_passages(cat, doc_id, tokens),
+                    pinned=False,
+                    score=recall.memory_docs.get(doc_id, 0.0),
+                    p=params,
+                )
+            )
         pinned_ids = [d for d in bundle.ranked_doc_ids if d in {p.doc_id for p in pinned}]
         ranked = tuple(dict.fromkeys([*pinned_ids, *order]))
         timings = {**bundle.timings_ms, "memory": recall.ms}
         return replace(bundle, documents=tuple(rendered), ranked_doc_ids=ranked, timings_ms=timings)
 
-    async def remember_turn(self, slug: str, question: str, lens: frozenset[str], cited: Sequence[str]) -> None:
+    async def remember_turn(
+        self, slug: str, question: str, lens: frozenset[str], cited: Sequence[str]
+    ) -> None:
         """Record an answered turn in the campaign memory (when enabled)."""
         if self.memory_enabled and self.memory is not None:
             cat = await self.retriever.catalog(validate_slug(slug))
             await self.memory.record(cat, question, frozenset(lens), cited=cited)
 
-    async def explain(self, slug: str, query: str, *, relevant: Sequence[str] = (), lens: frozenset[str] = frozenset({GM})) -> Explanation:
+    async def explain(
+        self,
+        slug: str,
+        query: str,
+        *,
+        relevant: Sequence[str] = (),
+        lens: frozenset[str] = frozenset({GM}),
+    ) -> Explanation:
         """Where each relevant document got to (default: the top documents found)."""
         trace = Trace()
         bundle = await self.retrieve(slug, query, lens, trace=trace)
@@ -278,8 +352,13 @@ class Engine:
         if not targets:
             targets = list(bundle.ranked_doc_ids[:5])
         titles = {d: cat.documents[d].title for d in targets if cat.visible_doc(d, lens)}
-        return Explanation(query=query, stages=tuple(trace.stage(d) for d in targets), bundle=bundle,
-                           reranked=trace.reranked, titles=titles)
+        return Explanation(
+            query=query,
+            stages=tuple(trace.stage(d) for d in targets),
+            bundle=bundle,
+            reranked=trace.reranked,
+            titles=titles,
+        )
 
     # -- answers, recaps, budgets: the facade the adapters call ------------------------------
 
@@ -296,11 +375,20 @@ class Engine:
         """Answer through ``answerer`` (the composition root's, with its model and daily gate)."""
         self._answerer = answerer
 
-    async def answer(self, slug: str, question: str, lens: Lens, *, chat: str | None = None,
-                     budget_tokens: int | None = None, forced: Sequence[str] = ()) -> Answer:
+    async def answer(
+        self,
+        slug: str,
+        question: str,
+        lens: Lens,
+        *,
+        chat: str | None = None,
+        budget_tokens: int | None = None,
+        forced: Sequence[str] = (),
+    ) -> Answer:
         """Answer ``question`` for ``lens`` from ``slug``'s documents, remembering the chat."""
-        return await self.answerer.respond(slug, question, frozenset(lens), chat=chat, budget_tokens=budget_tokens,
-                                           forced=forced)
+        return await self.answerer.respond(
+            slug, question, frozenset(lens), chat=chat, budget_tokens=budget_tokens, forced=forced
+        )
 
     async def recap(self, slug: str, sessions: int = 1) -> Recap:
         """A players-lens "previously on…" over the latest ``sessions`` session notes."""
@@ -341,13 +429,20 @@ class Engine:
         chunks, edges = await self.memory.top(cat, of)
         stats = await self.memory.store.stats(slug)
         state = "on" if self.memory_enabled else "off (LIMINALIS_MEMORY_ENABLED)"
-        lines = [f"Memory ({state}) of lens {','.join(sorted(of))}: "
-                 + ", ".join(f"{n} {k}" for k, n in sorted(stats["chunks"].items()))
-                 + f"; {stats['links']} links, {stats['learned_edges']} learned associations", "Most active:"]
-        lines += [f"- {label} ({cid.split(':', 1)[0]}) B={b:.2f}" for cid, label, b in chunks] or ["- (nothing yet)"]
+        lines = [
+            f"Memory ({state}) of lens {','.join(sorted(of))}: "
+            + ", ".join(f"{n} {k}" for k, n in sorted(stats["chunks"].items()))
+            + f"; {stats['links']} links, {stats['learned_edges']} learned associations",
+            "Most active:",
+        ]
+        lines += [f"- {label} ({cid.split(':', 1)[0]}) B={b:.2f}" for cid, label, b in chunks] or [
+            "- (nothing yet)"
+        ]
         lines.append("Strongest associations:")
-        lines += [f"- {self.memory.label(slug, s)} → {self.memory.label(slug, d)} w={w:.2f}"
-                  for s, d, w in edges] or ["- (none yet)"]
+        lines += [
+            f"- {self.memory.label(slug, s)} → {self.memory.label(slug, d)} w={w:.2f}"
+            for s, d, w in edges
+        ] or ["- (none yet)"]
         return "\n".join(lines)
 
     @property
@@ -374,36 +469,51 @@ class Engine:
         own = [d for d in found if source_of(d) in {path, path.rsplit(".", 1)[0]}]
         if own:  # a document's own path is never ambiguous
             return own[0]
-        if len({source_of(d) for d in found}) > 1:  # two documents share the name: never pick one silently (all are visible to the lens)
+        if (
+            len({source_of(d) for d in found}) > 1
+        ):  # two documents share the name: never pick one silently (all are visible to the lens)
             paths = ", ".join(f"`{d}`" for d in found[:5])
-            raise InvalidInput("ambiguous document", user_message=f"Several documents are called that: {paths}. Use one of these paths.")
+            raise InvalidInput(
+                "ambiguous document",
+                user_message=f"Several documents are called that: {paths}. Use one of these paths.",
+            )
         return found[0]
 
-    async def add_pin(self, slug: str, key: str, lens: frozenset[str], *, scope: str = CAMPAIGN_SCOPE) -> str:
+    async def add_pin(
+        self, slug: str, key: str, lens: frozenset[str], *, scope: str = CAMPAIGN_SCOPE
+    ) -> str:
         doc_id = await self.resolve_document(slug, key, lens)
         # A pin names the file, not the view this lens read: each lens then gets its own view.
         await self.db.pins.add(validate_slug(slug), scope, source_of(doc_id), at=time.time())
         return doc_id
 
-    async def remove_pin(self, slug: str, key: str, lens: frozenset[str], *, scope: str = CAMPAIGN_SCOPE) -> str:
+    async def remove_pin(
+        self, slug: str, key: str, lens: frozenset[str], *, scope: str = CAMPAIGN_SCOPE
+    ) -> str:
         doc_id = await self.resolve_document(slug, key, lens)
         if not await self.db.pins.remove(slug, scope, source_of(doc_id)):
             raise InvalidInput("not pinned", user_message="That document is not pinned.")
         return doc_id
 
-    async def list_pins(self, slug: str, lens: frozenset[str], chat: str | None = None) -> list[tuple[str, str]]:
+    async def list_pins(
+        self, slug: str, lens: frozenset[str], chat: str | None = None
+    ) -> list[tuple[str, str]]:
         """Pins ``(doc_id, title)`` visible to ``lens`` (GM-only pins are invisible to players)."""
         cat = await self.retriever.catalog(validate_slug(slug))
         config = await self.campaign(slug)
         out: list[tuple[str, str]] = []
-        stored = [v for d in await self.pins(slug, chat) for v in cat.views_of(d, lens)]  # ids, as resolve_pins
+        stored = [
+            v for d in await self.pins(slug, chat) for v in cat.views_of(d, lens)
+        ]  # ids, as resolve_pins
         for keys in (*(cat.resolve_key(k, lens) for k in config.always_include), stored):
             for d in keys:
                 if cat.visible_doc(d, lens) and d not in {o[0] for o in out}:
                     out.append((d, cat.documents[d].title))
         return out
 
-    async def titles(self, slug: str, lens: frozenset[str], prefix: str = "", *, limit: int = 25) -> list[tuple[str, str]]:
+    async def titles(
+        self, slug: str, lens: frozenset[str], prefix: str = "", *, limit: int = 25
+    ) -> list[tuple[str, str]]:
         cat = await self.retriever.catalog(validate_slug(slug))
         return cat.titles_for(lens, prefix, limit=min(limit, 25))
 

@@ -84,7 +84,9 @@ class NotFound(LiminalisError):
 class NotReady(LiminalisError):
     # Said instead of "I found nothing": an empty answer from an index that does not exist yet
     # (or is mid-rebuild after an embedder upgrade) would read as "the documents do not say".
-    default_user_message = "This campaign's documents are not indexed yet. Please try again in a minute."
+    default_user_message = (
+        "This campaign's documents are not indexed yet. Please try again in a minute."
+    )
 
 
 class ModelUnavailable(LiminalisError):

@@ -22,7 +22,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["GM", "PLAYERS", "NOT_GM", "Lens", "visible", "narrowest", "parse_visibility", "players_lens", "gm_lens"]
+__all__ = [
+    "GM",
+    "PLAYERS",
+    "NOT_GM",
+    "Lens",
+    "visible",
+    "narrowest",
+    "parse_visibility",
+    "players_lens",
+    "gm_lens",
+]
 
 GM = "gm"
 PLAYERS = "players"

@@ -121,7 +121,9 @@ class VectorStore(Protocol):
 class LexicalIndex(Protocol):
     """A per-campaign lexical index over passages and title entries."""
 
-    def search(self, query: str, *, allowed: set[str] | None, top_k: int) -> list[tuple[str, float]]: ...
+    def search(
+        self, query: str, *, allowed: set[str] | None, top_k: int
+    ) -> list[tuple[str, float]]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +187,9 @@ class BaseLevelModel(Protocol):
 
     def empty(self) -> tuple[float, ...]: ...
 
-    def record(self, state: Sequence[float], t: float, *, weight: float = 1.0) -> tuple[float, ...]: ...
+    def record(
+        self, state: Sequence[float], t: float, *, weight: float = 1.0
+    ) -> tuple[float, ...]: ...
 
     def value(self, state: Sequence[float], t: float, d: float) -> float: ...
 

@@ -27,7 +27,11 @@ class Recap:
 def build_recap(catalog: Catalog, sessions: int = 1) -> Recap:
     """An extractive recap of the latest ``sessions`` session notes players may read."""
     lens = players_lens()
-    notes = [d for d in catalog.documents.values() if d.type == "session" and catalog.visible_doc(d.doc_id, lens)]
+    notes = [
+        d
+        for d in catalog.documents.values()
+        if d.type == "session" and catalog.visible_doc(d.doc_id, lens)
+    ]
     # By file name, numbers by value (session-10 after session-9; an upload of session-8 after
     # sessions/session-07), then by path.
     notes.sort(key=lambda d: (natural_key(d.doc_id.rsplit("/", 1)[-1]), natural_key(d.doc_id)))
@@ -36,6 +40,10 @@ def build_recap(catalog: Catalog, sessions: int = 1) -> Recap:
         return Recap("No session notes yet.")
     parts = []
     for d in latest:
-        sents = [d.text[s:e] for s, e, _ in split_sentences(d.text) if not d.text[s:e].lstrip().startswith(("#", "|"))]
+        sents = [
+            d.text[s:e]
+            for s, e, _ in split_sentences(d.text)
+            if not d.text[s:e].lstrip().startswith(("#", "|"))
+        ]
         parts.append(f"**{d.title}**\n" + " ".join(" ".join(x.split()) for x in sents[:4]))
     return Recap("\n\n".join(parts), tuple((d.doc_id, d.title) for d in latest))

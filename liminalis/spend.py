@@ -21,8 +21,13 @@ __all__ = ["DailyTokenGate", "tokens_of"]
 
 
 def tokens_of(usage: Usage) -> int:
-    return max(0, usage.input_tokens + usage.output_tokens + usage.cache_creation_input_tokens
-               + usage.cache_read_input_tokens)
+    return max(
+        0,
+        usage.input_tokens
+        + usage.output_tokens
+        + usage.cache_creation_input_tokens
+        + usage.cache_read_input_tokens,
+    )
 
 
 class DailyTokenGate:

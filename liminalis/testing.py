@@ -23,8 +23,13 @@ from liminalis.ports import Completion, Message, Usage, VectorHit, VectorRecord
 
 __all__ = [
     "HeldModel",
-    "HashEmbedder", "MemoryVectorStore", "ScriptedModel", "FrozenClock", "KeywordReranker",
-    "BrokenReranker", "SlowReranker",
+    "HashEmbedder",
+    "MemoryVectorStore",
+    "ScriptedModel",
+    "FrozenClock",
+    "KeywordReranker",
+    "BrokenReranker",
+    "SlowReranker",
 ]
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -58,7 +63,11 @@ class HashEmbedder:
     async def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
         self.calls += 1
         self.texts_embedded += len(texts)
-        return np.stack([self._vec(t) for t in texts]) if texts else np.zeros((0, self._dim), np.float32)
+        return (
+            np.stack([self._vec(t) for t in texts])
+            if texts
+            else np.zeros((0, self._dim), np.float32)
+        )
 
     async def embed_query(self, text: str) -> np.ndarray:
         return self._vec(text)
@@ -90,8 +99,14 @@ class MemoryVectorStore:
         """Nothing is cached: every search reads the rows."""
 
     async def search(
-        self, campaign: str, vector: np.ndarray, *, lens: frozenset[str], top_k: int,
-        visibilities: object = None, doc_ids: Sequence[str] | None = None,
+        self,
+        campaign: str,
+        vector: np.ndarray,
+        *,
+        lens: frozenset[str],
+        top_k: int,
+        visibilities: object = None,
+        doc_ids: Sequence[str] | None = None,
     ) -> list[VectorHit]:
         out = []
         only = set(doc_ids) if doc_ids is not None else None
@@ -100,7 +115,9 @@ class MemoryVectorStore:
                 continue
             if not visible(r.visibility, lens):
                 continue
-            out.append(VectorHit(r.id, r.passage_id, r.doc_id, r.kind, float(np.dot(r.vector, vector))))
+            out.append(
+                VectorHit(r.id, r.passage_id, r.doc_id, r.kind, float(np.dot(r.vector, vector)))
+            )
         out.sort(key=lambda h: -h.score)
         return out[:top_k]
 
@@ -150,18 +167,47 @@ class ScriptedModel:
     requests: list[dict[str, object]] = field(default_factory=list)
 
     async def complete(
-        self, *, system: Sequence[str], messages: Sequence[Message], cache_upto: int = 0,
-        max_tokens: int = 800, role: str = "reply",
+        self,
+        *,
+        system: Sequence[str],
+        messages: Sequence[Message],
+        cache_upto: int = 0,
+        max_tokens: int = 800,
+        role: str = "reply",
     ) -> Completion:
-        self.requests.append({"system": list(system), "messages": list(messages), "cache_upto": cache_upto, "role": role})
+        self.requests.append(
+            {
+                "system": list(system),
+                "messages": list(messages),
+                "cache_upto": cache_upto,
+                "role": role,
+            }
+        )
         text = self.replies[(len(self.requests) - 1) % len(self.replies)]
-        return Completion(text=text, model=self.name, usage=Usage(input_tokens=sum(len(s) for s in system) // 4, output_tokens=len(text) // 4))
+        return Completion(
+            text=text,
+            model=self.name,
+            usage=Usage(
+                input_tokens=sum(len(s) for s in system) // 4, output_tokens=len(text) // 4
+            ),
+        )
 
     async def stream(
-        self, *, system: Sequence[str], messages: Sequence[Message], cache_upto: int = 0,
-        max_tokens: int = 800, role: str = "reply",
+        self,
+        *,
+        system: Sequence[str],
+        messages: Sequence[Message],
+        cache_upto: int = 0,
+        max_tokens: int = 800,
+        role: str = "reply",
     ) -> AsyncIterator[str]:
-        c = await self.complete(system=system, messages=messages, cache_upto=cache_upto, max_tokens=max_tokens, role=role)
+        c = await self.complete(
+            system=system,
+            messages=messages,
+            cache_upto=cache_upto,
+            max_tokens=max_tokens,
+            role=role,
+        )
         for i in range(0, len(c.text), 40):
             yield c.text[i : i + 40]
 
@@ -175,13 +221,23 @@ class HeldModel(ScriptedModel):
     release: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def complete(
-        self, *, system: Sequence[str], messages: Sequence[Message], cache_upto: int = 0,
-        max_tokens: int = 800, role: str = "reply",
+        self,
+        *,
+        system: Sequence[str],
+        messages: Sequence[Message],
+        cache_upto: int = 0,
+        max_tokens: int = 800,
+        role: str = "reply",
     ) -> Completion:
         self.started.set()
         await self.release.wait()
-        return await super().complete(system=system, messages=messages, cache_upto=cache_upto,
-                                      max_tokens=max_tokens, role=role)
+        return await super().complete(
+            system=system,
+            messages=messages,
+            cache_upto=cache_upto,
+            max_tokens=max_tokens,
+            role=role,
+        )
 
 
 class FrozenClock:

@@ -238,7 +238,11 @@ class StageTrace:
             return "rendered"
         if self.pinned or self.fused_rank is not None:
             return "retrieved but cut"
-        if self.dense_rank is not None or self.lexical_rank is not None or self.document_rank is not None:
+        if (
+            self.dense_rank is not None
+            or self.lexical_rank is not None
+            or self.document_rank is not None
+        ):
             return "recalled but lost in fusion"
         return "never retrieved"
 

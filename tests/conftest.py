@@ -56,16 +56,25 @@ def campaign_copy(tmp_path: Path) -> Path:
     return dest
 
 
-async def make_engine(tmp_path: Path, *, embedder=None, campaigns_dir: Path | None = None, milvus: bool = True, **kw) -> Engine:
+async def make_engine(
+    tmp_path: Path, *, embedder=None, campaigns_dir: Path | None = None, milvus: bool = True, **kw
+) -> Engine:
     from liminalis.adapters.milvus import MilvusVectorStore
     from liminalis.testing import MemoryVectorStore
 
     db = Database(tmp_path / "db.sqlite3")
     await db.open()
-    store = kw.pop("store", None) or (MilvusVectorStore(str(tmp_path / "milvus.db")) if milvus else MemoryVectorStore())
+    store = kw.pop("store", None) or (
+        MilvusVectorStore(str(tmp_path / "milvus.db")) if milvus else MemoryVectorStore()
+    )
     return Engine(
-        db=db, store=store, embedder=embedder or HashEmbedder(), campaigns_dir=campaigns_dir or tmp_path / "campaigns",
-        ingest_options=kw.pop("ingest_options", IngestOptions(progress=False)), uploads_dir=tmp_path / "uploads", **kw,
+        db=db,
+        store=store,
+        embedder=embedder or HashEmbedder(),
+        campaigns_dir=campaigns_dir or tmp_path / "campaigns",
+        ingest_options=kw.pop("ingest_options", IngestOptions(progress=False)),
+        uploads_dir=tmp_path / "uploads",
+        **kw,
     )
 
 

@@ -46,7 +46,9 @@ def request_text(req) -> str:
 
 async def test_offline_answer_quotes_and_cites_sources(engine):
     answer = await Responder(engine).respond(
-        "emberfall", "Which apprentice went down into the river with the Drowned Bell?", PLAYERS,
+        "emberfall",
+        "Which apprentice went down into the river with the Drowned Bell?",
+        PLAYERS,
     )
     assert "corran vey" in answer.text.lower()
     assert answer.text.startswith("Here is what the campaign's documents say (quoted")
@@ -59,7 +61,9 @@ async def test_offline_answer_quotes_and_cites_sources(engine):
 async def test_model_answer_cites_titles_from_the_material(engine):
     model = ScriptedModel(replies=["Vessa paid her fine [The Ashen Watch — Reputation]."])
     answer = await Responder(engine, model=model).respond(
-        "emberfall", "Who paid her fine after the Watch arrested her for climbing a chapel?", PLAYERS,
+        "emberfall",
+        "Who paid her fine after the Watch arrested her for climbing a chapel?",
+        PLAYERS,
     )
     assert [s.doc_id for s in answer.sources] == ["factions/ashen-watch"]
     system = model.requests[0]["system"]
@@ -71,9 +75,13 @@ async def test_model_answer_cites_titles_from_the_material(engine):
 async def test_players_chat_prompt_never_holds_gm_text(engine, budget):
     chat = "discord:7"
     gm_responder = Responder(engine)  # offline: quotes GM documents into its answer and memory
-    gm_answers = [await gm_responder.respond("emberfall", q["question"], GM, chat=chat)
-                  for q in QUESTIONS["gm_secret_questions"]]
-    gm_seen = "\n".join(a.text for a in gm_answers).lower() + gm_responder.last_prompt.text().lower()
+    gm_answers = [
+        await gm_responder.respond("emberfall", q["question"], GM, chat=chat)
+        for q in QUESTIONS["gm_secret_questions"]
+    ]
+    gm_seen = (
+        "\n".join(a.text for a in gm_answers).lower() + gm_responder.last_prompt.text().lower()
+    )
     assert any(c in gm_seen for c in CANARIES)  # the GM side really did hold secrets
 
     model = ScriptedModel()
@@ -85,9 +93,16 @@ async def test_players_chat_prompt_never_holds_gm_text(engine, budget):
         fitted = players.last_prompt.fitted
         degraded |= bool(fitted and (fitted.clipped or fitted.dropped))
     assert degraded or not budget
-    await players.respond("emberfall", "and what is she hiding?", PLAYERS, chat=chat)  # follow-up path
-    await players.respond("emberfall", "Tell me about @secrets/true-heir and @gm/villain-plan", PLAYERS,
-                          chat=chat, forced=["gm/secrets.md", "secrets/true-heir"])
+    await players.respond(
+        "emberfall", "and what is she hiding?", PLAYERS, chat=chat
+    )  # follow-up path
+    await players.respond(
+        "emberfall",
+        "Tell me about @secrets/true-heir and @gm/villain-plan",
+        PLAYERS,
+        chat=chat,
+        forced=["gm/secrets.md", "secrets/true-heir"],
+    )
     assert len(model.requests) == 5
     for req in model.requests:
         text = request_text(req)
@@ -99,11 +114,17 @@ async def test_players_chat_prompt_never_holds_gm_text(engine, budget):
 async def test_follow_up_reuses_loaded_material_without_retrieving(engine):
     counter = CountingRetrieve(engine)
     responder = Responder(engine, clock=FrozenClock())
-    await responder.respond("emberfall", "Whose body did the party find floating below the river stairs in the "
-                            "first session?", PLAYERS, chat="slack:C1")
+    await responder.respond(
+        "emberfall",
+        "Whose body did the party find floating below the river stairs in the first session?",
+        PLAYERS,
+        chat="slack:C1",
+    )
     assert counter.calls == 1
     first_docs = [d.doc_id for d in responder.last_prompt.documents]
-    answer = await responder.respond("emberfall", "and what word did he say?", PLAYERS, chat="slack:C1")
+    answer = await responder.respond(
+        "emberfall", "and what word did he say?", PLAYERS, chat="slack:C1"
+    )
     assert counter.calls == 1
     assert any("follow-up" in n for n in answer.notes)
     assert [d.doc_id for d in responder.last_prompt.documents] == first_docs
@@ -117,8 +138,12 @@ async def test_a_lower_case_question_on_a_new_subject_is_not_a_follow_up(engine)
     something else must retrieve, not reuse the last asker's material."""
     counter = CountingRetrieve(engine)
     responder = Responder(engine, clock=FrozenClock())
-    await responder.respond("emberfall", "Who paid her fine after the Watch arrested her?", PLAYERS, chat="slack:C9")
-    await responder.respond("emberfall", "how much does the ferry charge for those crossings?", PLAYERS, chat="slack:C9")
+    await responder.respond(
+        "emberfall", "Who paid her fine after the Watch arrested her?", PLAYERS, chat="slack:C9"
+    )
+    await responder.respond(
+        "emberfall", "how much does the ferry charge for those crossings?", PLAYERS, chat="slack:C9"
+    )
     assert counter.calls == 2
     await responder.respond("emberfall", "and what did she do next?", PLAYERS, chat="slack:C9")
     assert counter.calls == 2  # a real follow-up still reuses
@@ -128,8 +153,12 @@ async def test_follow_up_expires_and_does_not_cross_chats(engine):
     clock = FrozenClock()
     counter = CountingRetrieve(engine)
     responder = Responder(engine, clock=clock)
-    await responder.respond("emberfall", "Who paid her fine after the Watch arrested her?", PLAYERS, chat="a")
-    await responder.respond("emberfall", "and what did she do next?", PLAYERS, chat="b")  # other chat: nothing loaded
+    await responder.respond(
+        "emberfall", "Who paid her fine after the Watch arrested her?", PLAYERS, chat="a"
+    )
+    await responder.respond(
+        "emberfall", "and what did she do next?", PLAYERS, chat="b"
+    )  # other chat: nothing loaded
     assert counter.calls == 2
     clock.advance(hours=2)
     await responder.respond("emberfall", "and what did she do next?", PLAYERS, chat="a")  # stale
@@ -137,12 +166,21 @@ async def test_follow_up_expires_and_does_not_cross_chats(engine):
 
 
 FOLLOW_UPS = [
-    ("Whose body did the party find floating below the river stairs in the first session?",
-     "and what word did he say?", "vigil"),
-    ("Whose body did the party find floating below the river stairs in the first session?",
-     "who took his body away?", "osric dunmore"),
-    ("Who paid her fine after the Watch arrested her for climbing a chapel?",
-     "what job had she taken?", "courier job"),
+    (
+        "Whose body did the party find floating below the river stairs in the first session?",
+        "and what word did he say?",
+        "vigil",
+    ),
+    (
+        "Whose body did the party find floating below the river stairs in the first session?",
+        "who took his body away?",
+        "osric dunmore",
+    ),
+    (
+        "Who paid her fine after the Watch arrested her for climbing a chapel?",
+        "what job had she taken?",
+        "courier job",
+    ),
 ]
 
 
@@ -154,9 +192,13 @@ async def test_measure_when_reuse_helps(engine):
         await responder.respond("emberfall", first, PLAYERS, chat=f"m:{i}")
         await responder.respond("emberfall", follow, PLAYERS, chat=f"m:{i}")
         reuse_hits += answer in responder.last_prompt.text().lower()
-        await responder.respond("emberfall", follow, PLAYERS)  # no chat: retrieve from the bare follow-up
+        await responder.respond(
+            "emberfall", follow, PLAYERS
+        )  # no chat: retrieve from the bare follow-up
         fresh_hits += answer in responder.last_prompt.text().lower()
-    print(f"\nfollow-up detail recall: reuse {reuse_hits}/{len(FOLLOW_UPS)}, fresh {fresh_hits}/{len(FOLLOW_UPS)}")
+    print(
+        f"\nfollow-up detail recall: reuse {reuse_hits}/{len(FOLLOW_UPS)}, fresh {fresh_hits}/{len(FOLLOW_UPS)}"
+    )
     assert reuse_hits == len(FOLLOW_UPS)
     assert reuse_hits >= fresh_hits
 
@@ -172,7 +214,9 @@ async def test_memory_survives_a_restart(tmp_path):
     try:
         await eng.ingest("emberfall")
         model = ScriptedModel()
-        await Responder(eng, model=model).respond("emberfall", "Who runs the Copper Kettle?", PLAYERS, chat="discord:9")
+        await Responder(eng, model=model).respond(
+            "emberfall", "Who runs the Copper Kettle?", PLAYERS, chat="discord:9"
+        )
         messages = model.requests[0]["messages"]
         assert [m.role for m in messages] == ["user", "assistant", "user"]
         assert messages[0].content == "Who is Vessa Coldwater?"
@@ -183,17 +227,26 @@ async def test_memory_survives_a_restart(tmp_path):
 async def test_small_budget_clips_keeps_pins_and_says_so(engine):
     await engine.add_pin("emberfall", "The Long Winter Chronicle", PLAYERS)
     responder = Responder(engine, budget_tokens=600, budget_params=BudgetParams(doc_floor=2))
-    answer = await responder.respond("emberfall", "Which apprentice went down into the river with the Drowned Bell?",
-                                     PLAYERS, chat="x")
+    answer = await responder.respond(
+        "emberfall",
+        "Which apprentice went down into the river with the Drowned Bell?",
+        PLAYERS,
+        chat="x",
+    )
     prompt = responder.last_prompt
     # always-include (campaign.toml: overview.md) first, then the /pin
-    assert [d.doc_id for d in prompt.stable_documents] == ["overview", "lore/the-long-winter-chronicle"]
+    assert [d.doc_id for d in prompt.stable_documents] == [
+        "overview",
+        "lore/the-long-winter-chronicle",
+    ]
     assert prompt.fitted is not None and prompt.fitted.over_budget
     assert any("below the floors" in n for n in answer.notes)
     assert prompt.fitted.dropped and any(CLIP_MARKER.search(d.text) for d in prompt.documents)
     # The standing document is capped head-first, never query-clipped: identical on the next turn.
     stable = prompt.stable
-    await responder.respond("emberfall", "Who carried the Vigil Key out of Emberfall?", PLAYERS, chat="x")
+    await responder.respond(
+        "emberfall", "Who carried the Vigil Key out of Emberfall?", PLAYERS, chat="x"
+    )
     assert responder.last_prompt.stable == stable
 
 
@@ -207,7 +260,9 @@ async def test_a_gm_pin_clipped_and_remembered_for_the_gm_never_reaches_players(
     await responder.respond("emberfall", question, GM, chat="gm")
     pinned = next(d for d in responder.last_prompt.stable_documents if d.doc_id == "gm/secrets")
     assert pinned.tier == "clipped"
-    lines = [x.lower() for x in pinned.text.split("\n\n") if len(x) > 40 and not CLIP_MARKER.search(x)]
+    lines = [
+        x.lower() for x in pinned.text.split("\n\n") if len(x) > 40 and not CLIP_MARKER.search(x)
+    ]
     secret = lines[-1]  # the last whole paragraph the GM's copy kept
     assert secret in request_text(model.requests[-1])
     for chat in ("gm", "table"):  # the GM's own chat too: memory is per lens
@@ -228,7 +283,9 @@ async def test_the_daily_token_gate_quotes_the_documents_until_midnight(engine):
 
     clock = FrozenClock(dt.datetime(2026, 1, 1, 22, 0, tzinfo=dt.UTC))
     model = ScriptedModel(replies=["Vessa paid her fine [The Ashen Watch — Reputation]."])
-    responder = Responder(engine, model=model, clock=clock, gate=DailyTokenGate(engine.db, 100, clock=clock))
+    responder = Responder(
+        engine, model=model, clock=clock, gate=DailyTokenGate(engine.db, 100, clock=clock)
+    )
     question = "Who paid Vessa's fine after the Watch arrested her?"
     first = await responder.respond("emberfall", question, PLAYERS)
     assert first.model == "scripted" and len(model.requests) == 1
@@ -247,17 +304,31 @@ def test_cited_sources_reads_the_bracketed_citations():
     from liminalis.answer import cited_sources
     from liminalis.context.material import ContextDoc
 
-    docs = [ContextDoc("s3", "Session 3", "session"), ContextDoc("bell", "The Drowned Bell", "lore"),
-            ContextDoc("tobin", "Tobin", "character"), ContextDoc("harrow", "Tobin Harrow", "character"),
-            ContextDoc("other", "Other", "lore")]
+    docs = [
+        ContextDoc("s3", "Session 3", "session"),
+        ContextDoc("bell", "The Drowned Bell", "lore"),
+        ContextDoc("tobin", "Tobin", "character"),
+        ContextDoc("harrow", "Tobin Harrow", "character"),
+        ContextDoc("other", "Other", "lore"),
+    ]
 
     def ids(text):
         return [s.doc_id for s in cited_sources(text, docs)]
 
-    assert ids("It rang thirteen times [Session 3 — The Drowned Bell].") == ["s3"]  # a section, not the document
-    assert ids("[The Drowned Bell — Ice] then [Session 3] and [Tobin Harrow]") == ["bell", "s3", "harrow"]
+    assert ids("It rang thirteen times [Session 3 — The Drowned Bell].") == [
+        "s3"
+    ]  # a section, not the document
+    assert ids("[The Drowned Bell — Ice] then [Session 3] and [Tobin Harrow]") == [
+        "bell",
+        "s3",
+        "harrow",
+    ]
     assert ids("Tobin Harrow heard it.") == ["harrow"]  # no brackets: the longest title named
-    assert ids("Nothing in the documents says.") == ["s3", "bell", "tobin"]  # the top three, as before
+    assert ids("Nothing in the documents says.") == [
+        "s3",
+        "bell",
+        "tobin",
+    ]  # the top three, as before
     assert cited_sources("", docs) == () and cited_sources("  \n", docs) == ()
     # A title that only begins another (from the story lines: not in the prompt) is not cited.
     assert ids("The finale [Session 31 — Finale], then [Tobin Harrow].") == ["harrow"]
@@ -270,17 +341,25 @@ async def test_a_pinned_long_document_still_gives_the_passage_the_question_match
     from fakes.tiny_campaign import make_tiny_campaign
 
     root = make_tiny_campaign(tmp_path / "campaigns")
-    filler = "\n\n".join(f"Day {i}: the caravan walked the salt road and camped by the dunes." for i in range(400))
-    (root / "chronicle.md").write_text(f"# Chronicle\n\n{filler}\n\nThe vault key lies under the ninth bell of the "
-                                       "drowned abbey.\n")
+    filler = "\n\n".join(
+        f"Day {i}: the caravan walked the salt road and camped by the dunes." for i in range(400)
+    )
+    (root / "chronicle.md").write_text(
+        f"# Chronicle\n\n{filler}\n\nThe vault key lies under the ninth bell of the "
+        "drowned abbey.\n"
+    )
     engine = await make_engine(tmp_path, milvus=False)
     try:
         await engine.ingest("greyhold")
         players = frozenset({"players"})
         await engine.add_pin("greyhold", "Chronicle", players)
         model = ScriptedModel(replies=["Under the ninth bell [Chronicle]."])
-        await Responder(engine, model=model).respond("greyhold", "Where does the vault key lie?", players)
-        sent = " ".join([*model.requests[0]["system"], *(m.content for m in model.requests[0]["messages"])])
+        await Responder(engine, model=model).respond(
+            "greyhold", "Where does the vault key lie?", players
+        )
+        sent = " ".join(
+            [*model.requests[0]["system"], *(m.content for m in model.requests[0]["messages"])]
+        )
         assert "Day 0: the caravan" in sent  # the standing head, as before
         assert "vault key lies under the ninth bell" in sent
     finally:
@@ -301,11 +380,15 @@ async def test_a_failed_memory_write_never_costs_the_answer(tmp_path, caplog):
         players = frozenset({"players"})
         await responder.respond("greyhold", "Where does the baron rule from?", players, chat="C1")
         await engine.db.conn.execute("PRAGMA query_only = ON")
-        answer = await responder.respond("greyhold", "What does the baron collect?", players, chat="C1")
+        answer = await responder.respond(
+            "greyhold", "What does the baron collect?", players, chat="C1"
+        )
         assert answer.text == "From the river tower."
         assert "not recorded; the answer is returned without it" in caplog.text
         await engine.db.conn.execute("PRAGMA query_only = OFF")
         mem = await responder.memory.load("greyhold", "C1", players)
-        assert [q for q, _ in mem.turns] == ["Where does the baron rule from?"]  # the second was not kept
+        assert [q for q, _ in mem.turns] == [
+            "Where does the baron rule from?"
+        ]  # the second was not kept
     finally:
         await close_engine(engine)

@@ -26,15 +26,22 @@ class Sleeps:
 
 def model(fake: FakeAnthropic, **kw) -> AnthropicModel:
     kw.setdefault("sleep", Sleeps())
-    return AnthropicModel("sk-test-key", base_url=fake.url, models={"reply": "claude-test-reply",
-                                                                     "summarize": "claude-test-small"}, **kw)
+    return AnthropicModel(
+        "sk-test-key",
+        base_url=fake.url,
+        models={"reply": "claude-test-reply", "summarize": "claude-test-small"},
+        **kw,
+    )
 
 
 async def test_request_shape_usage_and_role_models():
     async with FakeAnthropic(reply="Thirteen times [The Long Winter].") as fake:
         async with model(fake) as m:
-            done = await m.complete(system=["rules", "standing docs", "recalled"], messages=[Message("user", "q?")],
-                                    cache_upto=2)
+            done = await m.complete(
+                system=["rules", "standing docs", "recalled"],
+                messages=[Message("user", "q?")],
+                cache_upto=2,
+            )
             await m.complete(system=["s"], messages=[Message("user", "sum")], role="summarize")
     assert done.text == "Thirteen times [The Long Winter]." and done.model == "claude-test-reply"
     body = fake.requests[0]["body"]
@@ -106,13 +113,18 @@ async def test_an_overloaded_model_still_gets_the_question_a_quoted_answer(pinne
         fake.script = [529, 529, 529]
         async with model(fake, max_retries=2, backoff_s=0.0) as m:
             answer = await Responder(pinned_engine, model=m).respond(
-                "emberfall", "Who paid her fine after the Watch arrested her?", frozenset({"players"}))
+                "emberfall",
+                "Who paid her fine after the Watch arrested her?",
+                frozenset({"players"}),
+            )
     assert len(fake.requests) == 3
     assert answer.model == "offline" and "unavailable right now" in answer.text and answer.sources
     assert "quoted, not paraphrased" in answer.text
 
 
-async def test_an_empty_reply_or_a_refused_request_gets_a_quoted_answer_and_the_chat_goes_on(pinned_engine):
+async def test_an_empty_reply_or_a_refused_request_gets_a_quoted_answer_and_the_chat_goes_on(
+    pinned_engine,
+):
     """A reply with no text was recorded as an empty assistant turn, and the API refuses any
     request holding an empty message: every later question in that chat failed as "the bot is
     misconfigured". A refused request (400) also answered only that. Both now quote the
@@ -126,8 +138,14 @@ async def test_an_empty_reply_or_a_refused_request_gets_a_quoted_answer_and_the_
             empty = await responder.respond("emberfall", q, players, chat="discord:C1")
             assert empty.model == "offline" and "gave no answer" in empty.text and empty.sources
             refused = await responder.respond("emberfall", q, players, chat="discord:C1")
-            assert refused.model == "offline" and "could not answer" in refused.text and refused.sources
-            ok = await responder.respond("emberfall", "And who arrested her?", players, chat="discord:C1")
+            assert (
+                refused.model == "offline"
+                and "could not answer" in refused.text
+                and refused.sources
+            )
+            ok = await responder.respond(
+                "emberfall", "And who arrested her?", players, chat="discord:C1"
+            )
             fake.script = ["cut"]
             cut = await responder.respond("emberfall", "Who paid her fine?", players)
     assert ok.model != "offline" and ok.text == fake.reply.strip()
@@ -146,7 +164,10 @@ async def test_a_hung_model_gives_the_quoted_answer_by_the_answer_deadline(pinne
         async with model(fake, timeout_s=20.0, max_retries=3, backoff_s=0.0) as m:
             t = time.perf_counter()
             answer = await Responder(pinned_engine, model=m, answer_deadline_s=0.5).respond(
-                "emberfall", "Who paid her fine after the Watch arrested her?", frozenset({"players"}))
+                "emberfall",
+                "Who paid her fine after the Watch arrested her?",
+                frozenset({"players"}),
+            )
             waited = time.perf_counter() - t
     assert answer.model == "offline" and "unavailable right now" in answer.text and answer.sources
     assert waited < 10
@@ -157,8 +178,14 @@ async def test_stream_yields_text_and_records_cache_read():
         fake.script = [529]
         async with model(fake) as m:
             for _ in range(2):
-                parts = [t async for t in m.stream(system=["rules", "docs", "vol"], messages=[Message("user", "q")],
-                                                   cache_upto=2)]
+                parts = [
+                    t
+                    async for t in m.stream(
+                        system=["rules", "docs", "vol"],
+                        messages=[Message("user", "q")],
+                        cache_upto=2,
+                    )
+                ]
                 assert "".join(parts) == fake.reply and len(parts) > 1
     assert fake.requests[-1]["body"]["stream"] is True
     assert len(fake.requests) == 3  # the 529 was retried before any text
@@ -180,10 +207,18 @@ async def test_two_turns_send_an_identical_stable_prefix_and_read_the_cache(pinn
     async with FakeAnthropic() as fake:
         async with model(fake) as m:
             responder = Responder(pinned_engine, model=m)
-            first = await responder.respond("emberfall", "Who paid her fine after the Watch arrested her?",
-                                            frozenset({"players"}), chat="discord:42")
-            second = await responder.respond("emberfall", "What did Tobin hear when he touched the crown of the bell?",
-                                             frozenset({"players"}), chat="discord:42")
+            first = await responder.respond(
+                "emberfall",
+                "Who paid her fine after the Watch arrested her?",
+                frozenset({"players"}),
+                chat="discord:42",
+            )
+            second = await responder.respond(
+                "emberfall",
+                "What did Tobin hear when he touched the crown of the bell?",
+                frozenset({"players"}),
+                chat="discord:42",
+            )
     b1, b2 = (r["body"] for r in fake.requests)
 
     def stable(body):
@@ -196,7 +231,9 @@ async def test_two_turns_send_an_identical_stable_prefix_and_read_the_cache(pinn
     assert b1["system"][2] != b2["system"][2]  # the volatile half moved
     assert len(b2["messages"]) == 3 and b2["messages"][0]["content"].startswith("Who paid her fine")
     assert first.usage.cache_creation_input_tokens > 0 and first.usage.cache_read_input_tokens == 0
-    assert second.usage.cache_read_input_tokens > 0 and second.usage.cache_creation_input_tokens == 0
+    assert (
+        second.usage.cache_read_input_tokens > 0 and second.usage.cache_creation_input_tokens == 0
+    )
     assert second.model == "claude-test-reply"
 
 
@@ -206,7 +243,9 @@ async def test_the_services_daily_token_budget_gates_the_real_client(pinned_engi
     from bot.settings import Settings
 
     async with FakeAnthropic() as fake:
-        settings = Settings(anthropic_api_key="sk-test-key", anthropic_base_url=fake.url, daily_token_budget=10)
+        settings = Settings(
+            anthropic_api_key="sk-test-key", anthropic_base_url=fake.url, daily_token_budget=10
+        )
         responder = build_responder(settings, pinned_engine)
         assert responder.gate is not None and responder.gate.limit == 10
         question = "Who paid her fine after the Watch arrested her?"
@@ -215,10 +254,11 @@ async def test_the_services_daily_token_budget_gates_the_real_client(pinned_engi
         assert len(fake.requests) == 1 and first.model != "offline"
         assert second.model == "offline" and "budget is spent" in second.text
         await responder.model.close()
-    unlimited = build_responder(Settings(anthropic_api_key="k", daily_token_budget=0), pinned_engine)
+    unlimited = build_responder(
+        Settings(anthropic_api_key="k", daily_token_budget=0), pinned_engine
+    )
     assert unlimited.gate is None
     await unlimited.model.close()
-
 
 
 async def test_the_offline_fallbacks_hold_the_gm_wall(pinned_engine):
@@ -230,17 +270,25 @@ async def test_the_offline_fallbacks_hold_the_gm_wall(pinned_engine):
     from bot.settings import Settings
 
     async with FakeAnthropic() as fake:
-        spent = build_responder(Settings(anthropic_api_key="k", anthropic_base_url=fake.url, daily_token_budget=1),
-                                pinned_engine)
+        spent = build_responder(
+            Settings(anthropic_api_key="k", anthropic_base_url=fake.url, daily_token_budget=1),
+            pinned_engine,
+        )
         await spent.gate.charge(Usage(input_tokens=5))
         fake.script = [529] * 100
         async with model(fake, max_retries=0, backoff_s=0.0) as m:
             busy = Responder(pinned_engine, model=m)
             for q in data["gm_secret_questions"]:
                 for responder in (spent, busy):
-                    answer = await responder.respond("emberfall", q["question"], frozenset({"players"}))
-                    shown = " ".join([answer.text, *(f"{s.title} {s.doc_id}" for s in answer.sources)]).lower()
-                    assert answer.model == "offline" and not [c for c in canaries if c in shown], q["question"]
+                    answer = await responder.respond(
+                        "emberfall", q["question"], frozenset({"players"})
+                    )
+                    shown = " ".join(
+                        [answer.text, *(f"{s.title} {s.doc_id}" for s in answer.sources)]
+                    ).lower()
+                    assert answer.model == "offline" and not [c for c in canaries if c in shown], q[
+                        "question"
+                    ]
         await spent.model.close()
 
 

@@ -22,8 +22,21 @@ def tiny_set(tmp_path: Path) -> Path:
     for k, v in docs.items():
         (root / "corpus" / f"{k}.md").write_text(v)
     queries = [
-        {"id": "q1", "query": "When does the ninth bell ring?", "relevant": ["bells"], "answers": ["dusk"], "answer_in_passage": True, "passages": ["The ninth rings at dusk."]},
-        {"id": "q2", "query": "What does the ferryman carry?", "relevant": ["ferry"], "answers": [], "passages": ["The ferryman crosses the river at dawn carrying salt and lanterns."]},
+        {
+            "id": "q1",
+            "query": "When does the ninth bell ring?",
+            "relevant": ["bells"],
+            "answers": ["dusk"],
+            "answer_in_passage": True,
+            "passages": ["The ninth rings at dusk."],
+        },
+        {
+            "id": "q2",
+            "query": "What does the ferryman carry?",
+            "relevant": ["ferry"],
+            "answers": [],
+            "passages": ["The ferryman crosses the river at dawn carrying salt and lanterns."],
+        },
     ]
     (root / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries))
     return root
@@ -32,10 +45,25 @@ def tiny_set(tmp_path: Path) -> Path:
 async def test_bench_retrieval_smoke(tiny_set, tmp_path, capsys):
     from bench.retrieval import LADDER, print_table, run
 
-    res = await run([tiny_set], LADDER, progress=False, embedder=HashEmbedder(), cache_dir=tmp_path / "cache", reranker_spec="none")
+    res = await run(
+        [tiny_set],
+        LADDER,
+        progress=False,
+        embedder=HashEmbedder(),
+        cache_dir=tmp_path / "cache",
+        reranker_spec="none",
+    )
     rows = res["tinyset"]
     # rerank rungs skipped (no cross-encoder); the learned rung runs on the shipped ranker
-    assert set(rows) == {"bm25", "lexical", "dense", "dense+contextual", "hybrid", "hybrid+contextual", "learned"}
+    assert set(rows) == {
+        "bm25",
+        "lexical",
+        "dense",
+        "dense+contextual",
+        "hybrid",
+        "hybrid+contextual",
+        "learned",
+    }
     assert rows["bm25"]["mrr"] == 1.0 and rows["bm25"]["detail_recall"] == 1.0
     assert rows["hybrid"]["tokens"] > 0 and rows["hybrid"]["p95_ms"] >= rows["hybrid"]["p50_ms"]
     print_table(res)
@@ -53,22 +81,40 @@ async def test_bench_reads_a_new_set_with_the_quirks_a_new_set_may_have(tiny_set
 
     other = tmp_path / "other" / "tinyset"
     (other / "corpus").mkdir(parents=True)
-    (other / "corpus" / "café.md").write_text("# Le Café\n\nThe innkeeper of the café brews bitter coffee at noon.")
+    (other / "corpus" / "café.md").write_text(
+        "# Le Café\n\nThe innkeeper of the café brews bitter coffee at noon."
+    )
     (other / "corpus" / "mill.md").write_text("# The Mill\n\nThe miller grinds grain by the river.")
     lines = [
-        {"id": "a", "query": "Who brews bitter coffee?", "relevant": "café", "answers": "noon", "answer_in_passage": True},
+        {
+            "id": "a",
+            "query": "Who brews bitter coffee?",
+            "relevant": "café",
+            "answers": "noon",
+            "answer_in_passage": True,
+        },
         {"id": "b", "query": "", "relevant": ["mill"]},
         {"id": "c", "query": "Who grinds grain?", "relevant": ["mill", "no-such-doc"]},
     ]
-    (other / "queries.jsonl").write_text("\ufeff" + "\n".join(json.dumps(q, ensure_ascii=False) for q in lines), encoding="utf-8")
-    res = await run([tiny_set, other], ["bm25", "learned"], progress=False, embedder=HashEmbedder(),
-                    cache_dir=tmp_path / "cache", reranker_spec="none")
+    (other / "queries.jsonl").write_text(
+        "\ufeff" + "\n".join(json.dumps(q, ensure_ascii=False) for q in lines), encoding="utf-8"
+    )
+    res = await run(
+        [tiny_set, other],
+        ["bm25", "learned"],
+        progress=False,
+        embedder=HashEmbedder(),
+        cache_dir=tmp_path / "cache",
+        reranker_spec="none",
+    )
     assert set(res) == {"tinyset", "other/tinyset"}
     assert res["tinyset"]["bm25"]["mrr"] == 1.0
     new = res["other/tinyset"]
     for rung in ("bm25", "learned"):
         # a: found first; b: refused (a miss); c: mill first, the missing id costs recall
-        assert abs(new[rung]["mrr"] - 2 / 3) < 1e-9 and abs(new[rung]["recall@5"] - 0.5) < 1e-9, rung
+        assert abs(new[rung]["mrr"] - 2 / 3) < 1e-9 and abs(new[rung]["recall@5"] - 0.5) < 1e-9, (
+            rung
+        )
         assert new[rung]["detail_recall"] == 1.0
     err = capsys.readouterr().err
     assert "1 relevant ids name no file" in err and "refused by the engine" in err
@@ -94,8 +140,13 @@ async def test_bench_rerank_sweep_smoke(tiny_set, tmp_path):
     from bench.rerank_sweep import collect, grid
     from liminalis.testing import KeywordReranker
 
-    rows = await collect(tiny_set, KeywordReranker("ferryman"), embedder=HashEmbedder(), progress=False,
-                         cache_dir=tmp_path / "cache")
+    rows = await collect(
+        tiny_set,
+        KeywordReranker("ferryman"),
+        embedder=HashEmbedder(),
+        progress=False,
+        cache_dir=tmp_path / "cache",
+    )
     assert len(rows) == 2 and all(len(r["docs"]) == len(r["scores"]) for r in rows)
     g = {(r["depth"], r["mix"]): r for r in grid(rows)}
     assert g[(0, "none")]["mrr"] == 1.0  # the fused order, no reranker
@@ -108,13 +159,39 @@ async def test_bench_rerank_sweep_regrids_kept_rows(tiny_set, tmp_path, capsys):
     from bench.rerank_sweep import collect, main
     from liminalis.testing import KeywordReranker
 
-    rows = await collect(tiny_set, KeywordReranker("ferryman"), embedder=HashEmbedder(), progress=False,
-                         cache_dir=tmp_path / "cache")
+    rows = await collect(
+        tiny_set,
+        KeywordReranker("ferryman"),
+        embedder=HashEmbedder(),
+        progress=False,
+        cache_dir=tmp_path / "cache",
+    )
     (tmp_path / "rows.json").write_text(json.dumps({"tinyset": rows}))
-    assert main(["--rows", str(tmp_path / "rows.json"), "--depths", "1", "3", "--mixes", "none", "0.5",
-                 "--out", str(tmp_path / "grid.json")]) == 0
+    assert (
+        main(
+            [
+                "--rows",
+                str(tmp_path / "rows.json"),
+                "--depths",
+                "1",
+                "3",
+                "--mixes",
+                "none",
+                "0.5",
+                "--out",
+                str(tmp_path / "grid.json"),
+            ]
+        )
+        == 0
+    )
     table = json.loads((tmp_path / "grid.json").read_text())["tinyset"]
-    assert [(r["depth"], r["mix"]) for r in table] == [(0, "none"), (1, "none"), (1, 0.5), (3, "none"), (3, 0.5)]
+    assert [(r["depth"], r["mix"]) for r in table] == [
+        (0, "none"),
+        (1, "none"),
+        (1, 0.5),
+        (3, "none"),
+        (3, 0.5),
+    ]
     by = {(r["depth"], r["mix"]): r["mrr"] for r in table}
     assert by[(1, "none")] == 1.0 and by[(3, "none")] < 1.0  # one candidate cannot be re-ordered
     with pytest.raises(SystemExit):
@@ -130,10 +207,14 @@ async def test_bench_rerank_data_mines_the_products_pool(tiny_set, tmp_path):
     from bench.rerank_data import mine, read, write
     from bench.rerank_sweep import grid, offline_rows
 
-    rows, passages = await mine(tiny_set, embedder=HashEmbedder(), train=True, progress=False, cache_dir=tmp_path / "cache")
+    rows, passages = await mine(
+        tiny_set, embedder=HashEmbedder(), train=True, progress=False, cache_dir=tmp_path / "cache"
+    )
     assert len(rows) == 2
     for r in rows:
-        assert r["positive"] in passages and r["docs"][r["pool"].index(r["positive"])] in r["relevant"]
+        assert (
+            r["positive"] in passages and r["docs"][r["pool"].index(r["positive"])] in r["relevant"]
+        )
         assert len(r["pool"]) == len(r["docs"]) == 3  # the whole (tiny) corpus is the pool
     bells = next(r for r in rows if r["relevant"] == ["bells"])
     assert "ninth rings at dusk" in passages[bells["positive"]]
@@ -142,17 +223,26 @@ async def test_bench_rerank_data_mines_the_products_pool(tiny_set, tmp_path):
     assert again == rows and texts == passages
     # scores that put the relevant document last: the reranker's own order loses, fused keeps
     scores = {"tinyset": [[-1.0 if d in r["relevant"] else 1.0 for d in r["docs"]] for r in rows]}
-    g = {(x["depth"], x["mix"]): x for x in grid(offline_rows(tmp_path / "pools", scores)["tinyset"])}
+    g = {
+        (x["depth"], x["mix"]): x for x in grid(offline_rows(tmp_path / "pools", scores)["tinyset"])
+    }
     assert g[(0, "none")]["mrr"] == 1.0 and g[(40, "none")]["mrr"] < 1.0
     # the mix adds the reranker to the product's prior: a confident learned score holds its order,
     # the log-rank prior alone (no learned scores) does not
-    sure = [{**r, "learned": {d: (50.0 if d in r["relevant"] else 0.0) for d in r["docs"]}} for r in again]
+    sure = [
+        {**r, "learned": {d: (50.0 if d in r["relevant"] else 0.0) for d in r["docs"]}}
+        for r in again
+    ]
     write(tmp_path / "sure" / "dev-tinyset.jsonl.gz", sure, passages)
-    g = {(x["depth"], x["mix"]): x for x in grid(offline_rows(tmp_path / "sure", scores)["tinyset"])}
+    g = {
+        (x["depth"], x["mix"]): x for x in grid(offline_rows(tmp_path / "sure", scores)["tinyset"])
+    }
     assert g[(40, 0.5)]["mrr"] == 1.0
     bare = [{**r, "learned": {}} for r in again]
     write(tmp_path / "bare" / "dev-tinyset.jsonl.gz", bare, passages)
-    g = {(x["depth"], x["mix"]): x for x in grid(offline_rows(tmp_path / "bare", scores)["tinyset"])}
+    g = {
+        (x["depth"], x["mix"]): x for x in grid(offline_rows(tmp_path / "bare", scores)["tinyset"])
+    }
     assert g[(40, 0.5)]["mrr"] < 1.0
 
 
@@ -165,9 +255,17 @@ async def test_bench_load_smoke(tmp_path, capsys):
     from liminalis.testing import KeywordReranker
 
     root = make_tiny_campaign(tmp_path / "campaigns")
-    r = await run(root, questions=6, concurrency=(2, 6), embedder=HashEmbedder(), reranker=KeywordReranker("baron"),
-                  idle_s=0)
-    assert r["campaign"] == "greyhold" and r["reranker"] == "keyword" and r["ingest"]["documents"] == 4
+    r = await run(
+        root,
+        questions=6,
+        concurrency=(2, 6),
+        embedder=HashEmbedder(),
+        reranker=KeywordReranker("baron"),
+        idle_s=0,
+    )
+    assert (
+        r["campaign"] == "greyhold" and r["reranker"] == "keyword" and r["ingest"]["documents"] == 4
+    )
     assert [x["concurrency"] for x in r["runs"]] == [2, 6]
     for x in r["runs"]:
         assert x["questions"] == x["answered"] == 6 and x["errors"] == 0 and x["skipped_stage"] == 0
@@ -193,16 +291,33 @@ async def test_bench_memory_smoke(tmp_path, capsys):
         for s in range(1, 5):
             (root / "corpus" / f"{story}-s0{s}.md").write_text(
                 f"# The {story.title()} (section {s} of 4)\n\n{name} went to the {thing} farm on day {s}. "
-                f"{name} met the miller there and spoke of the {thing} number {s}.")
-            queries.append({"id": f"{story}{s}", "query": f"What did {name} find on day {s}?",
-                            "relevant": [f"{story}-s0{s}"], "answers": []})
+                f"{name} met the miller there and spoke of the {thing} number {s}."
+            )
+            queries.append(
+                {
+                    "id": f"{story}{s}",
+                    "query": f"What did {name} find on day {s}?",
+                    "relevant": [f"{story}-s0{s}"],
+                    "answers": [],
+                }
+            )
     (root / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries))
     assert group_of("black-sheep-s05") == "black-sheep" and group_of("C1E001_03") == "C1E001"
-    assert strip_names("What did Reynard's friend tell Reynard?", {"Reynard"}) == "What did their friend tell they?"
+    assert (
+        strip_names("What did Reynard's friend tell Reynard?", {"Reynard"})
+        == "What did their friend tell they?"
+    )
     cases = build_cases(load_set(root))
     assert cases["follow-up"] and cases["switch"]
-    res = await run([root], MODES, embedder=HashEmbedder(), cache_dir=tmp_path / "cache", progress=False,
-                    ranker_spec="none", per_case=3)
+    res = await run(
+        [root],
+        MODES,
+        embedder=HashEmbedder(),
+        cache_dir=tmp_path / "cache",
+        progress=False,
+        ranker_spec="none",
+        per_case=3,
+    )
     for mode in MODES:
         assert set(CASES) <= set(res["tales"][mode])
         assert 0.0 <= res["tales"][mode]["follow-up"]["group_hit@10"] <= 1.0

@@ -1,4 +1,3 @@
-
 from conftest import SAMPLE
 
 from liminalis.ingest.chunking import ChunkingParams, chunk_document, make_windows

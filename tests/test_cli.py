@@ -21,12 +21,33 @@ pytestmark = pytest.mark.slow  # real models or Milvus Lite throughout
 QUESTIONS = json.loads((ROOT / "tests" / "data" / "emberfall_questions.json").read_text())
 
 
-def cli(args: list[str], tmp_path: Path, stdin: str | None = None, *, prefix: Sequence[str] = (),
-        hang_guard: float = 300, **env_extra: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "LIMINALIS_DATA_DIR": str(tmp_path / "data"), "HF_HUB_OFFLINE": "1",
-           "ANTHROPIC_API_KEY": "", "LIMINALIS_RERANKER": "none", **env_extra}
-    return subprocess.run([*prefix, sys.executable, "-m", "bot.cli", *args], cwd=ROOT, env=env, input=stdin,
-                          capture_output=True, text=True, timeout=hang_guard, errors="replace")
+def cli(
+    args: list[str],
+    tmp_path: Path,
+    stdin: str | None = None,
+    *,
+    prefix: Sequence[str] = (),
+    hang_guard: float = 300,
+    **env_extra: str,
+) -> subprocess.CompletedProcess[str]:
+    env = {
+        **os.environ,
+        "LIMINALIS_DATA_DIR": str(tmp_path / "data"),
+        "HF_HUB_OFFLINE": "1",
+        "ANTHROPIC_API_KEY": "",
+        "LIMINALIS_RERANKER": "none",
+        **env_extra,
+    }
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "bot.cli", *args],
+        cwd=ROOT,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=hang_guard,
+        errors="replace",
+    )
 
 
 def test_help_lists_subcommands(tmp_path):
@@ -40,15 +61,28 @@ def test_ingest_json_then_ask_and_chat_by_lens(tmp_path):
     r = cli(["ingest", "--campaign", "emberfall", "--json"], tmp_path)
     assert r.returncode == 0, r.stderr
     report = json.loads(r.stdout.strip().splitlines()[-1])
-    assert set(report) >= {"documents", "passages_added", "passages_removed", "passages_unchanged", "embedded",
-                           "windows_embedded", "skipped", "seconds", "hidden_sections", "warnings"}
+    assert set(report) >= {
+        "documents",
+        "passages_added",
+        "passages_removed",
+        "passages_unchanged",
+        "embedded",
+        "windows_embedded",
+        "skipped",
+        "seconds",
+        "hidden_sections",
+        "warnings",
+    }
     # a passage a file's views share is embedded once
     assert report["documents"] >= 25 and 0 < report["embedded"] <= report["passages_added"]
     assert report["hidden_sections"] == 5 and report["warnings"] == []
     q = QUESTIONS["gm_secret_questions"][0]["question"]
     canaries = [c.lower() for c in QUESTIONS["gm_canaries"]]
-    chat = cli(["chat", "--campaign", "emberfall", "--lens", "players"], tmp_path,
-               stdin=f"/lens\n{q}\n/pin add Secrets\n/bogus\n\n/quit\n")
+    chat = cli(
+        ["chat", "--campaign", "emberfall", "--lens", "players"],
+        tmp_path,
+        stdin=f"/lens\n{q}\n/pin add Secrets\n/bogus\n\n/quit\n",
+    )
     assert chat.returncode == 0, chat.stderr
     out = chat.stdout.lower()
     assert "players view" in out and "sources:" in out
@@ -57,7 +91,9 @@ def test_ingest_json_then_ask_and_chat_by_lens(tmp_path):
     gm = cli(["ask", "--campaign", "emberfall", "--lens", "gm", "--passages", q], tmp_path)
     assert gm.returncode == 0 and any(c in gm.stdout.lower() for c in canaries)
     # --lens is read in any case; a terminal that is not UTF-8 gets its text, not a traceback
-    latin = cli(["ask", "--campaign", "emberfall", "--lens", "GM", q], tmp_path, PYTHONIOENCODING="latin-1")
+    latin = cli(
+        ["ask", "--campaign", "emberfall", "--lens", "GM", q], tmp_path, PYTHONIOENCODING="latin-1"
+    )
     assert latin.returncode == 0 and "Traceback" not in latin.stderr, latin.stderr[-2000:]
     assert "The True Heir of Emberfall" in latin.stdout  # a GM-only source: the GM lens, from "GM"
     bad = cli(["ask", "--campaign", "no-such-campaign", "hello"], tmp_path)
@@ -68,9 +104,14 @@ def test_ingest_json_then_ask_and_chat_by_lens(tmp_path):
 def test_ask_on_a_fresh_data_dir_indexes_first_and_answers(tmp_path):
     """`liminalis ask` before any ingest: it indexes the campaign, then answers from it (it used
     to answer "I found nothing" from the empty index)."""
-    r = cli(["ask", "--campaign", "emberfall", "--lens", "players", "Who carried the Vigil Key?"], tmp_path)
+    r = cli(
+        ["ask", "--campaign", "emberfall", "--lens", "players", "Who carried the Vigil Key?"],
+        tmp_path,
+    )
     assert r.returncode == 0, r.stderr
-    assert "indexing emberfall" in r.stderr and "Pell Wickery" in r.stdout and "Sources:" in r.stdout
+    assert (
+        "indexing emberfall" in r.stderr and "Pell Wickery" in r.stdout and "Sources:" in r.stdout
+    )
 
 
 def test_ctrl_c_at_the_chat_prompt_leaves_at_once(tmp_path):
@@ -79,12 +120,21 @@ def test_ctrl_c_at_the_chat_prompt_leaves_at_once(tmp_path):
     import select
     import time
 
-    env = {**os.environ, "LIMINALIS_DATA_DIR": str(tmp_path / "data"), "HF_HUB_OFFLINE": "1",
-           "ANTHROPIC_API_KEY": "", "LIMINALIS_RERANKER": "none"}
+    env = {
+        **os.environ,
+        "LIMINALIS_DATA_DIR": str(tmp_path / "data"),
+        "HF_HUB_OFFLINE": "1",
+        "ANTHROPIC_API_KEY": "",
+        "LIMINALIS_RERANKER": "none",
+    }
     pid, fd = pty.fork()
     if pid == 0:  # the child: the chat, on a terminal
         os.chdir(ROOT)
-        os.execve(sys.executable, [sys.executable, "-m", "bot.cli", "chat", "--campaign", "emberfall"], env)
+        os.execve(
+            sys.executable,
+            [sys.executable, "-m", "bot.cli", "chat", "--campaign", "emberfall"],
+            env,
+        )
     seen = b""
     try:
         deadline = time.time() + 240
@@ -117,12 +167,23 @@ def test_ctrl_c_at_the_chat_prompt_leaves_at_once(tmp_path):
 def test_a_bad_setting_is_named_and_a_blank_one_is_the_default(tmp_path):
     """The host at the terminal is told which setting is wrong (it read only "the bot is
     misconfigured"); a blanked line in .env means the default, not "off" or an error."""
-    r = cli(["ask", "--campaign", "emberfall", "Who is the baron?"], tmp_path, LIMINALIS_TICK_SECONDS="5m")
+    r = cli(
+        ["ask", "--campaign", "emberfall", "Who is the baron?"],
+        tmp_path,
+        LIMINALIS_TICK_SECONDS="5m",
+    )
     assert r.returncode == 2 and "LIMINALIS_TICK_SECONDS" in r.stderr and "5m" in r.stderr
     from bot.settings import Settings
 
-    blank = Settings.from_env({"LIMINALIS_CONTEXTUAL": "", "LIMINALIS_RERANKER": " ", "LIMINALIS_RANKER": "",
-                               "LIMINALIS_MAX_UPLOAD_BYTES": "", "LIMINALIS_EMBEDDER": ""})
+    blank = Settings.from_env(
+        {
+            "LIMINALIS_CONTEXTUAL": "",
+            "LIMINALIS_RERANKER": " ",
+            "LIMINALIS_RANKER": "",
+            "LIMINALIS_MAX_UPLOAD_BYTES": "",
+            "LIMINALIS_EMBEDDER": "",
+        }
+    )
     assert blank == Settings()
 
 
@@ -144,11 +205,15 @@ def test_a_garbled_database_fails_fast_with_its_cause(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     (data / "liminalis.sqlite3").write_bytes(b"not a database, whatever its name says " * 200)
-    for args, extra in ((["ask", "--campaign", "emberfall", "hello"], {}),
-                        (["serve"], {"DISCORD_TOKEN": "not-a-token"})):
+    for args, extra in (
+        (["ask", "--campaign", "emberfall", "hello"], {}),
+        (["serve"], {"DISCORD_TOKEN": "not-a-token"}),
+    ):
         r = cli(args, tmp_path, hang_guard=120, **extra)
         assert r.returncode != 0, r.stdout
-        assert "error: The database cannot be opened (file is not a database)" in r.stderr, r.stderr[-2000:]
+        assert "error: The database cannot be opened (file is not a database)" in r.stderr, (
+            r.stderr[-2000:]
+        )
         assert "Traceback" not in r.stderr and "try again" not in r.stderr.lower()
 
 
@@ -163,7 +228,12 @@ def test_a_read_only_data_dir_fails_fast_with_its_cause(tmp_path):
             asyncio.run(_create_database(data / "liminalis.sqlite3"))
         data.chmod(0o555)
         try:
-            r = cli(["ask", "--campaign", "emberfall", "hello"], tmp_path / name, prefix=prefix, hang_guard=120)
+            r = cli(
+                ["ask", "--campaign", "emberfall", "hello"],
+                tmp_path / name,
+                prefix=prefix,
+                hang_guard=120,
+            )
         finally:
             data.chmod(0o755)
         assert r.returncode != 0, r.stdout

@@ -19,7 +19,9 @@ def text(t: str, *, user_id: str = "9", **kw) -> IncomingMessage:
 
 
 def typed(command: str, options: dict) -> IncomingMessage:
-    return IncomingMessage(platform="discord", channel_id="C1", user_id="9", text="", command=command, options=options)
+    return IncomingMessage(
+        platform="discord", channel_id="C1", user_id="9", text="", command=command, options=options
+    )
 
 
 def test_the_help_lists_every_command_and_every_option_is_described():
@@ -32,41 +34,60 @@ def test_the_help_lists_every_command_and_every_option_is_described():
         one = REGISTRY.help_text(command.name)
         assert one.startswith(f"**/{command.name}**") and command.example in one
         for option in command.options:
-            assert option.description.strip() and len(option.description) <= 100, (command.name, option.name)
+            assert option.description.strip() and len(option.description) <= 100, (
+                command.name,
+                option.name,
+            )
             assert f"`{option.name}`" in one, (command.name, option.name)
         assert ("Only a GM" in one) is (command.gm_only is True), command.name
     assert REGISTRY.help_text("/PIN") == REGISTRY.help_text("pin")
     assert REGISTRY.help_text("nosuch") == overview
 
 
-@pytest.mark.parametrize(("words", "command", "options"), [
-    ("/ask who is the baron?", "ask", {"question": "who is the baron?"}),
-    ("who is the baron?", "ask", {"question": "who is the baron?"}),
-    ("/pin", "pin", {}),
-    ("/pin add Baron Aldric", "pin", {"action": "add", "document": "Baron Aldric"}),
-    ("/budget", "budget", {}),
-    ("/budget set 9,000 chat", "budget", {"action": "set", "tokens": 9000, "scope": "chat"}),
-    ("/budget set 9000", "budget", {"action": "set", "tokens": 9000}),
-    ("/upload players session", "upload", {"visibility": "players", "type": "session"}),
-    ("/upload visibility=mirel type:lore", "upload", {"visibility": "mirel", "type": "lore"}),
-    ("/recap 3", "recap", {"sessions": 3}),
-    ("/recap schedule 0 18 * * 5", "recap", {"schedule": "0 18 * * 5"}),
-    ("/explain the bell", "explain", {"question": "the bell"}),
-    ("/campaign", "campaign", {}),
-    ("/campaign link greyhold", "campaign", {"action": "link", "slug": "greyhold"}),
-    ("/campaign release 800000000000000001", "campaign", {"action": "release", "server": "800000000000000001"}),
-    ("/lens", "lens", {}),
-    ("/help pin", "help", {"command": "pin"}),
-])
+@pytest.mark.parametrize(
+    ("words", "command", "options"),
+    [
+        ("/ask who is the baron?", "ask", {"question": "who is the baron?"}),
+        ("who is the baron?", "ask", {"question": "who is the baron?"}),
+        ("/pin", "pin", {}),
+        ("/pin add Baron Aldric", "pin", {"action": "add", "document": "Baron Aldric"}),
+        ("/budget", "budget", {}),
+        ("/budget set 9,000 chat", "budget", {"action": "set", "tokens": 9000, "scope": "chat"}),
+        ("/budget set 9000", "budget", {"action": "set", "tokens": 9000}),
+        ("/upload players session", "upload", {"visibility": "players", "type": "session"}),
+        ("/upload visibility=mirel type:lore", "upload", {"visibility": "mirel", "type": "lore"}),
+        ("/recap 3", "recap", {"sessions": 3}),
+        ("/recap schedule 0 18 * * 5", "recap", {"schedule": "0 18 * * 5"}),
+        ("/explain the bell", "explain", {"question": "the bell"}),
+        ("/campaign", "campaign", {}),
+        ("/campaign link greyhold", "campaign", {"action": "link", "slug": "greyhold"}),
+        (
+            "/campaign release 800000000000000001",
+            "campaign",
+            {"action": "release", "server": "800000000000000001"},
+        ),
+        ("/lens", "lens", {}),
+        ("/help pin", "help", {"command": "pin"}),
+    ],
+)
 def test_the_text_parser_and_the_typed_path_give_the_same_request(words, command, options):
     parsed = REGISTRY.request(text(words))
     given = REGISTRY.request(typed(command, options))
-    assert (parsed.command, dict(parsed.options), parsed.error) == (given.command, dict(given.options), None)
+    assert (parsed.command, dict(parsed.options), parsed.error) == (
+        given.command,
+        dict(given.options),
+        None,
+    )
 
 
 def test_typed_options_are_cleaned_and_unknown_ones_dropped():
-    request = REGISTRY.request(typed("pin", {"action": "add", "document": "  Baron \ud800 ", "nosuch": "x", "tokens": 5}))
-    assert dict(request.options) == {"action": "add", "document": "Baron \ufffd"}  # as text is cleaned
+    request = REGISTRY.request(
+        typed("pin", {"action": "add", "document": "  Baron \ud800 ", "nosuch": "x", "tokens": 5})
+    )
+    assert dict(request.options) == {
+        "action": "add",
+        "document": "Baron \ufffd",
+    }  # as text is cleaned
     wrong = REGISTRY.request(typed("budget", {"action": "set", "tokens": True, "scope": 3}))
     assert dict(wrong.options) == {"action": "set", "scope": "campaign"}
 
@@ -106,8 +127,15 @@ class Counting(BotService):
 
 async def test_one_config_load_and_one_lens_per_request(service):
     counting = Counting(service.engine, directory=service.directory)
-    for t in ("/ask who guards the keep?", "who is the baron?", "/budget set 9000 chat", "/pin add Baron Aldric",
-              "/recap", "/lens", "/campaign status"):
+    for t in (
+        "/ask who guards the keep?",
+        "who is the baron?",
+        "/budget set 9000 chat",
+        "/pin add Baron Aldric",
+        "/recap",
+        "/lens",
+        "/campaign status",
+    ):
         counting.configs = counting.lenses = 0
         reply = await counting.handle(text(t, user_id="111", roles=("GM",)))
         assert not reply.error, (t, reply.text)
@@ -124,5 +152,9 @@ async def test_one_config_load_and_one_lens_per_request(service):
 
 async def test_help_with_a_command_explains_it(service):
     reply = await service.handle(text("/help pin"))
-    assert reply.ephemeral and "Example: `/pin add Baron Aldric`" in reply.text and "`document`" in reply.text
+    assert (
+        reply.ephemeral
+        and "Example: `/pin add Baron Aldric`" in reply.text
+        and "`document`" in reply.text
+    )
     assert "`/campaign link" in (await service.handle(text("/help"))).text

@@ -28,9 +28,13 @@ def para(i: int) -> str:
     return f"Paragraph {i}. " + FILLER * 2
 
 
-def doc(doc_id: str, *, rank: int, paras: int = 6, pin: str = "", type: str = "lore", extra: str = "") -> ContextDoc:
+def doc(
+    doc_id: str, *, rank: int, paras: int = 6, pin: str = "", type: str = "lore", extra: str = ""
+) -> ContextDoc:
     text = "\n\n".join([para(i) for i in range(paras)] + ([extra] if extra else []))
-    return ContextDoc(doc_id=doc_id, title=doc_id.title(), type=type, segments=plain(text), pin=pin, rank=rank)
+    return ContextDoc(
+        doc_id=doc_id, title=doc_id.title(), type=type, segments=plain(text), pin=pin, rank=rank
+    )
 
 
 # -- budget ------------------------------------------------------------------------------------
@@ -56,10 +60,17 @@ def test_drops_weakest_recalled_first_and_never_a_pin():
 
 
 def test_drops_down_to_floor_then_clips_largest_with_markers():
-    docs = [doc("a", rank=0, paras=12), doc("b", rank=1, paras=4), doc("c", rank=2, paras=4), doc("d", rank=3, paras=4)]
+    docs = [
+        doc("a", rank=0, paras=12),
+        doc("b", rank=1, paras=4),
+        doc("c", rank=2, paras=4),
+        doc("d", rank=3, paras=4),
+    ]
     sizes = count_blocks(docs)
     budget = sizes[0] // 2 + sizes[1] + 10
-    fitted = fit_budget(docs, budget, params=BudgetParams(doc_floor=2, clip_floor=100, clip_weakest_first=False))
+    fitted = fit_budget(
+        docs, budget, params=BudgetParams(doc_floor=2, clip_floor=100, clip_weakest_first=False)
+    )
     assert fitted.dropped == ("d", "c")  # weakest first, stopping at the floor of 2
     assert fitted.clipped[0] == "a"  # the largest is clipped first
     a = next(d for d in fitted.documents if d.doc_id == "a")
@@ -71,14 +82,20 @@ def test_clips_weakest_first_and_leaves_the_strongest_hit_whole():
     docs = [doc("a", rank=0, paras=12), doc("b", rank=1, paras=6), doc("c", rank=2, paras=6)]
     sizes = count_blocks(docs)
     budget = sum(sizes) - sizes[2] // 2
-    fitted = fit_budget(docs, budget, params=BudgetParams(doc_floor=3, clip_floor=100, clip_weakest_first=True))
+    fitted = fit_budget(
+        docs, budget, params=BudgetParams(doc_floor=3, clip_floor=100, clip_weakest_first=True)
+    )
     assert fitted.dropped == () and fitted.clipped == ("c",)
     assert fitted.documents[0] == docs[0]  # the strongest (and largest) hit reads in full
     assert CLIP_MARKER.search(fitted.documents[2].text) and fitted.total <= budget
 
 
 def test_too_small_budget_returns_more_than_asked_and_says_so():
-    docs = [doc("pin", rank=0, pin="always", paras=8), doc("a", rank=1, paras=8), doc("b", rank=2, paras=8)]
+    docs = [
+        doc("pin", rank=0, pin="always", paras=8),
+        doc("a", rank=1, paras=8),
+        doc("b", rank=2, paras=8),
+    ]
     fitted = fit_budget(docs, 50, params=BudgetParams(doc_floor=1, clip_floor=120))
     assert [d.doc_id for d in fitted.documents] == ["pin", "a"]  # pin survives, floor of 1 recalled
     assert fitted.over_budget and fitted.total > 50
@@ -118,7 +135,9 @@ def test_clip_keeps_a_scene_together():
 MATCH = "Corran Vey went down into the river with the Drowned Bell and never came back."
 
 
-def background(doc_id: str, *, rank: int, type: str = "lore", pin: str = "") -> tuple[ContextDoc, str, Span]:
+def background(
+    doc_id: str, *, rank: int, type: str = "lore", pin: str = ""
+) -> tuple[ContextDoc, str, Span]:
     full = "\n\n".join([para(i) for i in range(4)] + [MATCH] + [para(i) for i in range(4, 8)])
     start = full.index(MATCH)
     rendered = ContextDoc(doc_id, doc_id.title(), type, plain(full), rank=rank, pin=pin)
@@ -127,7 +146,9 @@ def background(doc_id: str, *, rank: int, type: str = "lore", pin: str = "") -> 
 
 def run_tiering(docs: list[tuple[ContextDoc, str, Span]], **kw):
     return tier_documents(
-        [d for d, _, _ in docs], {d.doc_id: f for d, f, _ in docs}, {d.doc_id: (s,) for d, _, s in docs},
+        [d for d, _, _ in docs],
+        {d.doc_id: f for d, f, _ in docs},
+        {d.doc_id: (s,) for d, _, s in docs},
         params=TierParams(**kw),
     )
 
@@ -155,7 +176,11 @@ def test_background_passage_is_widened_to_its_neighbouring_paragraphs():
 
 
 def test_character_sheet_is_exempt_but_prose_is_not():
-    docs = [background("strong", rank=0), background("sheet", rank=1, type="sheet"), background("story", rank=2)]
+    docs = [
+        background("strong", rank=0),
+        background("sheet", rank=1, type="sheet"),
+        background("story", rank=2),
+    ]
     out, report = run_tiering(docs, keep_full=1)
     assert out[1] == docs[1][0]
     assert ("sheet", "exempt type") in report.refused
@@ -179,20 +204,31 @@ def test_document_without_matched_passages_is_not_tiered():
 def test_compression_guard_refuses_a_summary_larger_than_what_it_replaces():
     full = "\n\n".join([MATCH, "A short coda follows here at the end."])
     d = ContextDoc("bg", "Bg", "lore", plain(full), rank=3)
-    out, report = tier_documents([d], {"bg": full}, {"bg": (Span(0, len(full)),)}, params=TierParams(keep_full=0))
+    out, report = tier_documents(
+        [d], {"bg": full}, {"bg": (Span(0, len(full)),)}, params=TierParams(keep_full=0)
+    )
     assert out == [d]
     assert any(g.startswith("compression") for _, g in report.refused)
     # A long summary from the summarization pass is refused too when the passages are most of it.
     d2, full2, s2 = background("bg2", rank=3)
     huge = "An enormous summary sentence that goes on. " * 200
-    out2, report2 = tier_documents([d2], {"bg2": full2}, {"bg2": (s2,)}, summaries={"bg2": huge},
-                                   params=TierParams(keep_full=0))
+    out2, report2 = tier_documents(
+        [d2],
+        {"bg2": full2},
+        {"bg2": (s2,)},
+        summaries={"bg2": huge},
+        params=TierParams(keep_full=0),
+    )
     assert ("bg2", "compression: summary") in report2.refused
     assert huge not in out2[0].text and MATCH in out2[0].text
 
 
 def test_extractive_summary_leads_and_fits():
-    text = "Emberfall is a river city of bells. " + FILLER * 20 + "The bells of Emberfall ring for the drowned."
+    text = (
+        "Emberfall is a river city of bells. "
+        + FILLER * 20
+        + "The bells of Emberfall ring for the drowned."
+    )
     s = extractive_summary(text, 40)
     assert s.startswith("Emberfall is a river city of bells.")
     assert count_tokens(s) <= 40
@@ -208,8 +244,11 @@ def test_extractive_summary_of_zero_or_one_token_terminates():
 def test_summary_from_the_pass_is_preferred():
     docs = [background("strong", rank=0), background("bg", rank=1)]
     out, _ = tier_documents(
-        [d for d, _, _ in docs], {d.doc_id: f for d, f, _ in docs}, {d.doc_id: (s,) for d, _, s in docs},
-        summaries={"bg": "A written summary."}, params=TierParams(keep_full=1),
+        [d for d, _, _ in docs],
+        {d.doc_id: f for d, f, _ in docs},
+        {d.doc_id: (s,) for d, _, s in docs},
+        summaries={"bg": "A written summary."},
+        params=TierParams(keep_full=1),
     )
     assert out[1].text.startswith("Summary: A written summary.")
 
@@ -218,12 +257,32 @@ def test_summary_from_the_pass_is_preferred():
 
 
 def test_stable_half_is_byte_identical_and_breakpoint_fixed():
-    stable = [ContextDoc("overview", "Overview", "overview", plain("Emberfall is a river city."), pin="always", tier="whole")]
-    p1 = build_prompt(instructions="Rules.", stable=stable, volatile=[doc("a", rank=0)], question="Who rang the bell?",
-                      budget=6000)
-    p2 = build_prompt(instructions="Rules.", stable=stable, volatile=[doc("b", rank=0, paras=2)], question="Where?",
-                      story="- Asked: who rang the bell", recent=[Message("user", "q"), Message("assistant", "a")],
-                      budget=6000)
+    stable = [
+        ContextDoc(
+            "overview",
+            "Overview",
+            "overview",
+            plain("Emberfall is a river city."),
+            pin="always",
+            tier="whole",
+        )
+    ]
+    p1 = build_prompt(
+        instructions="Rules.",
+        stable=stable,
+        volatile=[doc("a", rank=0)],
+        question="Who rang the bell?",
+        budget=6000,
+    )
+    p2 = build_prompt(
+        instructions="Rules.",
+        stable=stable,
+        volatile=[doc("b", rank=0, paras=2)],
+        question="Where?",
+        story="- Asked: who rang the bell",
+        recent=[Message("user", "q"), Message("assistant", "a")],
+        budget=6000,
+    )
     assert p1.cache_upto == p2.cache_upto == 2
     assert p1.system[:2] == p2.system[:2]
     assert p1.system[2] != p2.system[2]
@@ -235,7 +294,9 @@ def test_stable_half_is_byte_identical_and_breakpoint_fixed():
 def _three_hits() -> tuple[list[ContextDoc], dict[str, str], dict[str, tuple[Span, ...]]]:
     volatile, texts, matched = [], {}, {}
     for i, name in enumerate(["first", "second", "third"]):
-        full = "\n\n".join([para(j) for j in range(6)] + [f"{MATCH} ({name})"] + [para(j) for j in range(6, 12)])
+        full = "\n\n".join(
+            [para(j) for j in range(6)] + [f"{MATCH} ({name})"] + [para(j) for j in range(6, 12)]
+        )
         texts[name] = full
         start = full.index(MATCH)
         matched[name] = (Span(start, start + len(MATCH)),)
@@ -246,23 +307,48 @@ def _three_hits() -> tuple[list[ContextDoc], dict[str, str], dict[str, tuple[Spa
 def test_budget_tiers_the_second_hit_before_clipping_the_first():
     volatile, texts, matched = _three_hits()
     whole = count_tokens(texts["first"])
-    p = build_prompt(instructions="Rules.", stable=[], volatile=volatile, question="Who went into the river?",
-                     texts=texts, matched=matched, budget=whole + 900, tier=TierParams(keep_full=3, context_chars=0))
+    p = build_prompt(
+        instructions="Rules.",
+        stable=[],
+        volatile=volatile,
+        question="Who went into the river?",
+        texts=texts,
+        matched=matched,
+        budget=whole + 900,
+        tier=TierParams(keep_full=3, context_chars=0),
+    )
     first = p.documents[0]
     assert first.doc_id == "first" and first.text == texts["first"]  # read whole, not clipped
     assert [d.tier for d in p.documents[1:]] == ["tiered", "tiered"]
     assert p.tokens <= whole + 900 and not (p.fitted and p.fitted.clipped)
-    unbudgeted = build_prompt(instructions="Rules.", stable=[], volatile=volatile, question="q", texts=texts,
-                              matched=matched, tier=TierParams(keep_full=3, context_chars=0))
-    assert all(d.text == texts[d.doc_id] for d in unbudgeted.documents)  # no budget: all three whole
+    unbudgeted = build_prompt(
+        instructions="Rules.",
+        stable=[],
+        volatile=volatile,
+        question="q",
+        texts=texts,
+        matched=matched,
+        tier=TierParams(keep_full=3, context_chars=0),
+    )
+    assert all(
+        d.text == texts[d.doc_id] for d in unbudgeted.documents
+    )  # no budget: all three whole
 
 
 def test_budget_drops_background_summaries_before_clipping_passages():
     volatile, texts, matched = _three_hits()
-    kw = dict(instructions="Rules.", stable=[], volatile=volatile, question="Who went into the river?", texts=texts,
-              matched=matched)
+    kw = dict(
+        instructions="Rules.",
+        stable=[],
+        volatile=volatile,
+        question="Who went into the river?",
+        texts=texts,
+        matched=matched,
+    )
     with_summaries = build_prompt(**kw, tier=TierParams(keep_full=1, context_chars=0)).tokens
-    without = build_prompt(**kw, tier=TierParams(keep_full=1, context_chars=0, summary_tokens=0)).tokens
+    without = build_prompt(
+        **kw, tier=TierParams(keep_full=1, context_chars=0, summary_tokens=0)
+    ).tokens
     assert with_summaries - without > 60  # two summaries to give up
     budget = (with_summaries + without) // 2
     p = build_prompt(**kw, budget=budget, tier=TierParams(keep_full=1, context_chars=0))
@@ -270,14 +356,25 @@ def test_budget_drops_background_summaries_before_clipping_passages():
     for d in p.documents[1:]:
         assert d.tier == "tiered" and "Summary:" not in d.text and MATCH in d.text
     assert not (p.fitted and p.fitted.clipped) and p.tokens <= budget
-    kept = build_prompt(**kw, budget=budget, tier=TierParams(keep_full=1, context_chars=0, drop_summaries_to_fit=False))
+    kept = build_prompt(
+        **kw,
+        budget=budget,
+        tier=TierParams(keep_full=1, context_chars=0, drop_summaries_to_fit=False),
+    )
     assert kept.fitted is not None and kept.fitted.clipped  # keeping the summaries costs a clip
 
 
 def test_budget_counts_the_whole_prompt():
     volatile = [doc(c, rank=i, paras=10) for i, c in enumerate("abcdefg")]
-    p = build_prompt(instructions="Rules.", stable=[], volatile=volatile, question="q", budget=1500,
-                     budget_params=BudgetParams(doc_floor=2), tier=TierParams(enabled=False))
+    p = build_prompt(
+        instructions="Rules.",
+        stable=[],
+        volatile=volatile,
+        question="q",
+        budget=1500,
+        budget_params=BudgetParams(doc_floor=2),
+        tier=TierParams(enabled=False),
+    )
     assert p.tokens <= 1500 + 30  # separators between blocks are the only slack
     assert p.fitted is not None and p.fitted.dropped
 
@@ -293,7 +390,10 @@ def test_budget_counts_the_whole_prompt():
         ("who took his body away?", True),
         ("What did Tobin hear when he touched the bell?", False),  # names someone new
         ("Who is the Lantern Queen?", False),  # no pronoun
-        ("and what did she tell the harbourmaster about the old bells in the winter of the freeze?", False),  # long
+        (
+            "and what did she tell the harbourmaster about the old bells in the winter of the freeze?",
+            False,
+        ),  # long
         ("what about @Vessa?", False),
     ],
 )
@@ -309,16 +409,32 @@ async def test_memory_persists_across_restart_and_rolls_into_story(tmp_path):
         mem = await mem_store.load("emberfall", "discord:1", players)
         for i in range(4):
             await mem_store.record(
-                mem, question=f"Question {i} about Vessa?", answer=f"Answer {i}: Vessa paid the fine.",
-                documents=[ContextDoc("factions/ashen-watch", "The Ashen Watch", "faction", plain("t"), section="Reputation")],
-                stable=["overview"], sources=["The Ashen Watch — Reputation"], generation=7,
+                mem,
+                question=f"Question {i} about Vessa?",
+                answer=f"Answer {i}: Vessa paid the fine.",
+                documents=[
+                    ContextDoc(
+                        "factions/ashen-watch",
+                        "The Ashen Watch",
+                        "faction",
+                        plain("t"),
+                        section="Reputation",
+                    )
+                ],
+                stable=["overview"],
+                sources=["The Ashen Watch — Reputation"],
+                generation=7,
             )
             clock.advance(seconds=10)
     async with Database(tmp_path / "m.sqlite3") as db:  # a restart: new connection, new objects
-        mem = await RollingMemory(db, clock=clock, recent_turns=2).load("emberfall", "discord:1", players)
+        mem = await RollingMemory(db, clock=clock, recent_turns=2).load(
+            "emberfall", "discord:1", players
+        )
     assert [q for q, _ in mem.turns] == ["Question 2 about Vessa?", "Question 3 about Vessa?"]
     assert [m.role for m in mem.recent_messages()] == ["user", "assistant", "user", "assistant"]
-    assert len(mem.story) == 2 and "Question 0" in mem.story[0][1] and "Question 1" in mem.story_text()
+    assert (
+        len(mem.story) == 2 and "Question 0" in mem.story[0][1] and "Question 1" in mem.story_text()
+    )
     assert mem.doc_scores["factions/ashen-watch"] > 1.0
     assert mem.entity_scores["Vessa"] > 1.0
     assert mem.sections == {"factions/ashen-watch": ["Reputation"]}
@@ -330,11 +446,25 @@ async def test_an_old_turn_joins_the_story_with_its_own_sources(tmp_path):
     async with Database(tmp_path / "m.sqlite3") as db:
         store = RollingMemory(db, clock=FrozenClock(), recent_turns=1)
         mem = await store.load("c", "chat", frozenset({"players"}))
-        await store.record(mem, question="Who rang the bell?", answer="Mirel.", documents=[], stable=[],
-                           sources=["The Bells"], generation=1)
+        await store.record(
+            mem,
+            question="Who rang the bell?",
+            answer="Mirel.",
+            documents=[],
+            stable=[],
+            sources=["The Bells"],
+            generation=1,
+        )
         mem = await store.load("c", "chat", frozenset({"players"}))  # across a restart, too
-        await store.record(mem, question="Where is the ferry?", answer="At the quay.", documents=[], stable=[],
-                           sources=["The Ferry"], generation=1)
+        await store.record(
+            mem,
+            question="Where is the ferry?",
+            answer="At the quay.",
+            documents=[],
+            stable=[],
+            sources=["The Ferry"],
+            generation=1,
+        )
     assert len(mem.story) == 1
     assert "Who rang the bell?" in mem.story[0][1] and "The Bells" in mem.story[0][1]
     assert "The Ferry" not in mem.story_text()
@@ -347,13 +477,30 @@ async def test_two_answers_at_once_in_one_chat_are_both_kept(tmp_path):
         store = RollingMemory(db, clock=FrozenClock(), recent_turns=4)
         first, second = [await store.load("c", "chat", frozenset({"players"})) for _ in range(2)]
         await asyncio.gather(
-            store.record(first, question="Who rang the bell?", answer="Mirel.", documents=[], stable=[], sources=[],
-                         generation=1),
-            store.record(second, question="Where is the tower?", answer="By the river.", documents=[], stable=[],
-                         sources=[], generation=1),
+            store.record(
+                first,
+                question="Who rang the bell?",
+                answer="Mirel.",
+                documents=[],
+                stable=[],
+                sources=[],
+                generation=1,
+            ),
+            store.record(
+                second,
+                question="Where is the tower?",
+                answer="By the river.",
+                documents=[],
+                stable=[],
+                sources=[],
+                generation=1,
+            ),
         )
         mem = await store.load("c", "chat", frozenset({"players"}))
-    assert sorted(mem.turns) == [("Where is the tower?", "By the river."), ("Who rang the bell?", "Mirel.")]
+    assert sorted(mem.turns) == [
+        ("Where is the tower?", "By the river."),
+        ("Who rang the bell?", "Mirel."),
+    ]
 
 
 async def test_writers_never_share_a_transaction(tmp_path):
@@ -375,7 +522,9 @@ async def test_writers_never_share_a_transaction(tmp_path):
             await db.execute("INSERT INTO budgets VALUES ('other', 'write', 2)")
 
         await asyncio.gather(failing(), other())
-        assert [r["campaign"] for r in await db.fetchall("SELECT campaign FROM budgets")] == ["other"]
+        assert [r["campaign"] for r in await db.fetchall("SELECT campaign FROM budgets")] == [
+            "other"
+        ]
 
 
 async def test_story_stays_bounded_hierarchically(tmp_path):
@@ -383,7 +532,15 @@ async def test_story_stays_bounded_hierarchically(tmp_path):
         store = RollingMemory(db, clock=FrozenClock(), recent_turns=1, story_lines=3)
         mem = await store.load("c", "chat", frozenset({"players"}))
         for i in range(10):
-            await store.record(mem, question=f"q{i}?", answer=f"a{i}.", documents=[], stable=[], sources=[], generation=1)
+            await store.record(
+                mem,
+                question=f"q{i}?",
+                answer=f"a{i}.",
+                documents=[],
+                stable=[],
+                sources=[],
+                generation=1,
+            )
     levels = [lv for lv, _ in mem.story]
     assert 1 in levels and levels.count(0) <= 3
     assert "q0" in mem.story_text()  # folded, not forgotten
@@ -393,18 +550,33 @@ async def test_memory_is_walled_by_lens(tmp_path):
     async with Database(tmp_path / "m.sqlite3") as db:
         store = RollingMemory(db, clock=FrozenClock())
         gm = await store.load("c", "chat", frozenset({"gm"}))
-        await store.record(gm, question="secret?", answer="The ninth bell is hollow.", documents=[], stable=[],
-                           sources=[], generation=1)
+        await store.record(
+            gm,
+            question="secret?",
+            answer="The ninth bell is hollow.",
+            documents=[],
+            stable=[],
+            sources=[],
+            generation=1,
+        )
         players = await store.load("c", "chat", frozenset({"players"}))
         assert players.turns == [] and players.story == []
         # A turn written under the players key but carrying a GM lens (corruption) is skipped on load.
-        await db.execute("INSERT INTO chat_turns (chat_key, seq, role, content, lens) "
-                         "VALUES (?, 0, 'user', 'q', ?), (?, 1, 'assistant', 'hollow', ?)",
-                         (memory_key("c", "chat", frozenset({"players"})), json.dumps(["gm"]),
-                          memory_key("c", "chat", frozenset({"players"})), json.dumps(["gm"])))
+        await db.execute(
+            "INSERT INTO chat_turns (chat_key, seq, role, content, lens) "
+            "VALUES (?, 0, 'user', 'q', ?), (?, 1, 'assistant', 'hollow', ?)",
+            (
+                memory_key("c", "chat", frozenset({"players"})),
+                json.dumps(["gm"]),
+                memory_key("c", "chat", frozenset({"players"})),
+                json.dumps(["gm"]),
+            ),
+        )
         players = await store.load("c", "chat", frozenset({"players"}))
         assert players.turns == []
-        assert (await store.load("c", "chat", frozenset({"gm"}))).turns == [("secret?", "The ninth bell is hollow.")]
+        assert (await store.load("c", "chat", frozenset({"gm"}))).turns == [
+            ("secret?", "The ninth bell is hollow.")
+        ]
 
 
 def test_long_texts_are_counted_once():
@@ -438,16 +610,26 @@ class _Recording:
 
 
 def _huge_document() -> str:
-    return "\n\n".join(f"Chapter {i}. The Vigil Key passed from the ferryman to the abbess, who hid it "
-                       f"beneath the {i}th bell of the drowned chapel." for i in range(12_000))
+    return "\n\n".join(
+        f"Chapter {i}. The Vigil Key passed from the ferryman to the abbess, who hid it "
+        f"beneath the {i}th bell of the drowned chapel."
+        for i in range(12_000)
+    )
 
 
 def test_word_floor_bounds_the_count_and_at_most_agrees_with_it():
     from liminalis.context.tokens import at_most, default_counter, word_floor
 
     c = default_counter()
-    for text in ["", "one", "Don't—stop! The ninth bell's hollow.", para(3), MATCH * 40, "ünïcödé wörds ﬁne",
-                 "bad bytes \ufffd\ufffd here \ufffd"]:
+    for text in [
+        "",
+        "one",
+        "Don't—stop! The ninth bell's hollow.",
+        para(3),
+        MATCH * 40,
+        "ünïcödé wörds ﬁne",
+        "bad bytes \ufffd\ufffd here \ufffd",
+    ]:
         n = c.count(text)
         assert word_floor(text) <= n
         assert [at_most(c, text, k) for k in (n - 1, n, n + 1)] == [False, True, True]
@@ -466,14 +648,23 @@ def test_a_huge_document_is_never_tokenized_whole():
     strongest = ContextDoc("big", "Big", "lore", plain(huge[start : start + 200]), rank=0)
     background_doc = ContextDoc("big2", "Big two", "lore", plain(huge[start : start + 200]), rank=1)
     c = _Recording()
-    out, report = tier_documents([strongest, background_doc], {"big": huge, "big2": huge},
-                                 {"big": (span,), "big2": (span,)}, params=TierParams(keep_full=1), counter=c)
+    out, report = tier_documents(
+        [strongest, background_doc],
+        {"big": huge, "big2": huge},
+        {"big": (span,), "big2": (span,)},
+        params=TierParams(keep_full=1),
+        counter=c,
+    )
     assert out[0].tier != "whole"  # far over the whole-document cap
     assert report.tiered == ("big2",) and "Chapter 7000." in out[1].text
     assert max(c.lengths) < 20_000
     c.lengths.clear()
     standing = stable_document(ContextDoc("big", "Big", "lore"), huge, cap_tokens=600, counter=c)
-    assert standing.tier == "clipped" and standing.text.startswith("Chapter 0.") and CLIP_MARKER.search(standing.text)
+    assert (
+        standing.tier == "clipped"
+        and standing.text.startswith("Chapter 0.")
+        and CLIP_MARKER.search(standing.text)
+    )
     assert c.lengths and max(c.lengths) < 20_000
     c.lengths.clear()
     again = stable_document(ContextDoc("big", "Big", "lore"), huge, cap_tokens=600, counter=c)
@@ -484,7 +675,10 @@ def test_a_huge_document_is_never_tokenized_whole():
 def test_clip_keeps_what_retrieval_matched_even_without_the_questions_words():
     """Evidence found by meaning shares few words with the question; clipping by word overlap
     alone kept the document's head and cut the matched paragraph."""
-    paras = [f"Harbour note {i}: the gulls circled the pier and the tide went out again." for i in range(40)]
+    paras = [
+        f"Harbour note {i}: the gulls circled the pier and the tide went out again."
+        for i in range(40)
+    ]
     paras[30] = "The monarch of the night bazaar wears a mask of hammered silver and never speaks."
     text = "\n\n".join(paras)
     question = "Who rules the moonlit market?"

@@ -78,7 +78,17 @@ async def test_login_synced_commands_per_guild_without_privileged_intents(env):
     synced = api.find("PUT", "/guilds/123/commands")
     assert synced, "per-guild sync expected when guild ids are configured"
     names = {c["name"] for c in synced[0].json}
-    assert {"ask", "pin", "budget", "upload", "recap", "explain", "campaign", "lens", "help"} <= names
+    assert {
+        "ask",
+        "pin",
+        "budget",
+        "upload",
+        "recap",
+        "explain",
+        "campaign",
+        "lens",
+        "help",
+    } <= names
     assert not api.find("PUT", f"/applications/{adapter.client.application_id}/commands")
     intents = build_intents()
     assert not intents.message_content and not intents.members and not intents.presences
@@ -86,10 +96,18 @@ async def test_login_synced_commands_per_guild_without_privileged_intents(env):
 
 async def test_player_ask_defers_then_follows_up_publicly_without_gm_text(env):
     api, adapter, _ = env
-    await invoke(adapter, interaction_payload("ask", [{"name": "question", "type": 3, "value": "What is the truth about the baron?"}],
-                                              user_id=PLAYER))
+    await invoke(
+        adapter,
+        interaction_payload(
+            "ask",
+            [{"name": "question", "type": 3, "value": "What is the truth about the baron?"}],
+            user_id=PLAYER,
+        ),
+    )
     cb = api.find("POST", "/callback")
-    assert cb[0].json["type"] == 5 and not cb[0].json.get("data", {}).get("flags")  # deferred, public
+    assert cb[0].json["type"] == 5 and not cb[0].json.get("data", {}).get(
+        "flags"
+    )  # deferred, public
     assert cb[0].t <= api.find("POST", "/webhooks/")[0].t  # defer before the followup
     bodies = followups(api)
     assert bodies and not any(b.get("flags", 0) & 64 for b in bodies)
@@ -101,8 +119,15 @@ async def test_player_ask_defers_then_follows_up_publicly_without_gm_text(env):
 
 async def test_gm_answer_is_ephemeral_in_shared_channel_and_has_the_secret(env):
     api, adapter, _ = env
-    await invoke(adapter, interaction_payload("ask", [{"name": "question", "type": 3, "value": "What is the truth about the baron?"}],
-                                              user_id=GM, roles=[GM_ROLE_ID]))
+    await invoke(
+        adapter,
+        interaction_payload(
+            "ask",
+            [{"name": "question", "type": 3, "value": "What is the truth about the baron?"}],
+            user_id=GM,
+            roles=[GM_ROLE_ID],
+        ),
+    )
     cb = api.find("POST", "/callback")[0].json
     assert cb["type"] == 5 and cb["data"]["flags"] & 64
     bodies = followups(api)
@@ -115,7 +140,9 @@ async def test_personal_lens_answer_is_private_in_shared_channel(env):
     GM's, and a plain player asking the same question neither sees it nor the private flag."""
     api, adapter, _ = env
     question = [{"name": "question", "type": 3, "value": "Who took the baron's ninth bell?"}]
-    await invoke(adapter, interaction_payload("ask", question, user_id=PLAYER, roles=[MIREL_ROLE_ID]))
+    await invoke(
+        adapter, interaction_payload("ask", question, user_id=PLAYER, roles=[MIREL_ROLE_ID])
+    )
     assert api.find("POST", "/callback")[0].json["data"]["flags"] & 64  # deferred privately
     bodies = followups(api)
     assert bodies and all(b.get("flags", 0) & 64 for b in bodies)
@@ -134,8 +161,16 @@ async def test_a_role_named_gm_on_another_server_is_not_a_gm(env):
     real GM keeps the GM view at home."""
     api, adapter, service = env
     adapter.client._connection._add_guild_from_data(rogue_guild_payload())
-    rogue = {"user_id": 444, "roles": [ROGUE_GM_ROLE_ID], "guild_id": ROGUE_GUILD_ID, "channel_id": ROGUE_CHANNEL_ID}
-    link = [{"name": "action", "type": 3, "value": "link"}, {"name": "slug", "type": 3, "value": "greyhold"}]
+    rogue = {
+        "user_id": 444,
+        "roles": [ROGUE_GM_ROLE_ID],
+        "guild_id": ROGUE_GUILD_ID,
+        "channel_id": ROGUE_CHANNEL_ID,
+    }
+    link = [
+        {"name": "action", "type": 3, "value": "link"},
+        {"name": "slug", "type": 3, "value": "greyhold"},
+    ]
     await invoke(adapter, interaction_payload("campaign", link, **rogue))
     refused = all_text(followups(api)[-1])
     assert "Only a GM" in refused and "Greyhold" not in refused and CANARY not in refused
@@ -191,17 +226,43 @@ async def test_uncached_guild_roles_fall_back_to_players(env):
     api, adapter, service = env
     await service.directory.link("discord", "555", "greyhold")
     # guild 42 is not in the cache: role names cannot be resolved, so the GM role by name is unknown
-    await invoke(adapter, interaction_payload("lens", user_id=GM, roles=[GM_ROLE_ID], channel_id=555, guild_id=42))
+    await invoke(
+        adapter,
+        interaction_payload("lens", user_id=GM, roles=[GM_ROLE_ID], channel_id=555, guild_id=42),
+    )
     assert "GM view" not in all_text(followups(api)[0])
 
 
 async def test_gm_only_commands_refused_for_players(env):
     api, adapter, service = env
-    await invoke(adapter, interaction_payload("explain", [{"name": "question", "type": 3, "value": "baron"}], user_id=PLAYER))
-    await invoke(adapter, interaction_payload("pin", [{"name": "action", "type": 3, "value": "add"},
-                                                      {"name": "document", "type": 3, "value": "Baron Aldric"}], user_id=PLAYER))
-    await invoke(adapter, interaction_payload("budget", [{"name": "action", "type": 3, "value": "set"},
-                                                         {"name": "tokens", "type": 4, "value": 9000}], user_id=PLAYER))
+    await invoke(
+        adapter,
+        interaction_payload(
+            "explain", [{"name": "question", "type": 3, "value": "baron"}], user_id=PLAYER
+        ),
+    )
+    await invoke(
+        adapter,
+        interaction_payload(
+            "pin",
+            [
+                {"name": "action", "type": 3, "value": "add"},
+                {"name": "document", "type": 3, "value": "Baron Aldric"},
+            ],
+            user_id=PLAYER,
+        ),
+    )
+    await invoke(
+        adapter,
+        interaction_payload(
+            "budget",
+            [
+                {"name": "action", "type": 3, "value": "set"},
+                {"name": "tokens", "type": 4, "value": 9000},
+            ],
+            user_id=PLAYER,
+        ),
+    )
     bodies = followups(api)
     assert len(bodies) == 3
     assert all("Only a GM" in all_text(b) and b["flags"] & 64 for b in bodies)
@@ -212,8 +273,17 @@ async def test_gm_only_commands_refused_for_players(env):
 async def test_public_prediction_wrong_sends_error_privately(env):
     api, adapter, _ = env
     # campaign link is public when it works; a player's attempt fails and must not stay public
-    await invoke(adapter, interaction_payload("campaign", [{"name": "action", "type": 3, "value": "link"},
-                                                           {"name": "slug", "type": 3, "value": "greyhold"}], user_id=PLAYER))
+    await invoke(
+        adapter,
+        interaction_payload(
+            "campaign",
+            [
+                {"name": "action", "type": 3, "value": "link"},
+                {"name": "slug", "type": 3, "value": "greyhold"},
+            ],
+            user_id=PLAYER,
+        ),
+    )
     assert api.find("DELETE", "/messages/@original")
     body = followups(api)[-1]
     assert body["flags"] & 64 and "Only a GM" in all_text(body)
@@ -221,9 +291,17 @@ async def test_public_prediction_wrong_sends_error_privately(env):
 
 async def test_autocomplete_never_offers_gm_titles_to_players(env):
     api, adapter, _ = env
-    opts = [{"name": "action", "type": 3, "value": "add"}, {"name": "document", "type": 3, "value": "baron", "focused": True}]
-    await invoke(adapter, interaction_payload("pin", opts, user_id=PLAYER, autocomplete=True, iid=1))
-    await invoke(adapter, interaction_payload("pin", opts, user_id=GM, roles=[GM_ROLE_ID], autocomplete=True, iid=2))
+    opts = [
+        {"name": "action", "type": 3, "value": "add"},
+        {"name": "document", "type": 3, "value": "baron", "focused": True},
+    ]
+    await invoke(
+        adapter, interaction_payload("pin", opts, user_id=PLAYER, autocomplete=True, iid=1)
+    )
+    await invoke(
+        adapter,
+        interaction_payload("pin", opts, user_id=GM, roles=[GM_ROLE_ID], autocomplete=True, iid=2),
+    )
     player_cb, gm_cb = [c.json for c in api.find("POST", "/callback")]
     assert player_cb["type"] == 8 and gm_cb["type"] == 8
     player_names = [c["name"] for c in player_cb["data"]["choices"]]
@@ -246,35 +324,73 @@ async def test_autocomplete_caps_at_25(env, tmp_path):
 
 async def test_gm_pin_with_document(env):
     api, adapter, service = env
-    await invoke(adapter, interaction_payload("pin", [{"name": "action", "type": 3, "value": "add"},
-                                                      {"name": "document", "type": 3, "value": "Baron Aldric"}],
-                                              user_id=GM, roles=[GM_ROLE_ID]))
+    await invoke(
+        adapter,
+        interaction_payload(
+            "pin",
+            [
+                {"name": "action", "type": 3, "value": "add"},
+                {"name": "document", "type": 3, "value": "Baron Aldric"},
+            ],
+            user_id=GM,
+            roles=[GM_ROLE_ID],
+        ),
+    )
     assert "Pinned **Baron Aldric**" in all_text(followups(api)[0])
     assert await service.engine.pins("greyhold") == ["baron"]
 
 
 async def test_upload_by_gm_ingests_and_player_refused(env):
     api, adapter, service = env
-    api.files["notes.md"] = b"# Session 2\n\nThe party found the silver bell under the river tower.\n"
-    att = {"id": "11", "filename": "notes.md", "size": 70, "url": f"{api.url}/attachments/notes.md",
-           "proxy_url": f"{api.url}/attachments/notes.md", "content_type": "text/markdown"}
+    api.files["notes.md"] = (
+        b"# Session 2\n\nThe party found the silver bell under the river tower.\n"
+    )
+    att = {
+        "id": "11",
+        "filename": "notes.md",
+        "size": 70,
+        "url": f"{api.url}/attachments/notes.md",
+        "proxy_url": f"{api.url}/attachments/notes.md",
+        "content_type": "text/markdown",
+    }
     resolved = {"attachments": {"11": att}}
     opt = [{"name": "file", "type": 11, "value": "11"}]
-    await invoke(adapter, interaction_payload("upload", opt, user_id=PLAYER, resolved=resolved, iid=5))
-    await invoke(adapter, interaction_payload("upload", opt, user_id=GM, roles=[GM_ROLE_ID], resolved=resolved, iid=6))
+    await invoke(
+        adapter, interaction_payload("upload", opt, user_id=PLAYER, resolved=resolved, iid=5)
+    )
+    await invoke(
+        adapter,
+        interaction_payload(
+            "upload", opt, user_id=GM, roles=[GM_ROLE_ID], resolved=resolved, iid=6
+        ),
+    )
     player, gm = followups(api)
     assert "Only a GM" in all_text(player)
     assert "notes.md — GM-only, lore: 1 passages added" in all_text(gm) and gm["flags"] & 64
     assert len(api.find("GET", "/attachments/notes.md")) == 1  # a player's file is never downloaded
     # A file that says nothing about who reads it is GM-only until its uploader says otherwise.
-    assert "Session 2" not in [t for _, t in await service.engine.titles("greyhold", frozenset({"players"}))]
+    assert "Session 2" not in [
+        t for _, t in await service.engine.titles("greyhold", frozenset({"players"}))
+    ]
     assert "Session 2" in [t for _, t in await service.engine.titles("greyhold", frozenset({"gm"}))]
-    shared = opt + [{"name": "visibility", "type": 3, "value": "players"}, {"name": "type", "type": 3, "value": "session"}]
-    await invoke(adapter, interaction_payload("upload", shared, user_id=GM, roles=[GM_ROLE_ID], resolved=resolved, iid=8))
+    shared = opt + [
+        {"name": "visibility", "type": 3, "value": "players"},
+        {"name": "type", "type": 3, "value": "session"},
+    ]
+    await invoke(
+        adapter,
+        interaction_payload(
+            "upload", shared, user_id=GM, roles=[GM_ROLE_ID], resolved=resolved, iid=8
+        ),
+    )
     again = followups(api)[-1]
-    assert "notes.md (replaced the earlier upload) — players, session: 0 passages added, 0 changed, 0 removed" \
-        in all_text(again), all_text(again)
-    titles = [t for _, t in await service.engine.titles("greyhold", frozenset({"players"}), "session")]
+    assert (
+        "notes.md (replaced the earlier upload) — players, session: 0 passages added, 0 changed, 0 removed"
+        in all_text(again)
+    ), all_text(again)
+    titles = [
+        t for _, t in await service.engine.titles("greyhold", frozenset({"players"}), "session")
+    ]
     assert "Session 2" in titles
     cat = await service.engine.retriever.catalog("greyhold")
     assert cat.documents["uploads/notes"].type == "session"
@@ -283,11 +399,26 @@ async def test_upload_by_gm_ingests_and_player_refused(env):
 
 async def test_a_failed_attachment_download_is_reported_not_a_crash(env):
     api, adapter, _ = env
-    att = {"id": "12", "filename": "gone.md", "size": 70, "url": f"{api.url}/attachments/gone.md",
-           "proxy_url": f"{api.url}/attachments/gone.md", "content_type": "text/markdown"}
+    att = {
+        "id": "12",
+        "filename": "gone.md",
+        "size": 70,
+        "url": f"{api.url}/attachments/gone.md",
+        "proxy_url": f"{api.url}/attachments/gone.md",
+        "content_type": "text/markdown",
+    }
     opt = [{"name": "file", "type": 11, "value": "12"}]
-    await invoke(adapter, interaction_payload("upload", opt, user_id=GM, roles=[GM_ROLE_ID],
-                                              resolved={"attachments": {"12": att}}, iid=7))
+    await invoke(
+        adapter,
+        interaction_payload(
+            "upload",
+            opt,
+            user_id=GM,
+            roles=[GM_ROLE_ID],
+            resolved={"attachments": {"12": att}},
+            iid=7,
+        ),
+    )
     (gm,) = followups(api)
     assert "gone.md: could not be downloaded from Discord" in all_text(gm) and gm["flags"] & 64
     assert "something went wrong" not in all_text(gm)
@@ -299,12 +430,27 @@ async def test_a_dropped_download_loses_only_that_file(env):
     api, adapter, _ = env
     api.files["keep.md"] = b"# Keep\n\nThe lantern burns blue at the ferry.\n"
     api.dropped.add("drop.md")
-    atts = {str(i): {"id": str(i), "filename": n, "size": 50, "url": f"{api.url}/attachments/{n}",
-                     "proxy_url": f"{api.url}/attachments/{n}", "content_type": "text/markdown"}
-            for i, n in ((21, "drop.md"), (22, "keep.md"))}
-    opt = [{"name": "file", "type": 11, "value": "21"}, {"name": "file2", "type": 11, "value": "22"}]
-    await invoke(adapter, interaction_payload("upload", opt, user_id=GM, roles=[GM_ROLE_ID],
-                                              resolved={"attachments": atts}, iid=8))
+    atts = {
+        str(i): {
+            "id": str(i),
+            "filename": n,
+            "size": 50,
+            "url": f"{api.url}/attachments/{n}",
+            "proxy_url": f"{api.url}/attachments/{n}",
+            "content_type": "text/markdown",
+        }
+        for i, n in ((21, "drop.md"), (22, "keep.md"))
+    }
+    opt = [
+        {"name": "file", "type": 11, "value": "21"},
+        {"name": "file2", "type": 11, "value": "22"},
+    ]
+    await invoke(
+        adapter,
+        interaction_payload(
+            "upload", opt, user_id=GM, roles=[GM_ROLE_ID], resolved={"attachments": atts}, iid=8
+        ),
+    )
     (gm,) = followups(api)
     text = all_text(gm)
     assert "Ingested 1 file" in text and "drop.md: could not be downloaded" in text, text
@@ -326,8 +472,11 @@ async def test_mention_sanitized_and_gm_mention_goes_to_dm(env):
     api, adapter, _ = env
     state = adapter.client._connection
     channel = adapter.client.get_channel(CHANNEL_ID)
-    m = discord.Message(state=state, channel=channel, data=message_payload(
-        "<@900000000000000002> what about the baron?", user_id=PLAYER))
+    m = discord.Message(
+        state=state,
+        channel=channel,
+        data=message_payload("<@900000000000000002> what about the baron?", user_id=PLAYER),
+    )
     await adapter.on_message(m)
     posted = api.find("POST", f"/channels/{CHANNEL_ID}/messages")
     assert posted and CANARY not in all_text(posted[0].json)
@@ -335,8 +484,16 @@ async def test_mention_sanitized_and_gm_mention_goes_to_dm(env):
     # A reply still goes out if the question was deleted meanwhile (Discord refused it, and the
     # answer was lost, when the reference had to exist).
     assert posted[0].json["message_reference"]["fail_if_not_exists"] is False
-    m2 = discord.Message(state=state, channel=channel, data=message_payload(
-        "<@900000000000000002> what is the truth about the baron?", user_id=GM, roles=[GM_ROLE_ID], mid=2))
+    m2 = discord.Message(
+        state=state,
+        channel=channel,
+        data=message_payload(
+            "<@900000000000000002> what is the truth about the baron?",
+            user_id=GM,
+            roles=[GM_ROLE_ID],
+            mid=2,
+        ),
+    )
     await adapter.on_message(m2)
     assert api.find("POST", "/users/@me/channels")
     dm = api.find("POST", f"/channels/{GM + 1}/messages")
@@ -347,8 +504,11 @@ async def test_mention_sanitized_and_gm_mention_goes_to_dm(env):
 
 async def test_message_without_mention_is_ignored(env):
     api, adapter, _ = env
-    m = discord.Message(state=adapter.client._connection, channel=adapter.client.get_channel(CHANNEL_ID),
-                        data=message_payload("@everyone baron", user_id=PLAYER, mentions_bot=False))
+    m = discord.Message(
+        state=adapter.client._connection,
+        channel=adapter.client.get_channel(CHANNEL_ID),
+        data=message_payload("@everyone baron", user_id=PLAYER, mentions_bot=False),
+    )
     await adapter.on_message(m)
     assert not api.find("POST", "/messages")
 
@@ -393,12 +553,21 @@ def test_render_splits_plain_text_at_2000_and_neutralizes_mentions():
     outs = render_reply(Reply(text=text))
     assert len(outs) > 1 and all(o.content and len(o.content) <= 2000 for o in outs)
     joined = "".join(o.content or "" for o in outs)
-    assert "@everyone" not in joined and "@here" not in joined and "<@&123>" not in joined and "<@456>" not in joined
+    assert (
+        "@everyone" not in joined
+        and "@here" not in joined
+        and "<@&123>" not in joined
+        and "<@456>" not in joined
+    )
 
 
 def test_render_embeds_within_limits_sources_as_fields():
-    sources = tuple(Source(f"doc{i}.md", f"Doc {i} " + "t" * 300, "section " + "s" * 1100) for i in range(40))
-    outs = render_reply(Reply(text="answer " * 1500, sources=sources, title="T" * 300, lens="players"))
+    sources = tuple(
+        Source(f"doc{i}.md", f"Doc {i} " + "t" * 300, "section " + "s" * 1100) for i in range(40)
+    )
+    outs = render_reply(
+        Reply(text="answer " * 1500, sources=sources, title="T" * 300, lens="players")
+    )
     embeds = [e for o in outs for e in o.embeds]
     assert all(len(o.embeds) <= 10 and sum(len(e) for e in o.embeds) <= 6000 for o in outs)
     assert all(len(e.description or "") <= 4096 for e in embeds)
@@ -455,22 +624,35 @@ async def test_the_last_unlink_on_a_server_ends_its_home(env):
     api, adapter, service = env
     adapter.client._connection._add_guild_from_data(rogue_guild_payload())
     rogue_gm = {"user_id": 444, "roles": [ROGUE_GM_ROLE_ID], **ROGUE}
-    await invoke(adapter, interaction_payload("campaign", opts(action="link", slug="greyhold"), user_id=ID_GM, iid=1, **ROGUE))
+    await invoke(
+        adapter,
+        interaction_payload(
+            "campaign", opts(action="link", slug="greyhold"), user_id=ID_GM, iid=1, **ROGUE
+        ),
+    )
     assert "Linked this channel" in all_text(followups(api)[-1])
     assert str(ROGUE_GUILD_ID) in await service.directory.homes("discord", "greyhold")
     await invoke(adapter, interaction_payload("lens", iid=2, **rogue_gm))
     assert "GM view" in all_text(followups(api)[-1])
-    await invoke(adapter, interaction_payload("campaign", opts(action="unlink"), user_id=ID_GM, iid=3, **ROGUE))
+    await invoke(
+        adapter,
+        interaction_payload("campaign", opts(action="unlink"), user_id=ID_GM, iid=3, **ROGUE),
+    )
     unlinked = all_text(followups(api)[-1])
     assert str(ROGUE_GUILD_ID) not in await service.directory.homes("discord", "greyhold")
     api.calls.clear()
-    await invoke(adapter, interaction_payload("campaign", opts(action="link", slug="greyhold"), iid=4, **rogue_gm))
+    await invoke(
+        adapter,
+        interaction_payload("campaign", opts(action="link", slug="greyhold"), iid=4, **rogue_gm),
+    )
     assert "Only a GM" in all_text(followups(api)[-1])
     assert await service.directory.campaign_for("discord", str(ROGUE_CHANNEL_ID)) is None
     question = [{"name": "question", "type": 3, "value": "What is the truth about the baron?"}]
     await invoke(adapter, interaction_payload("ask", question, iid=5, **rogue_gm))
     await invoke(adapter, interaction_payload("explain", question, iid=6, **rogue_gm))
-    await invoke(adapter, interaction_payload("recap", opts(schedule="0 18 * * 5"), iid=7, **rogue_gm))
+    await invoke(
+        adapter, interaction_payload("recap", opts(schedule="0 18 * * 5"), iid=7, **rogue_gm)
+    )
     text = " ".join(all_text(b) for b in followups(api))
     assert CANARY not in text and GM_TITLE not in text and "Recaps of" not in text
     assert "Unlinked this channel" in unlinked and "no longer count" in unlinked  # the GM was told
@@ -484,15 +666,22 @@ async def test_a_gm_removed_from_the_config_is_a_player_on_every_server(env):
     adapter.client._connection._add_guild_from_data(rogue_guild_payload())
     link = opts(action="link", slug="greyhold")
     await invoke(adapter, interaction_payload("campaign", link, user_id=ID_GM, iid=1, **ROGUE))
-    await invoke(adapter, interaction_payload("campaign", opts(action="unlink"), user_id=ID_GM, iid=2, **ROGUE))
+    await invoke(
+        adapter,
+        interaction_payload("campaign", opts(action="unlink"), user_id=ID_GM, iid=2, **ROGUE),
+    )
     edit_campaign(service, 'gm_users = ["111"]', "gm_users = []")
     api.calls.clear()
     question = [{"name": "question", "type": 3, "value": "What is the truth about the baron?"}]
     places = [{}, {"channel_id": THREAD_ID}, {**ROGUE, "roles": [ROGUE_GM_ROLE_ID]}]
     for i, where in enumerate(places):
         await invoke(adapter, interaction_payload("lens", user_id=ID_GM, iid=10 + 3 * i, **where))
-        await invoke(adapter, interaction_payload("ask", question, user_id=ID_GM, iid=11 + 3 * i, **where))
-        await invoke(adapter, interaction_payload("campaign", link, user_id=ID_GM, iid=12 + 3 * i, **where))
+        await invoke(
+            adapter, interaction_payload("ask", question, user_id=ID_GM, iid=11 + 3 * i, **where)
+        )
+        await invoke(
+            adapter, interaction_payload("campaign", link, user_id=ID_GM, iid=12 + 3 * i, **where)
+        )
     text = " ".join(all_text(b) for b in followups(api))
     assert "GM view" not in text and CANARY not in text and "Linked this channel" not in text
     assert await service.directory.campaign_for("discord", str(ROGUE_CHANNEL_ID)) is None
@@ -507,7 +696,12 @@ async def test_a_role_named_like_a_gm_role_id_is_not_that_role(env):
     rogue = rogue_guild_payload()
     rogue["roles"][1] = role_payload(ROGUE_GM_ROLE_ID, str(GM_ROLE_ID), 1)
     adapter.client._connection._add_guild_from_data(rogue)
-    await invoke(adapter, interaction_payload("campaign", opts(action="link", slug="greyhold"), user_id=ID_GM, iid=1, **ROGUE))
+    await invoke(
+        adapter,
+        interaction_payload(
+            "campaign", opts(action="link", slug="greyhold"), user_id=ID_GM, iid=1, **ROGUE
+        ),
+    )
     assert str(ROGUE_GUILD_ID) in await service.directory.homes("discord", "greyhold")
     api.calls.clear()
     impostor = {"user_id": 444, "roles": [ROGUE_GM_ROLE_ID], **ROGUE}
@@ -518,23 +712,37 @@ async def test_a_role_named_like_a_gm_role_id_is_not_that_role(env):
     assert "GM view" not in text and CANARY not in text
     # the real role, by id, is a GM (and a user whose roles are named otherwise)
     api.calls.clear()
-    await invoke(adapter, interaction_payload("ask", question, user_id=GM, roles=[GM_ROLE_ID], iid=4))
+    await invoke(
+        adapter, interaction_payload("ask", question, user_id=GM, roles=[GM_ROLE_ID], iid=4)
+    )
     assert CANARY in " ".join(all_text(b) for b in followups(api))
 
 
-async def test_a_mention_from_an_uncached_server_is_not_a_dm_and_a_private_answer_stays_private(env):
+async def test_a_mention_from_an_uncached_server_is_not_a_dm_and_a_private_answer_stays_private(
+    env,
+):
     """discord.py has no guild object for a server it has not cached; such a mention was taken
     for a DM, so a personal lens's answer (one player's backstory) was posted in the channel, and
     a message that did not even mention the bot was answered. The channel's type decides."""
     api, adapter, service = env
-    await service.directory.link("discord", "555", "greyhold")  # (its server learned from its messages)
+    await service.directory.link(
+        "discord", "555", "greyhold"
+    )  # (its server learned from its messages)
     state = adapter.client._connection
-    data = message_payload("<@900000000000000002> who took the baron's ninth bell?", user_id=MIREL_USER,
-                           channel_id=555, guild_id=42)
+    data = message_payload(
+        "<@900000000000000002> who took the baron's ninth bell?",
+        user_id=MIREL_USER,
+        channel_id=555,
+        guild_id=42,
+    )
     channel, guild = state._get_guild_channel(data)
     assert guild is None  # (not cached)
-    msg = adapter.incoming(user=discord.Message(state=state, channel=channel, data=data).author, channel=channel,
-                           guild_id=42, text="/lens")
+    msg = adapter.incoming(
+        user=discord.Message(state=state, channel=channel, data=data).author,
+        channel=channel,
+        guild_id=42,
+        text="/lens",
+    )
     assert not msg.is_dm and msg.guild_id == "42"
     await adapter.on_message(discord.Message(state=state, channel=channel, data=data))
     public = api.find("POST", "/channels/555/messages")
@@ -543,8 +751,12 @@ async def test_a_mention_from_an_uncached_server_is_not_a_dm_and_a_private_answe
     dm = api.find("POST", f"/channels/{MIREL_USER + 1}/messages")
     assert dm and MIREL_CANARY in all_text(dm[0].json)
     api.calls.clear()
-    quiet = message_payload("the baron's bell", user_id=PLAYER, channel_id=555, guild_id=42, mentions_bot=False, mid=3)
-    await adapter.on_message(discord.Message(state=state, channel=state._get_guild_channel(quiet)[0], data=quiet))
+    quiet = message_payload(
+        "the baron's bell", user_id=PLAYER, channel_id=555, guild_id=42, mentions_bot=False, mid=3
+    )
+    await adapter.on_message(
+        discord.Message(state=state, channel=state._get_guild_channel(quiet)[0], data=quiet)
+    )
     assert not api.find("POST", "/messages")
 
 
@@ -565,27 +777,48 @@ async def test_thread_recap_schedules_end_with_their_channels_link_and_unlink(en
         posts.append((channel_id, reply))
 
     clock = FrozenClock(dt.datetime(2026, 1, 2, 17, 0, tzinfo=dt.UTC))  # a Friday, before 18:00
-    service.scheduler = scheduler = RecapScheduler(service, posters={"discord": poster}, clock=clock, tick_seconds=0)
+    service.scheduler = scheduler = RecapScheduler(
+        service, posters={"discord": poster}, clock=clock, tick_seconds=0
+    )
     weekly = opts(schedule="0 18 * * 5")
 
     async def thread_schedules() -> list[str]:
         return [s.campaign for s in await scheduler.schedules() if s.channel_id == str(THREAD_ID)]
 
-    await invoke(adapter, interaction_payload("recap", weekly, user_id=ID_GM, channel_id=THREAD_ID, iid=1))
-    assert "will be posted" in all_text(followups(api)[-1]) and await thread_schedules() == ["greyhold"]
-    await invoke(adapter, interaction_payload("campaign", opts(action="link", slug="saltmarsh"), user_id=ID_GM, iid=2))
+    await invoke(
+        adapter, interaction_payload("recap", weekly, user_id=ID_GM, channel_id=THREAD_ID, iid=1)
+    )
+    assert "will be posted" in all_text(followups(api)[-1]) and await thread_schedules() == [
+        "greyhold"
+    ]
+    await invoke(
+        adapter,
+        interaction_payload(
+            "campaign", opts(action="link", slug="saltmarsh"), user_id=ID_GM, iid=2
+        ),
+    )
     assert await thread_schedules() == []
-    await invoke(adapter, interaction_payload("campaign", opts(action="link", slug="greyhold"), user_id=ID_GM, iid=3))
-    await invoke(adapter, interaction_payload("recap", weekly, user_id=ID_GM, channel_id=THREAD_ID, iid=4))
+    await invoke(
+        adapter,
+        interaction_payload("campaign", opts(action="link", slug="greyhold"), user_id=ID_GM, iid=3),
+    )
+    await invoke(
+        adapter, interaction_payload("recap", weekly, user_id=ID_GM, channel_id=THREAD_ID, iid=4)
+    )
     clock.set(dt.datetime(2026, 1, 2, 18, 0, 30, tzinfo=dt.UTC))
-    assert [c for c, _ in await scheduler.run_due()] == ["greyhold"]  # the thread's parent is linked
+    assert [c for c, _ in await scheduler.run_due()] == [
+        "greyhold"
+    ]  # the thread's parent is linked
     assert [c for c, _ in posts] == [str(THREAD_ID)]
-    await invoke(adapter, interaction_payload("campaign", opts(action="unlink"), user_id=ID_GM, iid=5))
+    await invoke(
+        adapter, interaction_payload("campaign", opts(action="unlink"), user_id=ID_GM, iid=5)
+    )
     assert await thread_schedules() == []
     # a schedule that outlived its thread's link (stored before schedules knew their parents)
     await service.engine.db.execute(
         "INSERT INTO recap_schedules (campaign, cron, platform, channel_id) VALUES ('greyhold', '0 18 * * 5', 'discord', ?)",
-        (str(THREAD_ID),))
+        (str(THREAD_ID),),
+    )
     clock.advance(days=7)
     assert await scheduler.run_due() == [] and len(posts) == 1
 
@@ -596,11 +829,23 @@ async def test_a_strangers_link_says_the_same_whether_the_campaign_exists(env):
     api, adapter, _ = env
     adapter.client._connection._add_guild_from_data(rogue_guild_payload())
     seen = []
-    for i, (who, slug) in enumerate([(PLAYER, "greyhold"), (PLAYER, "nosuch"), (444, "greyhold"), (444, "nosuch")]):
+    for i, (who, slug) in enumerate(
+        [(PLAYER, "greyhold"), (PLAYER, "nosuch"), (444, "greyhold"), (444, "nosuch")]
+    ):
         where = {**ROGUE, "roles": [ROGUE_GM_ROLE_ID]} if who == 444 else {}
-        await invoke(adapter, interaction_payload("campaign", opts(action="link", slug=slug), user_id=who, iid=1 + i, **where))
+        await invoke(
+            adapter,
+            interaction_payload(
+                "campaign", opts(action="link", slug=slug), user_id=who, iid=1 + i, **where
+            ),
+        )
         seen.append(followups(api)[-1]["content"])
-    assert len(set(seen)) == 1 and "Greyhold" not in seen[0] and "nosuch" not in seen[0] and "Only a GM" in seen[0]
+    assert (
+        len(set(seen)) == 1
+        and "Greyhold" not in seen[0]
+        and "nosuch" not in seen[0]
+        and "Only a GM" in seen[0]
+    )
 
 
 async def test_campaign_status_lists_homes_to_gms_and_a_gm_releases_one(env):
@@ -608,25 +853,59 @@ async def test_campaign_status_lists_homes_to_gms_and_a_gm_releases_one(env):
     `/campaign release <server>` unlinks that server's channels, and with them its home."""
     api, adapter, service = env
     adapter.client._connection._add_guild_from_data(rogue_guild_payload())
-    await invoke(adapter, interaction_payload("campaign", opts(action="link", slug="greyhold"), user_id=ID_GM, iid=1, **ROGUE))
-    await invoke(adapter, interaction_payload("campaign", opts(action="status"), user_id=GM, roles=[GM_ROLE_ID], iid=2))
+    await invoke(
+        adapter,
+        interaction_payload(
+            "campaign", opts(action="link", slug="greyhold"), user_id=ID_GM, iid=1, **ROGUE
+        ),
+    )
+    await invoke(
+        adapter,
+        interaction_payload(
+            "campaign", opts(action="status"), user_id=GM, roles=[GM_ROLE_ID], iid=2
+        ),
+    )
     gm = followups(api)[-1]
-    assert gm["flags"] & 64 and str(GUILD_ID) in gm["content"] and str(ROGUE_GUILD_ID) in gm["content"]
+    assert (
+        gm["flags"] & 64 and str(GUILD_ID) in gm["content"] and str(ROGUE_GUILD_ID) in gm["content"]
+    )
     assert "/campaign release" in gm["content"]
-    await invoke(adapter, interaction_payload("campaign", opts(action="status"), user_id=PLAYER, iid=3))
+    await invoke(
+        adapter, interaction_payload("campaign", opts(action="status"), user_id=PLAYER, iid=3)
+    )
     player = followups(api)[-1]["content"]
-    assert "Greyhold" in player and str(GUILD_ID) not in player and str(ROGUE_GUILD_ID) not in player
-    await invoke(adapter, interaction_payload("campaign", opts(action="release", server=str(ROGUE_GUILD_ID)),
-                                              user_id=PLAYER, iid=4))
+    assert (
+        "Greyhold" in player and str(GUILD_ID) not in player and str(ROGUE_GUILD_ID) not in player
+    )
+    await invoke(
+        adapter,
+        interaction_payload(
+            "campaign", opts(action="release", server=str(ROGUE_GUILD_ID)), user_id=PLAYER, iid=4
+        ),
+    )
     assert "Only a GM" in followups(api)[-1]["content"]
     assert str(ROGUE_GUILD_ID) in await service.directory.homes("discord", "greyhold")
-    await invoke(adapter, interaction_payload("campaign", opts(action="release", server=str(ROGUE_GUILD_ID)),
-                                              user_id=GM, roles=[GM_ROLE_ID], iid=5))
+    await invoke(
+        adapter,
+        interaction_payload(
+            "campaign",
+            opts(action="release", server=str(ROGUE_GUILD_ID)),
+            user_id=GM,
+            roles=[GM_ROLE_ID],
+            iid=5,
+        ),
+    )
     released = followups(api)[-1]
-    assert released["flags"] & 64 and "Released server" in released["content"] and "1 channel" in released["content"]
+    assert (
+        released["flags"] & 64
+        and "Released server" in released["content"]
+        and "1 channel" in released["content"]
+    )
     assert await service.directory.homes("discord", "greyhold") == {str(GUILD_ID)}
     assert await service.directory.campaign_for("discord", str(ROGUE_CHANNEL_ID)) is None
-    await invoke(adapter, interaction_payload("lens", user_id=444, roles=[ROGUE_GM_ROLE_ID], iid=6, **ROGUE))
+    await invoke(
+        adapter, interaction_payload("lens", user_id=444, roles=[ROGUE_GM_ROLE_ID], iid=6, **ROGUE)
+    )
     assert "GM view" not in all_text(followups(api)[-1])
 
 
@@ -650,7 +929,11 @@ async def test_slash_commands_are_registered_from_the_registry(env):
             assert got["type"] == {"string": 3, "integer": 4, "attachment": 11}[spec.kind]
         app = adapter.tree.get_command(command.name)
         assert app is not None and app.extras["gm_only"] is (command.gm_only is True)
-    assert {n for n in REGISTRY.names if adapter.tree.get_command(n).extras["gm_only"]} == {"upload", "explain", "memory"}
+    assert {n for n in REGISTRY.names if adapter.tree.get_command(n).extras["gm_only"]} == {
+        "upload",
+        "explain",
+        "memory",
+    }
     assert all(synced[n]["description"].startswith("GM:") for n in ("upload", "explain", "memory"))
     tokens = {o["name"]: o for o in synced["budget"]["options"]}["tokens"]
     assert (tokens["min_value"], tokens["max_value"]) == (500, 200_000)
@@ -670,16 +953,27 @@ async def test_a_typed_budget_set_reaches_the_command_without_text(env):
         seen.append(request)
         return await budget.run(request, scope)
 
-    registry = Registry([replace(c, parse=no_text, run=run) if c.name == "budget" else c for c in REGISTRY])
+    registry = Registry(
+        [replace(c, parse=no_text, run=run) if c.name == "budget" else c for c in REGISTRY]
+    )
     typed = BotService(service.engine, directory=service.directory, registry=registry)
     adapter = DiscordAdapter(typed, guild_ids=(123,), sync_commands=False)
     try:
         await adapter.client.login("fake-token")
         adapter.client._connection._add_guild_from_data(guild_payload())
-        await invoke(adapter, interaction_payload("budget", [{"name": "action", "type": 3, "value": "set"},
-                                                             {"name": "tokens", "type": 4, "value": 9000},
-                                                             {"name": "scope", "type": 3, "value": "chat"}],
-                                                  user_id=GM, roles=[GM_ROLE_ID]))
+        await invoke(
+            adapter,
+            interaction_payload(
+                "budget",
+                [
+                    {"name": "action", "type": 3, "value": "set"},
+                    {"name": "tokens", "type": 4, "value": 9000},
+                    {"name": "scope", "type": 3, "value": "chat"},
+                ],
+                user_id=GM,
+                roles=[GM_ROLE_ID],
+            ),
+        )
     finally:
         await adapter.client.close()
     (request,) = seen
@@ -705,15 +999,25 @@ async def test_a_slash_ask_loads_the_campaign_config_once(env):
             calls["lens"] += 1
             return await super().lens_of(msg, cfg)
 
-    adapter = DiscordAdapter(Counting(service.engine, directory=service.directory), guild_ids=(123,),
-                             sync_commands=False)
+    adapter = DiscordAdapter(
+        Counting(service.engine, directory=service.directory), guild_ids=(123,), sync_commands=False
+    )
     try:
         await adapter.client.login("fake-token")
         adapter.client._connection._add_guild_from_data(guild_payload())
-        await invoke(adapter, interaction_payload("ask", [{"name": "question", "type": 3, "value": "Who is the baron?"}],
-                                                  user_id=GM, roles=[GM_ROLE_ID]))
+        await invoke(
+            adapter,
+            interaction_payload(
+                "ask",
+                [{"name": "question", "type": 3, "value": "Who is the baron?"}],
+                user_id=GM,
+                roles=[GM_ROLE_ID],
+            ),
+        )
     finally:
         await adapter.client.close()
-    assert api.find("POST", "/callback")[0].json["data"]["flags"] & 64  # the GM's answer: deferred privately
+    assert (
+        api.find("POST", "/callback")[0].json["data"]["flags"] & 64
+    )  # the GM's answer: deferred privately
     assert "baron" in all_text(followups(api)[-1]).lower()
     assert calls == {"config": 1, "lens": 1}

@@ -17,8 +17,13 @@ from bench.load import Heartbeat
 from bot.service import BotService, IncomingMessage
 from liminalis.retrieval.retriever import RERANK_BUSY_NOTE
 
-QUESTIONS = ["Who rules Greyhold keep?", "What does the baron collect?", "How are the guards paid?",
-             "Where is the river tower?", "Tell me about Baron Aldric."]
+QUESTIONS = [
+    "Who rules Greyhold keep?",
+    "What does the baron collect?",
+    "How are the guards paid?",
+    "Where is the river tower?",
+    "Tell me about Baron Aldric.",
+]
 
 
 class RecordingRanker:
@@ -58,8 +63,14 @@ class TurnReranker:
 
 
 def ask(text: str, i: int) -> IncomingMessage:
-    return IncomingMessage(platform="console", channel_id=f"c{i}", user_id=f"u{i}", text=text, roles=("players",),
-                           campaign_override="greyhold")
+    return IncomingMessage(
+        platform="console",
+        channel_id=f"c{i}",
+        user_id=f"u{i}",
+        text=text,
+        roles=("players",),
+        campaign_override="greyhold",
+    )
 
 
 async def test_thirty_questions_at_once_are_all_answered_with_the_work_off_the_loop(tmp_path):
@@ -70,13 +81,17 @@ async def test_thirty_questions_at_once_are_all_answered_with_the_work_off_the_l
         await engine.ingest("greyhold")
         service = BotService(engine)
         async with Heartbeat(0.001) as beat:
-            replies = await asyncio.gather(*(service.handle(ask(QUESTIONS[i % len(QUESTIONS)], i)) for i in range(30)))
+            replies = await asyncio.gather(
+                *(service.handle(ask(QUESTIONS[i % len(QUESTIONS)], i)) for i in range(30))
+            )
             assert beat.beats > 0  # the loop ran its other tasks while the questions were answered
     finally:
         await close_engine(engine)
     assert len(replies) == 30
     # each answered from the campaign: quotes with their sources
-    assert all(not r.error and r.sources and "documents say" in r.text for r in replies), [r.text for r in replies]
+    assert all(not r.error and r.sources and "documents say" in r.text for r in replies), [
+        r.text for r in replies
+    ]
     # every answer had the reranker, one question at a time, none skipped it
     assert reranker.calls == 30 and reranker.most == 1
     assert not [r for r in replies if r.notes and any("reranker" in n for n in r.notes)]
@@ -90,7 +105,9 @@ async def test_a_question_that_waits_out_the_reranker_says_so(tmp_path):
     make_tiny_campaign(tmp_path / "campaigns")
     reranker = TurnReranker()
     engine = await make_engine(tmp_path, milvus=False, reranker=reranker)
-    engine.retriever.params = replace(engine.retriever.params, rerank_wait_s=0.05, rerank_timeout_s=600)
+    engine.retriever.params = replace(
+        engine.retriever.params, rerank_wait_s=0.05, rerank_timeout_s=600
+    )
     try:
         await engine.ingest("greyhold")
         service = BotService(engine)

@@ -33,41 +33,77 @@ SYNTAX = [
     ("obsidian inline", f"Vessa smiles. %%{SECRET}%% She pours ale."),
     ("obsidian multi-line", f"Vessa smiles.\n%%\n{SECRET}\n%%\nShe pours ale."),
     ("callout gm", f"Vessa smiles.\n\n> [!gm]\n> {SECRET}\n\nShe pours ale."),
-    ("callout secret titled", f"Vessa smiles.\n\n> [!Secret] Her past\n> line one\n> {SECRET}\n\nShe pours ale."),
+    (
+        "callout secret titled",
+        f"Vessa smiles.\n\n> [!Secret] Her past\n> line one\n> {SECRET}\n\nShe pours ale.",
+    ),
     ("callout gm-only upper", f"Vessa smiles.\n\n> [!GM-ONLY]-\n> {SECRET}\n\nShe pours ale."),
-    ("callout lazy line", f"Vessa smiles.\n\n> [!secret]\n> first\n{SECRET} continues lazily\n\nShe pours ale."),
+    (
+        "callout lazy line",
+        f"Vessa smiles.\n\n> [!secret]\n> first\n{SECRET} continues lazily\n\nShe pours ale.",
+    ),
     ("callout in list", f"Vessa smiles.\n\n- She pours ale.\n  > [!gm]\n  > {SECRET}\n- She hums."),
     ("callout nested in quote", f"> Vessa smiles.\n> > [!secret]\n> > {SECRET}\n> She pours ale."),
     ("callout no space", f"Vessa smiles.\n\n>[!GM]\n>{SECRET}\n\nShe pours ale."),
     ("fence gm", f"Vessa smiles.\n\n```gm\n{SECRET}\n```\n\nShe pours ale."),
     ("fence secret tilde", f"Vessa smiles.\n\n~~~secret\n{SECRET}\n~~~\n\nShe pours ale."),
-    ("heading (GM)", f"Vessa smiles. She pours ale.\n\n## Her plans (GM)\n\n{SECRET}\n\n### Deeper\n\nmore {SECRET}"),
-    ("heading [GM] then public", f"## Her plans [GM]\n\n{SECRET}\n\n## Manner\n\nVessa smiles. She pours ale."),
+    (
+        "heading (GM)",
+        f"Vessa smiles. She pours ale.\n\n## Her plans (GM)\n\n{SECRET}\n\n### Deeper\n\nmore {SECRET}",
+    ),
+    (
+        "heading [GM] then public",
+        f"## Her plans [GM]\n\n{SECRET}\n\n## Manner\n\nVessa smiles. She pours ale.",
+    ),
     ("heading lower case", f"Vessa smiles. She pours ale.\n\n# Notes (gm)\n{SECRET}"),
-    ("setext heading", f"Vessa smiles. She pours ale.\n\nHer plans (GM)\n--------------\n\n{SECRET}"),
+    (
+        "setext heading",
+        f"Vessa smiles. She pours ale.\n\nHer plans (GM)\n--------------\n\n{SECRET}",
+    ),
     ("at the end", f"Vessa smiles. She pours ale.\n<!-- {SECRET} -->"),
-    ("unterminated comment", f"Vessa smiles. She pours ale.\n\n<!-- GM: {SECRET}\n\nand everything after"),
+    (
+        "unterminated comment",
+        f"Vessa smiles. She pours ale.\n\n<!-- GM: {SECRET}\n\nand everything after",
+    ),
     ("unterminated obsidian", f"Vessa smiles. She pours ale. %% {SECRET}\n\nstill hidden"),
     ("unterminated fence", f"Vessa smiles. She pours ale.\n\n```secret\n{SECRET}\n"),
     ("lens to an unknown lens", f"Vessa smiles. She pours ale. <!-- lens:nobody {SECRET} -->"),
     ("crlf", f"Vessa smiles.\r\n\r\n> [!gm]\r\n> {SECRET}\r\n\r\nShe pours ale."),
     # found by a hostile review
-    ("heading mark then a comment", f"Vessa smiles.\n\n## Trap (GM) <!-- balance later -->\n\n{SECRET}"),
+    (
+        "heading mark then a comment",
+        f"Vessa smiles.\n\n## Trap (GM) <!-- balance later -->\n\n{SECRET}",
+    ),
     ("heading mark then obsidian", f"Vessa smiles.\n\n## Plans (GM) %%todo%%\n\n{SECRET}"),
     ("bold heading mark", f"Vessa smiles.\n\n## **The Truth (GM)**\n\n{SECRET}"),
     ("italic heading mark and colon", f"Vessa smiles.\n\n## Plans *(GM)*:\n\n{SECRET}"),
     ("heading block id", f"Vessa smiles.\n\n## Plans (GM) ^id1\n\n{SECRET}"),
     ("heading (DM)", f"Vessa smiles.\n\n## Plans (DM)\n\n{SECRET}"),
-    ("a heading inside a comment", f"Vessa smiles.\n\n## Secrets (GM)\n\n<!--\n## Old draft\n-->\n\n{SECRET}"),
-    ("a heading inside obsidian", f"Vessa smiles.\n\n## Secrets (GM)\n\n%%\n## old\n%%\n\n{SECRET}"),
+    (
+        "a heading inside a comment",
+        f"Vessa smiles.\n\n## Secrets (GM)\n\n<!--\n## Old draft\n-->\n\n{SECRET}",
+    ),
+    (
+        "a heading inside obsidian",
+        f"Vessa smiles.\n\n## Secrets (GM)\n\n%%\n## old\n%%\n\n{SECRET}",
+    ),
     ("%% in inline code", f"Vessa smiles. Wrap it in `%%`.\n\n%% {SECRET} %%"),
     ("%% in a code block", f"Vessa smiles.\n\n```\nuse %%\n```\n\n%% {SECRET} %%"),
     ("a fence inside a comment", f"Vessa smiles.\n\n<!--\n```\n-->\n\n## Plans (GM)\n{SECRET}"),
     ("an unclosed fence in a quote", f"Vessa smiles.\n\n> ```\n> code\n\n## Plans (GM)\n{SECRET}"),
     ("an unclosed fence in a list", f"Vessa smiles.\n\n- ```\n  code\n\n## Plans (GM)\n{SECRET}"),
-    ("a players comment holding a GM one", f"Vessa smiles.\n\n<!-- lens:players reminder\n\n<!-- GM: {SECRET} -->"),
-    ("lazy line at a shallower depth", f"Vessa smiles.\n\n> [!note] Tavern\n> > [!gm]\n> > The barkeep is a spy\n> and {SECRET}."),
-    ("setext rule inside a gm section", f"Vessa smiles.\n\n## Secrets (GM)\n\nThe duke is {SECRET}.\n---\nmore"),
+    (
+        "a players comment holding a GM one",
+        f"Vessa smiles.\n\n<!-- lens:players reminder\n\n<!-- GM: {SECRET} -->",
+    ),
+    (
+        "lazy line at a shallower depth",
+        f"Vessa smiles.\n\n> [!note] Tavern\n> > [!gm]\n> > The barkeep is a spy\n> and {SECRET}.",
+    ),
+    (
+        "setext rule inside a gm section",
+        f"Vessa smiles.\n\n## Secrets (GM)\n\nThe duke is {SECRET}.\n---\nmore",
+    ),
     ("fence with words after gm", f"Vessa smiles.\n\n```gm Duke\n{SECRET}\n```"),
     ("fence in braces", f"Vessa smiles.\n\n```{{secret}}\n{SECRET}\n```"),
     ("heading in a quote", f"Vessa smiles.\n\n> ## Plans (GM)\n> {SECRET}"),
@@ -85,8 +121,14 @@ def views_of(text: str, tmp_path, *, front: str = "title: Vessa\n"):
 def test_every_secret_syntax_is_cut_from_the_players_view(tmp_path, name, text):
     parsed, views = views_of(text, tmp_path)
     shared = views["npcs/vessa"]
-    assert SECRET not in shared.text and SECRET not in shared.title and SECRET not in shared.synopsis
-    if name not in {"%% in inline code", "%% in a code block", "lazy line at a shallower depth"}:  # code, a [!note]
+    assert (
+        SECRET not in shared.text and SECRET not in shared.title and SECRET not in shared.synopsis
+    )
+    if name not in {
+        "%% in inline code",
+        "%% in a code block",
+        "lazy line at a shallower depth",
+    }:  # code, a [!note]
         assert "<!--" not in shared.text and "%%" not in shared.text and "[!" not in shared.text
     assert "Vessa smiles" in shared.text and shared.visibility & {"players"}
     whole = views["npcs/vessa//gm"]
@@ -98,8 +140,10 @@ def test_every_secret_syntax_is_cut_from_the_players_view(tmp_path, name, text):
 
 
 def test_a_personal_section_reaches_its_lens_and_the_gm_only(tmp_path):
-    text = (f"Vessa smiles.\n\n> [!lens:mirel] For Mirel\n> {MIREL_SECRET}\n\n"
-            f"She pours ale. <!-- lens:mirel and {MIREL_SECRET} again --> <!-- GM: {SECRET} -->")
+    text = (
+        f"Vessa smiles.\n\n> [!lens:mirel] For Mirel\n> {MIREL_SECRET}\n\n"
+        f"She pours ale. <!-- lens:mirel and {MIREL_SECRET} again --> <!-- GM: {SECRET} -->"
+    )
     _, views = views_of(text, tmp_path)
     assert set(views) == {"npcs/vessa", "npcs/vessa//gm", "npcs/vessa//lens:mirel"}
     assert MIREL_SECRET not in views["npcs/vessa"].text
@@ -119,12 +163,19 @@ def test_sections_in_ordinary_code_and_public_callouts_stay(tmp_path):
 def test_nested_and_unterminated_personal_sections_fail_closed(tmp_path):
     """A GM callout inside Mirel's callout is the GM's; an unterminated personal comment (its
     end may be the GM's next comment's) is GM-only."""
-    nested = (f"Vessa smiles.\n\n> [!lens:mirel]\n> You recognise the ferryman.\n> > [!gm]\n"
-              f"> > The ferryman {SECRET} is Mirel's real father.")
+    nested = (
+        f"Vessa smiles.\n\n> [!lens:mirel]\n> You recognise the ferryman.\n> > [!gm]\n"
+        f"> > The ferryman {SECRET} is Mirel's real father."
+    )
     _, views = views_of(nested, tmp_path)
     assert "recognise the ferryman" in views["npcs/vessa//lens:mirel"].text
-    assert SECRET not in views["npcs/vessa//lens:mirel"].text and SECRET not in views["npcs/vessa"].text
-    _, views = views_of(f"Vessa smiles.\n\n<!-- lens:mirel your sister\n\nMore.\n\n<!-- GM: {SECRET} -->", tmp_path)
+    assert (
+        SECRET not in views["npcs/vessa//lens:mirel"].text
+        and SECRET not in views["npcs/vessa"].text
+    )
+    _, views = views_of(
+        f"Vessa smiles.\n\n<!-- lens:mirel your sister\n\nMore.\n\n<!-- GM: {SECRET} -->", tmp_path
+    )
     assert all(SECRET not in v.text for k, v in views.items() if k != "npcs/vessa//gm")
 
 
@@ -184,25 +235,30 @@ SLIPS = [
 def test_front_matter_slips_never_publish(tmp_path, text):
     config = load_campaign(make_tiny_campaign(tmp_path / "campaigns"))
     try:
-        parsed = parse_file(f"{text}The vault key is under the {SECRET}.".encode(), "lore/vault.md", config)
+        parsed = parse_file(
+            f"{text}The vault key is under the {SECRET}.".encode(), "lore/vault.md", config
+        )
     except LoadError as exc:
         assert "front matter" in exc.reason and len(exc.reason) < 300
         return
     assert all(d.visibility == GM for d in parsed.views), text
 
 
-@pytest.mark.parametrize("text", [
-    "DM: roll initiative.\n\nThe harbour is quiet tonight.",
-    "Secret: the duke keeps doves.\n\nThe harbour is quiet tonight.",
-    "---\ntitle: Harbour\nsecret: false\n---\nThe harbour is quiet tonight.",
-    "---\ntitle: Harbour\n---\n# Harbour\n\nVisibility: poor (fog)\n\nThe harbour is quiet tonight.",
-    "# Harbour\n\nVisibility: none (magical darkness)\n\nThe harbour is quiet tonight.",
-    "# Harbour\n\n**Visibility:** only 30 ft\n\nThe harbour is quiet tonight.",
-    "# Harbour\n\nVisibility: clear all around, for everyone\n\nThe harbour is quiet tonight.",
-    "# Harbour\n\n**Visibility:**\n\nThe harbour is quiet tonight.",
-    "# Harbour\n\nInvisible: all the time\nVisible: only at night\nHidden: yes\nPrivate: yes\n\nThe harbour is quiet tonight.",
-    "GM: Yes, roll athletics.\nDM: yes\n\nThe harbour is quiet tonight.",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "DM: roll initiative.\n\nThe harbour is quiet tonight.",
+        "Secret: the duke keeps doves.\n\nThe harbour is quiet tonight.",
+        "---\ntitle: Harbour\nsecret: false\n---\nThe harbour is quiet tonight.",
+        "---\ntitle: Harbour\n---\n# Harbour\n\nVisibility: poor (fog)\n\nThe harbour is quiet tonight.",
+        "# Harbour\n\nVisibility: none (magical darkness)\n\nThe harbour is quiet tonight.",
+        "# Harbour\n\n**Visibility:** only 30 ft\n\nThe harbour is quiet tonight.",
+        "# Harbour\n\nVisibility: clear all around, for everyone\n\nThe harbour is quiet tonight.",
+        "# Harbour\n\n**Visibility:**\n\nThe harbour is quiet tonight.",
+        "# Harbour\n\nInvisible: all the time\nVisible: only at night\nHidden: yes\nPrivate: yes\n\nThe harbour is quiet tonight.",
+        "GM: Yes, roll athletics.\nDM: yes\n\nThe harbour is quiet tonight.",
+    ],
+)
 def test_ordinary_first_lines_are_not_refused(tmp_path, text):
     config = load_campaign(make_tiny_campaign(tmp_path / "campaigns"))
     parsed = parse_file(text.encode(), "lore/harbour.md", config)
@@ -254,20 +310,33 @@ async def npc_engine(tmp_path):
 
 def msg(text: str, lens: str) -> IncomingMessage:
     roles = ("gm",) if lens == "gm" else (("mirel",) if lens == "mirel" else ())
-    return IncomingMessage(platform="console", channel_id="console", user_id="u", text=text, roles=roles)
+    return IncomingMessage(
+        platform="console", channel_id="console", user_id="u", text=text, roles=roles
+    )
 
 
 async def test_a_players_lens_probe_over_every_path_finds_no_hidden_canary(npc_engine):
     engine = npc_engine
     service = BotService(engine, default_campaign="greyhold")
-    questions = [f"What is {SECRET}?", "Who is Vessa Coldwater?", "What is the password at the river gate?",
-                 "What does the innkeeper plan?", "Tell me about @npcs/vessa", "@[Vessa Coldwater] her scar?",
-                 "What is the scar on her palm?", "Who betrays the party?"]
+    questions = [
+        f"What is {SECRET}?",
+        "Who is Vessa Coldwater?",
+        "What is the password at the river gate?",
+        "What does the innkeeper plan?",
+        "Tell me about @npcs/vessa",
+        "@[Vessa Coldwater] her scar?",
+        "What is the scar on her palm?",
+        "Who betrays the party?",
+    ]
     seen = []
     for q in questions:
         bundle = await engine.retrieve("greyhold", q, PLAYERS)
-        seen += [bundle.text, " ".join(bundle.ranked_doc_ids), " ".join(h.passage_id for h in bundle.hits),
-                 " ".join(d.title for d in bundle.documents)]
+        seen += [
+            bundle.text,
+            " ".join(bundle.ranked_doc_ids),
+            " ".join(h.passage_id for h in bundle.hits),
+            " ".join(d.title for d in bundle.documents),
+        ]
         gm_bundle = await engine.retrieve("greyhold", q, GM)
         assert "npcs/vessa" not in gm_bundle.ranked_doc_ids  # the GM reads the whole text instead
     gm = await engine.retrieve("greyhold", "What is the password at the river gate?", GM)
@@ -282,8 +351,16 @@ async def test_a_players_lens_probe_over_every_path_finds_no_hidden_canary(npc_e
     seen.append(pinned_bundle.text)
     # autocomplete, explain, recap, lens, status
     seen += await service.complete_titles(msg("/ask", "players"), "Ves")
-    seen += [(await service.handle(msg(t, "players"))).text for t in
-             ("/explain what is the password?", "/recap", "/campaign status", "/lens", "/pin add the password")]
+    seen += [
+        (await service.handle(msg(t, "players"))).text
+        for t in (
+            "/explain what is the password?",
+            "/recap",
+            "/campaign status",
+            "/lens",
+            "/pin add the password",
+        )
+    ]
     # the offline answerer and chat-memory follow-ups
     responder = Responder(engine)
     for q in questions[1:4] + ["and what does she plan?"]:  # (a question's own words are no leak)
@@ -291,7 +368,9 @@ async def test_a_players_lens_probe_over_every_path_finds_no_hidden_canary(npc_e
         seen += [answer.text, " ".join(f"{s.doc_id} {s.title}" for s in answer.sources)]
     # the model prompt through the fake Messages API, with memory replayed
     async with FakeAnthropic(reply="She keeps the inn [Vessa Coldwater].") as fake:
-        async with AnthropicModel("sk-test", base_url=fake.url, models={"reply": "claude-test"}) as model:
+        async with AnthropicModel(
+            "sk-test", base_url=fake.url, models={"reply": "claude-test"}
+        ) as model:
             modelled = Responder(engine, model=model)
             for q in questions[1:4] + ["and her scar?"]:
                 seen.append((await modelled.respond("greyhold", q, PLAYERS, chat="discord:5")).text)
@@ -306,14 +385,23 @@ async def test_a_players_lens_probe_over_every_path_finds_no_hidden_canary(npc_e
     assert MIREL_SECRET in mirel.text and SECRET not in mirel.text
 
 
-async def test_an_edit_inside_a_hidden_section_leaves_the_players_vectors_alone(npc_engine, tmp_path):
+async def test_an_edit_inside_a_hidden_section_leaves_the_players_vectors_alone(
+    npc_engine, tmp_path
+):
     engine = npc_engine
     path = tmp_path / "campaigns" / "greyhold" / "npcs" / "vessa.md"
     cat = await engine.retriever.catalog("greyhold")
     players_passages = set(cat.by_doc["npcs/vessa"])
-    vectors = {v for v in await engine.store.ids("greyhold") if ":npcs/vessa#" in v or v.endswith(":npcs/vessa")}
+    vectors = {
+        v
+        for v in await engine.store.ids("greyhold")
+        if ":npcs/vessa#" in v or v.endswith(":npcs/vessa")
+    }
     assert vectors
-    path.write_text(NPC.replace("is the password at the river gate", "opens the river gate at night"), encoding="utf-8")
+    path.write_text(
+        NPC.replace("is the password at the river gate", "opens the river gate at night"),
+        encoding="utf-8",
+    )
     report = await engine.ingest("greyhold")
     assert 1 <= report.embedded <= 2 and report.passages_added <= 2
     after = await engine.store.ids("greyhold")
@@ -331,15 +419,22 @@ async def test_hiding_a_paragraph_players_read_takes_it_out_and_forgets(tmp_path
     engine = await make_engine(tmp_path)
     try:
         await engine.ingest("greyhold")
-        responder = Responder(engine, model=ScriptedModel(replies=["She sold the river key [Vessa]."]))
+        responder = Responder(
+            engine, model=ScriptedModel(replies=["She sold the river key [Vessa]."])
+        )
         await responder.respond("greyhold", "Who sold the river key?", PLAYERS, chat="discord:1")
         assert await engine.db.fetchall("SELECT * FROM chat_turns")
-        (root / "vessa.md").write_text(plain.replace("Vessa once", "<!-- GM: Vessa once").rstrip() + " -->\n",
-                                       encoding="utf-8")
+        (root / "vessa.md").write_text(
+            plain.replace("Vessa once", "<!-- GM: Vessa once").rstrip() + " -->\n", encoding="utf-8"
+        )
         await engine.ingest("greyhold")
-        bundle = await engine.retrieve("greyhold", "Who sold the river key to the smugglers?", PLAYERS)
+        bundle = await engine.retrieve(
+            "greyhold", "Who sold the river key to the smugglers?", PLAYERS
+        )
         assert "river key" not in bundle.text.lower()
-        assert await engine.db.fetchall("SELECT * FROM chat_turns") == []  # the players' memory forgot
+        assert (
+            await engine.db.fetchall("SELECT * FROM chat_turns") == []
+        )  # the players' memory forgot
         gm = await engine.retrieve("greyhold", "Who sold the river key to the smugglers?", GM)
         assert "river key" in gm.text
         # revealing it again brings it back for players, and the GM view goes
@@ -347,7 +442,9 @@ async def test_hiding_a_paragraph_players_read_takes_it_out_and_forgets(tmp_path
         await engine.ingest("greyhold")
         cat = await engine.retriever.catalog("greyhold")
         assert "vessa//gm" not in cat.documents and "river key" in cat.documents["vessa"].text
-        assert "river key" in (await engine.retrieve("greyhold", "Who sold the river key?", GM)).text
+        assert (
+            "river key" in (await engine.retrieve("greyhold", "Who sold the river key?", GM)).text
+        )
     finally:
         await close_engine(engine)
 
@@ -358,8 +455,14 @@ def test_upload_options_parse_and_never_widen(tmp_path):
     from liminalis.ingest.loaders import with_front_matter
 
     config = load_campaign(make_tiny_campaign(tmp_path / "campaigns"))
-    assert parse_upload_options("players session", config) == (frozenset({"players", "gm"}), "session")
-    assert parse_upload_options("visibility=mirel type:lore", config) == (frozenset({"mirel", "gm"}), "lore")
+    assert parse_upload_options("players session", config) == (
+        frozenset({"players", "gm"}),
+        "session",
+    )
+    assert parse_upload_options("visibility=mirel type:lore", config) == (
+        frozenset({"mirel", "gm"}),
+        "lore",
+    )
     assert parse_upload_options("", config) == (None, None)
     for bad in ("gm players", "visibility=nobody", "type=gm", "everything"):
         with pytest.raises(InvalidInput):
@@ -369,6 +472,10 @@ def test_upload_options_parse_and_never_widen(tmp_path):
     parsed = parse_file(raw, "uploads/s3.md", config, visibility=frozenset({"players", "gm"}))
     saved = with_front_matter(raw, visibility=parsed.visibility)
     again = parse_file(saved, "uploads/s3.md", config)
-    assert again.type == "session" and again.visibility & {"mirel"} and not again.visibility & {"players"}
+    assert (
+        again.type == "session"
+        and again.visibility & {"mirel"}
+        and not again.visibility & {"players"}
+    )
     # an upload that says nothing is GM-only, even one saved by an earlier version
     assert parse_file(b"The party slept.", "uploads/old.md", config).visibility == GM

@@ -5,7 +5,17 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FORBIDDEN = {"discord", "slack_bolt", "slack_sdk", "pymilvus", "sentence_transformers", "anthropic", "torch", "aiohttp", "httpx"}
+FORBIDDEN = {
+    "discord",
+    "slack_bolt",
+    "slack_sdk",
+    "pymilvus",
+    "sentence_transformers",
+    "anthropic",
+    "torch",
+    "aiohttp",
+    "httpx",
+}
 
 
 def imported_roots(path: Path) -> set[str]:
@@ -53,8 +63,13 @@ SQL_ROOTS = ("liminalis", "bot", "bench")
 def sql_literals(path: Path) -> list[tuple[int, str]]:
     """String literals (f-strings' text parts included) of ``path`` that read as SQL."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    return sorted((node.lineno, node.value[:80]) for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and _SQL.search(node.value))
+    return sorted(
+        (node.lineno, node.value[:80])
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and _SQL.search(node.value)
+    )
 
 
 def test_no_sql_outside_the_store():
@@ -74,12 +89,14 @@ def test_no_sql_outside_the_store():
 
 def test_sql_rule_catches_a_violation(tmp_path):
     f = tmp_path / "x.py"
-    f.write_text('a = "SELECT doc_id FROM pins WHERE campaign = ?"\n'
-                 'b = f"DELETE FROM pins WHERE scope IN ({marks})"\n'
-                 'c = ("INSERT OR IGNORE INTO recap_posts "\n     "VALUES (?, ?)")\n'
-                 'd = "UPDATE channel_links SET guild_id = ?"\n'
-                 'e = "CREATE TABLE IF NOT EXISTS t (x)"\n'
-                 'ok = "Select a campaign from the list, then update the index."\n')
+    f.write_text(
+        'a = "SELECT doc_id FROM pins WHERE campaign = ?"\n'
+        'b = f"DELETE FROM pins WHERE scope IN ({marks})"\n'
+        'c = ("INSERT OR IGNORE INTO recap_posts "\n     "VALUES (?, ?)")\n'
+        'd = "UPDATE channel_links SET guild_id = ?"\n'
+        'e = "CREATE TABLE IF NOT EXISTS t (x)"\n'
+        'ok = "Select a campaign from the list, then update the index."\n'
+    )
     assert [line for line, _ in sql_literals(f)] == [1, 2, 3, 5, 6]
 
 
@@ -99,6 +116,10 @@ def test_layers_import_downward_only():
 
 
 def test_environment_is_read_in_settings_only():
-    readers = [p.relative_to(ROOT).as_posix() for folder in ("liminalis", "bot") for p in _py(folder)
-               if ("os.environ" in p.read_text() or "getenv(" in p.read_text()) and p.name != "settings.py"]
+    readers = [
+        p.relative_to(ROOT).as_posix()
+        for folder in ("liminalis", "bot")
+        for p in _py(folder)
+        if ("os.environ" in p.read_text() or "getenv(" in p.read_text()) and p.name != "settings.py"
+    ]
     assert readers == []

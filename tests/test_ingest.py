@@ -17,6 +17,7 @@ from liminalis.lens import gm_lens, players_lens
 
 pytestmark = pytest.mark.slow  # real models or Milvus Lite throughout
 
+
 async def test_reingest_after_one_paragraph_edit_embeds_at_most_two(tmp_path, campaign_copy):
     engine = await make_engine(tmp_path)
     try:
@@ -73,7 +74,9 @@ async def test_bad_files_are_reported_and_skipped(tmp_path, campaign_copy):
     (bad / "huge.md").write_text("word " * 300_000)
     from liminalis.ingest.indexer import IngestOptions
 
-    engine = await make_engine(tmp_path, ingest_options=IngestOptions(progress=False, max_bytes=1_000_000))
+    engine = await make_engine(
+        tmp_path, ingest_options=IngestOptions(progress=False, max_bytes=1_000_000)
+    )
     try:
         report = await engine.ingest("emberfall")
         reasons = {s.path: s.reason for s in report.skipped}
@@ -115,8 +118,12 @@ async def test_campaign_isolation(tmp_path):
     for slug in ("alpha", "beta"):
         (campaigns / slug).mkdir(parents=True)
         (campaigns / slug / "campaign.toml").write_text(f'name = "{slug}"\n')
-    (campaigns / "alpha" / "bell.md").write_text("The silver bell hangs in the north tower of Alpha keep.")
-    (campaigns / "beta" / "bell.md").write_text("The silver bell hangs in the north tower of Alpha keep.")
+    (campaigns / "alpha" / "bell.md").write_text(
+        "The silver bell hangs in the north tower of Alpha keep."
+    )
+    (campaigns / "beta" / "bell.md").write_text(
+        "The silver bell hangs in the north tower of Alpha keep."
+    )
     (campaigns / "beta" / "only-beta.md").write_text("The copper gong of Beta sounds at dusk.")
     engine = await make_engine(tmp_path)
     try:
@@ -127,7 +134,9 @@ async def test_campaign_isolation(tmp_path):
         assert set(a.ranked_doc_ids) <= {"bell"}
         b = await engine.retrieve("beta", "silver bell north tower", gm_lens())
         assert set(b.ranked_doc_ids) <= {"bell", "only-beta"}
-        rows = await engine.db.fetchall("SELECT DISTINCT campaign FROM passages WHERE doc_id = 'only-beta'")
+        rows = await engine.db.fetchall(
+            "SELECT DISTINCT campaign FROM passages WHERE doc_id = 'only-beta'"
+        )
         assert [r["campaign"] for r in rows] == ["beta"]
         assert not [i for i in await engine.store.ids("alpha") if "only-beta" in i]
     finally:
@@ -156,7 +165,9 @@ asyncio.run(main())
 """
 
 
-async def test_sigkill_mid_ingest_leaves_previous_state_and_rerun_completes(tmp_path, campaign_copy):
+async def test_sigkill_mid_ingest_leaves_previous_state_and_rerun_completes(
+    tmp_path, campaign_copy
+):
     engine = await make_engine(tmp_path)
     await engine.ingest("emberfall")
     before = await engine.db.documents.passage_ids("emberfall")
@@ -169,6 +180,7 @@ async def test_sigkill_mid_ingest_leaves_previous_state_and_rerun_completes(tmp_
     # Milvus Lite holds a per-process lock on its path; free it by running the first ingest in
     # this process only through a subprocess from here on.
     from pymilvus.milvus_client import milvus_client  # noqa: F401
+
     try:
         from milvus_lite.server_manager import server_manager_instance
 
@@ -177,7 +189,9 @@ async def test_sigkill_mid_ingest_leaves_previous_state_and_rerun_completes(tmp_
         pass
     script = KILL_SCRIPT.format(root=str(ROOT), tests=str(ROOT / "tests"), tmp=str(tmp_path))
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, env=env, cwd=tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, env=env, cwd=tmp_path
+    )
     assert proc.stdout is not None
     deadline = time.time() + 120
     seen = 0
@@ -194,15 +208,23 @@ async def test_sigkill_mid_ingest_leaves_previous_state_and_rerun_completes(tmp_
 
     engine = await make_engine(tmp_path)
     try:
-        assert await engine.db.documents.passage_ids("emberfall") == before  # previous state, intact
+        assert (
+            await engine.db.documents.passage_ids("emberfall") == before
+        )  # previous state, intact
         b = await engine.retrieve("emberfall", "Salt Stairs steps", players_lens())
         assert b.ranked_doc_ids
         report = await engine.ingest("emberfall")
         assert report.passages_added >= 1
         after = await engine.db.documents.passage_ids("emberfall")
-        vec_passages = {i.split(":", 1)[1].rsplit(":", 1)[0].split("@")[0] for i in await engine.store.ids("emberfall") if not i.startswith("t:")}
+        vec_passages = {
+            i.split(":", 1)[1].rsplit(":", 1)[0].split("@")[0]
+            for i in await engine.store.ids("emberfall")
+            if not i.startswith("t:")
+        }
         assert vec_passages == after  # no orphans left behind
-        b = await engine.retrieve("emberfall", "brand new closing line lanterns rain", players_lens())
+        b = await engine.retrieve(
+            "emberfall", "brand new closing line lanterns rain", players_lens()
+        )
         assert any("brand new closing line" in d.text for d in b.documents)
     finally:
         await close_engine(engine)
@@ -228,7 +250,9 @@ async def test_retitling_a_document_replaces_its_vectors(tmp_path, campaign_copy
         await engine.ingest("emberfall")
         kettle = campaign_copy / "places" / "the-copper-kettle.md"
         before = {i for i in await engine.store.ids("emberfall") if "places/the-copper-kettle" in i}
-        kettle.write_text(kettle.read_text().replace("title: The Copper Kettle", "title: The Tin Kettle", 1))
+        kettle.write_text(
+            kettle.read_text().replace("title: The Copper Kettle", "title: The Tin Kettle", 1)
+        )
         await engine.ingest("emberfall")
         after = {i for i in await engine.store.ids("emberfall") if "places/the-copper-kettle" in i}
         assert before and after and len(after) == len(before)
@@ -264,14 +288,26 @@ async def test_a_changed_tokenizer_retokenizes_the_stored_bm25_tokens(tmp_path, 
     engine = await make_engine(tmp_path)
     try:
         await engine.ingest("emberfall")
-        stemmed = {r["tokens"] for r in await engine.db.fetchall("SELECT tokens FROM passages WHERE campaign = ?", ("emberfall",))}
+        stemmed = {
+            r["tokens"]
+            for r in await engine.db.fetchall(
+                "SELECT tokens FROM passages WHERE campaign = ?", ("emberfall",)
+            )
+        }
         assert any("carri" in t.split() for t in stemmed)  # "carries" stemmed
         engine.indexer.tokenizer = Tokenizer(stem=False)
         assert not await engine.is_indexed("emberfall")
         report = await engine.ingest("emberfall")
         assert report.embedded == 0  # no model work: vectors come from the cache
-        plain = {r["tokens"] for r in await engine.db.fetchall("SELECT tokens FROM passages WHERE campaign = ?", ("emberfall",))}
-        assert not any("carri" in t.split() for t in plain) and any("carries" in t.split() for t in plain)
+        plain = {
+            r["tokens"]
+            for r in await engine.db.fetchall(
+                "SELECT tokens FROM passages WHERE campaign = ?", ("emberfall",)
+            )
+        }
+        assert not any("carri" in t.split() for t in plain) and any(
+            "carries" in t.split() for t in plain
+        )
         assert await engine.is_indexed("emberfall")
     finally:
         await close_engine(engine)
@@ -286,11 +322,23 @@ def test_editing_a_summary_or_tags_changes_the_content_hash(tmp_path):
     cfg = load_campaign(tmp_path)
 
     def digest(front: str) -> str:
-        return parse_document(f"---\ntitle: Bell\n{front}---\nThe bell rang.\n".encode(), "bell.md", cfg).content_hash
+        return parse_document(
+            f"---\ntitle: Bell\n{front}---\nThe bell rang.\n".encode(), "bell.md", cfg
+        ).content_hash
 
     plain = digest("")
-    assert len({plain, digest("summary: A bell.\n"), digest("summary: A cracked bell.\n"), digest("tags: [ice]\n"),
-                 digest("tags: [fire]\n")}) == 5
+    assert (
+        len(
+            {
+                plain,
+                digest("summary: A bell.\n"),
+                digest("summary: A cracked bell.\n"),
+                digest("tags: [ice]\n"),
+                digest("tags: [fire]\n"),
+            }
+        )
+        == 5
+    )
     assert digest("") == plain
 
 
@@ -302,7 +350,9 @@ def test_front_matter_of_a_file_saved_on_windows_is_read(tmp_path):
     (tmp_path / "campaign.toml").write_text('name = "T"\n')
     cfg = load_campaign(tmp_path)
     for eol in ("\r\n", "\r"):
-        raw = eol.join(["---", "title: Plot", "visibility: gm", "---", "The baron is the cult leader.", ""]).encode()
+        raw = eol.join(
+            ["---", "title: Plot", "visibility: gm", "---", "The baron is the cult leader.", ""]
+        ).encode()
         doc = parse_document(raw, "lore/plot.md", cfg)
         assert doc.visibility == frozenset({"gm"}) and doc.title == "Plot", eol
         assert "visibility" not in doc.text and doc.text.startswith("The baron")
@@ -320,8 +370,12 @@ async def test_a_revealed_document_is_found_by_the_dense_arm_too(tmp_path):
         await engine.ingest("greyhold")
 
         async def players_docs() -> set[str]:
-            hits = await engine.store.search("greyhold", np.ones(engine.embedder.dim, dtype=np.float32),
-                                             lens=players_lens(), top_k=1000)
+            hits = await engine.store.search(
+                "greyhold",
+                np.ones(engine.embedder.dim, dtype=np.float32),
+                lens=players_lens(),
+                top_k=1000,
+            )
             return {h.doc_id for h in hits}
 
         assert "mirel" not in await players_docs()
@@ -343,8 +397,18 @@ async def test_odd_file_names_keep_their_vectors_and_one_id_is_one_file(tmp_path
     root = tmp_path / "campaigns" / "odd"
     root.mkdir(parents=True)
     (root / "campaign.toml").write_text('name = "Odd"\n')
-    names = ["contact@guild", "npc", "npc#2", "Act 1", "Act 1: Prologue", 'the "bell"', "back\\slash", "Vex'ahlia",
-             "100%22", "café"]
+    names = [
+        "contact@guild",
+        "npc",
+        "npc#2",
+        "Act 1",
+        "Act 1: Prologue",
+        'the "bell"',
+        "back\\slash",
+        "Vex'ahlia",
+        "100%22",
+        "café",
+    ]
     for n in names:
         (root / f"{n}.md").write_text(f"# {n}\n\nThe {n} document speaks of bells and rivers.\n")
     (root / "npc.txt").write_text("A text file with the same id as npc.md.\n")
@@ -355,7 +419,9 @@ async def test_odd_file_names_keep_their_vectors_and_one_id_is_one_file(tmp_path
     try:
         report = await engine.ingest("odd")
         assert report.documents == 11
-        assert [(s.path, "same name as npc.md" in s.reason) for s in report.skipped] == [("npc.txt", True)]
+        assert [(s.path, "same name as npc.md" in s.reason) for s in report.skipped] == [
+            ("npc.txt", True)
+        ]
 
         async def owners() -> dict[str, int]:
             out: dict[str, int] = {}
@@ -372,17 +438,23 @@ async def test_odd_file_names_keep_their_vectors_and_one_id_is_one_file(tmp_path
         assert not [r for r in caplog.records if "failed" in r.getMessage()]
         retitled = ("npc", "Act 1", 'the "bell"', "back\\slash", "Vex'ahlia")
         for n in retitled:  # their own vectors are replaced, nobody else's
-            (root / f"{n}.md").write_text(f"---\ntitle: {n} renamed\n---\n# {n}\n\nThe {n} document speaks of bells.\n")
+            (root / f"{n}.md").write_text(
+                f"---\ntitle: {n} renamed\n---\n# {n}\n\nThe {n} document speaks of bells.\n"
+            )
         again = await engine.ingest("odd")
         assert not [s for s in again.skipped if s.path != "npc.txt"]
         after = await owners()
-        assert {n: after[n] for n in names if n not in retitled} == {n: before[n] for n in names if n not in retitled}
+        assert {n: after[n] for n in names if n not in retitled} == {
+            n: before[n] for n in names if n not in retitled
+        }
         assert all(after[n] == before[n] for n in retitled)  # the old rows went, the new came
     finally:
         await close_engine(engine)
 
 
-async def test_a_quoted_document_indexed_by_an_older_version_is_re_embedded_under_escaped_ids(tmp_path, caplog):
+async def test_a_quoted_document_indexed_by_an_older_version_is_re_embedded_under_escaped_ids(
+    tmp_path, caplog
+):
     """An older version stored 'the "bell"'s vectors under raw ids, which Milvus's iterator cannot
     page past: every exact search naming the document failed. The upgrade re-embeds that document
     once (its hash carries the id scheme), drops the raw rows, and leaves every other id as it was."""
@@ -392,15 +464,25 @@ async def test_a_quoted_document_indexed_by_an_older_version_is_re_embedded_unde
     root = tmp_path / "campaigns" / "q"
     root.mkdir(parents=True)
     (root / "campaign.toml").write_text('name = "Q"\n')
-    (root / 'the "bell".md').write_text("# The Bell\n\nThe bell of the drowned abbey rings at dusk.\n")
+    (root / 'the "bell".md').write_text(
+        "# The Bell\n\nThe bell of the drowned abbey rings at dusk.\n"
+    )
     (root / "50% off.md").write_text("# Market\n\nThe market sells lanterns at half price.\n")
     engine = await make_engine(tmp_path)
     try:
         await engine.ingest("q")
         plain_before = {v for v in await engine.store.ids("q") if vector_doc(v) == "50% off"}
-        legacy = [VectorRecord(f'p:the "bell"#{n:020x}:0123456789', f'the "bell"#{n:020x}', 'the "bell"', "passage",
-                               frozenset({"players", "gm"}), np.ones(engine.embedder.dim, dtype=np.float32))
-                  for n in range(2)]
+        legacy = [
+            VectorRecord(
+                f'p:the "bell"#{n:020x}:0123456789',
+                f'the "bell"#{n:020x}',
+                'the "bell"',
+                "passage",
+                frozenset({"players", "gm"}),
+                np.ones(engine.embedder.dim, dtype=np.float32),
+            )
+            for n in range(2)
+        ]
         await engine.store.upsert("q", legacy)
         # The hash an older version stored: the same file's, without the id scheme in it.
         from liminalis.ingest.loaders import parse_document
@@ -409,15 +491,20 @@ async def test_a_quoted_document_indexed_by_an_older_version_is_re_embedded_unde
         raw = (root / 'the "bell".md').read_bytes()
         old_hash = parse_document(raw, "bell.md", cfg).content_hash
         assert old_hash != parse_document(raw, 'the "bell".md', cfg).content_hash
-        await engine.db.execute("UPDATE documents SET content_hash = ? WHERE doc_id = ?", (old_hash, 'the "bell"'))
+        await engine.db.execute(
+            "UPDATE documents SET content_hash = ? WHERE doc_id = ?", (old_hash, 'the "bell"')
+        )
         await engine.ingest("q")
         ids = await engine.store.ids("q")
         assert not any(r.id in ids for r in legacy)
         assert {v for v in ids if vector_doc(v) == 'the "bell"'} and all(
-            v[0].isupper() for v in ids if vector_doc(v) == 'the "bell"')
+            v[0].isupper() for v in ids if vector_doc(v) == 'the "bell"'
+        )
         assert {v for v in ids if vector_doc(v) == "50% off"} == plain_before
         with caplog.at_level("WARNING"):
-            bundle = await engine.retrieve("q", "the bell of the drowned abbey", frozenset({"players"}))
+            bundle = await engine.retrieve(
+                "q", "the bell of the drowned abbey", frozenset({"players"})
+            )
         assert bundle.documents[0].doc_id == 'the "bell"'
         assert not [r for r in caplog.records if "failed" in r.getMessage()]
     finally:

@@ -29,14 +29,46 @@ def test_shipped_ranker_loads_offline_and_prefers_the_document_that_covers_the_q
     # Fusion put B first on one dense passage; A holds every query term, in one scene, and leads
     # the document-level arm. A model that learned anything ranks A above B.
     common = dict(lex_present=1, doc_present=1, dense_present=1, dense_cos=0.4, log_length=7.0)
-    a = row(fused_inv_rank=0.5, fused_log_rank=np.log(2), fused_rel=0.8, lex_rel=0.9, lex_log_rank=np.log(2),
-            doc_rel=1.0, doc_log_rank=0.0, dense_gap=0.0, dense_log_rank=0.0, pool_count=np.log1p(4),
-            coverage=1.0, window_coverage=1.0, title_coverage=0.3, window_rel=1.0, second_rel=0.8,
-            passage_coverage=0.8, bigram_coverage=0.6, **common)
-    b = row(fused_inv_rank=1.0, fused_log_rank=0.0, fused_rel=1.0, lex_rel=1.0, lex_log_rank=0.0,
-            doc_rel=0.3, doc_log_rank=np.log(12), dense_gap=-0.2, dense_log_rank=np.log(9), pool_count=np.log1p(1),
-            coverage=0.35, window_coverage=0.3, title_coverage=0.0, window_rel=0.4, second_rel=0.05,
-            passage_coverage=0.35, bigram_coverage=0.0, **common)
+    a = row(
+        fused_inv_rank=0.5,
+        fused_log_rank=np.log(2),
+        fused_rel=0.8,
+        lex_rel=0.9,
+        lex_log_rank=np.log(2),
+        doc_rel=1.0,
+        doc_log_rank=0.0,
+        dense_gap=0.0,
+        dense_log_rank=0.0,
+        pool_count=np.log1p(4),
+        coverage=1.0,
+        window_coverage=1.0,
+        title_coverage=0.3,
+        window_rel=1.0,
+        second_rel=0.8,
+        passage_coverage=0.8,
+        bigram_coverage=0.6,
+        **common,
+    )
+    b = row(
+        fused_inv_rank=1.0,
+        fused_log_rank=0.0,
+        fused_rel=1.0,
+        lex_rel=1.0,
+        lex_log_rank=0.0,
+        doc_rel=0.3,
+        doc_log_rank=np.log(12),
+        dense_gap=-0.2,
+        dense_log_rank=np.log(9),
+        pool_count=np.log1p(1),
+        coverage=0.35,
+        window_coverage=0.3,
+        title_coverage=0.0,
+        window_rel=0.4,
+        second_rel=0.05,
+        passage_coverage=0.35,
+        bigram_coverage=0.0,
+        **common,
+    )
     scores = ranker.score(np.stack([a, b]))
     assert scores[0] > scores[1]
 
@@ -71,11 +103,15 @@ async def test_ranker_reorders_documents_and_a_failing_one_keeps_the_fused_order
     trace = Trace()
     got = await tiny.retrieve("tiny", q, players_lens(), use_pins=False, trace=trace)
     pool_docs = trace.fused_docs
-    assert trace.learned_docs == pool_docs[::-1] and got.ranked_doc_ids[: len(pool_docs)] == tuple(pool_docs[::-1])
+    assert trace.learned_docs == pool_docs[::-1] and got.ranked_doc_ids[: len(pool_docs)] == tuple(
+        pool_docs[::-1]
+    )
     assert sorted(got.ranked_doc_ids) == sorted(base.ranked_doc_ids)  # re-ordered, nothing added
     ex = await tiny.explain("tiny", q, relevant=[pool_docs[-1]], lens=players_lens())
     assert ex.stages[0].learned_rank == 1 and "learned=1" in ex.render({})
-    off = await tiny.retrieve("tiny", q, players_lens(), use_pins=False, params=RetrievalParams(learned_enabled=False))
+    off = await tiny.retrieve(
+        "tiny", q, players_lens(), use_pins=False, params=RetrievalParams(learned_enabled=False)
+    )
     assert off.ranked_doc_ids == base.ranked_doc_ids
     caplog.set_level(logging.WARNING)
     tiny.retriever.ranker = ExplodingRanker()
@@ -86,12 +122,20 @@ async def test_ranker_reorders_documents_and_a_failing_one_keeps_the_fused_order
     tiny.retriever.ranker = None
 
 
-@pytest.mark.parametrize("query", ["saltborn compact drown ferry", "Obsidian Ledger bribes", "hollow crown plot bells"])
+@pytest.mark.parametrize(
+    "query", ["saltborn compact drown ferry", "Obsidian Ledger bribes", "hollow crown plot bells"]
+)
 async def test_the_learned_stage_cannot_surface_gm_only_documents(tiny, query):  # noqa: F811
     n = len(FEATURES)
-    for weights in (row(fused_log_rank=1.0), row(coverage=5.0, title_coverage=5.0), -row(coverage=5.0),
-                    row(cand_dense_gap=5.0, cand_dense_log_rank=-5.0), row(pool_coverage=5.0, span_coverage=5.0),
-                    row(neighbour_rel=5.0), -row(neighbour_rel=5.0, fused_rel=1.0)):
+    for weights in (
+        row(fused_log_rank=1.0),
+        row(coverage=5.0, title_coverage=5.0),
+        -row(coverage=5.0),
+        row(cand_dense_gap=5.0, cand_dense_log_rank=-5.0),
+        row(pool_coverage=5.0, span_coverage=5.0),
+        row(neighbour_rel=5.0),
+        -row(neighbour_rel=5.0, fused_rel=1.0),
+    ):
         tiny.retriever.ranker = LearnedRanker(weights, np.zeros(n), np.ones(n))
         trace = Trace(collect_features=True)
         b = await tiny.retrieve("tiny", query, players_lens(), trace=trace)
@@ -99,7 +143,10 @@ async def test_the_learned_stage_cannot_surface_gm_only_documents(tiny, query): 
         assert not [d for d in trace.candidates + trace.learned_docs if d.startswith("gm/")]
         # The candidate dense search scored every candidate (the arm's top 20 would not have).
         if trace.candidates:  # (players may see nothing at all for a GM-only question)
-            assert trace.features is not None and (trace.features[:, FEATURES.index("cand_dense_gap")] > -1).all()
+            assert (
+                trace.features is not None
+                and (trace.features[:, FEATURES.index("cand_dense_gap")] > -1).all()
+            )
     tiny.retriever.ranker = None
 
 
@@ -108,20 +155,57 @@ def test_train_ranker_end_to_end_on_a_tiny_slice(tmp_path: Path, real_embedder):
 
     make_train_dir(tmp_path / "train" / "fairytaleqa-train")
     out = tmp_path / "model"
-    report = main(["--train-root", str(tmp_path / "train"), "--groups-dir", str(tmp_path / "groups"), "--valid",
-                   "--l2", "0.001", "--steps", "30", "--out", str(out), "--quiet"],
-                  embedder=real_embedder, cache_dir=tmp_path / "cache")
+    report = main(
+        [
+            "--train-root",
+            str(tmp_path / "train"),
+            "--groups-dir",
+            str(tmp_path / "groups"),
+            "--valid",
+            "--l2",
+            "0.001",
+            "--steps",
+            "30",
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+        embedder=real_embedder,
+        cache_dir=tmp_path / "cache",
+    )
     assert sum(report["groups"].values()) >= 5
     model = load_ranker(out)
-    assert model is not None and model.weights.shape == (len(FEATURES),) and np.isfinite(model.weights).all()
+    assert (
+        model is not None
+        and model.weights.shape == (len(FEATURES),)
+        and np.isfinite(model.weights).all()
+    )
     assert 0.0 < report["validation_mrr"]["0.001"] <= 1.0
     # The same groups (features from the cache) with a hidden layer: written, loaded, scored.
-    report = main(["--train-root", str(tmp_path / "train"), "--groups-dir", str(tmp_path / "groups"), "--valid",
-                   "--l2", "0.01", "--hidden", "4", "--out", str(out), "--quiet"],
-                  embedder=real_embedder, cache_dir=tmp_path / "cache")
+    report = main(
+        [
+            "--train-root",
+            str(tmp_path / "train"),
+            "--groups-dir",
+            str(tmp_path / "groups"),
+            "--valid",
+            "--l2",
+            "0.01",
+            "--hidden",
+            "4",
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+        embedder=real_embedder,
+        cache_dir=tmp_path / "cache",
+    )
     model = load_ranker(out)
     assert report["hidden"] == 4 and model is not None and model.hidden is not None
-    assert model.hidden[0].shape == (len(FEATURES), 4) and np.isfinite(model.score(np.zeros((3, len(FEATURES))))).all()
+    assert (
+        model.hidden[0].shape == (len(FEATURES), 4)
+        and np.isfinite(model.score(np.zeros((3, len(FEATURES))))).all()
+    )
 
 
 @pytest.mark.slow  # trains a ranker: seconds of CPU, not a unit test
@@ -141,7 +225,10 @@ def test_a_hidden_layer_learns_what_a_linear_ranker_cannot_and_round_trips():
         x[:, :2] = signs * rng.uniform(0.5, 1.5, size=(6, 2))
         perm = rng.permutation(6)
         examples.append((x[perm], (np.arange(6) == 0).astype(float)[perm]))
-    linear, hidden = fit(examples, l2=0.01), fit_hidden(examples, units=8, l2=0.001, steps=600, lr=0.05)
+    linear, hidden = (
+        fit(examples, l2=0.01),
+        fit_hidden(examples, units=8, l2=0.001, steps=600, lr=0.05),
+    )
     assert evaluate(linear, examples) < 0.7 and evaluate(hidden, examples) > 0.95
     again = LearnedRanker.from_json(hidden.to_json())
     x = examples[0][0]
@@ -161,7 +248,10 @@ def test_ranker_feature_caches_are_keyed_by_a_fine_tuned_embedder():
         model_id = "bundled:all-MiniLM-L6-v2@b422673dc1bc"
 
     assert _embedder_tag(Bundled()) == ""  # the caches written before the tag existed stay valid
-    a, b = _embedder_tag(HashEmbedder(model_id="embedder@1")), _embedder_tag(HashEmbedder(model_id="embedder@2"))
+    a, b = (
+        _embedder_tag(HashEmbedder(model_id="embedder@1")),
+        _embedder_tag(HashEmbedder(model_id="embedder@2")),
+    )
     assert a.startswith("-e") and b.startswith("-e") and a != b
 
 
@@ -173,7 +263,9 @@ def test_best_span_finds_query_terms_together():
     positions = {"bells": [0, 40], "dusk": [45], "ferry": [200]}
     assert _best_span(positions, weight, 12) == 4.0  # ferry alone outweighs bells + dusk
     assert _best_span({"bells": [0, 40], "dusk": [45]}, weight, 12) == 3.0
-    assert _best_span({"bells": [0], "dusk": [45]}, weight, 12) == 2.0  # too far apart to count together
+    assert (
+        _best_span({"bells": [0], "dusk": [45]}, weight, 12) == 2.0
+    )  # too far apart to count together
     assert _best_span({}, weight, 12) == 0.0
 
 
@@ -188,17 +280,24 @@ async def test_pool_features_tell_apart_candidates_that_share_the_hero(tmp_path)
         "hero.md": "# Three\n\nVell walked the salt road to the harbour alone.",
         "other.md": "# Four\n\nVell sold lanterns at the market for copper.",
         # the rest of the campaign: Vell is a rare name corpus-wide
-        **{f"misc{i}.md": f"# Misc {i}\n\nA ledger of grain{i} and timber{i} in storehouse{i}." for i in range(30)},
+        **{
+            f"misc{i}.md": f"# Misc {i}\n\nA ledger of grain{i} and timber{i} in storehouse{i}."
+            for i in range(30)
+        },
     }
     f, _, _ = await _pool_features(tmp_path, files, "when did Vell hear the bells at dusk")
     assert {"near", "far", "hero", "other"} <= set(f)
     assert f["hero"]["coverage"] > 0.1
     assert f["hero"]["pool_coverage"] < 0.9 * f["hero"]["coverage"]
-    assert f["near"]["pool_coverage"] == pytest.approx(f["far"]["pool_coverage"]) == pytest.approx(1.0)
+    assert (
+        f["near"]["pool_coverage"] == pytest.approx(f["far"]["pool_coverage"]) == pytest.approx(1.0)
+    )
     assert f["near"]["span_coverage"] > f["far"]["span_coverage"] > 0
 
 
-async def test_neighbours_are_the_adjacent_files_of_a_numbered_series_that_the_lens_may_see(tmp_path):
+async def test_neighbours_are_the_adjacent_files_of_a_numbered_series_that_the_lens_may_see(
+    tmp_path,
+):
     """Numeric order within one series (part-9 before part-10); other folders, other series and
     files named without a number stand apart; a file the lens may not see is skipped: for
     players, its two sides are neighbours."""
@@ -209,7 +308,9 @@ async def test_neighbours_are_the_adjacent_files_of_a_numbered_series_that_the_l
     (root / "places").mkdir()
     (root / "campaign.toml").write_text('name = "Saga"\ngm_paths = ["sessions/part-10.md"]\n')
     for n in (1, 2, 9, 10, 11):
-        (root / "sessions" / f"part-{n}.md").write_text(f"# Part {n}\n\nThe party travelled on, day {n}.")
+        (root / "sessions" / f"part-{n}.md").write_text(
+            f"# Part {n}\n\nThe party travelled on, day {n}."
+        )
     (root / "places" / "harbour.md").write_text("# Harbour\n\nSalt, rope and gulls.")
     (root / "places" / "inn.md").write_text("# Inn\n\nAle and a fire.")
     (root / "sessions" / "notes-3.md").write_text("# Notes\n\nLoose notes.")
@@ -220,7 +321,9 @@ async def test_neighbours_are_the_adjacent_files_of_a_numbered_series_that_the_l
         gm, players = frozenset({"gm"}), players_lens()
         assert cat.neighbours("sessions/part-9", gm) == ("sessions/part-2", "sessions/part-10")
         assert cat.neighbours("sessions/part-9", players) == ("sessions/part-2", "sessions/part-11")
-        assert cat.neighbours("sessions/part-10", players) == ()  # hidden: no neighbours to speak of
+        assert (
+            cat.neighbours("sessions/part-10", players) == ()
+        )  # hidden: no neighbours to speak of
         assert cat.neighbours("sessions/part-1", players) == ("sessions/part-2",)
         assert cat.neighbours("places/harbour", gm) == ()  # no number: in no series
         assert cat.neighbours("sessions/notes-3", gm) == ()  # another series in the same folder
@@ -242,7 +345,9 @@ async def test_neighbour_rel_is_the_pool_score_of_the_strongest_neighbour(tmp_pa
     }
     f, candidates, cat = await _pool_features(tmp_path, files, "ferryman Odo drowned bell chapel")
     assert candidates[0] == "sessions/s01"
-    assert f["sessions/s02"]["neighbour_rel"] == pytest.approx(1.0)  # its neighbour s01 leads the pool
+    assert f["sessions/s02"]["neighbour_rel"] == pytest.approx(
+        1.0
+    )  # its neighbour s01 leads the pool
     assert f["sessions/s01"]["neighbour_rel"] == pytest.approx(f["sessions/s02"]["fused_rel"])
     for d, x in f.items():  # each: its strongest neighbour's fused score, 0 without one in the pool
         near = [f[n]["fused_rel"] for n in cat.neighbours(d, players_lens()) if n in f]
@@ -267,19 +372,36 @@ async def _pool_features(tmp_path: Path, files: dict[str, str], query: str):
     finally:
         await close_engine(engine)
     assert trace.features is not None
-    features = {d: dict(zip(FEATURES, x, strict=True)) for d, x in zip(trace.candidates, trace.features, strict=True)}
+    features = {
+        d: dict(zip(FEATURES, x, strict=True))
+        for d, x in zip(trace.candidates, trace.features, strict=True)
+    }
     return features, trace.candidates, cat
 
 
 def test_a_refit_keeps_the_hand_written_why_section_of_the_card(tmp_path):
     from bench.train_ranker import write_card
 
-    (tmp_path / "README.md").write_text("# old card\n\n## Weights\n| a | 1 |\n\n## Why these features\nCV table.\n")
-    report = {"validation_mrr": {"0.001": 0.7}, "validation_by_group": {}, "features_from_cache": [], "groups": {"g": 1},
-              "valid_groups": ["g"], "command": "cmd", "validation_fused_mrr": 0.6, "l2": 1e-3, "seconds": 1}
+    (tmp_path / "README.md").write_text(
+        "# old card\n\n## Weights\n| a | 1 |\n\n## Why these features\nCV table.\n"
+    )
+    report = {
+        "validation_mrr": {"0.001": 0.7},
+        "validation_by_group": {},
+        "features_from_cache": [],
+        "groups": {"g": 1},
+        "valid_groups": ["g"],
+        "command": "cmd",
+        "validation_fused_mrr": 0.6,
+        "l2": 1e-3,
+        "seconds": 1,
+    }
     write_card(tmp_path, report, load_ranker(SHIPPED_RANKER))
     card = (tmp_path / "README.md").read_text()
-    assert card.endswith("## Why these features\nCV table.\n") and card.lower().count("weights (standardised") == 1
+    assert (
+        card.endswith("## Why these features\nCV table.\n")
+        and card.lower().count("weights (standardised") == 1
+    )
     assert "# old card" not in card
 
 
@@ -312,18 +434,37 @@ def test_ranker_cv_end_to_end_on_a_tiny_slice(tmp_path: Path, real_embedder):
     from bench.train_ranker import evaluate, group_features
 
     make_train_dir(tmp_path / "train" / "fairytaleqa-train")
-    args = ["--train-root", str(tmp_path / "train"), "--groups-dir", str(tmp_path / "groups"), "--steps", "30",
-            "--quiet"]
-    report = main([*args, "--without", ",".join(FEATURES), "coverage"], embedder=real_embedder,
-                  cache_dir=tmp_path / "cache")
+    args = [
+        "--train-root",
+        str(tmp_path / "train"),
+        "--groups-dir",
+        str(tmp_path / "groups"),
+        "--steps",
+        "30",
+        "--quiet",
+    ]
+    report = main(
+        [*args, "--without", ",".join(FEATURES), "coverage"],
+        embedder=real_embedder,
+        cache_dir=tmp_path / "cache",
+    )
     assert len(report["groups"]) >= 2
     full = report["all"]["fairytaleqa-train"]
     assert 0.0 < full["mrr"] <= 1.0 and full["mrr_diff"] == [0.0, 0.0, 0.0]
     import argparse
 
-    data, cached = group_features(argparse.Namespace(train_root=tmp_path / "train", groups_dir=tmp_path / "groups",
-                                                     only=None, query_adapter_folds=None, limit=None, quiet=True),
-                                  real_embedder, cache_dir=tmp_path / "cache")
+    data, cached = group_features(
+        argparse.Namespace(
+            train_root=tmp_path / "train",
+            groups_dir=tmp_path / "groups",
+            only=None,
+            query_adapter_folds=None,
+            limit=None,
+            quiet=True,
+        ),
+        real_embedder,
+        cache_dir=tmp_path / "cache",
+    )
     assert sorted(cached) == sorted(data)  # the second read is the cache's
     fused = evaluate(None, [e for ex in data.values() for e in ex])
     assert report[f"without {','.join(FEATURES)}"]["fairytaleqa-train"]["mrr"] == round(fused, 4)

@@ -30,6 +30,7 @@ def _spearman(a: list[float], b: list[float]) -> float:
         for k, i in enumerate(order):
             r[i] = float(k)
         return r
+
     ra, rb = ranks(a), ranks(b)
     n = len(a)
     ma, mb = sum(ra) / n, sum(rb) / n
@@ -76,7 +77,7 @@ def test_integrator_tracks_the_textbook_equation_on_random_streams():
 
 
 def test_textbook_value():
-    assert base_level([10.0, 100.0], 0.5) == pytest.approx(math.log(10 ** -0.5 + 100 ** -0.5))
+    assert base_level([10.0, 100.0], 0.5) == pytest.approx(math.log(10**-0.5 + 100**-0.5))
 
 
 def test_per_type_decay():
@@ -122,14 +123,20 @@ def test_diminishing_returns_at_a_hub():
     g = _star(30)
     sources = {f"p:x{i}": 1.0 for i in range(30)}
     got = spread(g, sources, PLAYERS_LENS, resting=lambda c: 0.0, p=SpreadParams(steps=1, rho=0.5))
-    single = spread(g, {"p:x0": 1.0}, PLAYERS_LENS, resting=lambda c: 0.0, p=SpreadParams(steps=1, rho=0.5))
+    single = spread(
+        g, {"p:x0": 1.0}, PLAYERS_LENS, resting=lambda c: 0.0, p=SpreadParams(steps=1, rho=0.5)
+    )
     # thirty arrivals count less than twice one (geometric series bound 1/(1-ρ))
     assert got["e:hub"] < 2 * single["e:hub"] + 1e-9
     assert got["e:hub"] > single["e:hub"]
 
 
 def test_convergence_bucket_ranks_multi_pass_material_first():
-    passes = {"dense": {"a": 1.0, "shared": 0.3}, "lexical": {"b": 1.0, "shared": 0.3}, "entity": {"c": 1.0}}
+    passes = {
+        "dense": {"a": 1.0, "shared": 0.3},
+        "lexical": {"b": 1.0, "shared": 0.3},
+        "entity": {"c": 1.0},
+    }
     assert resonance(passes)[0] == "shared"
 
 
@@ -137,10 +144,14 @@ def test_gate_by_resting_activation():
     vis = (frozenset({PLAYERS, GM}),)
     g = Graph("c", 1)
     for cid in ("e:s", "p:warm", "p:cold"):
-        g.chunks[cid] = Chunk(cid, "passage" if cid.startswith("p") else "entity", cid, cid[2:], vis)
+        g.chunks[cid] = Chunk(
+            cid, "passage" if cid.startswith("p") else "entity", cid, cid[2:], vis
+        )
     g.link("e:s", "p:warm", "mention", 1.0, vis)
     g.link("e:s", "p:cold", "mention", 1.0, vis)
-    got = spread(g, {"e:s": 1.0}, PLAYERS_LENS, resting=lambda c: 2.0 if c == "p:warm" else -math.inf)
+    got = spread(
+        g, {"e:s": 1.0}, PLAYERS_LENS, resting=lambda c: 2.0 if c == "p:warm" else -math.inf
+    )
     assert got["p:warm"] > 1.5 * got["p:cold"] > 0  # the cold end still gets the floor share
 
 
@@ -177,7 +188,9 @@ async def test_same_documents_different_histories_different_results(tmp_path):
     try:
         # Campaign a has talked about the session; campaign b about the baron's page.
         for _ in range(3):
-            await a.remember_turn("greyhold", "What happened in Session 1?", PLAYERS_LENS, ["sessions/session-01"])
+            await a.remember_turn(
+                "greyhold", "What happened in Session 1?", PLAYERS_LENS, ["sessions/session-01"]
+            )
             await b.remember_turn("greyhold", "Who is Baron Aldric?", PLAYERS_LENS, ["baron"])
             clock.advance(seconds=60)
         q = "what about the tower and the bells?"
@@ -187,7 +200,9 @@ async def test_same_documents_different_histories_different_results(tmp_path):
         assert ra[0] == "sessions/session-01" and rb[0] == "baron"
         # isolation: a's history is nowhere in b's store
         assert (await b.memory.store.stats("greyhold"))["active_chunks"] < 10
-        assert not any("session-01" in c for c in (await b.memory.store.activations("greyhold", "players")))
+        assert not any(
+            "session-01" in c for c in (await b.memory.store.activations("greyhold", "players"))
+        )
     finally:
         await close_engine(a)
         await close_engine(b)
@@ -198,8 +213,12 @@ async def test_players_conversation_about_a_secrets_neighbours_never_surfaces_it
     engine = await _memory_engine(tmp_path, "w", clock, w_memory=1.0)
     try:
         r = Responder(engine, clock=clock)
-        for q in ["Who is the baron?", "What happens in the river tower at night?", "Tell me about the baron's tower",
-                  "Does the baron feed at night?"]:
+        for q in [
+            "Who is the baron?",
+            "What happens in the river tower at night?",
+            "Tell me about the baron's tower",
+            "Does the baron feed at night?",
+        ]:
             ans = await r.respond("greyhold", q, PLAYERS_LENS, chat="c1")
             assert CANARY not in ans.text and GM_TITLE not in ans.text
             clock.advance(seconds=30)
@@ -225,8 +244,12 @@ async def test_cold_exact_match_stays_reachable(tmp_path):
     engine = await _memory_engine(tmp_path, "c", clock, w_memory=1.0)
     try:
         for _ in range(5):
-            await engine.remember_turn("greyhold", "What happened in Session 1?", PLAYERS_LENS, ["sessions/session-01"])
-        ranked = (await engine.retrieve("greyhold", "Who pays his guards in silver?", PLAYERS_LENS)).ranked_doc_ids
+            await engine.remember_turn(
+                "greyhold", "What happened in Session 1?", PLAYERS_LENS, ["sessions/session-01"]
+            )
+        ranked = (
+            await engine.retrieve("greyhold", "Who pays his guards in silver?", PLAYERS_LENS)
+        ).ranked_doc_ids
         assert "baron" in ranked[:2]
     finally:
         await close_engine(engine)
@@ -239,13 +262,19 @@ async def test_answer_path_uses_memory_when_enabled_and_hidden_forgets(tmp_path)
         r = Responder(engine, clock=clock)
         await r.respond("greyhold", "Who is Baron Aldric?", PLAYERS_LENS, chat="c1")
         stats = await engine.memory.store.stats("greyhold")
-        assert stats["active_chunks"] > 0 and stats["learned_edges"] > 0 and stats["chunks"]["passage"] >= 3
+        assert (
+            stats["active_chunks"] > 0
+            and stats["learned_edges"] > 0
+            and stats["chunks"]["passage"] >= 3
+        )
         bundle = await engine.retrieve("greyhold", "and his tower?", PLAYERS_LENS)
         assert "memory" in bundle.timings_ms
         # The GM hides the baron's page: players' memory of it is forgotten.
         root = engine.campaign_root("greyhold")
         page = root / "baron.md"
-        page.write_text(page.read_text().replace("title: Baron Aldric", "title: Baron Aldric\nvisibility: gm"))
+        page.write_text(
+            page.read_text().replace("title: Baron Aldric", "title: Baron Aldric\nvisibility: gm")
+        )
         await engine.ingest("greyhold")
         acts = await engine.memory.store.activations("greyhold", "players")
         assert not any("baron" == c.removeprefix("d:") for c in acts)
@@ -270,7 +299,11 @@ async def test_console_memory_command_is_gms_and_shows_the_graph(tmp_path):
         assert "Most active" not in denied.text
         gm = ConsoleAdapter(service, campaign="greyhold", lens="gm")
         reply = await gm.ask("/memory players")
-        assert "Most active" in reply.text and "Baron Aldric" in reply.text and "Strongest associations" in reply.text
+        assert (
+            "Most active" in reply.text
+            and "Baron Aldric" in reply.text
+            and "Strongest associations" in reply.text
+        )
         assert CANARY not in reply.text
     finally:
         await close_engine(engine)

@@ -19,8 +19,10 @@ from liminalis.errors import StoreError
 pytestmark = pytest.mark.slow  # real models or Milvus Lite throughout
 
 MILVUS_LITE = Path(sys.executable).parent / "milvus-lite"
-HOLD = "import sys, time; from pymilvus import MilvusClient; MilvusClient(uri=sys.argv[1]).list_collections(); " \
-       "print('ready', flush=True); time.sleep(120)"
+HOLD = (
+    "import sys, time; from pymilvus import MilvusClient; MilvusClient(uri=sys.argv[1]).list_collections(); "
+    "print('ready', flush=True); time.sleep(120)"
+)
 
 
 def _free_port() -> int:
@@ -33,8 +35,20 @@ def _free_port() -> int:
 def lite_server(tmp_path):
     """``milvus-lite server``: Milvus Lite behind the gRPC protocol a Milvus server speaks."""
     port = _free_port()
-    proc = subprocess.Popen([str(MILVUS_LITE), "server", "--data-dir", str(tmp_path / "served.db"), "--host",
-                             "127.0.0.1", "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            str(MILVUS_LITE),
+            "server",
+            "--data-dir",
+            str(tmp_path / "served.db"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.time() + 60
         while time.time() < deadline:
@@ -58,11 +72,19 @@ async def test_the_engine_runs_against_a_server_uri(tmp_path, lite_server, capfd
     try:
         report = await engine.ingest("greyhold")
         assert report.documents == 4 and not report.skipped
-        players = await engine.retrieve("greyhold", "the baron's secret in the river tower", frozenset({"players"}))
-        assert players.documents and all(CANARY not in d.text and d.title != GM_TITLE for d in players.documents)
+        players = await engine.retrieve(
+            "greyhold", "the baron's secret in the river tower", frozenset({"players"})
+        )
+        assert players.documents and all(
+            CANARY not in d.text and d.title != GM_TITLE for d in players.documents
+        )
         gm = await engine.retrieve("greyhold", "the baron is a drowned vampire", frozenset({"gm"}))
         assert GM_TITLE in [d.title for d in gm.documents]
-        assert len(await engine.store.all_vectors("greyhold")) == len(await engine.store.ids("greyhold")) > 0
+        assert (
+            len(await engine.store.all_vectors("greyhold"))
+            == len(await engine.store.ids("greyhold"))
+            > 0
+        )
     finally:
         await close_engine(engine)
     assert "mvccTs" not in "".join(capfd.readouterr())  # pymilvus's iterator warning is not shown
@@ -102,14 +124,20 @@ async def test_an_edit_by_another_process_reaches_the_cached_rows(tmp_path, lite
         await cli.ingest("greyhold")
         await bot.retrieve("greyhold", "who rules Greyhold keep from the river tower?", players)
         vec = await bot.embedder.embed_query("who breeds white ravens?")
-        assert await bot.store.search("greyhold", vec, lens=players, top_k=100, doc_ids=["baron"])  # rows cached
+        assert await bot.store.search(
+            "greyhold", vec, lens=players, top_k=100, doc_ids=["baron"]
+        )  # rows cached
         before = await bot.store.ids("greyhold")
         (tmp_path / "campaigns" / "greyhold" / "baron.md").write_text(
             "---\ntitle: Baron Aldric\n---\n# Baron Aldric\n\nThe baron breeds white ravens in the north tower.\n",
-            encoding="utf-8")
+            encoding="utf-8",
+        )
         await cli.ingest("greyhold")
         bundle = await bot.retrieve("greyhold", "who breeds white ravens?", players)
-        assert bundle.documents[0].title == "Baron Aldric" and "white ravens" in bundle.documents[0].text
+        assert (
+            bundle.documents[0].title == "Baron Aldric"
+            and "white ravens" in bundle.documents[0].text
+        )
         rows = await bot.store.search("greyhold", vec, lens=players, top_k=100, doc_ids=["baron"])
         now = await bot.store.ids("greyhold")
         assert rows and {h.id for h in rows} <= now and not {h.id for h in rows} <= before

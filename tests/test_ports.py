@@ -11,7 +11,14 @@ from liminalis.testing import HashEmbedder, KeywordReranker, MemoryVectorStore
 
 def _rec(i: str, vis: set[str], vec: list[float], kind: str = "passage") -> VectorRecord:
     v = np.asarray(vec, dtype=np.float32)
-    return VectorRecord(id=i, passage_id=f"p{i}", doc_id=f"d{i}", kind=kind, visibility=frozenset(vis), vector=v / np.linalg.norm(v))
+    return VectorRecord(
+        id=i,
+        passage_id=f"p{i}",
+        doc_id=f"d{i}",
+        kind=kind,
+        visibility=frozenset(vis),
+        vector=v / np.linalg.norm(v),
+    )
 
 
 @pytest.fixture(params=["memory", pytest.param("milvus", marks=pytest.mark.slow)])
@@ -29,11 +36,14 @@ async def store(request, tmp_path):
 async def test_vector_store_contract(store):
     await store.ensure("c1", dim=4, model_id="m")
     await store.ensure("c2", dim=4, model_id="m")
-    await store.upsert("c1", [
-        _rec("a", {"gm"}, [1, 0, 0, 0]),
-        _rec("b", {"gm", "players"}, [0.9, 0.1, 0, 0]),
-        _rec("c", {"gm", "mirel"}, [0.8, 0.2, 0, 0], kind="window"),
-    ])
+    await store.upsert(
+        "c1",
+        [
+            _rec("a", {"gm"}, [1, 0, 0, 0]),
+            _rec("b", {"gm", "players"}, [0.9, 0.1, 0, 0]),
+            _rec("c", {"gm", "mirel"}, [0.8, 0.2, 0, 0], kind="window"),
+        ],
+    )
     await store.upsert("c2", [_rec("z", {"gm", "players"}, [1, 0, 0, 0])])
     await store.flush("c1")
     await store.flush("c2")
@@ -57,7 +67,9 @@ async def test_vector_store_contract(store):
     assert [h.id for h in await store.search("c1", q, lens=frozenset({"players"}), top_k=10)] == []
     await store.upsert("c1", [_rec("a", {"gm", "players"}, [0, 1, 0, 0])])  # upsert replaces
     await store.flush("c1")
-    hits = await store.search("c1", np.array([0, 1, 0, 0], dtype=np.float32), lens=frozenset({"players"}), top_k=1)
+    hits = await store.search(
+        "c1", np.array([0, 1, 0, 0], dtype=np.float32), lens=frozenset({"players"}), top_k=1
+    )
     assert hits[0].id == "a"
 
 
@@ -114,7 +126,6 @@ async def test_reranker_contract_fake_and_cross_encoder():
         await broken.score("q", ["x"])
 
 
-
 def _clustered(n: int, dim: int) -> list[VectorRecord]:
     """Ten rows per document, documents in 20 tight clusters; every tenth row GM-only."""
     rng = np.random.default_rng(7)
@@ -122,17 +133,30 @@ def _clustered(n: int, dim: int) -> list[VectorRecord]:
     recs = []
     for i in range(n):
         v = (centers[(i // 10) % 20] * 3 + rng.normal(size=dim)).astype(np.float32)
-        recs.append(VectorRecord(id=f"r{i}", passage_id=f"p{i}", doc_id=f"d{i // 10}", kind="passage",
-                                 visibility=frozenset({"gm"} if i % 10 == 9 else {"gm", "players"}),
-                                 vector=v / np.linalg.norm(v)))
+        recs.append(
+            VectorRecord(
+                id=f"r{i}",
+                passage_id=f"p{i}",
+                doc_id=f"d{i // 10}",
+                kind="passage",
+                visibility=frozenset({"gm"} if i % 10 == 9 else {"gm", "players"}),
+                vector=v / np.linalg.norm(v),
+            )
+        )
     return recs
 
 
 async def _check_restricted(store, recs: list[VectorRecord]) -> None:
     q = recs[0].vector
-    far = sorted({r.doc_id for r in recs}, key=lambda d: max(float(r.vector @ q) for r in recs if r.doc_id == d))[:3]
+    far = sorted(
+        {r.doc_id for r in recs},
+        key=lambda d: max(float(r.vector @ q) for r in recs if r.doc_id == d),
+    )[:3]
     hits = await store.search("c", q, lens=frozenset({"players"}), top_k=1000, doc_ids=far)
-    want = sorted((r for r in recs if r.doc_id in far and "players" in r.visibility), key=lambda r: -float(r.vector @ q))
+    want = sorted(
+        (r for r in recs if r.doc_id in far and "players" in r.visibility),
+        key=lambda r: -float(r.vector @ q),
+    )
     assert len(want) == 27 and [h.id for h in hits] == [r.id for r in want]
     assert [h.score for h in hits] == pytest.approx([float(r.vector @ q) for r in want], abs=1e-4)
     assert len(await store.search("c", q, lens=frozenset({"gm"}), top_k=1000, doc_ids=far)) == 30
@@ -150,15 +174,37 @@ async def test_vector_store_search_restricted_to_documents(store):
     await _check_restricted(store, recs)
     # A write reaches the next restricted search (no stale rows, e.g. a row made GM-only).
     doc = recs[0].doc_id
-    before = {h.id for h in await store.search("c", recs[0].vector, lens=frozenset({"players"}), top_k=100, doc_ids=[doc])}
+    before = {
+        h.id
+        for h in await store.search(
+            "c", recs[0].vector, lens=frozenset({"players"}), top_k=100, doc_ids=[doc]
+        )
+    }
     assert recs[0].id in before
-    await store.upsert("c", [VectorRecord(recs[0].id, recs[0].passage_id, doc, "passage", frozenset({"gm"}), recs[0].vector)])
+    await store.upsert(
+        "c",
+        [
+            VectorRecord(
+                recs[0].id, recs[0].passage_id, doc, "passage", frozenset({"gm"}), recs[0].vector
+            )
+        ],
+    )
     await store.flush("c")
-    after = {h.id for h in await store.search("c", recs[0].vector, lens=frozenset({"players"}), top_k=100, doc_ids=[doc])}
+    after = {
+        h.id
+        for h in await store.search(
+            "c", recs[0].vector, lens=frozenset({"players"}), top_k=100, doc_ids=[doc]
+        )
+    }
     assert after == before - {recs[0].id}
     await store.delete("c", [recs[1].id])
     await store.flush("c")
-    after = {h.id for h in await store.search("c", recs[0].vector, lens=frozenset({"players"}), top_k=100, doc_ids=[doc])}
+    after = {
+        h.id
+        for h in await store.search(
+            "c", recs[0].vector, lens=frozenset({"players"}), top_k=100, doc_ids=[doc]
+        )
+    }
     assert after == before - {recs[0].id, recs[1].id}
 
 
@@ -170,8 +216,18 @@ async def test_vector_store_takes_any_document_name(store):
     escapes " and \\ in vector ids, tested end to end in test_ingest.)"""
     names = ["café", "セッション", "Vex'ahlia", "a,b [c] (d)", "plain"]
     rng = np.random.default_rng(3)
-    recs = [VectorRecord(f"{d}#{k}", f"{d}#{k}", d, "passage", frozenset({"players", "gm"}),
-                         rng.normal(size=8).astype(np.float32)) for d in names for k in range(2)]
+    recs = [
+        VectorRecord(
+            f"{d}#{k}",
+            f"{d}#{k}",
+            d,
+            "passage",
+            frozenset({"players", "gm"}),
+            rng.normal(size=8).astype(np.float32),
+        )
+        for d in names
+        for k in range(2)
+    ]
     await store.ensure("c", dim=8, model_id="m")
     await store.upsert("c", recs)
     await store.flush("c")
@@ -222,19 +278,27 @@ async def test_milvus_lite_does_not_print_its_unimplemented_rpc_tracebacks(tmp_p
         await s.upsert("c", recs)
         await s.flush("c")
         assert len(await s.ids("c")) == 30
-        assert await s.search("c", recs[0].vector, lens=frozenset({"players"}), top_k=3, doc_ids=["d0"])
+        assert await s.search(
+            "c", recs[0].vector, lens=frozenset({"players"}), top_k=3, doc_ids=["d0"]
+        )
         await s.delete("c", [recs[0].id])
         await s.flush("c")
     finally:
         await s.close()
-    assert not [r for r in caplog.records if "not implemented" in r.getMessage().lower() or
-                (r.exc_info and isinstance(r.exc_info[1], NotImplementedError))]
+    assert not [
+        r
+        for r in caplog.records
+        if "not implemented" in r.getMessage().lower()
+        or (r.exc_info and isinstance(r.exc_info[1], NotImplementedError))
+    ]
     logging.getLogger("grpc._server").error("a real grpc server error")
     assert "a real grpc server error" in caplog.text
 
 
 @pytest.mark.slow
-async def test_milvus_reads_back_a_collection_larger_than_a_servers_query_window(tmp_path, caplog, capfd):
+async def test_milvus_reads_back_a_collection_larger_than_a_servers_query_window(
+    tmp_path, caplog, capfd
+):
     """A Milvus server refuses offset + limit above 16,384, so reading a campaign back by offset
     paging breaks past that size, and one query returns at most that many rows; the store scans
     with an iterator, for a whole campaign and for a restricted search's rows. Milvus Lite's
@@ -244,7 +308,9 @@ async def test_milvus_reads_back_a_collection_larger_than_a_servers_query_window
 
     caplog.set_level(logging.WARNING)
     await check_past_query_window(str(tmp_path / "m.db"))
-    assert "mvccTs" not in caplog.text + "".join(capfd.readouterr())  # pymilvus logs to its own handler
+    assert "mvccTs" not in caplog.text + "".join(
+        capfd.readouterr()
+    )  # pymilvus logs to its own handler
 
 
 async def check_past_query_window(uri: str) -> None:
@@ -254,8 +320,17 @@ async def check_past_query_window(uri: str) -> None:
 
     rng = np.random.default_rng(0)
     n = 16_384 + 700
-    recs = [VectorRecord(id=f"r{i:05d}", passage_id=f"p{i}", doc_id=f"d{i % 37}", kind="passage",
-                         visibility=frozenset({"gm"}), vector=rng.normal(size=4).astype(np.float32)) for i in range(n)]
+    recs = [
+        VectorRecord(
+            id=f"r{i:05d}",
+            passage_id=f"p{i}",
+            doc_id=f"d{i % 37}",
+            kind="passage",
+            visibility=frozenset({"gm"}),
+            vector=rng.normal(size=4).astype(np.float32),
+        )
+        for i in range(n)
+    ]
     s = MilvusVectorStore(uri)
     try:
         await s.ensure("c", dim=4, model_id="m")

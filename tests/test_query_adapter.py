@@ -55,7 +55,9 @@ def test_adapter_for_another_embedder_or_a_broken_file_is_not_applied(tmp_path: 
         QueryAdapter(np.ones((3, 4), dtype=np.float32), "x")
     saved = QueryAdapter(permutation(8), "m").save(tmp_path / "ok", note="round trip")
     back = load_query_adapter(saved.parent)
-    assert back is not None and back.base_model == "m" and np.array_equal(back.matrix, permutation(8))
+    assert (
+        back is not None and back.base_model == "m" and np.array_equal(back.matrix, permutation(8))
+    )
 
 
 def test_shipped_adapter_is_fit_for_the_bundled_embedder():
@@ -122,16 +124,45 @@ def test_train_query_adapter_end_to_end_with_out_of_fold_adapters(tmp_path: Path
     make_train_dir(tmp_path / "train" / "fairytaleqa-train")
     emb = HashEmbedder()
     common = ["--train-root", str(tmp_path / "train"), "--groups-dir", str(tmp_path / "groups")]
-    report = train_adapter([*common, "--valid", "--lam", "0.01", "--steps", "5", "--out", str(tmp_path / "qa"),
-                            "--folds", str(tmp_path / "folds"), "--quiet"], embedder=emb, cache_dir=tmp_path / "cache")
+    report = train_adapter(
+        [
+            *common,
+            "--valid",
+            "--lam",
+            "0.01",
+            "--steps",
+            "5",
+            "--out",
+            str(tmp_path / "qa"),
+            "--folds",
+            str(tmp_path / "folds"),
+            "--quiet",
+        ],
+        embedder=emb,
+        cache_dir=tmp_path / "cache",
+    )
     shipped = load_query_adapter(tmp_path / "qa")
     assert shipped is not None and shipped.base_model == emb.model_id and report["lam"] == 0.01
     folds = sorted(p.stem for p in (tmp_path / "folds").glob("*.npz"))
     assert folds == sorted(report["groups"]) and len(folds) >= 1
     assert (tmp_path / "qa" / "README.md").read_text().count("lam") >= 1
     # the learned ranker collects each group's features through that group's out-of-fold adapter
-    ranker = train_ranker([*common, "--valid", "--l2", "0.001", "--steps", "10", "--out", str(tmp_path / "ranker"),
-                           "--query-adapter-folds", str(tmp_path / "folds"), "--quiet"],
-                          embedder=emb, cache_dir=tmp_path / "cache")
+    ranker = train_ranker(
+        [
+            *common,
+            "--valid",
+            "--l2",
+            "0.001",
+            "--steps",
+            "10",
+            "--out",
+            str(tmp_path / "ranker"),
+            "--query-adapter-folds",
+            str(tmp_path / "folds"),
+            "--quiet",
+        ],
+        embedder=emb,
+        cache_dir=tmp_path / "cache",
+    )
     assert ranker["query_adapter_folds"] == str(tmp_path / "folds")
     assert list((tmp_path / "groups").glob("*/features-*-qa*-all.pkl"))

@@ -64,14 +64,18 @@ async def test_question_while_an_upgrade_re_embeds_says_rebuilding(tmp_path):
         # Before the tick: the campaign's new collection is empty.
         with pytest.raises(NotReady, match="rebuilt"):
             await upgraded.retrieve("greyhold", QUESTION, PLAYERS)
-        tick = asyncio.create_task(RecapScheduler(BotService(upgraded), clock=FrozenClock(), tick_seconds=0).tick())
+        tick = asyncio.create_task(
+            RecapScheduler(BotService(upgraded), clock=FrozenClock(), tick_seconds=0).tick()
+        )
         await asyncio.wait_for(embedder.entered.wait(), 30)
         # Mid-way the new collection is partial: this engine, and another one over the same data
         # directory (a second process), both say so.
         with pytest.raises(NotReady, match="rebuilt") as caught:
             await upgraded.retrieve("greyhold", QUESTION, PLAYERS)
         assert CANARY not in caught.value.user_message
-        other = await make_engine(tmp_path, milvus=False, embedder=HashEmbedder(model_id="hash-256-v2"))
+        other = await make_engine(
+            tmp_path, milvus=False, embedder=HashEmbedder(model_id="hash-256-v2")
+        )
         try:
             assert not await other.is_indexed("greyhold")
         finally:
@@ -85,7 +89,9 @@ async def test_question_while_an_upgrade_re_embeds_says_rebuilding(tmp_path):
         await close_engine(upgraded)
 
 
-async def test_scheduler_start_runs_the_first_tick_at_once_and_shutdown_ends_it_quietly(tmp_path, caplog):
+async def test_scheduler_start_runs_the_first_tick_at_once_and_shutdown_ends_it_quietly(
+    tmp_path, caplog
+):
     make_tiny_campaign(tmp_path / "campaigns")
     engine = await make_engine(tmp_path, milvus=False)
     running, never = asyncio.Event(), asyncio.Event()
@@ -94,7 +100,9 @@ async def test_scheduler_start_runs_the_first_tick_at_once_and_shutdown_ends_it_
         running.set()
         await never.wait()
 
-    s = RecapScheduler(BotService(engine), clock=FrozenClock(), tick_seconds=300, tick_tasks=[long_pass])
+    s = RecapScheduler(
+        BotService(engine), clock=FrozenClock(), tick_seconds=300, tick_tasks=[long_pass]
+    )
     try:
         await s.start()
         await asyncio.wait_for(running.wait(), 10)  # the first tick started without waiting 300 s
@@ -152,7 +160,9 @@ async def test_an_interrupted_rebuild_stays_marked_and_the_next_ingest_resumes_i
             await upgraded.retrieve("greyhold", QUESTION, PLAYERS)
         embedder.fail = False
         # A GM's one-file upload before the next tick re-embeds that file only: still rebuilding.
-        await upgraded.ingest("greyhold", tmp_path / "campaigns" / "greyhold" / "sessions" / "session-01.md")
+        await upgraded.ingest(
+            "greyhold", tmp_path / "campaigns" / "greyhold" / "sessions" / "session-01.md"
+        )
         assert not await upgraded.is_indexed("greyhold")
         await upgraded.ingest("greyhold")
         assert await upgraded.is_indexed("greyhold")
@@ -163,7 +173,9 @@ async def test_an_interrupted_rebuild_stays_marked_and_the_next_ingest_resumes_i
         await close_engine(upgraded)
 
 
-async def test_a_file_that_fails_to_load_during_a_rebuild_keeps_its_previous_version_searchable(tmp_path):
+async def test_a_file_that_fails_to_load_during_a_rebuild_keeps_its_previous_version_searchable(
+    tmp_path,
+):
     """A file broken on disk keeps its previous version; a rebuild must rebuild that version too,
     or the document would be left with neither vectors nor BM25 tokens under the new profile."""
     embedder = HashEmbedder(model_id="hash-256-v2")
@@ -172,9 +184,13 @@ async def test_a_file_that_fails_to_load_during_a_rebuild_keeps_its_previous_ver
     session.write_bytes(b"---\ntitle: Session 1\n---\nThe party \xff\xfe reached")  # invalid UTF-8
     try:
         report = await upgraded.ingest("greyhold")
-        assert [s.reason for s in report.skipped if "session-01" in s.path] == ["not valid UTF-8 (byte 35); its previous version stays searchable"]
+        assert [s.reason for s in report.skipped if "session-01" in s.path] == [
+            "not valid UTF-8 (byte 35); its previous version stays searchable"
+        ]
         assert await upgraded.is_indexed("greyhold")
-        bundle = await upgraded.retrieve("greyhold", "when did the party reach the keep at dusk", PLAYERS)
+        bundle = await upgraded.retrieve(
+            "greyhold", "when did the party reach the keep at dusk", PLAYERS
+        )
         assert bundle.documents[0].title == "Session 1" and "at dusk" in bundle.documents[0].text
         assert all(CANARY not in d.text for d in bundle.documents)
         session_doc = bundle.documents[0].doc_id
@@ -184,10 +200,14 @@ async def test_a_file_that_fails_to_load_during_a_rebuild_keeps_its_previous_ver
         again = await upgraded.ingest("greyhold")
         assert again.embedded == 0 and again.passages_added == 0
         # ... and the file's next good version replaces the kept one.
-        session.write_text("---\ntitle: Session 1\n---\nThe party sailed to the salt marsh at dawn.\n",
-                           encoding="utf-8")
+        session.write_text(
+            "---\ntitle: Session 1\n---\nThe party sailed to the salt marsh at dawn.\n",
+            encoding="utf-8",
+        )
         await upgraded.ingest("greyhold")
-        bundle = await upgraded.retrieve("greyhold", "when did the party sail to the salt marsh", PLAYERS)
+        bundle = await upgraded.retrieve(
+            "greyhold", "when did the party sail to the salt marsh", PLAYERS
+        )
         assert bundle.documents[0].title == "Session 1" and "salt marsh" in bundle.documents[0].text
     finally:
         await close_engine(upgraded)

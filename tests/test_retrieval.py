@@ -50,7 +50,9 @@ def long_doc() -> tuple[str, int]:
     paras = []
     i = 0
     while sum(len(p) + 2 for p in paras) < 9000:
-        paras.append(" ".join(f"Paragraph {i} sentence {j} describes the slow river." for j in range(5)))
+        paras.append(
+            " ".join(f"Paragraph {i} sentence {j} describes the slow river." for j in range(5))
+        )
         i += 1
     text = "\n\n".join(paras)
     pos = 4194
@@ -68,14 +70,18 @@ def test_rendering_never_head_slices_and_marks_omissions():
     assert "Oswin Pike" in out
     assert not out.startswith(text[:200])  # not a head-slice
     assert out.startswith("[… ") and out.rstrip().endswith("omitted …]")
-    omitted = sum(int(m.replace(",", "")) for m in __import__("re").findall(r"\[… ([\d,]+) characters", out))
+    omitted = sum(
+        int(m.replace(",", "")) for m in __import__("re").findall(r"\[… ([\d,]+) characters", out)
+    )
     shown = sum(s.end - s.start for s in spans)
     assert omitted + shown == len(text)
 
 
 def test_rendering_merges_overlaps_and_snaps_to_edges():
     text, pos = long_doc()
-    spans = select_spans(text, [Span(10, 300), Span(250, 500), Span(len(text) - 150, len(text) - 20)])
+    spans = select_spans(
+        text, [Span(10, 300), Span(250, 500), Span(len(text) - 150, len(text) - 20)]
+    )
     assert spans[0].start == 0 and spans[-1].end == len(text)
     assert len(spans) == 2
     small = "Short doc. Whole."
@@ -91,13 +97,27 @@ async def tiny(tmp_path):
     root = tmp_path / "campaigns" / "tiny"
     (root / "gm").mkdir(parents=True)
     (root / "lore").mkdir()
-    (root / "campaign.toml").write_text('name = "Tiny"\nlenses = ["mirel"]\ngm_paths = ["gm/**"]\nalways_include = ["overview.md"]\n')
-    (root / "overview.md").write_text("---\ntitle: Overview\ntype: overview\n---\nThe river city of Vell and its bells.")
-    (root / "lore" / "bells.md").write_text("---\ntitle: The Bells\naliases: [Bellhouse]\n---\nNine bells hang in the abbey tower. The ninth rings at dusk.")
-    (root / "lore" / "ferry.md").write_text("---\ntitle: The Ferry\n---\nThe ferryman crosses the river at dawn carrying salt and lanterns.")
-    (root / "lore" / "mirel.md").write_text("---\ntitle: Mirel Secret Past\nvisibility: [gm, mirel]\n---\nMirel swore the oath at Cinder Ford.")
-    (root / "gm" / "plot.md").write_text("---\ntitle: Hollow Crown Plot\naliases: [Crownplot]\n---\nThe Saltborn Compact will drown the ferry and the bells at dusk.")
-    (root / "gm" / "bare.md").write_text("# Obsidian Ledger\n\nThe Obsidian Ledger lists the Saltborn bribes paid to the ferryman.")
+    (root / "campaign.toml").write_text(
+        'name = "Tiny"\nlenses = ["mirel"]\ngm_paths = ["gm/**"]\nalways_include = ["overview.md"]\n'
+    )
+    (root / "overview.md").write_text(
+        "---\ntitle: Overview\ntype: overview\n---\nThe river city of Vell and its bells."
+    )
+    (root / "lore" / "bells.md").write_text(
+        "---\ntitle: The Bells\naliases: [Bellhouse]\n---\nNine bells hang in the abbey tower. The ninth rings at dusk."
+    )
+    (root / "lore" / "ferry.md").write_text(
+        "---\ntitle: The Ferry\n---\nThe ferryman crosses the river at dawn carrying salt and lanterns."
+    )
+    (root / "lore" / "mirel.md").write_text(
+        "---\ntitle: Mirel Secret Past\nvisibility: [gm, mirel]\n---\nMirel swore the oath at Cinder Ford."
+    )
+    (root / "gm" / "plot.md").write_text(
+        "---\ntitle: Hollow Crown Plot\naliases: [Crownplot]\n---\nThe Saltborn Compact will drown the ferry and the bells at dusk."
+    )
+    (root / "gm" / "bare.md").write_text(
+        "# Obsidian Ledger\n\nThe Obsidian Ledger lists the Saltborn bribes paid to the ferryman."
+    )
     engine = await make_engine(tmp_path)
     await engine.ingest("tiny")
     yield engine
@@ -108,7 +128,13 @@ GM_TEXT = ("saltborn", "obsidian", "hollow crown", "crownplot", "gm/plot", "gm/b
 
 
 def leaked(bundle) -> list[str]:
-    blob = (bundle.text + " " + " ".join(bundle.ranked_doc_ids) + " " + " ".join(h.passage_id + h.doc_id for h in bundle.hits)).lower()
+    blob = (
+        bundle.text
+        + " "
+        + " ".join(bundle.ranked_doc_ids)
+        + " "
+        + " ".join(h.passage_id + h.doc_id for h in bundle.hits)
+    ).lower()
     return [w for w in GM_TEXT if w in blob]
 
 
@@ -125,14 +151,27 @@ def leaked(bundle) -> list[str]:
     ],
 )
 async def test_gm_only_never_reaches_players_through_any_arm(tiny, query):
-    arms = (RetrievalParams(), RetrievalParams(dense_enabled=False), RetrievalParams(lexical_enabled=False),
-            RetrievalParams(dense_enabled=False, w_lexical=0.0, render_related_docs=8))  # the document arm alone
+    arms = (
+        RetrievalParams(),
+        RetrievalParams(dense_enabled=False),
+        RetrievalParams(lexical_enabled=False),
+        RetrievalParams(dense_enabled=False, w_lexical=0.0, render_related_docs=8),
+    )  # the document arm alone
     for params in arms:
         trace = Trace()
-        b = await tiny.retrieve("tiny", query, players_lens(), params=params, forced=["gm/plot", "Obsidian Ledger"],
-                                trace=trace)
+        b = await tiny.retrieve(
+            "tiny",
+            query,
+            players_lens(),
+            params=params,
+            forced=["gm/plot", "Obsidian Ledger"],
+            trace=trace,
+        )
         assert leaked(b) == [], (query, params)
-        assert not [d for d in trace.document_docs + trace.lexical_docs if d.startswith("gm/")], (query, params)
+        assert not [d for d in trace.document_docs + trace.lexical_docs if d.startswith("gm/")], (
+            query,
+            params,
+        )
         # related spans index into the document's own text: only documents the lens may see
         assert all(d.doc_id in b.ranked_doc_ids or d.pinned for d in b.documents if d.related)
     await tiny.db.execute("INSERT OR IGNORE INTO pins VALUES ('tiny', 'campaign', 'gm/plot', 0)")
@@ -144,15 +183,23 @@ async def test_gm_only_never_reaches_players_through_any_arm(tiny, query):
 
 
 async def test_personal_lens_is_a_union_never_more(tiny):
-    assert "mirel" not in (await tiny.retrieve("tiny", "oath at Cinder Ford", players_lens())).ranked_doc_ids
+    assert (
+        "mirel"
+        not in (await tiny.retrieve("tiny", "oath at Cinder Ford", players_lens())).ranked_doc_ids
+    )
     own = await tiny.retrieve("tiny", "oath at Cinder Ford", players_lens("mirel"))
     assert own.ranked_doc_ids[0] == "lore/mirel"
     assert leaked(own) == []
 
 
 async def test_pins_come_first_and_survive_rerank(tiny):
-    b = await tiny.retrieve("tiny", "ferryman salt lanterns", players_lens(), forced=["The Bells"],
-                            params=RetrievalParams(rerank_enabled=True))
+    b = await tiny.retrieve(
+        "tiny",
+        "ferryman salt lanterns",
+        players_lens(),
+        forced=["The Bells"],
+        params=RetrievalParams(rerank_enabled=True),
+    )
     assert [d.doc_id for d in b.documents][:2] == ["overview", "lore/bells"]
     assert b.documents[0].pinned and b.documents[1].pinned
     tiny.retriever.reranker = KeywordReranker("nine")  # would put the bells first if it could
@@ -167,13 +214,21 @@ async def test_reranker_reorders_and_failure_keeps_fused_order(tiny, caplog):
     tiny.retriever.reranker = KeywordReranker("ferryman")
     trace = Trace()
     # A mix strong enough to lift a keyword match over the fused order of this tiny campaign.
-    rr = await tiny.retrieve("tiny", "river bells ferry dusk", players_lens(), use_pins=False, trace=trace,
-                             params=RetrievalParams(rerank_mix=0.5))
+    rr = await tiny.retrieve(
+        "tiny",
+        "river bells ferry dusk",
+        players_lens(),
+        use_pins=False,
+        trace=trace,
+        params=RetrievalParams(rerank_mix=0.5),
+    )
     assert trace.reranked and rr.ranked_doc_ids[0] == "lore/ferry"
     for broken in (BrokenReranker(), SlowReranker()):
         tiny.retriever.reranker = broken
         p = RetrievalParams(rerank_timeout_s=0.2)
-        b = await tiny.retrieve("tiny", "river bells ferry dusk", players_lens(), use_pins=False, params=p)
+        b = await tiny.retrieve(
+            "tiny", "river bells ferry dusk", players_lens(), use_pins=False, params=p
+        )
         assert b.ranked_doc_ids == base.ranked_doc_ids
         assert "fused order kept" in " ".join(b.notes)
     tiny.retriever.reranker = None
@@ -181,7 +236,9 @@ async def test_reranker_reorders_and_failure_keeps_fused_order(tiny, caplog):
 
 
 async def test_explain_classifies_stages(tiny):
-    ex = await tiny.explain("tiny", "ferryman salt lanterns", relevant=["lore/ferry", "lore/mirel"], lens=players_lens())
+    ex = await tiny.explain(
+        "tiny", "ferryman salt lanterns", relevant=["lore/ferry", "lore/mirel"], lens=players_lens()
+    )
     by = {s.doc_id: s for s in ex.stages}
     assert by["lore/ferry"].verdict() == "rendered" and by["lore/ferry"].lexical_rank == 1
     assert by["lore/ferry"].document_rank == 1 and "document=1" in ex.render({})
@@ -215,13 +272,17 @@ def test_compiled_bm25_matches_rank_bm25_exactly():
 
     rng = random.Random(3)
     vocab = [f"w{i}" for i in range(40)]
-    entries = [(f"d{i}", [rng.choice(vocab) for _ in range(rng.randint(1, 30))]) for i in range(200)]
+    entries = [
+        (f"d{i}", [rng.choice(vocab) for _ in range(rng.randint(1, 30))]) for i in range(200)
+    ]
     index = BM25Index(entries, k1=1.2, b=0.6)
     for _ in range(20):
         q = [rng.choice(vocab) for _ in range(rng.randint(1, 6))]
         assert np.allclose(index.scores(q), index.bm25.get_scores(q))
         top = index.search(q, top_k=5)
-        ref = sorted(((s, -i) for i, s in enumerate(index.bm25.get_scores(q)) if s > 0), reverse=True)[:5]
+        ref = sorted(
+            ((s, -i) for i, s in enumerate(index.bm25.get_scores(q)) if s > 0), reverse=True
+        )[:5]
         assert [d for d, _ in top] == [f"d{-i}" for _, i in ref]
 
 
@@ -234,21 +295,40 @@ async def test_further_pool_passages_of_a_document_ride_along_as_related_spans(t
     (root / "keeper.md").write_text("---\ntitle: The Keeper\n---\n" + "\n\n".join(paras))
     await tiny.ingest("tiny")
     p = RetrievalParams(rerank_keep=1, max_documents=1, render_related_docs=0)
-    b = await tiny.retrieve("tiny", "lighthouse keeper Oswin lamp", players_lens(), use_pins=False, params=p)
+    b = await tiny.retrieve(
+        "tiny", "lighthouse keeper Oswin lamp", players_lens(), use_pins=False, params=p
+    )
     doc = next(d for d in b.documents if d.doc_id == "lore/keeper")
     full = (root / "keeper.md").read_text().split("---\n", 2)[2]
     assert len(doc.matched) == 1 and len(doc.related) >= 1
     assert all(s.start >= 0 and s.end <= len(full) + 1 for s in doc.related)
     assert not set(doc.related) & set(doc.matched)
-    shown = {i for i in (3, 9, 15) for s in doc.matched + doc.related if s.start <= full.find(paras[i][:60]) < s.end}
+    shown = {
+        i
+        for i in (3, 9, 15)
+        for s in doc.matched + doc.related
+        if s.start <= full.find(paras[i][:60]) < s.end
+    }
     assert len(shown) >= 2  # evidence beyond the one kept hit is handed on
-    none = await tiny.retrieve("tiny", "lighthouse keeper Oswin lamp", players_lens(), use_pins=False,
-                               params=RetrievalParams(rerank_keep=1, max_documents=1, related_per_doc=0))
+    none = await tiny.retrieve(
+        "tiny",
+        "lighthouse keeper Oswin lamp",
+        players_lens(),
+        use_pins=False,
+        params=RetrievalParams(rerank_keep=1, max_documents=1, related_per_doc=0),
+    )
     assert next(d for d in none.documents if d.doc_id == "lore/keeper").related == ()
-    top = await tiny.retrieve("tiny", "lighthouse keeper Oswin lamp", players_lens(), use_pins=False,
-                              params=RetrievalParams(rerank_keep=1, max_documents=1, render_related_docs=1))
+    top = await tiny.retrieve(
+        "tiny",
+        "lighthouse keeper Oswin lamp",
+        players_lens(),
+        use_pins=False,
+        params=RetrievalParams(rerank_keep=1, max_documents=1, render_related_docs=1),
+    )
     strongest = next(d for d in top.documents if d.doc_id == "lore/keeper")
-    assert strongest.related == () and set(strongest.matched) == set(doc.matched + doc.related)  # rendered instead
+    assert strongest.related == () and set(strongest.matched) == set(
+        doc.matched + doc.related
+    )  # rendered instead
 
 
 def test_mix_scores_keeps_the_fused_prior_and_lets_a_confident_reranker_win():
@@ -259,7 +339,9 @@ def test_mix_scores_keeps_the_fused_prior_and_lets_a_confident_reranker_win():
     assert max(range(4), key=weak.__getitem__) == 0
     sure = mix_scores([0.0, 0.0, 0.0, 9.0], 2.0)  # one passage far above the rest: it rises
     assert max(range(4), key=sure.__getitem__) == 3
-    assert mix_scores([1.0, 1.0], 1.0) == pytest.approx([0.0, -0.6931], abs=1e-4)  # equal scores: prior only
+    assert mix_scores([1.0, 1.0], 1.0) == pytest.approx(
+        [0.0, -0.6931], abs=1e-4
+    )  # equal scores: prior only
 
 
 async def test_rerank_depth_limits_what_the_reranker_sees(tiny):
@@ -271,8 +353,13 @@ async def test_rerank_depth_limits_what_the_reranker_sees(tiny):
             return await super().score(query, passages)
 
     tiny.retriever.reranker = Counting("ferryman")
-    b = await tiny.retrieve("tiny", "river bells ferry dusk salt", players_lens(), use_pins=False,
-                            params=RetrievalParams(rerank_depth=2, rerank_mix=None))
+    b = await tiny.retrieve(
+        "tiny",
+        "river bells ferry dusk salt",
+        players_lens(),
+        use_pins=False,
+        params=RetrievalParams(rerank_depth=2, rerank_mix=None),
+    )
     assert seen == [2] and b.ranked_doc_ids
     tiny.retriever.reranker = None
 
@@ -280,21 +367,40 @@ async def test_rerank_depth_limits_what_the_reranker_sees(tiny):
 async def test_document_level_arm_lifts_a_scene_whose_terms_spread_over_passages(tiny):
     text, _ = long_doc()
     paras = text.split("\n\n")
-    clues = ["The smuggler hid by the harbor wall.", "At low tide the lantern signal came.",
-             "Captain Rusk paid the smuggler in harbor coin.", "The tide turned and the lantern went dark."]
+    clues = [
+        "The smuggler hid by the harbor wall.",
+        "At low tide the lantern signal came.",
+        "Captain Rusk paid the smuggler in harbor coin.",
+        "The tide turned and the lantern went dark.",
+    ]
     for i, clue in zip((2, 8, 14, 20), clues, strict=True):
         paras[i] = f"{clue} {paras[i]}"
     root = tiny.campaigns_dir / "tiny" / "lore"
     (root / "scene.md").write_text("---\ntitle: Night at the Docks\n---\n" + "\n\n".join(paras))
-    (root / "signal.md").write_text("---\ntitle: Signals\n---\nA smuggler's lantern signal is a harbor custom.")
+    (root / "signal.md").write_text(
+        "---\ntitle: Signals\n---\nA smuggler's lantern signal is a harbor custom."
+    )
     await tiny.ingest("tiny")
     q = "smuggler lantern signal harbor tide Rusk"
-    passages_only = await tiny.retrieve("tiny", q, players_lens(), use_pins=False,
-                                        params=RetrievalParams(dense_enabled=False, doc_lexical_enabled=False))
+    passages_only = await tiny.retrieve(
+        "tiny",
+        q,
+        players_lens(),
+        use_pins=False,
+        params=RetrievalParams(dense_enabled=False, doc_lexical_enabled=False),
+    )
     # RRF is rank-only: a document first in one arm and second in the other ties with its mirror
     # image, so the document arm's weight breaks the tie here.
-    both = await tiny.retrieve("tiny", q, players_lens(), use_pins=False, params=RetrievalParams(dense_enabled=False, w_doc=1.5))
-    assert passages_only.ranked_doc_ids[0] == "lore/signal"  # one dense passage wins at passage level
+    both = await tiny.retrieve(
+        "tiny",
+        q,
+        players_lens(),
+        use_pins=False,
+        params=RetrievalParams(dense_enabled=False, w_doc=1.5),
+    )
+    assert (
+        passages_only.ranked_doc_ids[0] == "lore/signal"
+    )  # one dense passage wins at passage level
     assert both.ranked_doc_ids[0] == "lore/scene"  # the whole scene matches the question better
     assert both.timings_ms["doc_lexical"] >= 0
 
@@ -304,12 +410,16 @@ async def test_campaign_toml_whole_document_chars_is_honoured(tmp_path):
     for whole, expect_whole in ((20000, True), (None, False)):
         root = tmp_path / str(whole) / "campaigns" / "river"
         root.mkdir(parents=True)
-        (root / "campaign.toml").write_text('name = "River"\n' + (f"whole_document_chars = {whole}\n" if whole else ""))
+        (root / "campaign.toml").write_text(
+            'name = "River"\n' + (f"whole_document_chars = {whole}\n" if whole else "")
+        )
         (root / "river.md").write_text("# The River\n\n" + text)
         engine = await make_engine(tmp_path / str(whole), milvus=False)
         try:
             await engine.ingest("river")
-            doc = (await engine.retrieve("river", "the ferryman's true name", frozenset({"players"}))).documents[0]
+            doc = (
+                await engine.retrieve("river", "the ferryman's true name", frozenset({"players"}))
+            ).documents[0]
             assert doc.whole is expect_whole and ("Oswin Pike" in doc.text), whole
             assert ("omitted" not in doc.text) is expect_whole
         finally:
@@ -325,10 +435,18 @@ async def test_a_pin_is_its_document_not_a_namesake_and_names_are_never_guessed(
     (root / "gm").mkdir(parents=True)
     (root / "sessions").mkdir()
     (root / "campaign.toml").write_text('name = "Salt"\ngm_paths = ["gm/**"]\n')
-    (root / "factions.md").write_text("---\ntitle: Factions of Saltmarsh\n---\nThe guilds and the watch.\n")
-    (root / "guilds.md").write_text("---\ntitle: The Guilds\naliases: [Factions]\n---\nThe salt guild.\n")
-    (root / "sessions" / "session-3.md").write_text("---\ntitle: Session 3\n---\nThe party sailed.\n")
-    (root / "gm" / "session-3.md").write_text("---\ntitle: Session 3\n---\nThe GM's plan for the sailing.\n")
+    (root / "factions.md").write_text(
+        "---\ntitle: Factions of Saltmarsh\n---\nThe guilds and the watch.\n"
+    )
+    (root / "guilds.md").write_text(
+        "---\ntitle: The Guilds\naliases: [Factions]\n---\nThe salt guild.\n"
+    )
+    (root / "sessions" / "session-3.md").write_text(
+        "---\ntitle: Session 3\n---\nThe party sailed.\n"
+    )
+    (root / "gm" / "session-3.md").write_text(
+        "---\ntitle: Session 3\n---\nThe GM's plan for the sailing.\n"
+    )
     engine = await make_engine(tmp_path, milvus=False)
     gm, players = frozenset({"gm"}), frozenset({"players"})
     try:
@@ -339,8 +457,13 @@ async def test_a_pin_is_its_document_not_a_namesake_and_names_are_never_guessed(
         assert [d.doc_id for d in bundle.documents if d.pinned] == ["factions"]
         with pytest.raises(InvalidInput) as info:
             await engine.add_pin("salt", "Session 3", gm)
-        assert "`gm/session-3`" in info.value.user_message and "`sessions/session-3`" in info.value.user_message
+        assert (
+            "`gm/session-3`" in info.value.user_message
+            and "`sessions/session-3`" in info.value.user_message
+        )
         assert await engine.add_pin("salt", "gm/session-3", gm) == "gm/session-3"
-        assert await engine.resolve_document("salt", "Session 3", players) == "sessions/session-3"  # one for players
+        assert (
+            await engine.resolve_document("salt", "Session 3", players) == "sessions/session-3"
+        )  # one for players
     finally:
         await close_engine(engine)

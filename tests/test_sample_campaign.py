@@ -30,7 +30,9 @@ async def test_sample_has_the_promised_shape(sample_engine):
     assert sum(d.type == "session" for d in docs) >= 6
     assert any(d.type == "sheet" for d in docs)
     assert max(len(d.text) for d in docs) > 15000
-    assert cat.documents["gm/villain-plan"].visibility == frozenset({"gm"})  # no front matter, GM folder
+    assert cat.documents["gm/villain-plan"].visibility == frozenset(
+        {"gm"}
+    )  # no front matter, GM folder
 
 
 async def test_known_questions_find_their_documents(sample_engine):
@@ -44,12 +46,17 @@ async def test_known_questions_find_their_documents(sample_engine):
 
 async def test_players_lens_never_returns_gm_text(sample_engine):
     canaries = [c.lower() for c in QUESTIONS["gm_canaries"]]
-    asks = [q["question"] for q in QUESTIONS["gm_secret_questions"]] + canaries + [
-        f"@{d}" for d in ("gm/secrets", "secrets/true-heir", "gm/villain-plan")
-    ] + ["tell me about the true heir secrets", "villain plan", "@[Villain Plan] what happens?"]
+    asks = (
+        [q["question"] for q in QUESTIONS["gm_secret_questions"]]
+        + canaries
+        + [f"@{d}" for d in ("gm/secrets", "secrets/true-heir", "gm/villain-plan")]
+        + ["tell me about the true heir secrets", "villain plan", "@[Villain Plan] what happens?"]
+    )
     for q in asks:
         b = await sample_engine.retrieve("emberfall", q, players_lens())
-        text = (b.text + " ".join(b.ranked_doc_ids) + " ".join(h.passage_id for h in b.hits)).lower()
+        text = (
+            b.text + " ".join(b.ranked_doc_ids) + " ".join(h.passage_id for h in b.hits)
+        ).lower()
         for c in canaries:
             assert c not in text, (q, c)
         assert not [d for d in b.ranked_doc_ids if d.startswith(("gm/", "secrets/"))], q

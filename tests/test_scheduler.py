@@ -29,18 +29,26 @@ class Recorder:
 @pytest.fixture
 async def setup(tmp_path):
     root = make_tiny_campaign(tmp_path / "campaigns")
-    toml = (root / "campaign.toml").read_text().replace('cron = ""', 'cron = "0 18 * * 5"').replace(
-        'channel = ""', 'channel = "discord:4242"')
+    toml = (
+        (root / "campaign.toml")
+        .read_text()
+        .replace('cron = ""', 'cron = "0 18 * * 5"')
+        .replace('channel = ""', 'channel = "discord:4242"')
+    )
     (root / "campaign.toml").write_text(toml)
     engine = await make_engine(tmp_path, milvus=False)
     await engine.ingest("greyhold")
-    await Directory(engine.db).link("discord", "4242", "greyhold")  # recaps go only to a linked channel
+    await Directory(engine.db).link(
+        "discord", "4242", "greyhold"
+    )  # recaps go only to a linked channel
     yield tmp_path, engine
     await close_engine(engine)
 
 
 def scheduler(engine, clock, rec, **kw) -> RecapScheduler:
-    return RecapScheduler(BotService(engine), posters={"discord": rec}, clock=clock, tick_seconds=0, **kw)
+    return RecapScheduler(
+        BotService(engine), posters={"discord": rec}, clock=clock, tick_seconds=0, **kw
+    )
 
 
 async def test_fires_once_per_slot_from_campaign_config(setup):
@@ -125,11 +133,21 @@ async def test_recap_schedule_command_persists_and_is_gm_only(setup):
     s = RecapScheduler(service, posters={"slack": rec}, clock=clock, tick_seconds=0)
     service.scheduler = s
     await service.directory.link("slack", "C9", "greyhold")
-    player = IncomingMessage(platform="slack", channel_id="C9", user_id="UPLAYER", text="/recap schedule 0 9 * * 1")
-    gm = IncomingMessage(platform="slack", channel_id="C9", user_id="UGM00001", text="/recap schedule 0 9 * * 1")
+    player = IncomingMessage(
+        platform="slack", channel_id="C9", user_id="UPLAYER", text="/recap schedule 0 9 * * 1"
+    )
+    gm = IncomingMessage(
+        platform="slack", channel_id="C9", user_id="UGM00001", text="/recap schedule 0 9 * * 1"
+    )
     assert "Only a GM" in (await service.handle(player)).text
-    bad = await service.handle(IncomingMessage(platform="slack", channel_id="C9", user_id="UGM00001",
-                                               text="/recap schedule every tuesday"))
+    bad = await service.handle(
+        IncomingMessage(
+            platform="slack",
+            channel_id="C9",
+            user_id="UGM00001",
+            text="/recap schedule every tuesday",
+        )
+    )
     assert bad.error and "cron" in bad.text
     ok = await service.handle(gm)
     assert not ok.error and ok.ephemeral and "next Mon 12 Jan 09:00" in ok.text
@@ -141,8 +159,17 @@ async def test_recap_schedule_command_persists_and_is_gm_only(setup):
     # a restarted scheduler reads the persisted schedule, which overrides campaign.toml
     s2 = RecapScheduler(BotService(engine), posters={"slack": rec}, clock=clock, tick_seconds=0)
     (sched,) = await s2.schedules()
-    assert (sched.cron, sched.platform, sched.channel_id, sched.source) == ("0 9 * * 1", "slack", "C9", "db")
-    off = await service.handle(IncomingMessage(platform="slack", channel_id="C9", user_id="UGM00001", text="/recap schedule off"))
+    assert (sched.cron, sched.platform, sched.channel_id, sched.source) == (
+        "0 9 * * 1",
+        "slack",
+        "C9",
+        "db",
+    )
+    off = await service.handle(
+        IncomingMessage(
+            platform="slack", channel_id="C9", user_id="UGM00001", text="/recap schedule off"
+        )
+    )
     assert "removed" in off.text
     assert (await s2.schedules())[0].source == "config"
 
@@ -157,8 +184,12 @@ async def test_tick_ingests_pending_files_and_survives_a_failing_task(setup):
     async def after() -> None:
         ran.append(True)
 
-    s = RecapScheduler(BotService(engine), clock=FrozenClock(), tick_seconds=0, tick_tasks=[broken, after])
-    (tmp_path / "campaigns" / "greyhold" / "tower.md").write_text("# The River Tower\n\nA tall tower of black stone.\n")
+    s = RecapScheduler(
+        BotService(engine), clock=FrozenClock(), tick_seconds=0, tick_tasks=[broken, after]
+    )
+    (tmp_path / "campaigns" / "greyhold" / "tower.md").write_text(
+        "# The River Tower\n\nA tall tower of black stone.\n"
+    )
     await s.tick()
     assert ran == [True]
     titles = [t for _, t in await engine.titles("greyhold", frozenset({"players"}), "tower")]
@@ -170,7 +201,9 @@ async def test_one_broken_campaign_does_not_stall_the_ticks_ingest_of_the_others
     broken = make_tiny_campaign(tmp_path / "campaigns", slug="aaa")  # listed before greyhold
     await engine.ingest("aaa")
     (broken / "campaign.toml").write_text("lenses = 5\n")  # a hand edit gone wrong
-    (tmp_path / "campaigns" / "greyhold" / "tower.md").write_text("# The River Tower\n\nA tall tower of black stone.\n")
+    (tmp_path / "campaigns" / "greyhold" / "tower.md").write_text(
+        "# The River Tower\n\nA tall tower of black stone.\n"
+    )
     await RecapScheduler(BotService(engine), clock=FrozenClock(), tick_seconds=0).ingest_pending()
     titles = [t for _, t in await engine.titles("greyhold", frozenset({"players"}), "tower")]
     assert "The River Tower" in titles
@@ -194,9 +227,13 @@ async def test_the_ticks_ingest_and_an_upload_never_interleave(setup):
             active -= 1
 
     engine.indexer.ingest = counted
-    (tmp_path / "campaigns" / "greyhold" / "tower.md").write_text("# The River Tower\n\nA tall tower of black stone.\n")
+    (tmp_path / "campaigns" / "greyhold" / "tower.md").write_text(
+        "# The River Tower\n\nA tall tower of black stone.\n"
+    )
     tick = RecapScheduler(BotService(engine), clock=FrozenClock(), tick_seconds=0)
-    await asyncio.gather(tick.ingest_pending(), engine.ingest("greyhold"), engine.ingest("greyhold"))
+    await asyncio.gather(
+        tick.ingest_pending(), engine.ingest("greyhold"), engine.ingest("greyhold")
+    )
     assert peak == 1
     titles = [t for _, t in await engine.titles("greyhold", frozenset({"players"}), "tower")]
     assert "The River Tower" in titles
@@ -207,7 +244,8 @@ async def test_recap_is_of_the_latest_session_by_number(setup):
     tmp_path, engine = setup
     for n in (2, 9, 10):
         (tmp_path / "campaigns" / "greyhold" / "sessions" / f"session-{n:d}.md").write_text(
-            f"---\ntitle: Session {n}\ntype: session\n---\n# Session {n}\n\nThe party rested at the inn.\n")
+            f"---\ntitle: Session {n}\ntype: session\n---\n# Session {n}\n\nThe party rested at the inn.\n"
+        )
     await engine.ingest("greyhold")
     service = BotService(engine)
     _, sources = await service.recap("greyhold")
@@ -232,7 +270,12 @@ async def test_tick_reindexes_a_campaign_built_with_another_embedder(tmp_path):
 
 async def test_start_arms_jobs_with_cron_trigger(setup):
     _, engine = setup
-    s = RecapScheduler(BotService(engine), posters={"discord": Recorder()}, clock=FrozenClock(FRIDAY_18), tick_seconds=60)
+    s = RecapScheduler(
+        BotService(engine),
+        posters={"discord": Recorder()},
+        clock=FrozenClock(FRIDAY_18),
+        tick_seconds=60,
+    )
     await s.start()
     try:
         assert set(s.jobs()) == {"recap:greyhold", "tick"}
@@ -245,8 +288,14 @@ async def test_start_arms_jobs_with_cron_trigger(setup):
 def test_natural_key_orders_numbers_by_value_and_survives_odd_digits():
     from liminalis.text import natural_key
 
-    assert sorted(["session-10", "session-9", "session-1"], key=natural_key) == ["session-1", "session-9", "session-10"]
-    assert natural_key("x1²") and natural_key("٣")  # a superscript is text; an Arabic-Indic digit a number
+    assert sorted(["session-10", "session-9", "session-1"], key=natural_key) == [
+        "session-1",
+        "session-9",
+        "session-10",
+    ]
+    assert natural_key("x1²") and natural_key(
+        "٣"
+    )  # a superscript is text; an Arabic-Indic digit a number
 
 
 def test_helpers():
@@ -318,8 +367,10 @@ async def test_relinking_a_channel_drops_the_other_campaigns_recap_schedule(setu
     # A schedule row that outlived its link (written before links cleaned up after themselves),
     # and campaign.toml's own channel linked to another campaign: neither is posted to.
     await service.directory.link("slack", "C9", "saltmarsh")
-    await engine.db.execute("INSERT INTO recap_schedules (campaign, cron, platform, channel_id) "
-                            "VALUES ('greyhold', '0 18 * * 5', 'slack', 'C9')")
+    await engine.db.execute(
+        "INSERT INTO recap_schedules (campaign, cron, platform, channel_id) "
+        "VALUES ('greyhold', '0 18 * * 5', 'slack', 'C9')"
+    )
     assert await s.run_due() == [] and rec.posts == []
     await engine.db.execute("DELETE FROM recap_schedules")
     s.posters["discord"] = rec
@@ -339,12 +390,16 @@ async def test_the_tick_arms_recap_jobs_from_the_current_schedules(setup):
     [recap] cron applies on the next tick, without a restart."""
     tmp_path, engine = setup
     service = BotService(engine)
-    s = RecapScheduler(service, posters={"discord": Recorder()}, clock=FrozenClock(FRIDAY_18), tick_seconds=0)
+    s = RecapScheduler(
+        service, posters={"discord": Recorder()}, clock=FrozenClock(FRIDAY_18), tick_seconds=0
+    )
     await s.start()
     try:
         await s.set_schedule("greyhold", cron="0 9 * * 1", platform="discord", channel_id="77")
         assert await s.remove_schedule("greyhold")
-        assert "hour='18'" in str(s._aps.get_job("recap:greyhold").trigger)  # the config's Friday recap again
+        assert "hour='18'" in str(
+            s._aps.get_job("recap:greyhold").trigger
+        )  # the config's Friday recap again
         toml = tmp_path / "campaigns" / "greyhold" / "campaign.toml"
         toml.write_text(toml.read_text().replace('cron = "0 18 * * 5"', 'cron = "30 7 * * 2"'))
         await s.tick()
@@ -357,10 +412,14 @@ async def test_a_stored_schedule_that_never_fires_does_not_stop_the_scheduler(se
     """A schedule saved before such crons were refused (``0 0 31 2 *``) is skipped with a
     warning; the start, the tick and the other schedules go on."""
     _, engine = setup
-    await engine.db.execute("INSERT INTO recap_schedules (campaign, cron, platform, channel_id) "
-                            "VALUES ('ghost', '0 0 31 2 *', 'discord', '1')")
+    await engine.db.execute(
+        "INSERT INTO recap_schedules (campaign, cron, platform, channel_id) "
+        "VALUES ('ghost', '0 0 31 2 *', 'discord', '1')"
+    )
     rec = Recorder()
-    s = RecapScheduler(BotService(engine), posters={"discord": rec}, clock=FrozenClock(FRIDAY_18), tick_seconds=0)
+    s = RecapScheduler(
+        BotService(engine), posters={"discord": rec}, clock=FrozenClock(FRIDAY_18), tick_seconds=0
+    )
     await s.start()
     try:
         assert "recap:greyhold" in s.jobs() and "recap:ghost" not in s.jobs()
@@ -373,9 +432,16 @@ async def test_a_schedule_of_a_deleted_campaign_is_skipped_once_per_slot(setup, 
     """Its folder gone, a campaign's stored schedule logs one warning a slot, not a traceback
     on every tick of the grace window."""
     _, engine = setup
-    await engine.db.execute("INSERT INTO recap_schedules (campaign, cron, platform, channel_id) "
-                            "VALUES ('ghost', '0 18 * * 5', 'discord', '1')")
-    s = RecapScheduler(BotService(engine), posters={"discord": Recorder()}, clock=FrozenClock(FRIDAY_18), tick_seconds=0)
+    await engine.db.execute(
+        "INSERT INTO recap_schedules (campaign, cron, platform, channel_id) "
+        "VALUES ('ghost', '0 18 * * 5', 'discord', '1')"
+    )
+    s = RecapScheduler(
+        BotService(engine),
+        posters={"discord": Recorder()},
+        clock=FrozenClock(FRIDAY_18),
+        tick_seconds=0,
+    )
     with caplog.at_level("WARNING"):
         for _ in range(3):
             await s.run_due()

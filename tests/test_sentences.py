@@ -32,7 +32,14 @@ def test_dialogue_lines_are_sentences():
 def test_headings_and_lists_are_their_own_sentences():
     t = "# Title\n\nIntro text here.\n\n- first item\n- second item\n1. numbered\n\nEnd."
     out = texts(t)
-    assert out == ["# Title", "Intro text here.", "- first item", "- second item", "1. numbered", "End."]
+    assert out == [
+        "# Title",
+        "Intro text here.",
+        "- first item",
+        "- second item",
+        "1. numbered",
+        "End.",
+    ]
 
 
 def test_spans_cover_all_text_and_mark_paragraphs():

@@ -57,7 +57,11 @@ async def gm_titles(engine) -> list[str]:
     cat = await engine.retriever.catalog("emberfall")
     # GM-only files: not the GM's whole text of a players' page with hidden sections (its title
     # is the players' too)
-    return [d.title for d in cat.documents.values() if d.visibility == frozenset({"gm"}) and "//" not in d.doc_id]
+    return [
+        d.title
+        for d in cat.documents.values()
+        if d.visibility == frozenset({"gm"}) and "//" not in d.doc_id
+    ]
 
 
 async def test_console_player_and_gm_differ(sample_engine):
@@ -65,11 +69,15 @@ async def test_console_player_and_gm_differ(sample_engine):
     titles = await gm_titles(sample_engine)
     gm_saw_secret = []
     for q in QUESTIONS:
-        player = await ConsoleAdapter(service, campaign="emberfall", lens="players").ask(q["question"])
+        player = await ConsoleAdapter(service, campaign="emberfall", lens="players").ask(
+            q["question"]
+        )
         gm = await ConsoleAdapter(service, campaign="emberfall", lens="gm").ask(q["question"])
         ptext = format_reply(player)
         assert_clean(ptext)
-        assert not any(s.doc_id.startswith(GM_ONLY_PATHS) or s.title in titles for s in player.sources)
+        assert not any(
+            s.doc_id.startswith(GM_ONLY_PATHS) or s.title in titles for s in player.sources
+        )
         assert ptext != format_reply(gm)
         gm_saw_secret.append(any(s.doc_id.startswith(GM_ONLY_PATHS) for s in gm.sources))
     # The GM lens really reaches GM-only documents (retrieval quality per question is bench/'s job).
@@ -89,19 +97,30 @@ async def test_discord_player_and_gm_differ(sample_engine, monkeypatch):
         for i, q in enumerate(QUESTIONS):
             opts = [{"name": "question", "type": 3, "value": q["question"]}]
             n = len(api.find("POST", "/webhooks/"))
-            await adapter.tree._call(discord.Interaction(
-                data=interaction_payload("ask", opts, user_id=222, iid=10 + 2 * i), state=adapter.client._connection))
+            await adapter.tree._call(
+                discord.Interaction(
+                    data=interaction_payload("ask", opts, user_id=222, iid=10 + 2 * i),
+                    state=adapter.client._connection,
+                )
+            )
             player = [c.json for c in api.find("POST", "/webhooks/")[n:]]
             n = len(api.find("POST", "/webhooks/"))
-            await adapter.tree._call(discord.Interaction(
-                data=interaction_payload("ask", opts, user_id=333, roles=[GM_ROLE_ID], iid=11 + 2 * i),
-                state=adapter.client._connection))
+            await adapter.tree._call(
+                discord.Interaction(
+                    data=interaction_payload(
+                        "ask", opts, user_id=333, roles=[GM_ROLE_ID], iid=11 + 2 * i
+                    ),
+                    state=adapter.client._connection,
+                )
+            )
             gm = [c.json for c in api.find("POST", "/webhooks/")[n:]]
             ptext = json.dumps(player, ensure_ascii=False)
             gtext = json.dumps(gm, ensure_ascii=False)
             assert_clean(ptext)
             assert not any(b.get("flags", 0) & 64 for b in player)
-            assert all(b["flags"] & 64 for b in gm)  # the GM's answer is private in the shared channel
+            assert all(
+                b["flags"] & 64 for b in gm
+            )  # the GM's answer is private in the shared channel
             assert ptext != gtext
     finally:
         await adapter.client.close()
@@ -113,14 +132,26 @@ async def test_slack_player_and_gm_differ(sample_engine):
     await api.start()
     service = SlackGmService(sample_engine)
     await service.directory.link("slack", "CSAMPLE", "emberfall")
-    adapter = SlackAdapter(service, client=AsyncWebClient(token="xoxb-test", base_url=api.api_url),
-                           signing_secret=SIGNING_SECRET, limiter=ChannelRateLimiter(0.0))
+    adapter = SlackAdapter(
+        service,
+        client=AsyncWebClient(token="xoxb-test", base_url=api.api_url),
+        signing_secret=SIGNING_SECRET,
+        limiter=ChannelRateLimiter(0.0),
+    )
     try:
         for i, q in enumerate(QUESTIONS):
             for user, tag in (("UPLAYER", f"p{i}"), ("USLACKGM", f"g{i}")):
-                body = command_body("/ask", q["question"], user_id=user, channel_id="CSAMPLE",
-                                    response_url=f"{api.url}/respond/{tag}")
-                req = AsyncBoltRequest(body=body, headers=signed_headers(body, content_type="application/x-www-form-urlencoded"))
+                body = command_body(
+                    "/ask",
+                    q["question"],
+                    user_id=user,
+                    channel_id="CSAMPLE",
+                    response_url=f"{api.url}/respond/{tag}",
+                )
+                req = AsyncBoltRequest(
+                    body=body,
+                    headers=signed_headers(body, content_type="application/x-www-form-urlencoded"),
+                )
                 assert (await adapter.app.async_dispatch(req)).status == 200
             player = (await api.wait_for(f"/respond/p{i}", timeout=60))[0].args
             gm = (await api.wait_for(f"/respond/g{i}", timeout=60))[0].args
@@ -138,9 +169,13 @@ async def test_console_banner_shows_the_lens_in_effect(sample_engine):
 
     service = BotService(sample_engine, default_campaign="emberfall")
     out = io.StringIO()
-    await ConsoleAdapter(service, campaign="emberfall", lens="mirell").run(stdin=io.StringIO(""), stdout=out)
+    await ConsoleAdapter(service, campaign="emberfall", lens="mirell").run(
+        stdin=io.StringIO(""), stdout=out
+    )
     text = out.getvalue()
     assert "Unknown lens name(s) mirell" in text and "mirel" in text and "lens players." in text
     out = io.StringIO()
-    await ConsoleAdapter(service, campaign="nosuch", lens="players").run(stdin=io.StringIO(""), stdout=out)
+    await ConsoleAdapter(service, campaign="nosuch", lens="players").run(
+        stdin=io.StringIO(""), stdout=out
+    )
     assert "No campaign named `nosuch`" in out.getvalue()

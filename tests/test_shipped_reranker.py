@@ -41,14 +41,20 @@ async def test_shipped_reranker_loads_offline_and_ranks_the_answering_passage_fi
     assert int(np.argmax(fast)) == 1
 
 
-async def test_a_model_whose_shared_embeddings_changed_fails_soft_and_logs_once(tmp_path, tiny, caplog):  # noqa: F811
+async def test_a_model_whose_shared_embeddings_changed_fails_soft_and_logs_once(
+    tmp_path,
+    tiny,  # noqa: F811 (the fixture)
+    caplog,
+):
     bad = tmp_path / "reranker"
     shutil.copytree(SHIPPED_RERANKER, bad)
     spec = json.loads((bad / SHARED_FILE).read_text())
     (bad / SHARED_FILE).write_text(json.dumps({**spec, "sha256": "0" * 64}))
     caplog.set_level(logging.WARNING)
     q = "river bells ferry dusk"
-    base = await tiny.retrieve("tiny", q, players_lens(), use_pins=False, params=RetrievalParams(rerank_enabled=False))
+    base = await tiny.retrieve(
+        "tiny", q, players_lens(), use_pins=False, params=RetrievalParams(rerank_enabled=False)
+    )
     tiny.retriever.reranker = CrossEncoderReranker(str(bad))
     for _ in range(2):
         got = await tiny.retrieve("tiny", q, players_lens(), use_pins=False)
@@ -60,7 +66,10 @@ async def test_a_model_whose_shared_embeddings_changed_fails_soft_and_logs_once(
 
 def test_the_prior_is_the_learned_score_when_given_else_the_log_rank():
     # The reranker prefers the second candidate by one standard deviation either way.
-    assert mix_scores([0.0, 1.0], 0.5) == [-0.5, 0.5 - np.log(2)]  # log-rank prior: the reranker wins
+    assert mix_scores([0.0, 1.0], 0.5) == [
+        -0.5,
+        0.5 - np.log(2),
+    ]  # log-rank prior: the reranker wins
     learned = mix_scores([0.0, 1.0], 0.5, prior=[3.0, 0.0])
     assert learned[0] > learned[1]  # a confident learned ranker keeps its first document
 
@@ -70,17 +79,27 @@ async def test_rerank_stage_stacks_on_the_learned_ranker_score(tiny):  # noqa: F
     n = len(FEATURES)
     tiny.retriever.reranker = KeywordReranker("ferryman")
     trace = Trace()
-    plain = await tiny.retrieve("tiny", q, players_lens(), use_pins=False, trace=trace,
-                                params=RetrievalParams(rerank_enabled=False, learned_enabled=False))
+    plain = await tiny.retrieve(
+        "tiny",
+        q,
+        players_lens(),
+        use_pins=False,
+        trace=trace,
+        params=RetrievalParams(rerank_enabled=False, learned_enabled=False),
+    )
     first, *_ = plain.ranked_doc_ids
     ferry = "lore/ferry"
     assert first != ferry, "the test needs fusion to put another document first"
     # A learned model far more certain than the log-rank prior: the fused order with huge gaps.
     tiny.retriever.ranker = LearnedRanker(row(fused_log_rank=-50.0), np.zeros(n), np.ones(n))
-    stacked = await tiny.retrieve("tiny", q, players_lens(), use_pins=False, params=RetrievalParams(rerank_mix=0.5))
+    stacked = await tiny.retrieve(
+        "tiny", q, players_lens(), use_pins=False, params=RetrievalParams(rerank_mix=0.5)
+    )
     assert stacked.ranked_doc_ids[0] == first  # the learned score's margin outweighs 0.5 sd
     tiny.retriever.ranker = None
-    logrank = await tiny.retrieve("tiny", q, players_lens(), use_pins=False, params=RetrievalParams(rerank_mix=0.5))
+    logrank = await tiny.retrieve(
+        "tiny", q, players_lens(), use_pins=False, params=RetrievalParams(rerank_mix=0.5)
+    )
     assert logrank.ranked_doc_ids[0] == ferry  # without it, the reranker overturns the fused order
     tiny.retriever.reranker = None
 
@@ -89,6 +108,8 @@ async def test_the_shipped_reranker_cannot_surface_gm_only_text(tiny):  # noqa: 
     """It only re-orders the lens-filtered pool, whatever it scores: GM questions stay walled."""
     tiny.retriever.reranker = load_reranker("auto")
     for q in ("saltborn compact drown ferry", "Obsidian Ledger bribes", "hollow crown plot bells"):
-        bundle = await tiny.retrieve("tiny", q, players_lens(), params=RetrievalParams(rerank_depth=40, rerank_mix=None))
+        bundle = await tiny.retrieve(
+            "tiny", q, players_lens(), params=RetrievalParams(rerank_depth=40, rerank_mix=None)
+        )
         assert leaked(bundle) == [], q
     tiny.retriever.reranker = None

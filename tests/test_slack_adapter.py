@@ -54,16 +54,32 @@ async def env(tmp_path):
     service = BotService(engine, responder=responder)
     await service.directory.link("slack", CHANNEL, "greyhold")
     client = AsyncWebClient(token="xoxb-test", base_url=api.api_url)
-    adapter = SlackAdapter(service, client=client, signing_secret=SIGNING_SECRET,
-                           limiter=ChannelRateLimiter(interval=0.0))
+    adapter = SlackAdapter(
+        service,
+        client=client,
+        signing_secret=SIGNING_SECRET,
+        limiter=ChannelRateLimiter(interval=0.0),
+    )
     yield api, adapter, responder
     await close_engine(engine)
     await api.close()
 
 
-async def command(adapter: SlackAdapter, api: MockSlackApi, name: str, text: str, *, user: str, channel: str = CHANNEL):
-    body = command_body(name, text, user_id=user, channel_id=channel, response_url=f"{api.url}/respond/{name[1:]}")
-    req = AsyncBoltRequest(body=body, headers=signed_headers(body, content_type="application/x-www-form-urlencoded"))
+async def command(
+    adapter: SlackAdapter,
+    api: MockSlackApi,
+    name: str,
+    text: str,
+    *,
+    user: str,
+    channel: str = CHANNEL,
+):
+    body = command_body(
+        name, text, user_id=user, channel_id=channel, response_url=f"{api.url}/respond/{name[1:]}"
+    )
+    req = AsyncBoltRequest(
+        body=body, headers=signed_headers(body, content_type="application/x-www-form-urlencoded")
+    )
     return await adapter.app.async_dispatch(req)
 
 
@@ -142,10 +158,14 @@ async def test_escaped_characters_reach_commands_as_typed(env):
     api, adapter, _ = env
     engine = adapter.service.engine
     cfg = await engine.campaign("greyhold")
-    (cfg.root / "salt.md").write_text("---\ntitle: Salt & Smoke\n---\n# Salt & Smoke\n\nA tavern by the river.\n")
+    (cfg.root / "salt.md").write_text(
+        "---\ntitle: Salt & Smoke\n---\n# Salt & Smoke\n\nA tavern by the river.\n"
+    )
     await engine.ingest("greyhold")
     await command(adapter, api, "/pin", "add Salt &amp; Smoke", user=SLACK_GM)
-    assert "Pinned **Salt &amp; Smoke**" in dump((await api.wait_for("/respond/pin"))[0])  # (escaped again on the way out)
+    assert "Pinned **Salt &amp; Smoke**" in dump(
+        (await api.wait_for("/respond/pin"))[0]
+    )  # (escaped again on the way out)
 
 
 async def test_dm_gm_gets_players(env):
@@ -169,13 +189,32 @@ async def test_gm_only_commands_refused_for_players(env):
 
 async def test_mention_replies_in_thread_and_gm_mention_is_ephemeral(env):
     api, adapter, _ = env
-    await event(adapter, {"type": "app_mention", "user": PLAYER, "text": f"<@{BOT_USER}> what about the baron?",
-                          "channel": CHANNEL, "ts": "100.1", "thread_ts": "99.0", "event_ts": "100.1"})
+    await event(
+        adapter,
+        {
+            "type": "app_mention",
+            "user": PLAYER,
+            "text": f"<@{BOT_USER}> what about the baron?",
+            "channel": CHANNEL,
+            "ts": "100.1",
+            "thread_ts": "99.0",
+            "event_ts": "100.1",
+        },
+    )
     post = (await api.wait_for("chat.postMessage"))[0]
     assert post.args["thread_ts"] == "99.0" and post.args["channel"] == CHANNEL
     assert CANARY not in dump(post)
-    await event(adapter, {"type": "app_mention", "user": SLACK_GM, "text": f"<@{BOT_USER}> what is the truth about the baron?",
-                          "channel": CHANNEL, "ts": "101.1", "event_ts": "101.1"})
+    await event(
+        adapter,
+        {
+            "type": "app_mention",
+            "user": SLACK_GM,
+            "text": f"<@{BOT_USER}> what is the truth about the baron?",
+            "channel": CHANNEL,
+            "ts": "101.1",
+            "event_ts": "101.1",
+        },
+    )
     eph = (await api.wait_for("chat.postEphemeral"))[0]
     assert eph.args["user"] == SLACK_GM and eph.args["thread_ts"] == "101.1"
     assert CANARY in dump(eph)
@@ -185,11 +224,36 @@ async def test_mention_replies_in_thread_and_gm_mention_is_ephemeral(env):
 async def test_gm_upload_by_mention_with_file(env):
     api, adapter, _ = env
     api.files["notes.md"] = b"# Session 2\n\nThe party found the silver bell.\n"
-    f = {"id": "F1", "name": "notes.md", "size": 50, "url_private_download": f"{api.url}/files/notes.md"}
-    await event(adapter, {"type": "app_mention", "user": PLAYER, "text": f"<@{BOT_USER}> /upload", "channel": CHANNEL,
-                          "ts": "1.1", "event_ts": "1.1", "files": [f]})
-    await event(adapter, {"type": "app_mention", "user": SLACK_GM, "text": f"<@{BOT_USER}> /upload", "channel": CHANNEL,
-                          "ts": "2.1", "event_ts": "2.1", "files": [f]})
+    f = {
+        "id": "F1",
+        "name": "notes.md",
+        "size": 50,
+        "url_private_download": f"{api.url}/files/notes.md",
+    }
+    await event(
+        adapter,
+        {
+            "type": "app_mention",
+            "user": PLAYER,
+            "text": f"<@{BOT_USER}> /upload",
+            "channel": CHANNEL,
+            "ts": "1.1",
+            "event_ts": "1.1",
+            "files": [f],
+        },
+    )
+    await event(
+        adapter,
+        {
+            "type": "app_mention",
+            "user": SLACK_GM,
+            "text": f"<@{BOT_USER}> /upload",
+            "channel": CHANNEL,
+            "ts": "2.1",
+            "event_ts": "2.1",
+            "files": [f],
+        },
+    )
     posts = await api.wait_for("chat.postEphemeral", 2)
     texts = sorted(dump(p) for p in posts)
     assert any("Only a GM" in t for t in texts) and any("Ingested 1 file" in t for t in texts)
@@ -200,36 +264,82 @@ async def test_upload_options_after_the_mention_and_a_per_file_report(env):
     """Words after ``/upload`` in the mention give the visibility and type; without them the
     file is GM-only. The reply names each uploaded file's visibility, type and passages only."""
     api, adapter, responder = env
-    api.files["s3.md"] = b"# Session 3\n\nThe party crossed the iced river.\n<!-- GM: the ice was a trap -->\n"
+    api.files["s3.md"] = (
+        b"# Session 3\n\nThe party crossed the iced river.\n<!-- GM: the ice was a trap -->\n"
+    )
     f = {"id": "F3", "name": "s3.md", "size": 80, "url_private_download": f"{api.url}/files/s3.md"}
-    await event(adapter, {"type": "app_mention", "user": SLACK_GM, "text": f"<@{BOT_USER}> /upload players session",
-                          "channel": CHANNEL, "ts": "4.1", "event_ts": "4.1", "files": [f]})
+    await event(
+        adapter,
+        {
+            "type": "app_mention",
+            "user": SLACK_GM,
+            "text": f"<@{BOT_USER}> /upload players session",
+            "channel": CHANNEL,
+            "ts": "4.1",
+            "event_ts": "4.1",
+            "files": [f],
+        },
+    )
     (post,) = await api.wait_for("chat.postEphemeral", 1)
     text = dump(post)
-    assert "s3.md — players, session: 1 passages added, 0 changed, 0 removed; 1 hidden section (GM-only)" in text, text
+    assert (
+        "s3.md — players, session: 1 passages added, 0 changed, 0 removed; 1 hidden section (GM-only)"
+        in text
+    ), text
     assert "baron" not in text.lower()  # the rest of the campaign is not reported
     engine = responder.engine
     players = await engine.retrieve("greyhold", "What did the party cross?", frozenset({"players"}))
     assert "iced river" in players.text and "trap" not in players.text
     api.files["s4.md"] = b"# Session 4\n\nThe party slept.\n"
     f4 = {"id": "F4", "name": "s4.md", "size": 30, "url_private_download": f"{api.url}/files/s4.md"}
-    await event(adapter, {"type": "app_mention", "user": SLACK_GM, "text": f"<@{BOT_USER}> /upload",
-                          "channel": CHANNEL, "ts": "5.1", "event_ts": "5.1", "files": [f4]})
+    await event(
+        adapter,
+        {
+            "type": "app_mention",
+            "user": SLACK_GM,
+            "text": f"<@{BOT_USER}> /upload",
+            "channel": CHANNEL,
+            "ts": "5.1",
+            "event_ts": "5.1",
+            "files": [f4],
+        },
+    )
     posts = await api.wait_for("chat.postEphemeral", 2)
     assert "s4.md — GM-only, lore" in dump(posts[-1])
-    assert "Session 4" not in [t for _, t in await engine.titles("greyhold", frozenset({"players"}))]
+    assert "Session 4" not in [
+        t for _, t in await engine.titles("greyhold", frozenset({"players"}))
+    ]
 
 
 async def test_a_long_upload_is_downloaded_whole(env):
     api, adapter, _ = env
-    body = "# Session 7\n\n" + "\n\n".join(f"Paragraph {i}: the party crossed the frozen river again." for i in range(1200))
+    body = "# Session 7\n\n" + "\n\n".join(
+        f"Paragraph {i}: the party crossed the frozen river again." for i in range(1200)
+    )
     api.files["session-7.md"] = body.encode()
-    f = {"id": "F7", "name": "session-7.md", "size": len(body), "url_private_download": f"{api.url}/files/session-7.md"}
-    await event(adapter, {"type": "app_mention", "user": SLACK_GM, "text": f"<@{BOT_USER}> /upload", "channel": CHANNEL,
-                          "ts": "7.1", "event_ts": "7.1", "files": [f]})
+    f = {
+        "id": "F7",
+        "name": "session-7.md",
+        "size": len(body),
+        "url_private_download": f"{api.url}/files/session-7.md",
+    }
+    await event(
+        adapter,
+        {
+            "type": "app_mention",
+            "user": SLACK_GM,
+            "text": f"<@{BOT_USER}> /upload",
+            "channel": CHANNEL,
+            "ts": "7.1",
+            "event_ts": "7.1",
+            "files": [f],
+        },
+    )
     assert "Ingested 1 file" in dump((await api.wait_for("chat.postEphemeral"))[0])
     cfg = await adapter.service.engine.campaign("greyhold")
-    assert (cfg.uploads_root / "session-7.md").read_bytes() == b"---\nvisibility: gm\n---\n" + body.encode()
+    assert (
+        cfg.uploads_root / "session-7.md"
+    ).read_bytes() == b"---\nvisibility: gm\n---\n" + body.encode()
 
 
 async def test_files_past_the_tenth_are_named_not_dropped(env):
@@ -237,9 +347,26 @@ async def test_files_past_the_tenth_are_named_not_dropped(env):
     files = []
     for i in range(11):
         api.files[f"n{i}.md"] = f"# Note {i}\n\nBell {i} rang.\n".encode()
-        files.append({"id": f"F{i}", "name": f"n{i}.md", "size": 20, "url_private_download": f"{api.url}/files/n{i}.md"})
-    await event(adapter, {"type": "app_mention", "user": SLACK_GM, "text": f"<@{BOT_USER}> /upload", "channel": CHANNEL,
-                          "ts": "8.1", "event_ts": "8.1", "files": files})
+        files.append(
+            {
+                "id": f"F{i}",
+                "name": f"n{i}.md",
+                "size": 20,
+                "url_private_download": f"{api.url}/files/n{i}.md",
+            }
+        )
+    await event(
+        adapter,
+        {
+            "type": "app_mention",
+            "user": SLACK_GM,
+            "text": f"<@{BOT_USER}> /upload",
+            "channel": CHANNEL,
+            "ts": "8.1",
+            "event_ts": "8.1",
+            "files": files,
+        },
+    )
     text = dump((await api.wait_for("chat.postEphemeral"))[0])
     assert "Ingested 10 file(s)" in text and "n10.md: only 10 files" in text
     assert not api.find("/files/n10.md")  # named, never downloaded
@@ -248,10 +375,30 @@ async def test_files_past_the_tenth_are_named_not_dropped(env):
 async def test_a_failed_download_is_reported_for_that_file_and_the_others_ingested(env):
     api, adapter, _ = env
     api.files["notes.md"] = b"# Session 2\n\nThe party found the silver bell.\n"
-    good = {"id": "F1", "name": "notes.md", "size": 50, "url_private_download": f"{api.url}/files/notes.md"}
-    gone = {"id": "F2", "name": "gone.md", "size": "n/a", "url_private_download": f"{api.url}/files/gone.md"}
-    await event(adapter, {"type": "app_mention", "user": SLACK_GM, "text": f"<@{BOT_USER}> /upload", "channel": CHANNEL,
-                          "ts": "3.1", "event_ts": "3.1", "files": [gone, good]})
+    good = {
+        "id": "F1",
+        "name": "notes.md",
+        "size": 50,
+        "url_private_download": f"{api.url}/files/notes.md",
+    }
+    gone = {
+        "id": "F2",
+        "name": "gone.md",
+        "size": "n/a",
+        "url_private_download": f"{api.url}/files/gone.md",
+    }
+    await event(
+        adapter,
+        {
+            "type": "app_mention",
+            "user": SLACK_GM,
+            "text": f"<@{BOT_USER}> /upload",
+            "channel": CHANNEL,
+            "ts": "3.1",
+            "event_ts": "3.1",
+            "files": [gone, good],
+        },
+    )
     (post,) = await api.wait_for("chat.postEphemeral", 1)
     text = dump(post)
     assert "Ingested 1 file" in text and "gone.md: could not be downloaded from Slack" in text
@@ -297,7 +444,6 @@ async def test_rate_limiter_real_time():
     assert loop.time() - t0 >= 0.39
 
 
-
 async def test_a_refused_bot_token_stops_the_start_with_a_clear_error(env):
     from liminalis.errors import ConfigError
 
@@ -312,12 +458,39 @@ async def test_a_dm_with_a_file_is_answered_and_an_edit_is_not(env):
     in a DM got no reply at all. Edits and bots' posts are still not questions."""
     api, adapter, _ = env
     await adapter.service.directory.link("slack", "D0DM", "greyhold")
-    shot = {"id": "F9", "name": "map.png", "size": 10, "url_private_download": f"{api.url}/files/map.png"}
-    await event(adapter, {"type": "message", "subtype": "message_changed", "channel_type": "im", "user": PLAYER,
-                          "text": "who guards the keep?", "channel": "D0DM", "ts": "3.0", "event_ts": "3.0"})
-    await event(adapter, {"type": "message", "subtype": "file_share", "channel_type": "im", "user": PLAYER,
-                          "text": "who guards the keep?", "channel": "D0DM", "ts": "3.1", "event_ts": "3.1",
-                          "files": [shot]})
+    shot = {
+        "id": "F9",
+        "name": "map.png",
+        "size": 10,
+        "url_private_download": f"{api.url}/files/map.png",
+    }
+    await event(
+        adapter,
+        {
+            "type": "message",
+            "subtype": "message_changed",
+            "channel_type": "im",
+            "user": PLAYER,
+            "text": "who guards the keep?",
+            "channel": "D0DM",
+            "ts": "3.0",
+            "event_ts": "3.0",
+        },
+    )
+    await event(
+        adapter,
+        {
+            "type": "message",
+            "subtype": "file_share",
+            "channel_type": "im",
+            "user": PLAYER,
+            "text": "who guards the keep?",
+            "channel": "D0DM",
+            "ts": "3.1",
+            "event_ts": "3.1",
+            "files": [shot],
+        },
+    )
     (post,) = await api.wait_for("chat.postMessage")
     assert post.args["channel"] == "D0DM" and post.args["thread_ts"] == "3.1"
     assert not api.find("/files/map.png")  # a player's file is never downloaded

@@ -95,20 +95,57 @@ def write_v0(path: Path) -> None:
     conn = sqlite3.connect(path)
     conn.executescript(V0_SCHEMA)
     vis = json.dumps(["players"])
-    conn.executemany("INSERT INTO campaigns VALUES (?, ?, ?, ?, ?, ?)", [("tiny", "Tiny", "/campaigns/tiny", "hash-64|ctx=0", 3, 1.0)])
-    conn.execute("INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                 ("tiny", "baron", "baron.md", "Baron Aldric", "npc", vis, json.dumps(["Aldric"]), json.dumps(["noble"]),
-                  "h1", "The baron rules the keep.", "A baron.", 1.0))
-    conn.execute("INSERT INTO passages VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                 ("tiny", "p:baron:0", "baron", 0, 0, 25, "Baron Aldric", "ph", vis, None, None, "baron rule keep"))
+    conn.executemany(
+        "INSERT INTO campaigns VALUES (?, ?, ?, ?, ?, ?)",
+        [("tiny", "Tiny", "/campaigns/tiny", "hash-64|ctx=0", 3, 1.0)],
+    )
+    conn.execute(
+        "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            "tiny",
+            "baron",
+            "baron.md",
+            "Baron Aldric",
+            "npc",
+            vis,
+            json.dumps(["Aldric"]),
+            json.dumps(["noble"]),
+            "h1",
+            "The baron rules the keep.",
+            "A baron.",
+            1.0,
+        ),
+    )
+    conn.execute(
+        "INSERT INTO passages VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+        (
+            "tiny",
+            "p:baron:0",
+            "baron",
+            0,
+            0,
+            25,
+            "Baron Aldric",
+            "ph",
+            vis,
+            None,
+            None,
+            "baron rule keep",
+        ),
+    )
     conn.execute("INSERT INTO embeddings VALUES (?, ?, ?)", ("hash-64", "ph", VECTOR.tobytes()))
     conn.execute("INSERT INTO pins VALUES ('tiny', 'campaign', 'baron', 1.0)")
     conn.execute("INSERT INTO channel_links VALUES ('discord', 'C1', 'tiny', 1.0, 'G1')")
     conn.execute("INSERT INTO token_usage VALUES ('2025-01-01', 1234)")
     conn.execute("INSERT INTO budgets VALUES ('tiny', 'campaign', 4000)")
-    conn.execute("INSERT INTO chat_state VALUES (?, 'tiny', ?, 1.0)", (KEY, json.dumps({"seq": 2, "story": []})))
-    conn.executemany("INSERT INTO chat_turns VALUES (?, ?, ?, ?, ?, 1.0)",
-                     [(KEY, 0, "user", "Who rules?", vis), (KEY, 1, "assistant", "The baron.", vis)])
+    conn.execute(
+        "INSERT INTO chat_state VALUES (?, 'tiny', ?, 1.0)",
+        (KEY, json.dumps({"seq": 2, "story": []})),
+    )
+    conn.executemany(
+        "INSERT INTO chat_turns VALUES (?, ?, ?, ?, ?, 1.0)",
+        [(KEY, 0, "user", "Who rules?", vis), (KEY, 1, "assistant", "The baron.", vis)],
+    )
     conn.execute("INSERT INTO memory_forgets VALUES ('tiny', 2)")
     conn.execute("INSERT INTO recap_posts VALUES ('tiny', '2025-01-03T18:00', 1.0)")
     conn.execute("INSERT INTO recap_schedules VALUES ('tiny', '0 18 * * 5', 'discord', 'T1', 'C1')")
@@ -131,16 +168,37 @@ async def test_a_v0_database_upgrades_in_place_and_keeps_its_data(tmp_path):
     write_v0(path)
     async with Database(path) as db:
         assert await db.version() == LATEST
-        assert await db.campaigns.get("tiny") == CampaignRow(slug="tiny", root="/campaigns/tiny",
-                                                             model_id="hash-64|ctx=0", generation=3)
+        assert await db.campaigns.get("tiny") == CampaignRow(
+            slug="tiny", root="/campaigns/tiny", model_id="hash-64|ctx=0", generation=3
+        )
         assert await db.campaigns.slugs() == ["tiny"]
         [doc] = await db.documents.all("tiny")
-        assert doc == Document(doc_id="baron", path="baron.md", title="Baron Aldric", text="The baron rules the keep.",
-                               visibility=frozenset({"players"}), type="npc", aliases=("Aldric",), tags=("noble",),
-                               content_hash="h1", synopsis="A baron.")
-        assert await db.documents.passages("tiny") == [PassageRow(
-            passage_id="p:baron:0", doc_id="baron", ordinal=0, start=0, end=25, heading="Baron Aldric",
-            visibility=frozenset({"players"}), prev_id=None, next_id=None, tokens="baron rule keep")]
+        assert doc == Document(
+            doc_id="baron",
+            path="baron.md",
+            title="Baron Aldric",
+            text="The baron rules the keep.",
+            visibility=frozenset({"players"}),
+            type="npc",
+            aliases=("Aldric",),
+            tags=("noble",),
+            content_hash="h1",
+            synopsis="A baron.",
+        )
+        assert await db.documents.passages("tiny") == [
+            PassageRow(
+                passage_id="p:baron:0",
+                doc_id="baron",
+                ordinal=0,
+                start=0,
+                end=25,
+                heading="Baron Aldric",
+                visibility=frozenset({"players"}),
+                prev_id=None,
+                next_id=None,
+                tokens="baron rule keep",
+            )
+        ]
         assert await db.documents.hashes("tiny") == {"baron": ("baron.md", "h1")}
         assert np.array_equal((await db.embeddings.get("hash-64", ["ph"]))["ph"], VECTOR)
         assert await db.pins.doc_ids("tiny", ["campaign"]) == ["baron"]
@@ -150,20 +208,33 @@ async def test_a_v0_database_upgrades_in_place_and_keeps_its_data(tmp_path):
         assert await db.budgets.get("tiny", "campaign") == 4000
         assert json.loads(await db.memory.state(KEY) or "{}")["seq"] == 2
         assert [(t.role, t.content) for t in await db.memory.recent_turns(KEY, 6)] == [
-            ("assistant", "The baron."), ("user", "Who rules?")]
+            ("assistant", "The baron."),
+            ("user", "Who rules?"),
+        ]
         assert await db.memory.forget_epoch("tiny") == 2
         assert await db.schedules.posted("tiny", "2025-01-03T18:00")
-        assert await db.schedules.all() == [ScheduleRow("tiny", "0 18 * * 5", "discord", "T1", "C1")]
+        assert await db.schedules.all() == [
+            ScheduleRow("tiny", "0 18 * * 5", "discord", "T1", "C1")
+        ]
         # and it takes writes in its new shape
         await db.pins.add("tiny", "C1", "baron", at=2.0)
-        assert await db.memory.record(KEY, campaign="tiny", question="And?", answer="Silver.", lens=frozenset({PLAYERS}),
-                                      state="{}", epoch=2)
+        assert await db.memory.record(
+            KEY,
+            campaign="tiny",
+            question="And?",
+            answer="Silver.",
+            lens=frozenset({PLAYERS}),
+            state="{}",
+            epoch=2,
+        )
         assert await db.schedules.claim("tiny", "2025-01-10T18:00")
         await db.links.link("discord", "C2", "tiny", guild_id="G1")
     schema = tables_and_columns(path)
     assert "spend" not in schema
     assert "name" not in schema["campaigns"] and "hash" not in schema["passages"]
-    assert "created_at" not in schema["chat_turns"] and "created_at" in schema["pins"]  # pins are ordered by it
+    assert (
+        "created_at" not in schema["chat_turns"] and "created_at" in schema["pins"]
+    )  # pins are ordered by it
     async with Database(path) as db:  # opening again migrates nothing
         assert await db.version() == LATEST
         assert len(await db.memory.recent_turns(KEY, 6)) == 4
@@ -232,7 +303,9 @@ async def test_an_upgraded_data_directory_answers_with_the_same_bundle(tmp_path)
     engine = await make_engine(tmp_path, milvus=False)
     try:
         assert await engine.db.version() == LATEST
-        await engine.ingest("greyhold")  # a fresh in-memory vector store: re-filled from the embedding cache
+        await engine.ingest(
+            "greyhold"
+        )  # a fresh in-memory vector store: re-filled from the embedding cache
         after = await engine.retrieve("greyhold", question, GM_LENS)
         assert after.ranked_doc_ids == before.ranked_doc_ids and after.ranked_doc_ids
         assert after.text == before.text
@@ -246,9 +319,14 @@ async def test_an_upgraded_data_directory_answers_with_the_same_bundle(tmp_path)
 
 # Columns main writes that the current schema dropped: the value main would have put there.
 _V0_FILL = {
-    ("campaigns", "name"): "slug", ("campaigns", "updated_at"): "1.0", ("documents", "updated_at"): "1.0",
-    ("passages", "hash"): "passage_id", ("channel_links", "linked_at"): "1.0", ("chat_state", "updated_at"): "1.0",
-    ("chat_turns", "created_at"): "1.0", ("recap_posts", "posted_at"): "1.0",
+    ("campaigns", "name"): "slug",
+    ("campaigns", "updated_at"): "1.0",
+    ("documents", "updated_at"): "1.0",
+    ("passages", "hash"): "passage_id",
+    ("channel_links", "linked_at"): "1.0",
+    ("chat_state", "updated_at"): "1.0",
+    ("chat_turns", "created_at"): "1.0",
+    ("recap_posts", "posted_at"): "1.0",
 }
 
 
@@ -263,7 +341,9 @@ def rewrite_as_v0(current: Path, dest: Path) -> None:
         have = {r[1] for r in conn.execute(f"PRAGMA cur.table_info({table})")}
         cols = sorted(columns)
         values = [c if c in have else _V0_FILL[(table, c)] for c in cols]
-        conn.execute(f"INSERT INTO main.{table} ({', '.join(cols)}) SELECT {', '.join(values)} FROM cur.{table}")
+        conn.execute(
+            f"INSERT INTO main.{table} ({', '.join(cols)}) SELECT {', '.join(values)} FROM cur.{table}"
+        )
     conn.commit()
     conn.execute("DETACH DATABASE cur")
     conn.close()

@@ -12,6 +12,7 @@ from liminalis.adapters.cross_encoder import CrossEncoderReranker
 
 pytestmark = pytest.mark.slow  # real models or Milvus Lite throughout
 
+
 def make_train_dir(root: Path) -> Path:
     (root / "corpus").mkdir(parents=True)
     stories = {
@@ -23,19 +24,37 @@ def make_train_dir(root: Path) -> Path:
     for k, v in stories.items():
         (root / "corpus" / f"{k}.md").write_text(v)
     qs = [
-        ("What did the smith cast?", "bell-s01", "The smith cast a great bell of bronze for the abbey."),
-        ("What happened when the river froze?", "bell-s02", "the bell fell through the ice and was lost"),
+        (
+            "What did the smith cast?",
+            "bell-s01",
+            "The smith cast a great bell of bronze for the abbey.",
+        ),
+        (
+            "What happened when the river froze?",
+            "bell-s02",
+            "the bell fell through the ice and was lost",
+        ),
         ("What did the fox steal?", "fox-s01", "A red fox stole eggs from the miller"),
         ("Who caught the fox?", "fox-s01", "until the dog caught him"),
-        ("What did the ferryman carry?", "ferry-s01", "The ferryman crossed the river at dawn with salt, lanterns"),
+        (
+            "What did the ferryman carry?",
+            "ferry-s01",
+            "The ferryman crossed the river at dawn with salt, lanterns",
+        ),
         ("When did the bell ring?", "bell-s01", "It rang at dusk every day."),
         # a CRD3-style query longer than --max-length on its own
-        (" ".join(["The party argued about the bell and the river and the ferryman."] * 12), "bell-s02",
-         "the bell fell through the ice and was lost"),
+        (
+            " ".join(["The party argued about the bell and the river and the ferryman."] * 12),
+            "bell-s02",
+            "the bell fell through the ice and was lost",
+        ),
     ]
-    (root / "queries.jsonl").write_text("\n".join(
-        json.dumps({"id": f"q{i}", "query": q, "relevant": [d], "answers": [], "passages": [p]}) for i, (q, d, p) in enumerate(qs)
-    ))
+    (root / "queries.jsonl").write_text(
+        "\n".join(
+            json.dumps({"id": f"q{i}", "query": q, "relevant": [d], "answers": [], "passages": [p]})
+            for i, (q, d, p) in enumerate(qs)
+        )
+    )
     return root
 
 
@@ -44,8 +63,31 @@ async def test_train_command_end_to_end_on_a_tiny_slice(tmp_path):
 
     data = make_train_dir(tmp_path / "train")
     out = tmp_path / "model"
-    rc = main(["--train", str(data), "--out", str(out), "--max-queries", "7", "--layers", "1", "--max-length", "64",
-               "--batch", "2", "--negatives", "1", "--eval-every", "0", "--quiet", "--lr", "1e-4", "--epochs", "2"])
+    rc = main(
+        [
+            "--train",
+            str(data),
+            "--out",
+            str(out),
+            "--max-queries",
+            "7",
+            "--layers",
+            "1",
+            "--max-length",
+            "64",
+            "--batch",
+            "2",
+            "--negatives",
+            "1",
+            "--eval-every",
+            "0",
+            "--quiet",
+            "--lr",
+            "1e-4",
+            "--epochs",
+            "2",
+        ]
+    )
     assert rc == 0
     for f in ("config.json", "README.md", "training.json"):
         assert (out / f).exists(), f
@@ -65,11 +107,41 @@ async def test_train_command_end_to_end_on_a_tiny_slice(tmp_path):
     with safe_open(str(out / "model.safetensors"), "pt") as f:
         assert {str(f.get_tensor(k).dtype) for k in f.keys()} == {"torch.float16"}
     full = tmp_path / "fp32"
-    assert main(["--train", str(data), "--out", str(full), "--max-queries", "7", "--layers", "1", "--max-length", "64",
-                 "--batch", "2", "--negatives", "1", "--eval-every", "0", "--quiet", "--lr", "1e-4", "--epochs", "2",
-                 "--fp32"]) == 0
-    ref = await CrossEncoderReranker(str(full), max_length=64).score("What did the fox steal?", ["A red fox stole eggs.", "The bell rang."])
-    assert scores == __import__("pytest").approx(ref, abs=2e-2)  # same seed, same model, half precision
+    assert (
+        main(
+            [
+                "--train",
+                str(data),
+                "--out",
+                str(full),
+                "--max-queries",
+                "7",
+                "--layers",
+                "1",
+                "--max-length",
+                "64",
+                "--batch",
+                "2",
+                "--negatives",
+                "1",
+                "--eval-every",
+                "0",
+                "--quiet",
+                "--lr",
+                "1e-4",
+                "--epochs",
+                "2",
+                "--fp32",
+            ]
+        )
+        == 0
+    )
+    ref = await CrossEncoderReranker(str(full), max_length=64).score(
+        "What did the fox steal?", ["A red fox stole eggs.", "The bell rang."]
+    )
+    assert scores == __import__("pytest").approx(
+        ref, abs=2e-2
+    )  # same seed, same model, half precision
 
 
 async def test_train_from_mined_pools_with_a_teacher_and_score_dev_pools(tmp_path):
@@ -78,24 +150,76 @@ async def test_train_from_mined_pools_with_a_teacher_and_score_dev_pools(tmp_pat
     from bench.train_reranker import main
 
     texts = {
-        "s/bell1": "The smith cast a great bell of bronze for the abbey.", "s/bell2": "The bell fell through the ice.",
-        "s/fox1": "A red fox stole eggs from the miller.", "s/ferry1": "The ferryman crossed the river with salt.",
-        "s/cat1": "A grey cat slept by the mill wheel.", "s/oak1": "An old oak stood on the hill by the abbey.",
+        "s/bell1": "The smith cast a great bell of bronze for the abbey.",
+        "s/bell2": "The bell fell through the ice.",
+        "s/fox1": "A red fox stole eggs from the miller.",
+        "s/ferry1": "The ferryman crossed the river with salt.",
+        "s/cat1": "A grey cat slept by the mill wheel.",
+        "s/oak1": "An old oak stood on the hill by the abbey.",
     }
     docs = {k: k.split("/")[1].rstrip("0123456789") for k in texts}
-    qs = [("What did the smith cast?", "s/bell1"), ("What did the fox steal?", "s/fox1"),
-          ("Who crossed the river?", "s/ferry1"), ("Where did the cat sleep?", "s/cat1"),
-          ("What stood on the hill?", "s/oak1"), ("What fell through the ice?", "s/bell2")]
-    rows = [{"id": f"q{i}", "query": q, "relevant": [docs[pos]], "pool": list(texts), "docs": [docs[k] for k in texts],
-             "positive": pos, "group": f"g{i}"} for i, (q, pos) in enumerate(qs)]
+    qs = [
+        ("What did the smith cast?", "s/bell1"),
+        ("What did the fox steal?", "s/fox1"),
+        ("Who crossed the river?", "s/ferry1"),
+        ("Where did the cat sleep?", "s/cat1"),
+        ("What stood on the hill?", "s/oak1"),
+        ("What fell through the ice?", "s/bell2"),
+    ]
+    rows = [
+        {
+            "id": f"q{i}",
+            "query": q,
+            "relevant": [docs[pos]],
+            "pool": list(texts),
+            "docs": [docs[k] for k in texts],
+            "positive": pos,
+            "group": f"g{i}",
+        }
+        for i, (q, pos) in enumerate(qs)
+    ]
     write(tmp_path / "pools" / "train.jsonl.gz", rows, texts)
-    write(tmp_path / "pools" / "dev-tiny.jsonl.gz", [{k: v for k, v in r.items() if k not in {"positive", "group"}} for r in rows], texts)
-    common = ["--examples", str(tmp_path / "pools" / "train.jsonl.gz"), "--max-queries", "0", "--layers", "1",
-              "--max-length", "48", "--batch", "2", "--negatives", "3", "--eval-every", "0", "--quiet", "--epochs", "1",
-              "--device", "cpu"]
+    write(
+        tmp_path / "pools" / "dev-tiny.jsonl.gz",
+        [{k: v for k, v in r.items() if k not in {"positive", "group"}} for r in rows],
+        texts,
+    )
+    common = [
+        "--examples",
+        str(tmp_path / "pools" / "train.jsonl.gz"),
+        "--max-queries",
+        "0",
+        "--layers",
+        "1",
+        "--max-length",
+        "48",
+        "--batch",
+        "2",
+        "--negatives",
+        "3",
+        "--eval-every",
+        "0",
+        "--quiet",
+        "--epochs",
+        "1",
+        "--device",
+        "cpu",
+    ]
     assert main([*common, "--out", str(tmp_path / "teacher")]) == 0
-    assert main([*common, "--out", str(tmp_path / "student"), "--teacher", str(tmp_path / "teacher"),
-                 "--score", str(tmp_path / "pools" / "dev-tiny.jsonl.gz")]) == 0
+    assert (
+        main(
+            [
+                *common,
+                "--out",
+                str(tmp_path / "student"),
+                "--teacher",
+                str(tmp_path / "teacher"),
+                "--score",
+                str(tmp_path / "pools" / "dev-tiny.jsonl.gz"),
+            ]
+        )
+        == 0
+    )
     report = json.loads((tmp_path / "student" / "training.json").read_text())
     assert report["train_examples"] + report["val_examples"] == len(qs)
     assert report["args"]["teacher"].endswith("teacher")
@@ -107,9 +231,15 @@ async def test_train_from_mined_pools_with_a_teacher_and_score_dev_pools(tmp_pat
     from liminalis.adapters.sentence_transformers import resolve_model_path
 
     key = "embeddings.word_embeddings.weight"
-    with safe_open(str(tmp_path / "student" / "model.safetensors"), "pt") as f, \
-            safe_open(str(Path(resolve_model_path("bundled:all-MiniLM-L6-v2")) / "model.safetensors"), "pt") as g:
-        assert (f.get_tensor(key).float() - g.get_tensor(key).half().float()).abs().max().item() == 0.0
+    with (
+        safe_open(str(tmp_path / "student" / "model.safetensors"), "pt") as f,
+        safe_open(
+            str(Path(resolve_model_path("bundled:all-MiniLM-L6-v2")) / "model.safetensors"), "pt"
+        ) as g,
+    ):
+        assert (
+            f.get_tensor(key).float() - g.get_tensor(key).half().float()
+        ).abs().max().item() == 0.0
     ce = CrossEncoderReranker(str(tmp_path / "student"))
     assert len(await ce.score("What did the fox steal?", list(texts.values()))) == len(texts)
 
@@ -125,11 +255,21 @@ def test_sibling_negatives_are_the_nearest_sections_of_the_positive_story(tmp_pa
     texts = {f"s/fox-s0{i}#h{i}": f"fox section {i}" for i in range(1, 6)}
     texts |= {"s/bear-s02#b": "bear section 2", "s/bear-s03#c": "bear section 3"}
     docs = [k.split("/")[1].split("#")[0] for k in texts]
-    row = {"id": "q", "query": "What did the fox find?", "relevant": ["fox-s03"], "pool": list(texts), "docs": docs,
-           "positive": "s/fox-s03#h3", "group": "s/fox"}
+    row = {
+        "id": "q",
+        "query": "What did the fox find?",
+        "relevant": ["fox-s03"],
+        "pool": list(texts),
+        "docs": docs,
+        "positive": "s/fox-s03#h3",
+        "group": "s/fox",
+    }
     write(tmp_path / "train.jsonl.gz", [row], texts)
     (e,) = load_examples(tmp_path / "train.jsonl.gz", max_queries=None, seed=1)
-    assert e.siblings[:2] == ["fox section 2", "fox section 4"] or e.siblings[:2] == ["fox section 4", "fox section 2"]
+    assert e.siblings[:2] == ["fox section 2", "fox section 4"] or e.siblings[:2] == [
+        "fox section 4",
+        "fox section 2",
+    ]
     assert set(e.siblings) == {"fox section 1", "fox section 2", "fox section 4", "fox section 5"}
     assert "fox section 3" not in e.negatives  # the positive's document is never a negative
     rng = random.Random(0)
@@ -153,15 +293,33 @@ def test_device_kit_round_trip(tmp_path, monkeypatch):
     kit = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(kit)
 
-    texts = {f"t/fox-s0{i}#h": f"The fox ran to the mill in part {i} of the tale." for i in range(1, 5)}
-    texts |= {"t/bell-s01#b": "The smith cast a great bell of bronze.", "t/oak-s01#o": "An old oak stood on the hill."}
+    texts = {
+        f"t/fox-s0{i}#h": f"The fox ran to the mill in part {i} of the tale." for i in range(1, 5)
+    }
+    texts |= {
+        "t/bell-s01#b": "The smith cast a great bell of bronze.",
+        "t/oak-s01#o": "An old oak stood on the hill.",
+    }
     docs = [k.split("/")[1].split("#")[0] for k in texts]
-    rows = [{"id": f"q{i}", "query": f"Where did the fox run in part {i}?", "relevant": [f"fox-s0{i}"],
-             "pool": list(texts), "docs": docs, "positive": f"t/fox-s0{i}#h", "group": f"t/g{i}",
-             "learned": {d: 0.0 for d in docs}} for i in range(1, 5)]
+    rows = [
+        {
+            "id": f"q{i}",
+            "query": f"Where did the fox run in part {i}?",
+            "relevant": [f"fox-s0{i}"],
+            "pool": list(texts),
+            "docs": docs,
+            "positive": f"t/fox-s0{i}#h",
+            "group": f"t/g{i}",
+            "learned": {d: 0.0 for d in docs},
+        }
+        for i in range(1, 5)
+    ]
     write(tmp_path / "rd" / "train.jsonl.gz", rows, texts)
-    write(tmp_path / "rd" / "dev-tiny.jsonl.gz", [{k: v for k, v in r.items() if k not in {"positive", "group"}}
-                                                  for r in rows], texts)
+    write(
+        tmp_path / "rd" / "dev-tiny.jsonl.gz",
+        [{k: v for k, v in r.items() if k not in {"positive", "group"}} for r in rows],
+        texts,
+    )
     kit.data(tmp_path / "rd", tmp_path / "kit")
     kit.pools(tmp_path / "kit", tmp_path / "rd2")
     back, passages = read(tmp_path / "rd2" / "train.jsonl.gz")
@@ -170,15 +328,46 @@ def test_device_kit_round_trip(tmp_path, monkeypatch):
     from bench.train_reranker import load_examples
 
     kept = load_examples(tmp_path / "rd2" / "train.jsonl.gz", max_queries=None, seed=1)
-    assert all(len(e.siblings) == 3 for e in kept)  # the other fox sections, found after the trip too
+    assert all(
+        len(e.siblings) == 3 for e in kept
+    )  # the other fox sections, found after the trip too
 
     kit.init(ROOT / "models" / "reranker", tmp_path / "kit", tmp_path / "init")
     assert not (tmp_path / "init" / "liminalis_shared.json").exists()
-    assert main(["--examples", str(tmp_path / "rd2" / "train.jsonl.gz"), "--init", str(tmp_path / "init"),
-                 "--max-queries", "0", "--max-length", "48", "--batch", "2", "--negatives", "2",
-                 "--sibling-negatives", "1", "--eval-every", "0", "--quiet", "--epochs", "1", "--device", "cpu",
-                 "--lr", "1e-5", "--score", str(tmp_path / "rd2" / "dev-tiny.jsonl.gz"),
-                 "--out", str(tmp_path / "m")]) == 0
+    assert (
+        main(
+            [
+                "--examples",
+                str(tmp_path / "rd2" / "train.jsonl.gz"),
+                "--init",
+                str(tmp_path / "init"),
+                "--max-queries",
+                "0",
+                "--max-length",
+                "48",
+                "--batch",
+                "2",
+                "--negatives",
+                "2",
+                "--sibling-negatives",
+                "1",
+                "--eval-every",
+                "0",
+                "--quiet",
+                "--epochs",
+                "1",
+                "--device",
+                "cpu",
+                "--lr",
+                "1e-5",
+                "--score",
+                str(tmp_path / "rd2" / "dev-tiny.jsonl.gz"),
+                "--out",
+                str(tmp_path / "m"),
+            ]
+        )
+        == 0
+    )
 
     monkeypatch.setenv("OUT", str(tmp_path / "out"))
     (tmp_path / "out").mkdir()
@@ -190,5 +379,7 @@ def test_device_kit_round_trip(tmp_path, monkeypatch):
         assert kit.WORD not in f.keys()  # the product takes them from the wheel, hash-checked
     assert (tmp_path / "final" / "dev-scores.json").exists()
     ce = CrossEncoderReranker(str(tmp_path / "final"))
-    scores = asyncio.run(ce.score("Where did the fox run?", ["The fox ran to the mill.", "An old oak stood."]))
+    scores = asyncio.run(
+        ce.score("Where did the fox run?", ["The fox ran to the mill.", "An old oak stood."])
+    )
     assert scores[0] > scores[1]

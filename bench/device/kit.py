@@ -63,11 +63,16 @@ def data(pools: Path, kit: Path) -> None:
                 index[key] = len(texts)
                 texts.append(text)
         sets[f.name] = [
-            {**{k: v for k, v in r.items() if k not in {"pool", "learned", "positive"}},
-             "pool": [index[k] for k in r["pool"]],
-             # the kit's keys are indices: the positive's document travels beside them
-             **({"positive": index[r["positive"]], "positive_doc": doc_of_key(r["positive"])}
-                if "positive" in r else {})}
+            {
+                **{k: v for k, v in r.items() if k not in {"pool", "learned", "positive"}},
+                "pool": [index[k] for k in r["pool"]],
+                # the kit's keys are indices: the positive's document travels beside them
+                **(
+                    {"positive": index[r["positive"]], "positive_doc": doc_of_key(r["positive"])}
+                    if "positive" in r
+                    else {}
+                ),
+            }
             for r in rows
         ]
     blob = json.dumps({"texts": texts, "sets": sets}, separators=(",", ":")).encode()
@@ -82,14 +87,20 @@ def data(pools: Path, kit: Path) -> None:
         for ids in tok(batch, add_special_tokens=False)["input_ids"]:
             used.update(ids)
     with safe_open(str(Path(base) / "model.safetensors"), "np") as f:
-        table = f.get_tensor(WORD).astype(np.float16).astype(np.float32)  # the table models are stored with
+        table = (
+            f.get_tensor(WORD).astype(np.float16).astype(np.float32)
+        )  # the table models are stored with
     ids = np.array(sorted(used), dtype=np.int32)
     rows = table[ids]
     scale = np.abs(rows).max(axis=1, keepdims=True) / 127.0
     q = np.round(rows / np.maximum(scale, 1e-12)).astype(np.int8)
-    np.savez_compressed(kit / "wemb.npz", ids=ids, q=q, scale=scale.astype(np.float32), shape=np.array(table.shape))
-    print(f"{len(texts)} passages, {sum(map(len, sets.values()))} rows, {len(ids)} of {table.shape[0]} token rows; "
-          f"max relative error {float(np.abs(q * scale - rows).max() / np.abs(rows).max()):.4f}")
+    np.savez_compressed(
+        kit / "wemb.npz", ids=ids, q=q, scale=scale.astype(np.float32), shape=np.array(table.shape)
+    )
+    print(
+        f"{len(texts)} passages, {sum(map(len, sets.values()))} rows, {len(ids)} of {table.shape[0]} token rows; "
+        f"max relative error {float(np.abs(q * scale - rows).max() / np.abs(rows).max()):.4f}"
+    )
 
 
 def pools(kit: Path, dest: Path) -> None:
@@ -98,7 +109,9 @@ def pools(kit: Path, dest: Path) -> None:
     texts = obj["texts"]
     dest.mkdir(parents=True, exist_ok=True)
     for name, rows in obj["sets"].items():
-        keys = sorted({i for r in rows for i in r["pool"]} | {r["positive"] for r in rows if "positive" in r})
+        keys = sorted(
+            {i for r in rows for i in r["pool"]} | {r["positive"] for r in rows if "positive" in r}
+        )
         with gzip.open(dest / name, "wt", encoding="utf-8") as f:
             f.write(json.dumps({"passages": {str(i): texts[i] for i in keys}}) + "\n")
             for r in rows:
@@ -122,7 +135,9 @@ def init(model: Path, kit: Path, dest: Path) -> None:
     table[w["ids"]] = w["q"].astype(np.float32) * w["scale"]
     state = load_file(str(model / "model.safetensors"))
     state[WORD] = torch.from_numpy(table).to(next(iter(state.values())).dtype)
-    save_file(dict(sorted(state.items())), str(dest / "model.safetensors"), metadata={"format": "pt"})
+    save_file(
+        dict(sorted(state.items())), str(dest / "model.safetensors"), metadata={"format": "pt"}
+    )
     for f in model.iterdir():
         if f.is_file() and f.name not in {"model.safetensors", "liminalis_shared.json"}:
             shutil.copy(f, dest / f.name)
@@ -173,7 +188,12 @@ def check(model: Path, kit: Path, *, queries: int = 60) -> dict[str, float]:
     from liminalis.adapters.cross_encoder import MeanPoolCrossEncoderModel
 
     obj = json.loads(lzma.decompress((kit / "pools.json.xz").read_bytes()))
-    rows = [r for name, rs in sorted(obj["sets"].items()) if name.startswith("dev-") for r in rs[:queries]]
+    rows = [
+        r
+        for name, rs in sorted(obj["sets"].items())
+        if name.startswith("dev-")
+        for r in rs[:queries]
+    ]
     m = MeanPoolCrossEncoderModel.load(str(model))
     tok = AutoTokenizer.from_pretrained(str(model))
     length = json.loads((model / "training.json").read_text())["args"]["max_length"]
@@ -183,8 +203,14 @@ def check(model: Path, kit: Path, *, queries: int = 60) -> dict[str, float]:
         with torch.no_grad():
             for r in rows:
                 texts = [obj["texts"][i] for i in r["pool"][:10]]
-                enc = tok([r["query"]] * len(texts), texts, truncation="longest_first", max_length=length,
-                          padding=True, return_tensors="pt")
+                enc = tok(
+                    [r["query"]] * len(texts),
+                    texts,
+                    truncation="longest_first",
+                    max_length=length,
+                    padding=True,
+                    return_tensors="pt",
+                )
                 out.append(m(**enc).numpy())
         return out
 
@@ -195,9 +221,19 @@ def check(model: Path, kit: Path, *, queries: int = 60) -> dict[str, float]:
         approx_rows = torch.from_numpy(w["q"].astype(np.float32) * w["scale"])
         table[torch.from_numpy(w["ids"]).long()] = approx_rows.to(table.dtype)
     approx = scores()
-    diff = float(np.mean([np.mean(np.abs(a - e)) / (np.std(e) + 1e-9) for a, e in zip(approx, exact)]))
-    flips = float(np.mean([list(np.argsort(-a)[:5]) != list(np.argsort(-e)[:5]) for a, e in zip(approx, exact)]))
-    result = {"queries": len(rows), "mean_abs_diff_in_sd": round(diff, 4), "top5_order_changed": round(flips, 4)}
+    diff = float(
+        np.mean([np.mean(np.abs(a - e)) / (np.std(e) + 1e-9) for a, e in zip(approx, exact)])
+    )
+    flips = float(
+        np.mean(
+            [list(np.argsort(-a)[:5]) != list(np.argsort(-e)[:5]) for a, e in zip(approx, exact)]
+        )
+    )
+    result = {
+        "queries": len(rows),
+        "mean_abs_diff_in_sd": round(diff, 4),
+        "top5_order_changed": round(flips, 4),
+    }
     print(json.dumps(result))
     return result
 

@@ -7,20 +7,43 @@ Reply``. :data:`REGISTRY` holds them in the order the help lists them.
 
 from bot.commands import ask, budget, campaign, explain, help, lens, memory, pin, recap, upload
 from bot.commands._base import (
-           Command,
-           Need,
-           Option,
-           OptionKind,
-           RecapScheduling,
-           Request,
-           Scope,
-           Services,
+    Command,
+    Need,
+    Option,
+    OptionKind,
+    RecapScheduling,
+    Request,
+    Scope,
+    Services,
 )
 from bot.commands._registry import Registry
 
-__all__ = ["COMMANDS", "Command", "Need", "Option", "OptionKind", "REGISTRY", "RecapScheduling", "Registry", "Request",
-           "Scope", "Services"]
+__all__ = [
+    "COMMANDS",
+    "Command",
+    "Need",
+    "Option",
+    "OptionKind",
+    "REGISTRY",
+    "RecapScheduling",
+    "Registry",
+    "Request",
+    "Scope",
+    "Services",
+]
 
-REGISTRY = Registry([ask.command, pin.command, budget.command, upload.command, recap.command, explain.command,
-                     memory.command, campaign.command, lens.command, help.command])
+REGISTRY = Registry(
+    [
+        ask.command,
+        pin.command,
+        budget.command,
+        upload.command,
+        recap.command,
+        explain.command,
+        memory.command,
+        campaign.command,
+        lens.command,
+        help.command,
+    ]
+)
 COMMANDS = REGISTRY.names

@@ -22,7 +22,16 @@ if TYPE_CHECKING:
     from liminalis.answer import Responder
     from liminalis.engine import Engine
 
-__all__ = ["Command", "Need", "Option", "OptionKind", "RecapScheduling", "Request", "Scope", "Services"]
+__all__ = [
+    "Command",
+    "Need",
+    "Option",
+    "OptionKind",
+    "RecapScheduling",
+    "Request",
+    "Scope",
+    "Services",
+]
 
 OptionKind = Literal["string", "integer", "attachment"]
 #: Where an option's suggestions come from while it is typed (Discord autocomplete).
@@ -84,8 +93,15 @@ class Request:
 class RecapScheduling(Protocol):
     """What ``/recap schedule`` needs from the scheduler (``bot.scheduler.RecapScheduler``)."""
 
-    async def set_schedule(self, campaign: str, *, cron: str, platform: str, channel_id: str,
-                           parent_id: str | None = None) -> str: ...
+    async def set_schedule(
+        self,
+        campaign: str,
+        *,
+        cron: str,
+        platform: str,
+        channel_id: str,
+        parent_id: str | None = None,
+    ) -> str: ...
 
     async def remove_schedule(self, campaign: str) -> bool: ...
 

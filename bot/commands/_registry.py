@@ -52,7 +52,10 @@ class Registry:
         head, rest = (parts[0], parts[1]) if len(parts) == 2 else ((parts or [""])[0], "")
         name = head.lower()
         if name not in self._commands:
-            raise InvalidInput(f"unknown command {head!r}", user_message=f"Unknown command `/{head[:40]}`. Try `/help`.")
+            raise InvalidInput(
+                f"unknown command {head!r}",
+                user_message=f"Unknown command `/{head[:40]}`. Try `/help`.",
+            )
         return name, rest.strip()
 
     def request(self, msg: IncomingMessage) -> Request:
@@ -77,7 +80,9 @@ class Registry:
         assert msg.command is not None
         command = self._commands.get(msg.command)
         if command is None:
-            raise InvalidInput(f"unknown command {msg.command!r}", user_message="Unknown command. Try `/help`.")
+            raise InvalidInput(
+                f"unknown command {msg.command!r}", user_message="Unknown command. Try `/help`."
+            )
         options: dict[str, OptionValue] = {}
         for name, value in msg.options.items():
             spec = command.option(name)
@@ -112,7 +117,10 @@ class Registry:
         lines = [f"**/{command.name}** — {command.description}", *command.usage]
         if command.options:
             lines.append("Options:")
-            lines += [f"• `{o.name}`{'' if o.required else ' (optional)'} — {_describe(o)}" for o in command.options]
+            lines += [
+                f"• `{o.name}`{'' if o.required else ' (optional)'} — {_describe(o)}"
+                for o in command.options
+            ]
         if command.gm_only is True:
             lines.append("Only a GM of the campaign can run it.")
         if command.example:
@@ -123,7 +131,11 @@ class Registry:
 def _describe(option: Option) -> str:
     text = option.description
     if option.choices:
-        text += f" ({', '.join(option.choices)}" + (f"; default {option.default}" if option.default is not None else "") + ")"
+        text += (
+            f" ({', '.join(option.choices)}"
+            + (f"; default {option.default}" if option.default is not None else "")
+            + ")"
+        )
     elif option.kind == "integer" and option.low is not None and option.high is not None:
         text += f" ({option.low:,}–{option.high:,})"
     return text

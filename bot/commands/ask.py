@@ -12,9 +12,9 @@ __all__ = ["command"]
 
 _SKIPPED_STAGE = {
     RERANK_BUSY_NOTE: "_Many questions at once: this answer skipped its reranking step, so its best passages "
-                      "may be ordered a little less well._",
+    "may be ordered a little less well._",
     RERANK_FAILED_NOTE: "_The reranking step is unavailable right now, so this answer's best passages may be "
-                        "ordered a little less well._",
+    "ordered a little less well._",
 }
 
 
@@ -33,22 +33,34 @@ async def run(request: Request, scope: Scope) -> Reply:
     cfg, msg, services = scope.config, request.msg, scope.services
     question = request.string("question")
     if not question.strip():
-        raise InvalidInput("empty question", user_message="Ask a question, e.g. `/ask who is the Lantern Queen?`")
-    budget = await effective_budget(services.engine, cfg.slug, msg.chat_key, services.responder.budget_tokens)
-    answer = await services.engine.answer(cfg.slug, question, scope.lens, chat=msg.chat_key,
-                                      budget_tokens=budget)
+        raise InvalidInput(
+            "empty question", user_message="Ask a question, e.g. `/ask who is the Lantern Queen?`"
+        )
+    budget = await effective_budget(
+        services.engine, cfg.slug, msg.chat_key, services.responder.budget_tokens
+    )
+    answer = await services.engine.answer(
+        cfg.slug, question, scope.lens, chat=msg.chat_key, budget_tokens=budget
+    )
     # A stage skipped is said in the reply: a busy bot answers, a little less well, and the
     # player knows why.
     said = [_SKIPPED_STAGE[n] for n in dict.fromkeys(answer.notes) if n in _SKIPPED_STAGE]
-    return Reply(text="\n\n".join([answer.text, *said]), sources=answer.sources, lens=scope.lens.describe(),
-                 title=cfg.name, notes=answer.notes)
+    return Reply(
+        text="\n\n".join([answer.text, *said]),
+        sources=answer.sources,
+        lens=scope.lens.describe(),
+        title=cfg.name,
+        notes=answer.notes,
+    )
 
 
 command = Command(
     name="ask",
     description="Ask about the campaign; answers come with sources",
     run=run,
-    options=(Option("question", "string", "What do you want to know?", required=True, low=1, high=2000),),
+    options=(
+        Option("question", "string", "What do you want to know?", required=True, low=1, high=2000),
+    ),
     usage=("`/ask <question>` — ask about the campaign (or mention the bot)",),
     example="/ask who is the Lantern Queen?",
     private=_private,

@@ -16,7 +16,9 @@ LOW, HIGH = 500, 200_000
 _TOKENS = re.compile(r"[0-9][0-9,_]{0,11}")
 
 
-async def effective_budget(engine: Engine, slug: str, chat_key: str | None, default: int = 6000) -> int:
+async def effective_budget(
+    engine: Engine, slug: str, chat_key: str | None, default: int = 6000
+) -> int:
     """The chat's budget, else the campaign's, else ``default``."""
     return await engine.budget(slug, chat_key, default=default)
 
@@ -38,7 +40,9 @@ async def run(request: Request, scope: Scope) -> Reply:
     cfg, services, msg = scope.config, scope.services, request.msg
     action = request.string("action", "show")
     if action == "show":
-        shown = await effective_budget(services.engine, cfg.slug, msg.chat_key, services.responder.budget_tokens)
+        shown = await effective_budget(
+            services.engine, cfg.slug, msg.chat_key, services.responder.budget_tokens
+        )
         return Reply(text=f"Context budget: {shown:,} tokens.")
     if action != "set":
         raise InvalidInput("bad budget", user_message="Usage: `/budget show|set <tokens> [chat]`")
@@ -46,10 +50,14 @@ async def run(request: Request, scope: Scope) -> Reply:
     if tokens is None:
         raise InvalidInput("bad budget", user_message="Usage: `/budget set <tokens> [chat]`")
     if not LOW <= tokens <= HIGH:
-        raise InvalidInput("budget out of range", user_message="Budgets must be between 500 and 200,000 tokens.")
+        raise InvalidInput(
+            "budget out of range", user_message="Budgets must be between 500 and 200,000 tokens."
+        )
     chat = request.string("scope") == "chat"
     await services.engine.set_budget(cfg.slug, tokens, chat=msg.chat_key if chat else None)
-    return Reply(text=f"Context budget for this {'chat' if chat else 'campaign'} set to {tokens:,} tokens.")
+    return Reply(
+        text=f"Context budget for this {'chat' if chat else 'campaign'} set to {tokens:,} tokens."
+    )
 
 
 command = Command(
@@ -57,12 +65,25 @@ command = Command(
     description="Show or set the context budget (GMs set)",
     run=run,
     options=(
-        Option("action", "string", "show the budget, or set it", choices=("show", "set"), default="show"),
+        Option(
+            "action",
+            "string",
+            "show the budget, or set it",
+            choices=("show", "set"),
+            default="show",
+        ),
         Option("tokens", "integer", "set: the budget in tokens", low=LOW, high=HIGH),
-        Option("scope", "string", "set: for the whole campaign, or this chat only", choices=("campaign", "chat"),
-               default="campaign"),
+        Option(
+            "scope",
+            "string",
+            "set: for the whole campaign, or this chat only",
+            choices=("campaign", "chat"),
+            default="campaign",
+        ),
     ),
-    usage=("`/budget show|set <tokens> [chat]` — the context budget of the campaign, or of this chat (GM sets)",),
+    usage=(
+        "`/budget show|set <tokens> [chat]` — the context budget of the campaign, or of this chat (GM sets)",
+    ),
     example="/budget set 9000 chat",
     gm_only=lambda request: request.string("action") == "set",
     private=True,

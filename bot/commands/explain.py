@@ -26,7 +26,16 @@ command = Command(
     name="explain",
     description="GM: how retrieval ranked the documents for a question",
     run=run,
-    options=(Option("question", "string", "The question to trace through retrieval", required=True, low=1, high=2000),),
+    options=(
+        Option(
+            "question",
+            "string",
+            "The question to trace through retrieval",
+            required=True,
+            low=1,
+            high=2000,
+        ),
+    ),
     usage=("`/explain <question>` — GM: how retrieval ranked the documents",),
     example="/explain who holds the ninth bell?",
     gm_only=True,

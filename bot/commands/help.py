@@ -8,7 +8,18 @@ from bot.messages import OptionValue, Reply
 __all__ = ["command"]
 
 #: The commands ``/help`` offers as choices; the registry's names (checked by a test).
-TOPICS = ("ask", "pin", "budget", "upload", "recap", "explain", "memory", "campaign", "lens", "help")
+TOPICS = (
+    "ask",
+    "pin",
+    "budget",
+    "upload",
+    "recap",
+    "explain",
+    "memory",
+    "campaign",
+    "lens",
+    "help",
+)
 
 
 def _parse(arg: str) -> dict[str, OptionValue]:
@@ -17,14 +28,18 @@ def _parse(arg: str) -> dict[str, OptionValue]:
 
 
 async def run(request: Request, scope: Scope) -> Reply:
-    return Reply(text=scope.services.registry.help_text(request.string("command") or None), title="Help")
+    return Reply(
+        text=scope.services.registry.help_text(request.string("command") or None), title="Help"
+    )
 
 
 command = Command(
     name="help",
     description="What Liminalis can do",
     run=run,
-    options=(Option("command", "string", "One command to explain, with an example", choices=TOPICS),),
+    options=(
+        Option("command", "string", "One command to explain, with an example", choices=TOPICS),
+    ),
     usage=("`/help [command]` — this message, or one command's options and an example",),
     example="/help pin",
     private=True,

@@ -10,7 +10,11 @@ __all__ = ["command"]
 
 async def run(request: Request, scope: Scope) -> Reply:
     lens = scope.lens
-    view = "the GM view (everything, including GM-only notes)" if lens.is_gm else f"the {lens.describe()} view"
+    view = (
+        "the GM view (everything, including GM-only notes)"
+        if lens.is_gm
+        else f"the {lens.describe()} view"
+    )
     return Reply(text=f"In **{scope.config.name}** you see {view}.", lens=lens.describe())
 
 

@@ -15,7 +15,9 @@ def _parse(arg: str) -> dict[str, OptionValue]:
 
 
 async def run(request: Request, scope: Scope) -> Reply:
-    names = {x.strip().lower() for x in request.string("lens").replace(",", " ").split() if x.strip()} or {PLAYERS}
+    names = {
+        x.strip().lower() for x in request.string("lens").replace(",", " ").split() if x.strip()
+    } or {PLAYERS}
     of = frozenset({GM}) if GM in names else frozenset(names | {PLAYERS})
     text = await scope.services.engine.memory_report(scope.config.slug, of)
     return Reply(text=text, title="Memory")
@@ -25,8 +27,14 @@ command = Command(
     name="memory",
     description="GM: the campaign memory's most active chunks and strongest associations",
     run=run,
-    options=(Option("lens", "string", "Whose history: players (default), gm, or a player's lens", high=100),),
-    usage=("`/memory [gm|players|<lens>]` — GM: the campaign memory's most active chunks and associations",),
+    options=(
+        Option(
+            "lens", "string", "Whose history: players (default), gm, or a player's lens", high=100
+        ),
+    ),
+    usage=(
+        "`/memory [gm|players|<lens>]` — GM: the campaign memory's most active chunks and associations",
+    ),
     example="/memory players",
     gm_only=True,
     private=True,

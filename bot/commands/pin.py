@@ -50,7 +50,13 @@ command = Command(
     description="Always include a document in answers (GMs change pins)",
     run=run,
     options=(
-        Option("action", "string", "add, remove or list", choices=("add", "remove", "list"), default="list"),
+        Option(
+            "action",
+            "string",
+            "add, remove or list",
+            choices=("add", "remove", "list"),
+            default="list",
+        ),
         Option("document", "string", "A document title", autocomplete="titles", low=0, high=200),
     ),
     usage=("`/pin add|remove|list <document>` — always include a document (GM changes)",),

@@ -16,7 +16,9 @@ __all__ = ["command", "recap_text"]
 _USAGE = "Usage: `/recap [sessions 1-10]`"
 
 
-async def recap_text(engine: Engine, slug: str, sessions: int = 1) -> tuple[str, tuple[Source, ...]]:
+async def recap_text(
+    engine: Engine, slug: str, sessions: int = 1
+) -> tuple[str, tuple[Source, ...]]:
     """The players-lens "previously on…" (:meth:`Engine.recap`) with its sources."""
     recap = await engine.recap(slug, sessions)
     return recap.text, tuple(Source(doc_id, title) for doc_id, title in recap.sources)
@@ -24,7 +26,7 @@ async def recap_text(engine: Engine, slug: str, sessions: int = 1) -> tuple[str,
 
 def _parse(arg: str) -> dict[str, OptionValue]:
     if arg.lower().startswith("schedule"):
-        return {"schedule": arg[len("schedule"):].strip()}  # "" asks for the schedule in force
+        return {"schedule": arg[len("schedule") :].strip()}  # "" asks for the schedule in force
     if not arg:
         return {}
     # ASCII digits, few of them: "²".isdigit() is true and int() refuses it; int() of thousands
@@ -53,16 +55,25 @@ async def run(request: Request, scope: Scope) -> Reply:
 async def _schedule(request: Request, scope: Scope, spec: str) -> Reply:
     cfg, scheduler, msg = scope.config, scope.services.scheduler, request.msg
     if scheduler is None:
-        raise InvalidInput("no scheduler", user_message="Scheduled recaps are not running on this bot.")
+        raise InvalidInput(
+            "no scheduler", user_message="Scheduled recaps are not running on this bot."
+        )
     if not spec:
         return Reply(text=await scheduler.describe(cfg.slug))
     if msg.platform == "console":
-        raise InvalidInput("console schedule", user_message="Schedule recaps from a Discord or Slack channel.")
+        raise InvalidInput(
+            "console schedule", user_message="Schedule recaps from a Discord or Slack channel."
+        )
     if spec.lower() in {"off", "none", "stop"}:
         removed = await scheduler.remove_schedule(cfg.slug)
         return Reply(text="Recap schedule removed." if removed else "No recap schedule was set.")
-    when = await scheduler.set_schedule(cfg.slug, cron=spec, platform=msg.platform, channel_id=msg.channel_id,
-                                        parent_id=msg.parent_id)
+    when = await scheduler.set_schedule(
+        cfg.slug,
+        cron=spec,
+        platform=msg.platform,
+        channel_id=msg.channel_id,
+        parent_id=msg.parent_id,
+    )
     return Reply(text=f"Recaps of **{cfg.name}** will be posted in this channel {when}.")
 
 
@@ -74,8 +85,10 @@ command = Command(
         Option("sessions", "integer", "How many sessions (1-10)", low=1, high=10),
         Option("schedule", "string", "GM: cron (UTC) to post here, or off", low=1, high=100),
     ),
-    usage=('`/recap [sessions]` — "previously on…" from the latest session notes',
-           "`/recap schedule <cron>|off` — GM: post a recap here on a schedule (5-field cron, UTC)"),
+    usage=(
+        '`/recap [sessions]` — "previously on…" from the latest session notes',
+        "`/recap schedule <cron>|off` — GM: post a recap here on a schedule (5-field cron, UTC)",
+    ),
     example="/recap schedule 0 18 * * 5",
     gm_only=lambda request: bool(request.string("schedule")),
     private=lambda request, scope: _schedules(request),

@@ -25,13 +25,23 @@ from liminalis.ingest.loaders import (
 from liminalis.lens import GM, NOT_GM, PLAYERS, parse_visibility
 from liminalis.text import clean_text
 
-__all__ = ["command", "UPLOAD_TYPES", "describe_visibility", "parse_upload_options", "resolve_visibility",
-           "save_uploads", "upload_name", "visibility_choices"]
+__all__ = [
+    "command",
+    "UPLOAD_TYPES",
+    "describe_visibility",
+    "parse_upload_options",
+    "resolve_visibility",
+    "save_uploads",
+    "upload_name",
+    "visibility_choices",
+]
 
 UPLOAD_TYPES = ("session", "lore", "character", "place", "faction", "item", "note")
 MAX_FILES = 10
-_USAGE = ("Usage: `/upload [players|gm|<player lens>] [session|lore|character|place|faction|item|note]` "
-          "with the files attached.")
+_USAGE = (
+    "Usage: `/upload [players|gm|<player lens>] [session|lore|character|place|faction|item|note]` "
+    "with the files attached."
+)
 _PLAYER_WORDS = frozenset({PLAYERS, "player", "public", "all", "table"})
 _GM_WORDS = frozenset({GM, "gm-only", "private", "secret"})
 _SAFE_NAME = re.compile(r"[^\w.-]+")  # \w is Unicode: "Сессия 1.md" keeps its letters
@@ -74,7 +84,10 @@ def resolve_visibility(words: str, cfg: CampaignConfig) -> frozenset[str] | None
         else:
             raise InvalidInput("bad upload option", user_message=_USAGE)
         if visibility is not None and visibility != given:  # "gm players": never pick the wider
-            raise InvalidInput("two visibilities", user_message="Give one visibility: players, gm or a player's lens.")
+            raise InvalidInput(
+                "two visibilities",
+                user_message="Give one visibility: players, gm or a player's lens.",
+            )
         visibility = given
     return visibility
 
@@ -83,7 +96,9 @@ def parse_upload_options(arg: str, cfg: CampaignConfig) -> tuple[frozenset[str] 
     """``/upload``'s words as ``run`` reads them: the visibility and type given, ``None`` where not given."""
     options = _parse(arg)
     doc_type = options.get("type")
-    return resolve_visibility(str(options.get("visibility", "")), cfg), doc_type if isinstance(doc_type, str) else None
+    return resolve_visibility(str(options.get("visibility", "")), cfg), doc_type if isinstance(
+        doc_type, str
+    ) else None
 
 
 def describe_visibility(visibility: frozenset[str]) -> str:
@@ -107,16 +122,25 @@ def upload_name(filename: str) -> str:
     """The name an upload is saved under: the last path part, the stem cleaned to letters,
     digits, ``._-`` and cut to 100 characters, the suffix kept (cutting the whole name could cut
     ``.md`` off, and a stem of only dots or marks becomes ``upload``)."""
-    base = PurePosixPath(clean_text(filename).replace("\\", "/")).name  # NFC: macOS sends "café" decomposed
+    base = PurePosixPath(
+        clean_text(filename).replace("\\", "/")
+    ).name  # NFC: macOS sends "café" decomposed
     suffix = PurePosixPath(base).suffix
     stem = base[: len(base) - len(suffix)] if suffix else base
     stem = _SAFE_NAME.sub("-", stem).strip(".-")[:100] or "upload"
-    return stem + (_SAFE_NAME.sub("", suffix)[:12] if suffix else ("" if base.strip(". ") else ".md"))
+    return stem + (
+        _SAFE_NAME.sub("", suffix)[:12] if suffix else ("" if base.strip(". ") else ".md")
+    )
 
 
-def save_uploads(cfg: CampaignConfig, attachments: Sequence[Attachment], *, max_bytes: int,
-                 visibility: frozenset[str] | None = None, doc_type: str | None = None,
-                 ) -> tuple[list[str], list[tuple[str, str]], list[str]]:
+def save_uploads(
+    cfg: CampaignConfig,
+    attachments: Sequence[Attachment],
+    *,
+    max_bytes: int,
+    visibility: frozenset[str] | None = None,
+    doc_type: str | None = None,
+) -> tuple[list[str], list[tuple[str, str]], list[str]]:
     """Validate every file before writing any; a bad file never replaces a good one.
 
     Returns the names saved, the ``(name, reason)`` of those refused, and the saved names
@@ -127,7 +151,9 @@ def save_uploads(cfg: CampaignConfig, attachments: Sequence[Attachment], *, max_
     saved: list[str] = []
     skipped: list[tuple[str, str]] = []
     replaced: list[str] = []
-    existing: dict[str, str] = {}  # document id → the upload the indexer reads for it (the first by name)
+    existing: dict[
+        str, str
+    ] = {}  # document id → the upload the indexer reads for it (the first by name)
     for f in sorted(cfg.uploads_root.iterdir()) if cfg.uploads_root.is_dir() else ():
         if f.is_file() and not f.name.startswith("."):
             existing.setdefault(doc_id_for(f.name), f.name)
@@ -150,14 +176,25 @@ def save_uploads(cfg: CampaignConfig, attachments: Sequence[Attachment], *, max_
             continue
         other = existing.get(doc_id_for(name))
         if other is not None and other != name:
-            skipped.append((name, f"an earlier upload, {other}, is the same document: send it as {other} to replace it"))
+            skipped.append(
+                (
+                    name,
+                    f"an earlier upload, {other}, is the same document: send it as {other} to replace it",
+                )
+            )
             continue
         data = att.data
         try:
-            parsed = parse_file(data, f"uploads/{name}", cfg, visibility=visibility, doc_type=doc_type)
+            parsed = parse_file(
+                data, f"uploads/{name}", cfg, visibility=visibility, doc_type=doc_type
+            )
             if visibility is None and not parsed.declared:
-                default = parse_visibility(cfg.upload_visibility, known_lenses=cfg.lenses, gm_path=False)
-                parsed = parse_file(data, f"uploads/{name}", cfg, visibility=default, doc_type=doc_type)
+                default = parse_visibility(
+                    cfg.upload_visibility, known_lenses=cfg.lenses, gm_path=False
+                )
+                parsed = parse_file(
+                    data, f"uploads/{name}", cfg, visibility=default, doc_type=doc_type
+                )
             # The visibility it got (and the type given) go into the saved copy's front
             # matter: every later re-read (the tick, a restart, a changed default) gives the
             # file what this reply says it has.
@@ -185,14 +222,24 @@ async def run(request: Request, scope: Scope) -> Reply:
     if doc_type is not None and doc_type not in UPLOAD_TYPES:
         raise InvalidInput("bad upload type", user_message=_USAGE)
     if not request.attachments:
-        how = ("Slack commands cannot carry files: mention me with the files attached, "
-               "`@Liminalis /upload [players|gm|<lens>] [session|lore|…]`."
-               if msg.platform == "slack" else "Attach one or more .md or .txt files to `/upload`.")
+        how = (
+            "Slack commands cannot carry files: mention me with the files attached, "
+            "`@Liminalis /upload [players|gm|<lens>] [session|lore|…]`."
+            if msg.platform == "slack"
+            else "Attach one or more .md or .txt files to `/upload`."
+        )
         raise InvalidInput("no attachment", user_message=how)
     if cfg.uploads_root is None:
-        raise UploadRejected("uploads disabled", user_message="Uploads are not enabled on this bot.")
-    saved, skipped, replaced = save_uploads(cfg, request.attachments, max_bytes=services.max_upload_bytes,
-                                            visibility=visibility, doc_type=doc_type)
+        raise UploadRejected(
+            "uploads disabled", user_message="Uploads are not enabled on this bot."
+        )
+    saved, skipped, replaced = save_uploads(
+        cfg,
+        request.attachments,
+        max_bytes=services.max_upload_bytes,
+        visibility=visibility,
+        doc_type=doc_type,
+    )
     if not saved:
         listed = "\n".join(f"• {n}: {r}" for n, r in skipped)
         return Reply(text=f"Nothing was ingested.\n{listed}", error=True)
@@ -206,17 +253,24 @@ async def run(request: Request, scope: Scope) -> Reply:
             continue
         f = report.files[0]
         ingested += 1
-        hidden = f"; {f.hidden_sections} hidden section{'s' if f.hidden_sections != 1 else ''} (GM-only)" \
-            if f.hidden_sections else ""
+        hidden = (
+            f"; {f.hidden_sections} hidden section{'s' if f.hidden_sections != 1 else ''} (GM-only)"
+            if f.hidden_sections
+            else ""
+        )
         again = " (replaced the earlier upload)" if name in replaced else ""
-        lines.append(f"• {name}{again} — {describe_visibility(f.visibility)}, {f.type}: {f.added} passages added, "
-                     f"{f.changed} changed, {f.removed} removed{hidden}")
+        lines.append(
+            f"• {name}{again} — {describe_visibility(f.visibility)}, {f.type}: {f.added} passages added, "
+            f"{f.changed} changed, {f.removed} removed{hidden}"
+        )
         lines += [f"  ⚠ {w}" for w in f.warnings]
     lines += [f"• skipped {n}: {r}" for n, r in skipped]
     lines.insert(0, f"Ingested {ingested} file(s) into **{cfg.name}**:")
     if visibility is None and cfg.upload_visibility == GM:
-        lines.append("Files that do not say who may read them are GM-only: add `visibility: players` to their "
-                     "front matter, or upload with the visibility option, to share them with the table.")
+        lines.append(
+            "Files that do not say who may read them are GM-only: add `visibility: players` to their "
+            "front matter, or upload with the visibility option, to share them with the table."
+        )
     return Reply(text="\n".join(lines))
 
 
@@ -228,9 +282,20 @@ command = Command(
         Option("file", "attachment", "A .md or .txt file", required=True),
         Option("file2", "attachment", "Another file"),
         Option("file3", "attachment", "Another file"),
-        Option("visibility", "string", "Who may read it: players, gm (the default), or one player's lens",
-               autocomplete="visibilities", low=1, high=40),
-        Option("type", "string", "What it is: session notes, lore, a character, a place…", choices=UPLOAD_TYPES),
+        Option(
+            "visibility",
+            "string",
+            "Who may read it: players, gm (the default), or one player's lens",
+            autocomplete="visibilities",
+            low=1,
+            high=40,
+        ),
+        Option(
+            "type",
+            "string",
+            "What it is: session notes, lore, a character, a place…",
+            choices=UPLOAD_TYPES,
+        ),
     ),
     usage=("`/upload` — GM: attach Markdown/text session notes to ingest",),
     example="/upload players session (with the notes attached)",

@@ -52,7 +52,9 @@ def build_intents() -> discord.Intents:
     return intents
 
 
-async def send_with_retry(call: Callable[[], Awaitable[T]], *, attempts: int = 4, max_wait: float = 60.0) -> T:
+async def send_with_retry(
+    call: Callable[[], Awaitable[T]], *, attempts: int = 4, max_wait: float = 60.0
+) -> T:
     """Run ``call``; on a 429 discord.py did not retry itself, wait ``retry_after`` and try again."""
     for attempt in range(attempts):
         try:
@@ -90,8 +92,14 @@ class DiscordAdapter:
         sync_commands: sync the command tree in ``setup_hook`` (off in tests that don't need it).
     """
 
-    def __init__(self, service: BotService, *, guild_ids: Sequence[int] = (), shards: bool = False,
-                 sync_commands: bool = True) -> None:
+    def __init__(
+        self,
+        service: BotService,
+        *,
+        guild_ids: Sequence[int] = (),
+        shards: bool = False,
+        sync_commands: bool = True,
+    ) -> None:
         self.service = service
         self.guild_ids = tuple(guild_ids)
         self.sync_commands = sync_commands
@@ -102,7 +110,9 @@ class DiscordAdapter:
         self.client.setup_hook = self.setup_hook  # type: ignore[method-assign]
         self.client.event(self.on_message)
         self.client.event(self.on_ready)
-        self._logged_in = asyncio.Event()  # set by setup_hook: the REST API can be used from then on
+        self._logged_in = (
+            asyncio.Event()
+        )  # set by setup_hook: the REST API can be used from then on
         self._deferred: set[asyncio.Task[None]] = set()
         self._register()
 
@@ -131,7 +141,9 @@ class DiscordAdapter:
         _log.info("discord: synced %d commands %s", len(synced), where)
 
     async def on_ready(self) -> None:
-        _log.info("discord: connected as %s to %d guild(s)", self.client.user, len(self.client.guilds))
+        _log.info(
+            "discord: connected as %s to %d guild(s)", self.client.user, len(self.client.guilds)
+        )
 
     async def run(self, token: str) -> None:
         """Log in, connect and serve until cancelled; closes the client on the way out."""
@@ -140,8 +152,15 @@ class DiscordAdapter:
 
     # -- neutral request ---------------------------------------------------------------------
 
-    def incoming(self, *, user: discord.abc.User, channel: Any, guild_id: int | None, text: str,
-                 attachments: Iterable[Attachment] = ()) -> IncomingMessage:
+    def incoming(
+        self,
+        *,
+        user: discord.abc.User,
+        channel: Any,
+        guild_id: int | None,
+        text: str,
+        attachments: Iterable[Attachment] = (),
+    ) -> IncomingMessage:
         """Map who and where to an ``IncomingMessage``: role ids and role names apart (names count
         only on the campaign's home servers, ``BotService.at_home``); DMs get no roles.
 
@@ -157,34 +176,63 @@ class DiscordAdapter:
         if not dm and guild_id is not None and isinstance(user, discord.Member):
             try:
                 listed = [r for r in user.roles if not r.is_default()]
-                role_ids = tuple(dict.fromkeys([*(str(r) for r in getattr(user, "_roles", ())), *(str(r.id) for r in listed)]))
+                role_ids = tuple(
+                    dict.fromkeys(
+                        [
+                            *(str(r) for r in getattr(user, "_roles", ())),
+                            *(str(r.id) for r in listed),
+                        ]
+                    )
+                )
                 names = tuple(dict.fromkeys(r.name for r in listed))
                 known = True
             except Exception:
-                _log.warning("discord: role lookup failed for %s; players lens", user.id, exc_info=True)
+                _log.warning(
+                    "discord: role lookup failed for %s; players lens", user.id, exc_info=True
+                )
         channel_id = getattr(channel, "id", None)
         parent_id = getattr(channel, "parent_id", None)
         return IncomingMessage(
-            platform="discord", channel_id=str(channel_id), user_id=str(user.id), text=text,
-            parent_id=str(parent_id) if parent_id else None, roles=names, role_ids=role_ids, roles_known=known,
+            platform="discord",
+            channel_id=str(channel_id),
+            user_id=str(user.id),
+            text=text,
+            parent_id=str(parent_id) if parent_id else None,
+            roles=names,
+            role_ids=role_ids,
+            roles_known=known,
             guild_id=str(guild_id) if guild_id is not None and not dm else None,
-            is_dm=dm, attachments=tuple(attachments),
+            is_dm=dm,
+            attachments=tuple(attachments),
         )
 
-    def from_interaction(self, interaction: discord.Interaction, *, command: str | None = None,
-                         options: Mapping[str, OptionValue] | None = None) -> IncomingMessage:
+    def from_interaction(
+        self,
+        interaction: discord.Interaction,
+        *,
+        command: str | None = None,
+        options: Mapping[str, OptionValue] | None = None,
+    ) -> IncomingMessage:
         """The neutral request of an app command: typed, never text."""
-        msg = self.incoming(user=interaction.user, channel=interaction.channel or discord.Object(interaction.channel_id or 0),
-                            guild_id=interaction.guild_id, text="")
+        msg = self.incoming(
+            user=interaction.user,
+            channel=interaction.channel or discord.Object(interaction.channel_id or 0),
+            guild_id=interaction.guild_id,
+            text="",
+        )
         return replace(msg, command=command, options=dict(options or {}))
 
-    async def read_attachments(self, files: Iterable[discord.Attachment | None]) -> list[Attachment]:
+    async def read_attachments(
+        self, files: Iterable[discord.Attachment | None]
+    ) -> list[Attachment]:
         out = []
         for f in files:
             if f is None:
                 continue
             if f.size > self.service.max_upload_bytes:
-                out.append(Attachment(f.filename, b"", size=f.size))  # rejected by size, never downloaded
+                out.append(
+                    Attachment(f.filename, b"", size=f.size)
+                )  # rejected by size, never downloaded
                 continue
             try:
                 out.append(Attachment(f.filename, await f.read()))
@@ -196,35 +244,55 @@ class DiscordAdapter:
 
     # -- the one path for every app command --------------------------------------------------
 
-    async def run_command(self, interaction: discord.Interaction, command: str, options: Mapping[str, OptionValue],
-                          files: Sequence[discord.Attachment | None] = ()) -> None:
+    async def run_command(
+        self,
+        interaction: discord.Interaction,
+        command: str,
+        options: Mapping[str, OptionValue],
+        files: Sequence[discord.Attachment | None] = (),
+    ) -> None:
         """Defer within Discord's 3 s, answer with the service, then send followups. The campaign
         and lens are resolved once (``BotService.begin``): for the defer, for whether files are
         fetched (a GM's only), and for the command."""
-        pending = await self.service.begin(self.from_interaction(interaction, command=command, options=options))
+        pending = await self.service.begin(
+            self.from_interaction(interaction, command=command, options=options)
+        )
         await interaction.response.defer(ephemeral=pending.private, thinking=True)
         attachments = await self.read_attachments(files) if any(files) and pending.is_gm else []
         reply = await pending.finish(tuple(attachments))
         await self.followup(interaction, reply, deferred_private=pending.private)
 
-    async def followup(self, interaction: discord.Interaction, reply: Reply, *, deferred_private: bool) -> None:
+    async def followup(
+        self, interaction: discord.Interaction, reply: Reply, *, deferred_private: bool
+    ) -> None:
         if reply.ephemeral and not deferred_private:
             # The public "thinking…" message cannot become private; replace it with a private one.
             await send_with_retry(interaction.delete_original_response)
         ephemeral = reply.ephemeral or deferred_private
         for out in render_reply(reply):
-            await send_with_retry(lambda out=out: interaction.followup.send(  # type: ignore[misc]
-                content=out.content, embeds=list(out.embeds), ephemeral=ephemeral, allowed_mentions=NO_MENTIONS,
-            ))
+            await send_with_retry(
+                lambda out=out: interaction.followup.send(  # type: ignore[misc]
+                    content=out.content,
+                    embeds=list(out.embeds),
+                    ephemeral=ephemeral,
+                    allowed_mentions=NO_MENTIONS,
+                )
+            )
 
-    async def on_tree_error(self, interaction: discord.Interaction, error: app_commands.AppCommandError) -> None:
+    async def on_tree_error(
+        self, interaction: discord.Interaction, error: app_commands.AppCommandError
+    ) -> None:
         """The one top-level handler: log with traceback, show a neutral message."""
         _log.error("discord command failed", exc_info=error)
         try:
             if interaction.response.is_done():
-                await interaction.followup.send(NEUTRAL, ephemeral=True, allowed_mentions=NO_MENTIONS)
+                await interaction.followup.send(
+                    NEUTRAL, ephemeral=True, allowed_mentions=NO_MENTIONS
+                )
             else:
-                await interaction.response.send_message(NEUTRAL, ephemeral=True, allowed_mentions=NO_MENTIONS)
+                await interaction.response.send_message(
+                    NEUTRAL, ephemeral=True, allowed_mentions=NO_MENTIONS
+                )
         except discord.HTTPException:
             _log.warning("could not report the error to the user", exc_info=True)
 
@@ -238,14 +306,24 @@ class DiscordAdapter:
         if not is_dm_channel(message.channel) and me.id not in message.raw_mentions:
             return
         try:
-            text = _MENTION.sub(lambda m: "" if int(m.group(1)) == me.id else m.group(0), message.content).strip()
+            text = _MENTION.sub(
+                lambda m: "" if int(m.group(1)) == me.id else m.group(0), message.content
+            ).strip()
             if not text:
                 text = "/help"
             async with message.channel.typing():
-                msg = self.incoming(user=message.author, channel=message.channel, guild_id=_guild_id(message), text=text)
+                msg = self.incoming(
+                    user=message.author,
+                    channel=message.channel,
+                    guild_id=_guild_id(message),
+                    text=text,
+                )
                 pending = await self.service.begin(msg)
-                attachments = await self.read_attachments(message.attachments) \
-                    if message.attachments and pending.is_gm else []
+                attachments = (
+                    await self.read_attachments(message.attachments)
+                    if message.attachments and pending.is_gm
+                    else []
+                )
                 reply = await pending.finish(tuple(attachments))
             await self.reply_to_message(message, reply)
         except Exception:
@@ -262,8 +340,13 @@ class DiscordAdapter:
         if reply.ephemeral and not is_dm_channel(message.channel):
             try:
                 for out in outs:
-                    await send_with_retry(lambda out=out: message.author.send(  # type: ignore[misc]
-                        content=out.content, embeds=list(out.embeds), allowed_mentions=NO_MENTIONS))
+                    await send_with_retry(
+                        lambda out=out: message.author.send(  # type: ignore[misc]
+                            content=out.content,
+                            embeds=list(out.embeds),
+                            allowed_mentions=NO_MENTIONS,
+                        )
+                    )
                 note = "I sent you the answer in a direct message."
             except discord.Forbidden:
                 note = "That answer is private, and I could not DM you. Use `/ask` here instead."
@@ -271,10 +354,15 @@ class DiscordAdapter:
             return
         for i, out in enumerate(outs):
             if i == 0:
-                await send_with_retry(lambda out=out: _reply(message, out.content, embeds=list(out.embeds)))  # type: ignore[misc]
+                await send_with_retry(
+                    lambda out=out: _reply(message, out.content, embeds=list(out.embeds))
+                )  # type: ignore[misc]
             else:
-                await send_with_retry(lambda out=out: message.channel.send(  # type: ignore[misc]
-                    content=out.content, embeds=list(out.embeds), allowed_mentions=NO_MENTIONS))
+                await send_with_retry(
+                    lambda out=out: message.channel.send(  # type: ignore[misc]
+                        content=out.content, embeds=list(out.embeds), allowed_mentions=NO_MENTIONS
+                    )
+                )
 
     async def post(self, channel_id: str, reply: Reply) -> None:
         """Post a (public) reply to a channel by id: scheduled recaps.
@@ -300,8 +388,11 @@ class DiscordAdapter:
     async def _send(self, channel_id: str, reply: Reply) -> None:
         channel = self.client.get_partial_messageable(int(channel_id))
         for out in render_reply(reply):
-            await send_with_retry(lambda out=out: channel.send(  # type: ignore[misc]
-                content=out.content, embeds=list(out.embeds), allowed_mentions=NO_MENTIONS))
+            await send_with_retry(
+                lambda out=out: channel.send(  # type: ignore[misc]
+                    content=out.content, embeds=list(out.embeds), allowed_mentions=NO_MENTIONS
+                )
+            )
 
     # -- commands ----------------------------------------------------------------------------
 
@@ -314,15 +405,26 @@ class DiscordAdapter:
         """``command`` as a slash command: each option typed (a ``Literal`` where its values are
         known, a ``Range`` where bounded, an autocomplete where it declares a source), described,
         and its typed values handed to the service as they are."""
-        parameters = [inspect.Parameter("interaction", inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                        annotation=discord.Interaction)]
+        parameters = [
+            inspect.Parameter(
+                "interaction",
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                annotation=discord.Interaction,
+            )
+        ]
         for option in command.options:
             annotation: Any = _annotation(option)
             default: Any = inspect.Parameter.empty if option.required else option.default
             if not option.required and option.default is None:
                 annotation = Optional[annotation]  # noqa: UP007, UP045 (discord.py reads typing.Optional)
-            parameters.append(inspect.Parameter(option.name, inspect.Parameter.KEYWORD_ONLY,
-                                                annotation=annotation, default=default))
+            parameters.append(
+                inspect.Parameter(
+                    option.name,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    annotation=annotation,
+                    default=default,
+                )
+            )
         files = [o.name for o in command.options if o.kind == "attachment"]
         run = self.run_command
 
@@ -332,10 +434,16 @@ class DiscordAdapter:
 
         callback.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
         callback.__name__ = callback.__qualname__ = f"{command.name}_command"
-        described = app_commands.describe(**{o.name: o.description for o in command.options})(callback)
+        described = app_commands.describe(**{o.name: o.description for o in command.options})(
+            callback
+        )
         gm_only = command.gm_only is True
-        app: app_commands.Command[Any, ..., None] = app_commands.Command(name=command.name, description=command.description, callback=described,
-                                                                         extras={"gm_only": gm_only})
+        app: app_commands.Command[Any, ..., None] = app_commands.Command(
+            name=command.name,
+            description=command.description,
+            callback=described,
+            extras={"gm_only": gm_only},
+        )
         for option in command.options:
             if option.autocomplete == "titles":
                 app.autocomplete(option.name)(self._complete_titles)
@@ -343,12 +451,17 @@ class DiscordAdapter:
                 app.autocomplete(option.name)(self._complete_visibilities)
         return app
 
-    async def _complete_titles(self, interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-        titles = await self.service.complete_titles(self.from_interaction(interaction), current, limit=25)
+    async def _complete_titles(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        titles = await self.service.complete_titles(
+            self.from_interaction(interaction), current, limit=25
+        )
         return [app_commands.Choice(name=t, value=t) for t in titles[:25]]
 
-    async def _complete_visibilities(self, interaction: discord.Interaction,
-                                     current: str) -> list[app_commands.Choice[str]]:
+    async def _complete_visibilities(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
         names = await self.service.visibility_choices(self.from_interaction(interaction))
         return [app_commands.Choice(name=n, value=n) for n in names if current.lower() in n][:25]
 
@@ -367,7 +480,10 @@ def _annotation(option: Option) -> Any:
 def is_dm_channel(channel: Any) -> bool:
     """Whether ``channel`` is a direct message, by its type. A channel of unknown type (a partial
     one from an uncached server) is not: treated as shared, a private answer goes privately."""
-    return isinstance(channel, discord.DMChannel) or getattr(channel, "type", None) == discord.ChannelType.private
+    return (
+        isinstance(channel, discord.DMChannel)
+        or getattr(channel, "type", None) == discord.ChannelType.private
+    )
 
 
 def _guild_id(message: discord.Message) -> int | None:
@@ -382,5 +498,10 @@ def _guild_id(message: discord.Message) -> int | None:
 def _reply(message: discord.Message, content: str | None, **kw: Any) -> Awaitable[discord.Message]:
     """A reply in the message's channel that still goes out when the message is gone: the asker
     deleting it while the bot thinks made Discord refuse the reply, and the answer was lost."""
-    return message.channel.send(content, reference=message.to_reference(fail_if_not_exists=False),
-                                allowed_mentions=NO_MENTIONS, mention_author=False, **kw)
+    return message.channel.send(
+        content,
+        reference=message.to_reference(fail_if_not_exists=False),
+        allowed_mentions=NO_MENTIONS,
+        mention_author=False,
+        **kw,
+    )

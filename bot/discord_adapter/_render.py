@@ -46,12 +46,21 @@ def render_reply(reply: Reply) -> list[Outgoing]:
         return [Outgoing(content=chunk) for chunk in split_text(text, CONTENT_LIMIT)]
     title = truncate(sanitize(reply.title, platform="discord"), TITLE_LIMIT)
     footer = f"lens: {reply.lens}" if reply.lens else ""
-    embeds = [_embed(title if i == 0 else "", chunk) for i, chunk in enumerate(split_text(text, DESCRIPTION_LIMIT))]
+    embeds = [
+        _embed(title if i == 0 else "", chunk)
+        for i, chunk in enumerate(split_text(text, DESCRIPTION_LIMIT))
+    ]
     for i, src in enumerate(reply.sources, 1):
         name = truncate(f"{i}. {sanitize(src.title, platform='discord')}", FIELD_NAME_LIMIT)
-        value = truncate(sanitize(src.section or src.doc_id, platform="discord"), FIELD_VALUE_LIMIT) or "—"
+        value = (
+            truncate(sanitize(src.section or src.doc_id, platform="discord"), FIELD_VALUE_LIMIT)
+            or "—"
+        )
         last = embeds[-1]
-        if len(last.fields) >= FIELDS_LIMIT or len(last) + len(name) + len(value) + len(footer) > EMBED_TOTAL_LIMIT:
+        if (
+            len(last.fields) >= FIELDS_LIMIT
+            or len(last) + len(name) + len(value) + len(footer) > EMBED_TOTAL_LIMIT
+        ):
             last = _embed("Sources (continued)", "")
             embeds.append(last)
         last.add_field(name=name, value=value, inline=False)

@@ -46,8 +46,13 @@ _USER_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
 class ChannelRateLimiter:
     """At most one message per ``interval`` seconds per channel (Slack's chat.postMessage guidance)."""
 
-    def __init__(self, interval: float = 1.0, *, clock: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        interval: float = 1.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self.interval = interval
         self.clock = clock
         self.sleep = sleep
@@ -77,8 +82,15 @@ class SlackAdapter:
         usergroup_ttl: seconds a usergroup membership lookup is cached.
     """
 
-    def __init__(self, service: BotService, *, client: AsyncWebClient, signing_secret: str = "",
-                 limiter: ChannelRateLimiter | None = None, usergroup_ttl: float = 60.0) -> None:
+    def __init__(
+        self,
+        service: BotService,
+        *,
+        client: AsyncWebClient,
+        signing_secret: str = "",
+        limiter: ChannelRateLimiter | None = None,
+        usergroup_ttl: float = 60.0,
+    ) -> None:
         self.service = service
         self.client = client
         if not any(isinstance(h, AsyncRateLimitErrorRetryHandler) for h in client.retry_handlers):
@@ -86,8 +98,11 @@ class SlackAdapter:
         self.limiter = limiter or ChannelRateLimiter()
         self.usergroup_ttl = usergroup_ttl
         self._groups: tuple[float, dict[str, tuple[str, ...]] | None] = (float("-inf"), None)
-        self.app = AsyncApp(client=client, signing_secret=signing_secret or None,
-                            request_verification_enabled=bool(signing_secret))
+        self.app = AsyncApp(
+            client=client,
+            signing_secret=signing_secret or None,
+            request_verification_enabled=bool(signing_secret),
+        )
         for name in service.registry.names:
             self.app.command(f"/{name}")(ack=self._ack, lazy=[self._on_command])
         self.app.event("app_mention")(ack=self._ack, lazy=[self._on_mention])
@@ -106,7 +121,9 @@ class SlackAdapter:
         try:
             await self.client.auth_test()
         except SlackApiError as exc:
-            raise ConfigError(f"SLACK_BOT_TOKEN was refused by Slack ({exc.response.get('error', '?')})") from exc
+            raise ConfigError(
+                f"SLACK_BOT_TOKEN was refused by Slack ({exc.response.get('error', '?')})"
+            ) from exc
 
         handler = AsyncSocketModeHandler(self.app, app_token)
         await handler.connect_async()
@@ -134,16 +151,32 @@ class SlackAdapter:
                     for uid in group.get("users", []) or []:
                         table[uid] = table.get(uid, ()) + names
             except Exception as exc:
-                _log.warning("slack: usergroups lookup failed (%s); group GMs get the players lens", exc)
+                _log.warning(
+                    "slack: usergroups lookup failed (%s); group GMs get the players lens", exc
+                )
             self._groups = (time.monotonic(), table)
         return table.get(user_id, ())
 
-    async def incoming(self, *, user_id: str, channel_id: str, text: str, is_dm: bool,
-                       attachments: tuple[Attachment, ...] = ()) -> IncomingMessage:
+    async def incoming(
+        self,
+        *,
+        user_id: str,
+        channel_id: str,
+        text: str,
+        is_dm: bool,
+        attachments: tuple[Attachment, ...] = (),
+    ) -> IncomingMessage:
         # Slack escapes &, < and > in what users type (&amp; &lt; &gt;); commands see the text as typed.
         text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-        return IncomingMessage(platform="slack", channel_id=channel_id, user_id=user_id, text=text,
-                               usergroups=await self.usergroups_of(user_id), is_dm=is_dm, attachments=attachments)
+        return IncomingMessage(
+            platform="slack",
+            channel_id=channel_id,
+            user_id=user_id,
+            text=text,
+            usergroups=await self.usergroups_of(user_id),
+            is_dm=is_dm,
+            attachments=attachments,
+        )
 
     # -- listeners ---------------------------------------------------------------------------
 
@@ -151,46 +184,67 @@ class SlackAdapter:
     async def _ack(ack: Callable[..., Awaitable[Any]]) -> None:
         await ack()
 
-    async def _on_command(self, body: dict[str, Any], respond: Callable[..., Awaitable[Any]]) -> None:
+    async def _on_command(
+        self, body: dict[str, Any], respond: Callable[..., Awaitable[Any]]
+    ) -> None:
         channel = body.get("channel_id", "")
         is_dm = channel.startswith("D") or body.get("channel_name") == "directmessage"
         text = f"{body.get('command', '')} {body.get('text', '')}".strip()
         try:
-            msg = await self.incoming(user_id=body.get("user_id", ""), channel_id=channel, text=text, is_dm=is_dm)
+            msg = await self.incoming(
+                user_id=body.get("user_id", ""), channel_id=channel, text=text, is_dm=is_dm
+            )
             reply = await self.service.handle(msg)
         except Exception:
             _log.exception("slack command failed")
             reply = Reply(text=NEUTRAL, ephemeral=True, error=True)
         for m in render_blocks(reply):
             await self.limiter.wait(channel)
-            await respond(blocks=list(m.blocks), text=m.text, response_type="ephemeral" if reply.ephemeral else "in_channel",
-                          replace_original=False)
+            await respond(
+                blocks=list(m.blocks),
+                text=m.text,
+                response_type="ephemeral" if reply.ephemeral else "in_channel",
+                replace_original=False,
+            )
 
     async def _on_mention(self, event: dict[str, Any], context: Any) -> None:
-        await self._answer_event(event, bot_user_id=getattr(context, "bot_user_id", None) or context.get("bot_user_id"),
-                                 is_dm=event.get("channel_type") == "im")
+        await self._answer_event(
+            event,
+            bot_user_id=getattr(context, "bot_user_id", None) or context.get("bot_user_id"),
+            is_dm=event.get("channel_type") == "im",
+        )
 
     async def _on_dm(self, event: dict[str, Any], context: Any) -> None:
         # A message with a file comes as subtype "file_share" (a GM's upload in a DM, a player's
         # question with a screenshot); edits, deletions, joins and bots' posts are not questions.
         if event.get("subtype") not in _USER_SUBTYPES or event.get("bot_id"):
             return
-        await self._answer_event(event, bot_user_id=getattr(context, "bot_user_id", None) or context.get("bot_user_id"),
-                                 is_dm=True)
+        await self._answer_event(
+            event,
+            bot_user_id=getattr(context, "bot_user_id", None) or context.get("bot_user_id"),
+            is_dm=True,
+        )
 
-    async def _answer_event(self, event: dict[str, Any], *, bot_user_id: str | None, is_dm: bool) -> None:
+    async def _answer_event(
+        self, event: dict[str, Any], *, bot_user_id: str | None, is_dm: bool
+    ) -> None:
         channel = event.get("channel", "")
         user = event.get("user", "")
         thread_ts = event.get("thread_ts") or event.get("ts")
         try:
-            text = _MENTION.sub(lambda m: "" if m.group(1) == bot_user_id else m.group(0), event.get("text", "")).strip()
-            msg = await self.incoming(user_id=user, channel_id=channel, text=text or "/help", is_dm=is_dm)
+            text = _MENTION.sub(
+                lambda m: "" if m.group(1) == bot_user_id else m.group(0), event.get("text", "")
+            ).strip()
+            msg = await self.incoming(
+                user_id=user, channel_id=channel, text=text or "/help", is_dm=is_dm
+            )
             pending = await self.service.begin(msg)
             files = event.get("files") or []
             attachments: list[Attachment] = []
             if files and pending.is_gm:  # past the tenth: named, not downloaded
                 attachments = [await self._download(f) for f in files[:10]] + [
-                    Attachment(str(f.get("name") or "upload.md"), b"") for f in files[10:]]
+                    Attachment(str(f.get("name") or "upload.md"), b"") for f in files[10:]
+                ]
             reply = await pending.finish(tuple(attachments))
         except Exception:
             _log.exception("slack mention failed")
@@ -198,11 +252,17 @@ class SlackAdapter:
         for m in render_blocks(reply):
             await self.limiter.wait(channel)
             if reply.ephemeral and not is_dm:
-                await self.client.chat_postEphemeral(channel=channel, user=user, blocks=list(m.blocks), text=m.text,
-                                                     thread_ts=thread_ts)
+                await self.client.chat_postEphemeral(
+                    channel=channel,
+                    user=user,
+                    blocks=list(m.blocks),
+                    text=m.text,
+                    thread_ts=thread_ts,
+                )
             else:
-                await self.client.chat_postMessage(channel=channel, blocks=list(m.blocks), text=m.text,
-                                                   thread_ts=thread_ts)
+                await self.client.chat_postMessage(
+                    channel=channel, blocks=list(m.blocks), text=m.text, thread_ts=thread_ts
+                )
 
     async def _download(self, file: dict[str, Any]) -> Attachment:
         """One file of a GM's message; a failed download is reported for that file alone."""
@@ -215,11 +275,15 @@ class SlackAdapter:
         if size > self.service.max_upload_bytes:
             return Attachment(name, b"", size=size)  # rejected by the service, never downloaded
         if not url:  # a file hosted elsewhere (Google Drive…): nothing to download
-            return Attachment(name, b"", error="not downloadable from Slack (attach the file itself)")
+            return Attachment(
+                name, b"", error="not downloadable from Slack (attach the file itself)"
+            )
         headers = {"Authorization": f"Bearer {self.client.token}"}
         try:
-            async with aiohttp.ClientSession(timeout=_DOWNLOAD_TIMEOUT) as session, \
-                    session.get(url, headers=headers) as resp:
+            async with (
+                aiohttp.ClientSession(timeout=_DOWNLOAD_TIMEOUT) as session,
+                session.get(url, headers=headers) as resp,
+            ):
                 resp.raise_for_status()
                 # To the end (or past the cap, which the service refuses): ``content.read(n)``
                 # returns only what has arrived so far, and a longer file was saved cut short.
@@ -243,4 +307,6 @@ class SlackAdapter:
         """Post a (public) reply to a channel: scheduled recaps."""
         for m in render_blocks(reply):
             await self.limiter.wait(channel_id)
-            await self.client.chat_postMessage(channel=channel_id, blocks=list(m.blocks), text=m.text)
+            await self.client.chat_postMessage(
+                channel=channel_id, blocks=list(m.blocks), text=m.text
+            )

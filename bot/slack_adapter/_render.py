@@ -48,7 +48,9 @@ def render_blocks(reply: Reply) -> list[SlackMessage]:
     blocks: list[dict[str, Any]] = []
     if reply.title:
         title = truncate(sanitize(reply.title, platform="slack"), HEADER_LIMIT)
-        blocks.append({"type": "header", "text": {"type": "plain_text", "text": title, "emoji": False}})
+        blocks.append(
+            {"type": "header", "text": {"type": "plain_text", "text": title, "emoji": False}}
+        )
     body = to_mrkdwn(reply.text) or "(no answer)"
     blocks.extend(_section(chunk) for chunk in split_text(body, SECTION_LIMIT))
     if reply.sources:
@@ -58,6 +60,14 @@ def render_blocks(reply: Reply) -> list[SlackMessage]:
         blocks.append({"type": "divider"})
         blocks.extend(_section(chunk) for chunk in split_text(f"*Sources*\n{lines}", SECTION_LIMIT))
     if reply.lens:
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": f"lens: {to_mrkdwn(reply.lens)}"}]})
+        blocks.append(
+            {
+                "type": "context",
+                "elements": [{"type": "mrkdwn", "text": f"lens: {to_mrkdwn(reply.lens)}"}],
+            }
+        )
     fallback = truncate(sanitize(reply.title or reply.text, platform="slack"), SECTION_LIMIT)
-    return [SlackMessage(tuple(blocks[i : i + BLOCKS_LIMIT]), fallback) for i in range(0, len(blocks), BLOCKS_LIMIT)]
+    return [
+        SlackMessage(tuple(blocks[i : i + BLOCKS_LIMIT]), fallback)
+        for i in range(0, len(blocks), BLOCKS_LIMIT)
+    ]

@@ -46,7 +46,8 @@ def _usage(raw: Any) -> Usage:
 
 def _add(a: Usage, b: Usage) -> Usage:
     return Usage(
-        a.input_tokens + b.input_tokens, a.output_tokens + b.output_tokens,
+        a.input_tokens + b.input_tokens,
+        a.output_tokens + b.output_tokens,
         a.cache_creation_input_tokens + b.cache_creation_input_tokens,
         a.cache_read_input_tokens + b.cache_read_input_tokens,
     )
@@ -77,8 +78,10 @@ def _classify(exc: Exception) -> Exception:
         if exc.status_code in {400, 404, 413, 422}:
             # The request itself is wrong (an unknown model name, a request too large): retrying
             # in a minute, as "busy" would suggest, never helps. The host must fix a setting.
-            return ConfigError(f"anthropic refused the request: HTTP {exc.status_code} (check LIMINALIS_MODEL_REPLY "
-                               "and LIMINALIS_CONTEXT_BUDGET_TOKENS)")
+            return ConfigError(
+                f"anthropic refused the request: HTTP {exc.status_code} (check LIMINALIS_MODEL_REPLY "
+                "and LIMINALIS_CONTEXT_BUDGET_TOKENS)"
+            )
         return ModelUnavailable(f"anthropic refused the request: HTTP {exc.status_code}")
     return ModelUnavailable(f"anthropic client error: {type(exc).__name__}")
 
@@ -117,7 +120,10 @@ class AnthropicModel:
         self.max_backoff_s = max_backoff_s
         self._sleep = sleep
         self._client = anthropic.AsyncAnthropic(
-            api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0,
+            api_key=api_key,
+            base_url=base_url,
+            timeout=timeout_s,
+            max_retries=0,
         )
         self.last_usage: Usage = Usage()
         self.usage_by_role: dict[str, Usage] = {}
@@ -136,7 +142,10 @@ class AnthropicModel:
         return self
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         await self.close()
 
@@ -161,7 +170,12 @@ class AnthropicModel:
         return blocks
 
     def _params(
-        self, system: Sequence[str], messages: Sequence[Message], cache_upto: int, max_tokens: int, role: str
+        self,
+        system: Sequence[str],
+        messages: Sequence[Message],
+        cache_upto: int,
+        max_tokens: int,
+        role: str,
     ) -> dict[str, Any]:
         return {
             "model": self.model_for(role),
@@ -178,7 +192,9 @@ class AnthropicModel:
         delay = min(self.max_backoff_s, self.backoff_s * (2**attempt))
         if err.retry_after is not None:
             delay = min(self.max_backoff_s, max(delay, err.retry_after))
-        _log.warning("anthropic %s; retry %d/%d in %.2fs", err, attempt + 1, self.max_retries, delay)
+        _log.warning(
+            "anthropic %s; retry %d/%d in %.2fs", err, attempt + 1, self.max_retries, delay
+        )
         await self._sleep(delay)
 
     # -- LanguageModel -----------------------------------------------------------------------
@@ -203,13 +219,19 @@ class AnthropicModel:
                     raise err from exc
                 last = str(err)
                 if attempt == self.max_retries:
-                    raise ModelUnavailable(f"anthropic unavailable after {attempt + 1} attempts: {last}") from exc
+                    raise ModelUnavailable(
+                        f"anthropic unavailable after {attempt + 1} attempts: {last}"
+                    ) from exc
                 await self._backoff(attempt, err)
                 continue
-            text = "".join(getattr(b, "text", "") for b in msg.content if getattr(b, "type", "") == "text")
+            text = "".join(
+                getattr(b, "text", "") for b in msg.content if getattr(b, "type", "") == "text"
+            )
             usage = _usage(msg.usage)
             self._record(role, usage)
-            return Completion(text=text, model=msg.model, usage=usage, stop_reason=msg.stop_reason or "")
+            return Completion(
+                text=text, model=msg.model, usage=usage, stop_reason=msg.stop_reason or ""
+            )
         raise ModelUnavailable(f"anthropic unavailable: {last}")
 
     async def stream(

@@ -23,7 +23,13 @@ from liminalis.adapters.shared_weights import (
     shared_spec,
 )
 
-__all__ = ["CrossEncoderReranker", "MeanPoolCrossEncoderModel", "HEAD_FILE", "SHARED_FILE", "share_word_embeddings"]
+__all__ = [
+    "CrossEncoderReranker",
+    "MeanPoolCrossEncoderModel",
+    "HEAD_FILE",
+    "SHARED_FILE",
+    "share_word_embeddings",
+]
 
 HEAD_FILE = "liminalis_head.pt"
 
@@ -42,7 +48,9 @@ def _mean_pool_model_cls() -> Any:
             self.head = torch.nn.Linear(encoder.config.hidden_size, 1)
 
         def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any = None) -> Any:
-            out = self.encoder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+            out = self.encoder(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            )
             mask = attention_mask.unsqueeze(-1).to(out.last_hidden_state.dtype)
             pooled = (out.last_hidden_state * mask).sum(1) / mask.sum(1).clamp(min=1)
             return self.head(pooled).squeeze(-1)
@@ -108,7 +116,14 @@ def _trained_length(model: str) -> int | None:
 
 
 class CrossEncoderReranker:
-    def __init__(self, model: str, *, max_length: int | None = None, batch_size: int = 32, quantize: bool = False) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        max_length: int | None = None,
+        batch_size: int = 32,
+        quantize: bool = False,
+    ) -> None:
         self._name = model
         # None: the length the model was trained at (its training.json), else 256.
         self._max_length = max_length or _trained_length(model) or 256
@@ -119,7 +134,9 @@ class CrossEncoderReranker:
         self._mean_pool = False
         self._failed: Exception | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rerank")
-        self._loading = threading.Lock()  # the composition root at start, or the worker on first use
+        self._loading = (
+            threading.Lock()
+        )  # the composition root at start, or the worker on first use
 
     @property
     def model_id(self) -> str:
@@ -162,7 +179,8 @@ class CrossEncoderReranker:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", (DeprecationWarning, UserWarning))
                     quantized = torch.quantization.quantize_dynamic(  # type: ignore[attr-defined]
-                        target, {torch.nn.Linear}, dtype=torch.qint8)
+                        target, {torch.nn.Linear}, dtype=torch.qint8
+                    )
                 if self._mean_pool:
                     self._model = quantized
                 else:
@@ -174,7 +192,9 @@ class CrossEncoderReranker:
     def _score(self, query: str, passages: Sequence[str]) -> list[float]:
         self.load()
         if not self._mean_pool:
-            scores = self._model.predict([(query, p) for p in passages], batch_size=self._batch_size, show_progress_bar=False)
+            scores = self._model.predict(
+                [(query, p) for p in passages], batch_size=self._batch_size, show_progress_bar=False
+            )
             return [float(s) for s in scores]
         import torch
 
@@ -182,12 +202,20 @@ class CrossEncoderReranker:
         with torch.inference_mode():
             for i in range(0, len(passages), self._batch_size):
                 chunk = list(passages[i : i + self._batch_size])
-                enc = self._tokenizer([query] * len(chunk), chunk, truncation="longest_first",
-                                      max_length=self._max_length, padding=True, return_tensors="pt")
+                enc = self._tokenizer(
+                    [query] * len(chunk),
+                    chunk,
+                    truncation="longest_first",
+                    max_length=self._max_length,
+                    padding=True,
+                    return_tensors="pt",
+                )
                 out.extend(float(x) for x in self._model(**enc))
         return out
 
     async def score(self, query: str, passages: Sequence[str]) -> list[float]:
         if not passages:
             return []
-        return await asyncio.get_running_loop().run_in_executor(self._pool, self._score, query, list(passages))
+        return await asyncio.get_running_loop().run_in_executor(
+            self._pool, self._score, query, list(passages)
+        )

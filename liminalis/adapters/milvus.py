@@ -48,7 +48,9 @@ def visibility_key(visibility: Iterable[str]) -> str:
 
 def collection_name(campaign: str, model_id: str) -> str:
     safe = re.sub(r"[^A-Za-z0-9_]", "_", campaign)[:40]
-    tag = hashlib.blake2b(f"{campaign}\x1f{model_id}\x1fv{SCHEMA_VERSION}".encode(), digest_size=5).hexdigest()
+    tag = hashlib.blake2b(
+        f"{campaign}\x1f{model_id}\x1fv{SCHEMA_VERSION}".encode(), digest_size=5
+    ).hexdigest()
     return f"lim_{safe}_{tag}"
 
 
@@ -73,7 +75,10 @@ class _UnimplementedRpcFilter(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
-        return not (isinstance(exc, NotImplementedError) and "not implemented" in record.getMessage().lower())
+        return not (
+            isinstance(exc, NotImplementedError)
+            and "not implemented" in record.getMessage().lower()
+        )
 
 
 _RPC_FILTER = _UnimplementedRpcFilter()
@@ -126,13 +131,13 @@ def _check_lite_lock(uri: str) -> None:
         os.close(fd)
 
 
-
 def _str_list(values: Sequence[str]) -> str:
     """A list of strings in Milvus's expression syntax. JSON's quoting, but with characters
     beyond ASCII written as they are: Milvus knows no ``\\u`` escape, so a document "café" or
     "セッション" failed every exact search that named it (and the ranker fell back to the fused
     order, logging one warning)."""
     return json.dumps(list(values), ensure_ascii=False)
+
 
 class MilvusVectorStore:
     """Milvus (Lite or server) vector store, one collection per campaign and model."""
@@ -203,7 +208,9 @@ class MilvusVectorStore:
             schema.add_field("passage_id", DataType.VARCHAR, max_length=512)
             schema.add_field("doc_id", DataType.VARCHAR, max_length=512)
             schema.add_field("kind", DataType.VARCHAR, max_length=16)
-            schema.add_field("vis", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=64, max_length=64)
+            schema.add_field(
+                "vis", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=64, max_length=64
+            )
             # Scalar copy of ``vis`` for filtering: Milvus Lite evaluates array_contains_any in
             # Python row by row (1.8 s at 25k rows) but ``vkey in [...]`` vectorised (~+15 ms).
             schema.add_field("vkey", DataType.VARCHAR, max_length=1024)
@@ -223,8 +230,13 @@ class MilvusVectorStore:
         name = self._name(campaign)
         rows = [
             {
-                "id": r.id, "passage_id": r.passage_id, "doc_id": r.doc_id, "kind": r.kind,
-                "vis": sorted(r.visibility), "vkey": visibility_key(r.visibility), "vector": np.asarray(r.vector, dtype=np.float32).tolist(),
+                "id": r.id,
+                "passage_id": r.passage_id,
+                "doc_id": r.doc_id,
+                "kind": r.kind,
+                "vis": sorted(r.visibility),
+                "vkey": visibility_key(r.visibility),
+                "vector": np.asarray(r.vector, dtype=np.float32).tolist(),
             }
             for r in records
         ]
@@ -259,8 +271,9 @@ class MilvusVectorStore:
 
         return await self._run(go)
 
-    def _scan(self, name: str, fields: list[str], *, where: str = 'id != ""',
-              batch: int = 4000) -> Iterator[dict[str, Any]]:
+    def _scan(
+        self, name: str, fields: list[str], *, where: str = 'id != ""', batch: int = 4000
+    ) -> Iterator[dict[str, Any]]:
         """Every row of a collection (or those matching ``where``). An iterator, not offset
         paging: a Milvus server refuses offset + limit above 16,384, so paging would break a
         large campaign on a server."""
@@ -283,7 +296,12 @@ class MilvusVectorStore:
         return await self._run(go)
 
     async def search(
-        self, campaign: str, vector: np.ndarray, *, lens: frozenset[str], top_k: int,
+        self,
+        campaign: str,
+        vector: np.ndarray,
+        *,
+        lens: frozenset[str],
+        top_k: int,
         visibilities: Iterable[frozenset[str]] | None = None,
         doc_ids: Sequence[str] | None = None,
     ) -> list[VectorHit]:
@@ -324,15 +342,22 @@ class MilvusVectorStore:
                 got: dict[str, list[dict[str, Any]]] = {d: [] for d in part}
                 # An iterator, not one query: a query returns at most 16,384 rows, and a few
                 # multi-megabyte documents hold more (their rows were silently cut off).
-                rows = self._scan(name, ["id", "passage_id", "doc_id", "kind", "vis", "vector"],
-                                  where=f"doc_id in {_str_list(part)}")
+                rows = self._scan(
+                    name,
+                    ["id", "passage_id", "doc_id", "kind", "vis", "vector"],
+                    where=f"doc_id in {_str_list(part)}",
+                )
                 for r in rows:
                     got.setdefault(r["doc_id"], []).append(r)
                 for d, rs in got.items():
                     cache[d] = _DocRows(
-                        ids=tuple(r["id"] for r in rs), passage_ids=tuple(r["passage_id"] for r in rs),
-                        kinds=tuple(r["kind"] for r in rs), vis=tuple(frozenset(r.get("vis") or ()) for r in rs),
-                        vectors=np.asarray([r["vector"] for r in rs], dtype=np.float32).reshape(len(rs), -1),
+                        ids=tuple(r["id"] for r in rs),
+                        passage_ids=tuple(r["passage_id"] for r in rs),
+                        kinds=tuple(r["kind"] for r in rs),
+                        vis=tuple(frozenset(r.get("vis") or ()) for r in rs),
+                        vectors=np.asarray([r["vector"] for r in rs], dtype=np.float32).reshape(
+                            len(rs), -1
+                        ),
                     )
             q = np.asarray(vector, dtype=np.float32)
             hits: list[VectorHit] = []
@@ -343,7 +368,13 @@ class MilvusVectorStore:
                     continue
                 scores = held.vectors @ q
                 hits.extend(
-                    VectorHit(id=held.ids[k], passage_id=held.passage_ids[k], doc_id=d, kind=held.kinds[k], score=float(scores[k]))
+                    VectorHit(
+                        id=held.ids[k],
+                        passage_id=held.passage_ids[k],
+                        doc_id=d,
+                        kind=held.kinds[k],
+                        score=float(scores[k]),
+                    )
                     for k in range(len(held.ids))
                     if visible(held.vis[k], lens)
                 )
@@ -354,8 +385,12 @@ class MilvusVectorStore:
 
         def go() -> list[VectorHit]:
             res = self._client.search(
-                name, data=[np.asarray(vector, dtype=np.float32).tolist()], limit=top_k,
-                output_fields=["passage_id", "doc_id", "kind", "vis"], anns_field="vector", **kwargs,
+                name,
+                data=[np.asarray(vector, dtype=np.float32).tolist()],
+                limit=top_k,
+                output_fields=["passage_id", "doc_id", "kind", "vis"],
+                anns_field="vector",
+                **kwargs,
             )
             hits = []
             for h in res[0]:
@@ -363,8 +398,13 @@ class MilvusVectorStore:
                 if not visible(ent.get("vis") or (), lens):
                     continue  # belt and braces: never trust the filter alone
                 hits.append(
-                    VectorHit(id=h["id"], passage_id=ent["passage_id"], doc_id=ent["doc_id"],
-                              kind=ent["kind"], score=float(h["distance"]))
+                    VectorHit(
+                        id=h["id"],
+                        passage_id=ent["passage_id"],
+                        doc_id=ent["doc_id"],
+                        kind=ent["kind"],
+                        score=float(h["distance"]),
+                    )
                 )
             return hits
 
@@ -382,6 +422,7 @@ class MilvusVectorStore:
     async def drop(self, campaign: str) -> None:
         name = self._collections.pop(campaign, None)
         if name:
+
             def go() -> None:
                 self._doc_rows.pop(name, None)
                 self._client.drop_collection(name)

@@ -55,7 +55,11 @@ def _model_id(name: str, path: str) -> str:
     if by_content:
         name = p.resolve().name
     h = hashlib.blake2b(digest_size=6)
-    for f in sorted(p.glob("*.safetensors")) + sorted(p.glob("*.bin")) + sorted(p.glob("liminalis_shared.json")):
+    for f in (
+        sorted(p.glob("*.safetensors"))
+        + sorted(p.glob("*.bin"))
+        + sorted(p.glob("liminalis_shared.json"))
+    ):
         h.update(f"{f.name}:{f.stat().st_size}".encode())
         if by_content:
             with f.open("rb") as fh:
@@ -126,7 +130,10 @@ class SentenceTransformerEmbedder:
         self._model = model
         if self._max_seq_length:
             self._model.max_seq_length = self._max_seq_length
-        getter = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        getter = (
+            getattr(self._model, "get_embedding_dimension", None)
+            or self._model.get_sentence_embedding_dimension
+        )
         dim = getter()
         self._dim = int(dim) if dim else int(self._encode(["x"]).shape[1])
         _log.info("loaded embedder %s (dim %d)", self._name, self._dim)
@@ -144,8 +151,11 @@ class SentenceTransformerEmbedder:
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         self.load()
         vecs = self._model.encode(
-            list(texts), batch_size=self._batch_size, normalize_embeddings=True,
-            convert_to_numpy=True, show_progress_bar=False,
+            list(texts),
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
         )
         return np.asarray(vecs, dtype=np.float32)
 
@@ -156,7 +166,9 @@ class SentenceTransformerEmbedder:
         return await asyncio.get_running_loop().run_in_executor(self._pool, self._encode, prefixed)
 
     async def embed_query(self, text: str) -> np.ndarray:
-        vec = await asyncio.get_running_loop().run_in_executor(self._pool, self._encode, [self._query_prefix + text])
+        vec = await asyncio.get_running_loop().run_in_executor(
+            self._pool, self._encode, [self._query_prefix + text]
+        )
         first: np.ndarray = vec[0]
         return first
 

@@ -17,8 +17,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SHARED_FILE", "WORD_EMBEDDINGS", "base_word_embeddings", "share_word_embeddings", "restore_word_embeddings",
-           "shared_spec", "quiet_missing_weights"]
+__all__ = [
+    "SHARED_FILE",
+    "WORD_EMBEDDINGS",
+    "base_word_embeddings",
+    "share_word_embeddings",
+    "restore_word_embeddings",
+    "shared_spec",
+    "quiet_missing_weights",
+]
 
 #: Written by :func:`share_word_embeddings`: the model's word embeddings are the base model's.
 SHARED_FILE = "liminalis_shared.json"
@@ -46,11 +53,15 @@ def share_word_embeddings(model_dir: str | Path, base: str) -> bool:
     weights_file = Path(model_dir) / "model.safetensors"
     state = load_file(str(weights_file))
     base_weights, digest = base_word_embeddings(base)
-    if WORD_EMBEDDINGS not in state or not bool((state[WORD_EMBEDDINGS].half() == base_weights).all()):
+    if WORD_EMBEDDINGS not in state or not bool(
+        (state[WORD_EMBEDDINGS].half() == base_weights).all()
+    ):
         return False
     del state[WORD_EMBEDDINGS]
     save_file(state, str(weights_file), metadata={"format": "pt"})
-    (Path(model_dir) / SHARED_FILE).write_text(json.dumps({"base": base, "sha256": digest}, indent=2) + "\n")
+    (Path(model_dir) / SHARED_FILE).write_text(
+        json.dumps({"base": base, "sha256": digest}, indent=2) + "\n"
+    )
     return True
 
 
@@ -70,7 +81,9 @@ def restore_word_embeddings(embeddings: Any, model_dir: str | Path) -> None:
         return
     weights, digest = base_word_embeddings(spec["base"])
     if digest != spec["sha256"]:
-        raise ValueError(f"{spec['base']} word embeddings differ from those {model_dir} was trained with")
+        raise ValueError(
+            f"{spec['base']} word embeddings differ from those {model_dir} was trained with"
+        )
     with torch.no_grad():
         embeddings.word_embeddings.weight.copy_(weights.to(embeddings.word_embeddings.weight.dtype))
 

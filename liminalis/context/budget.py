@@ -31,7 +31,15 @@ from liminalis.ingest.sentences import split_sentences
 from liminalis.retrieval.lexical import Tokenizer
 from liminalis.types import CLIP, GAP, SUMMARY, TEXT, Segment, Span, segments_text
 
-__all__ = ["BudgetParams", "Fitted", "fit_budget", "clip_segments", "clip_text", "clip_marker", "CLIP_MARKER"]
+__all__ = [
+    "BudgetParams",
+    "Fitted",
+    "fit_budget",
+    "clip_segments",
+    "clip_text",
+    "clip_marker",
+    "CLIP_MARKER",
+]
 
 _log = logging.getLogger(__name__)
 #: How a clip reads in the prompt (for tests and benchmarks that read prompts; the engine passes
@@ -80,8 +88,9 @@ def clip_marker(tokens: int) -> str:
     return segments_text([Segment(CLIP, size=tokens)])
 
 
-def _units(segments: Sequence[Segment], unit_tokens: int,
-           counter: TokenCounter) -> tuple[list[str], list[int], list[str]]:
+def _units(
+    segments: Sequence[Segment], unit_tokens: int, counter: TokenCounter
+) -> tuple[list[str], list[int], list[str]]:
     """Paragraphs, with over-long ones split into sentences; earlier omissions (gaps, clips) an
     empty unit. With each unit's token count (a paragraph is counted once, not again) and kind
     (a summary's paragraph stays a summary)."""
@@ -112,7 +121,9 @@ def _units(segments: Sequence[Segment], unit_tokens: int,
     return out, sizes, kinds
 
 
-def _best_window(units: Sequence[str], sizes: Sequence[int], overlap: Sequence[int], room: int) -> set[int]:
+def _best_window(
+    units: Sequence[str], sizes: Sequence[int], overlap: Sequence[int], room: int
+) -> set[int]:
     """Indices of the contiguous run of units fitting ``room`` with the most overlap (then the
     largest such run, then the earliest); empty when no unit matches or none fits."""
     best: tuple[int, int, int] = (0, 0, 0)  # (overlap, size, -start)
@@ -153,18 +164,37 @@ def _probes(passages: Sequence[str], *, size: int = 60) -> set[str]:
 
 
 def clip_text(
-    text: str, target: int, *, query: str = "", unit_tokens: int = 120, contiguous: bool = True,
-    counter: TokenCounter | None = None, prefer: Sequence[str] = (),
+    text: str,
+    target: int,
+    *,
+    query: str = "",
+    unit_tokens: int = 120,
+    contiguous: bool = True,
+    counter: TokenCounter | None = None,
+    prefer: Sequence[str] = (),
 ) -> tuple[str, int]:
     """:func:`clip_segments` of a plain text, as text."""
-    segments, n = clip_segments((Segment(TEXT, text),), target, query=query, unit_tokens=unit_tokens,
-                                contiguous=contiguous, counter=counter, prefer=prefer)
+    segments, n = clip_segments(
+        (Segment(TEXT, text),),
+        target,
+        query=query,
+        unit_tokens=unit_tokens,
+        contiguous=contiguous,
+        counter=counter,
+        prefer=prefer,
+    )
     return segments_text(segments), n
 
 
 def clip_segments(
-    segments: Sequence[Segment], target: int, *, query: str = "", unit_tokens: int = 120, contiguous: bool = True,
-    counter: TokenCounter | None = None, prefer: Sequence[str] = (),
+    segments: Sequence[Segment],
+    target: int,
+    *,
+    query: str = "",
+    unit_tokens: int = 120,
+    contiguous: bool = True,
+    counter: TokenCounter | None = None,
+    prefer: Sequence[str] = (),
 ) -> tuple[tuple[Segment, ...], int]:
     """Cut ``segments`` to about ``target`` tokens, keeping the units closest to ``query``.
 
@@ -184,14 +214,19 @@ def clip_segments(
     overlap = [len(q & set(_TOKENIZER(u))) if u and q else 0 for u in units]
     probes = _probes(prefer)
     if probes:
-        overlap = [o + (_MATCHED_BONUS if u and any(pr in u for pr in probes) else 0) for o, u in zip(overlap, units, strict=True)]
+        overlap = [
+            o + (_MATCHED_BONUS if u and any(pr in u for pr in probes) else 0)
+            for o, u in zip(overlap, units, strict=True)
+        ]
     marker_cost = 20
     # The densest contiguous run first: what a question asks about usually spans neighbouring
     # paragraphs (a scene, an exchange), and scattered best-matching lines lose the connective
     # text between them. Then, with room left, the best-matching units elsewhere.
     keep = _best_window(units, sizes, overlap, target - 2 * marker_cost) if contiguous else set()
     used = sum(sizes[i] for i in keep) + (2 * marker_cost if keep else 0)
-    order = sorted((i for i, u in enumerate(units) if u and i not in keep), key=lambda i: (-overlap[i], i))
+    order = sorted(
+        (i for i, u in enumerate(units) if u and i not in keep), key=lambda i: (-overlap[i], i)
+    )
     for i in order:
         if keep and used + sizes[i] + marker_cost > target:
             continue
@@ -203,8 +238,11 @@ def clip_segments(
         if i in keep:
             if gap or (parts and not u):
                 parts.append(Segment(CLIP, size=gap))
-            parts.append(Segment(SUMMARY, u.removeprefix("Summary: ")) if kinds[i] == SUMMARY and u.startswith("Summary: ")
-                         else Segment(TEXT, u))
+            parts.append(
+                Segment(SUMMARY, u.removeprefix("Summary: "))
+                if kinds[i] == SUMMARY and u.startswith("Summary: ")
+                else Segment(TEXT, u)
+            )
             gap = 0
         else:
             gap += sizes[i]
@@ -243,7 +281,9 @@ def fit_budget(
     def total() -> int:
         return reserved + sum(sizes)
 
-    recalled = sorted((i for i, d in enumerate(current) if not d.pinned), key=lambda i: current[i].rank)
+    recalled = sorted(
+        (i for i, d in enumerate(current) if not d.pinned), key=lambda i: current[i].rank
+    )
     alive = [True] * len(current)
     while total() > budget and len(recalled) > params.doc_floor:
         weakest = recalled.pop()
@@ -253,7 +293,11 @@ def fit_budget(
 
     stuck: set[int] = set()
     while total() > budget:
-        cands = [i for i in range(len(current)) if alive[i] and i not in stuck and sizes[i] > params.clip_floor]
+        cands = [
+            i
+            for i in range(len(current))
+            if alive[i] and i not in stuck and sizes[i] > params.clip_floor
+        ]
         if not cands:
             break
         if params.clip_weakest_first:
@@ -263,9 +307,20 @@ def fit_budget(
         target = max(params.clip_floor, sizes[i] - (total() - budget))
         head = c.count(current[i].block()) - c.count(current[i].text.strip())
         full = (texts or {}).get(current[i].doc_id, "")
-        prefer = [full[sp.start:sp.end] for sp in (matched or {}).get(current[i].doc_id, ())] if full else []
-        cut, _ = clip_segments(current[i].segments, max(1, target - head), query=query,
-                               unit_tokens=params.unit_tokens, contiguous=params.contiguous, counter=c, prefer=prefer)
+        prefer = (
+            [full[sp.start : sp.end] for sp in (matched or {}).get(current[i].doc_id, ())]
+            if full
+            else []
+        )
+        cut, _ = clip_segments(
+            current[i].segments,
+            max(1, target - head),
+            query=query,
+            unit_tokens=params.unit_tokens,
+            contiguous=params.contiguous,
+            counter=c,
+            prefer=prefer,
+        )
         new = current[i].with_segments(cut, "clipped")
         new_size = c.count(new.block())
         if new_size >= sizes[i]:
@@ -290,6 +345,12 @@ def fit_budget(
         )
         _log.info("context over budget: %d > %d", reserved + tokens, budget)
     return Fitted(
-        documents=kept, tokens=tokens, budget=budget, reserved=reserved, dropped=tuple(dropped),
-        clipped=tuple(clipped), over_budget=over, notes=tuple(notes),
+        documents=kept,
+        tokens=tokens,
+        budget=budget,
+        reserved=reserved,
+        dropped=tuple(dropped),
+        clipped=tuple(clipped),
+        over_budget=over,
+        notes=tuple(notes),
     )

@@ -61,18 +61,37 @@ class ContextDoc:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form (chat memory keeps the last turn's material)."""
-        return {"doc_id": self.doc_id, "title": self.title, "type": self.type, "section": self.section,
-                "pin": self.pin, "score": self.score, "rank": self.rank, "tier": self.tier,
-                "segments": [[s.kind, s.text, s.size] for s in self.segments]}
+        return {
+            "doc_id": self.doc_id,
+            "title": self.title,
+            "type": self.type,
+            "section": self.section,
+            "pin": self.pin,
+            "score": self.score,
+            "rank": self.rank,
+            "tier": self.tier,
+            "segments": [[s.kind, s.text, s.size] for s in self.segments],
+        }
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ContextDoc:
         """Read :meth:`to_dict`'s form; a memory kept by an earlier version holds plain ``text``."""
-        segments = (tuple(Segment(str(k), str(t), int(n)) for k, t, n in d["segments"]) if "segments" in d
-                    else plain(str(d.get("text", ""))))
-        return cls(doc_id=str(d["doc_id"]), title=str(d["title"]), type=str(d["type"]), segments=segments,
-                   section=str(d.get("section", "")), pin=str(d.get("pin", "")), score=float(d.get("score", 0.0)),
-                   rank=int(d.get("rank", 0)), tier=str(d.get("tier", "rendered")))
+        segments = (
+            tuple(Segment(str(k), str(t), int(n)) for k, t, n in d["segments"])
+            if "segments" in d
+            else plain(str(d.get("text", "")))
+        )
+        return cls(
+            doc_id=str(d["doc_id"]),
+            title=str(d["title"]),
+            type=str(d["type"]),
+            segments=segments,
+            section=str(d.get("section", "")),
+            pin=str(d.get("pin", "")),
+            score=float(d.get("score", 0.0)),
+            rank=int(d.get("rank", 0)),
+            tier=str(d.get("tier", "rendered")),
+        )
 
 
 def section_of(title: str, heading: str) -> str:
@@ -84,10 +103,14 @@ def section_of(title: str, heading: str) -> str:
 
 def from_rendered(doc: RenderedDocument, *, rank: int, pin: str = "") -> ContextDoc:
     return ContextDoc(
-        doc_id=doc.doc_id, title=doc.title, type=doc.type, segments=doc.segments,
+        doc_id=doc.doc_id,
+        title=doc.title,
+        type=doc.type,
+        segments=doc.segments,
         section=section_of(doc.title, doc.headings[0]) if doc.headings else "",
         pin=pin or ("pinned" if doc.pinned else ""),
-        score=doc.score, rank=rank,
+        score=doc.score,
+        rank=rank,
     )
 
 

@@ -31,7 +31,13 @@ from liminalis.ports import Message
 from liminalis.types import Bundle, Segment, Span
 
 __all__ = [
-    "Prompt", "STABLE_PINS", "INSTRUCTIONS", "instructions_for", "split_bundle", "stable_document", "build_prompt",
+    "Prompt",
+    "STABLE_PINS",
+    "INSTRUCTIONS",
+    "instructions_for",
+    "split_bundle",
+    "stable_document",
+    "build_prompt",
 ]
 
 _log = logging.getLogger(__name__)
@@ -89,7 +95,9 @@ class Prompt:
         return "\n\n".join([*self.system, *(m.content for m in self.messages)])
 
 
-def stable_document(doc: ContextDoc, full_text: str, *, cap_tokens: int, counter: TokenCounter) -> ContextDoc:
+def stable_document(
+    doc: ContextDoc, full_text: str, *, cap_tokens: int, counter: TokenCounter
+) -> ContextDoc:
     """A standing document from its full text, capped head-first (question-independent)."""
     # The section of a rendered document follows the question's matches: drop it here.
     whole = replace(doc, segments=plain(full_text), tier="whole", section="")
@@ -98,7 +106,9 @@ def stable_document(doc: ContextDoc, full_text: str, *, cap_tokens: int, counter
 
 
 @functools.lru_cache(maxsize=64)
-def _standing_clip(full_text: str, cap_tokens: int, counter: TokenCounter) -> tuple[Segment, ...] | None:
+def _standing_clip(
+    full_text: str, cap_tokens: int, counter: TokenCounter
+) -> tuple[Segment, ...] | None:
     """The clipped text of a standing document, None when it fits whole. Remembered: it does
     not depend on the question, and a pinned document is clipped on every question (a pinned
     5 MB document cost 6 s a question). The catalog hands over the same string object each
@@ -109,7 +119,11 @@ def _standing_clip(full_text: str, cap_tokens: int, counter: TokenCounter) -> tu
 
 
 def split_bundle(
-    bundle: Bundle, texts: Mapping[str, str], *, stable_doc_tokens: int = 1500, counter: TokenCounter | None = None,
+    bundle: Bundle,
+    texts: Mapping[str, str],
+    *,
+    stable_doc_tokens: int = 1500,
+    counter: TokenCounter | None = None,
 ) -> tuple[list[ContextDoc], list[ContextDoc], dict[str, tuple[Span, ...]]]:
     """Standing documents (stable half), the rest (volatile half), and matched spans by doc.
 
@@ -143,8 +157,13 @@ def _material(docs: Sequence[ContextDoc]) -> str:
 
 
 def _tier_to_fit(
-    volatile: Sequence[ContextDoc], texts: Mapping[str, str], matched: Mapping[str, Sequence[Span]],
-    summaries: Mapping[str, str] | None, tier: TierParams, room: int | None, c: TokenCounter,
+    volatile: Sequence[ContextDoc],
+    texts: Mapping[str, str],
+    matched: Mapping[str, Sequence[Span]],
+    summaries: Mapping[str, str] | None,
+    tier: TierParams,
+    room: int | None,
+    c: TokenCounter,
 ) -> tuple[list[ContextDoc], TierReport]:
     """Tier ``volatile``; under a budget, first lower how many strongest hits read whole.
 
@@ -155,19 +174,33 @@ def _tier_to_fit(
     background documents lose their summaries (``drop_summaries_to_fit``); the budget then drops and
     clips what still does not.
     """
-    docs, report = tier_documents(volatile, texts, matched, summaries=summaries, params=tier, counter=c)
+    docs, report = tier_documents(
+        volatile, texts, matched, summaries=summaries, params=tier, counter=c
+    )
     if room is None or not tier.enabled:
         return docs, report
     keep = tier.keep_full
     while keep > tier.min_full and sum(count_blocks(docs, c)) > room:
         keep -= 1
-        docs, report = tier_documents(volatile, texts, matched, summaries=summaries,
-                                      params=replace(tier, keep_full=keep), counter=c)
+        docs, report = tier_documents(
+            volatile,
+            texts,
+            matched,
+            summaries=summaries,
+            params=replace(tier, keep_full=keep),
+            counter=c,
+        )
     if tier.drop_summaries_to_fit and tier.summary_tokens and sum(count_blocks(docs, c)) > room:
         # Still over: a background summary orients, its matched passages hold the evidence, so
         # the summaries go before the budget clips any passage.
-        docs, report = tier_documents(volatile, texts, matched, summaries={},
-                                      params=replace(tier, keep_full=keep, summary_tokens=0), counter=c)
+        docs, report = tier_documents(
+            volatile,
+            texts,
+            matched,
+            summaries={},
+            params=replace(tier, keep_full=keep, summary_tokens=0),
+            counter=c,
+        )
     return docs, report
 
 
@@ -207,18 +240,35 @@ def build_prompt(
     if budget is not None:
         reserved = sum(c.count(b) for b in stable_blocks) + c.count(story_block)
         reserved += sum(c.count(m.content) for m in messages) + 16
-    docs, report = _tier_to_fit(volatile, texts or {}, matched or {}, summaries, tier,
-                                None if budget is None else budget - reserved, c)
+    docs, report = _tier_to_fit(
+        volatile,
+        texts or {},
+        matched or {},
+        summaries,
+        tier,
+        None if budget is None else budget - reserved,
+        c,
+    )
     fitted: Fitted | None = None
     if budget is not None:
-        fitted = fit_budget(docs, budget, reserved=reserved, query=clip_query or question, params=budget_params,
-                            counter=c, texts=texts, matched=matched)
+        fitted = fit_budget(
+            docs,
+            budget,
+            reserved=reserved,
+            query=clip_query or question,
+            params=budget_params,
+            counter=c,
+            texts=texts,
+            matched=matched,
+        )
         docs = list(fitted.documents)
     volatile_parts = []
     if docs:
         volatile_parts.append("# Retrieved material\n\n" + _material(docs))
     else:
-        volatile_parts.append("# Retrieved material\n\n(nothing in the campaign matched this question)")
+        volatile_parts.append(
+            "# Retrieved material\n\n(nothing in the campaign matched this question)"
+        )
     if story_block:
         volatile_parts.append(story_block)
     system = (*stable_blocks, "\n\n".join(volatile_parts))
@@ -229,6 +279,13 @@ def build_prompt(
     if fitted is not None:
         notes.extend(fitted.notes)
     return Prompt(
-        system=system, cache_upto=len(stable_blocks), messages=tuple(messages), stable_documents=tuple(stable),
-        documents=tuple(docs), tokens=tokens, fitted=fitted, tiering=report, notes=tuple(notes),
+        system=system,
+        cache_upto=len(stable_blocks),
+        messages=tuple(messages),
+        stable_documents=tuple(stable),
+        documents=tuple(docs),
+        tokens=tokens,
+        fitted=fitted,
+        tiering=report,
+        notes=tuple(notes),
     )

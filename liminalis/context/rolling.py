@@ -35,10 +35,19 @@ from liminalis.lens import GM, visible
 from liminalis.ports import Clock, Message
 from liminalis.store.sqlite import Database
 
-__all__ = ["ChatMemory", "RollingMemory", "forget_hidden", "is_follow_up", "memory_key", "SystemClock"]
+__all__ = [
+    "ChatMemory",
+    "RollingMemory",
+    "forget_hidden",
+    "is_follow_up",
+    "memory_key",
+    "SystemClock",
+]
 
 _log = logging.getLogger(__name__)
-_PRONOUN = re.compile(r"\b(he|she|they|him|her|them|his|hers|their|theirs|it|its|that|this|those|these|there)\b", re.I)
+_PRONOUN = re.compile(
+    r"\b(he|she|they|him|her|them|his|hers|their|theirs|it|its|that|this|those|these|there)\b", re.I
+)
 _NAME = re.compile(r"\b[A-Z][a-z'’]+(?:[ -][A-Z][a-z'’]+)*\b")
 _LONG_WORD = re.compile(r"[^\W\d_]{5,}")
 _COMMON = frozenset(
@@ -74,7 +83,9 @@ def _new_words(question: str, known: str) -> int:
     return len({w[:5] for w in words} - seen)
 
 
-async def forget_hidden(db: Database, campaign: str, was: frozenset[str], now: frozenset[str]) -> int:
+async def forget_hidden(
+    db: Database, campaign: str, was: frozenset[str], now: frozenset[str]
+) -> int:
     """Forget every chat memory of ``campaign`` whose lens could read a document of visibility
     ``was`` and cannot read it at ``now`` (a GM hid it again): its turns, story lines and loaded
     material may quote it, and would be replayed to that lens. Returns how many were forgotten.
@@ -97,7 +108,11 @@ async def forget_hidden(db: Database, campaign: str, was: frozenset[str], now: f
 
     doomed = await db.memory.forget(campaign, loses_it)
     if doomed:
-        _log.info("%s: forgot %d chat memories that may quote a document now hidden from them", campaign, len(doomed))
+        _log.info(
+            "%s: forgot %d chat memories that may quote a document now hidden from them",
+            campaign,
+            len(doomed),
+        )
     return len(doomed)
 
 
@@ -148,7 +163,9 @@ class ChatMemory:
 
 def _gist(question: str, answer: str, sources: Sequence[str]) -> str:
     first = " ".join(answer.split())
-    first = re.sub(r"^Here is what the campaign's documents say \(quoted, not paraphrased\):\s*", "", first)
+    first = re.sub(
+        r"^Here is what the campaign's documents say \(quoted, not paraphrased\):\s*", "", first
+    )
     first = first.lstrip("> ")[:220]
     src = f" (sources: {'; '.join(sources[:3])})" if sources else ""
     return f"Asked: {' '.join(question.split())[:160]} — answered: {first}{src}"
@@ -178,7 +195,12 @@ class RollingMemory:
 
     async def load(self, campaign: str, chat: str, lens: frozenset[str]) -> ChatMemory:
         key = memory_key(campaign, chat, lens)
-        mem = ChatMemory(key=key, campaign=campaign, lens=frozenset(lens), forget_epoch=await self.db.memory.forget_epoch(campaign))
+        mem = ChatMemory(
+            key=key,
+            campaign=campaign,
+            lens=frozenset(lens),
+            forget_epoch=await self.db.memory.forget_epoch(campaign),
+        )
         raw = await self.db.memory.state(key)
         if raw is not None:
             st = json.loads(raw)
@@ -240,7 +262,9 @@ class RollingMemory:
         while len(mem.turns) > self.recent_turns:
             q, a = mem.turns.pop(0)
             # The turn's own line; a state written before lines were kept has none (no sources).
-            mem.story.append((0, mem.gists.pop(0) if len(mem.gists) > len(mem.turns) else _gist(q, a, ())))
+            mem.story.append(
+                (0, mem.gists.pop(0) if len(mem.gists) > len(mem.turns) else _gist(q, a, ()))
+            )
         del mem.gists[: max(0, len(mem.gists) - len(mem.turns))]
         self._fold(mem)
         for scored in list(mem.doc_scores):
@@ -258,10 +282,15 @@ class RollingMemory:
             if name.lower() not in _NOT_NAMES and len(name) > 2:
                 mem.entity_scores[name] = mem.entity_scores.get(name, 0.0) + 1.0
         mem.entity_scores = dict(
-            sorted(((k, round(v, 4)) for k, v in mem.entity_scores.items() if v >= 0.05), key=lambda kv: -kv[1])[:50]
+            sorted(
+                ((k, round(v, 4)) for k, v in mem.entity_scores.items() if v >= 0.05),
+                key=lambda kv: -kv[1],
+            )[:50]
         )
         # A follow-up that reused material keeps the question that loaded it (the referent).
-        if mem.loaded_generation != generation or [d.get("doc_id") for d in mem.loaded] != [d.doc_id for d in documents]:
+        if mem.loaded_generation != generation or [d.get("doc_id") for d in mem.loaded] != [
+            d.doc_id for d in documents
+        ]:
             mem.last_question = question
         mem.loaded = [d.to_dict() for d in documents]
         mem.loaded_stable = list(stable)
@@ -269,16 +298,32 @@ class RollingMemory:
         mem.updated_at = now
         mem.seq += 2
         state = {
-            "story": mem.story, "doc_scores": mem.doc_scores, "entity_scores": mem.entity_scores,
-            "sections": mem.sections, "loaded": mem.loaded, "loaded_stable": mem.loaded_stable,
-            "loaded_generation": mem.loaded_generation, "last_question": mem.last_question,
-            "updated_at": mem.updated_at, "seq": mem.seq, "gists": mem.gists,
+            "story": mem.story,
+            "doc_scores": mem.doc_scores,
+            "entity_scores": mem.entity_scores,
+            "sections": mem.sections,
+            "loaded": mem.loaded,
+            "loaded_stable": mem.loaded_stable,
+            "loaded_generation": mem.loaded_generation,
+            "last_question": mem.last_question,
+            "updated_at": mem.updated_at,
+            "seq": mem.seq,
+            "gists": mem.gists,
         }
         # A document was hidden since this memory was loaded: the answer and the state loaded
         # with it may quote it. Forgetting wins; this exchange is not remembered.
-        if not await self.db.memory.record(mem.key, campaign=mem.campaign, question=question, answer=answer,
-                                           lens=mem.lens, state=json.dumps(state), epoch=mem.forget_epoch):
-            _log.info("chat memory %s: a document was hidden during the answer; not recorded", mem.key)
+        if not await self.db.memory.record(
+            mem.key,
+            campaign=mem.campaign,
+            question=question,
+            answer=answer,
+            lens=mem.lens,
+            state=json.dumps(state),
+            epoch=mem.forget_epoch,
+        ):
+            _log.info(
+                "chat memory %s: a document was hidden during the answer; not recorded", mem.key
+            )
 
     def _fold(self, mem: ChatMemory) -> None:
         """Keep the story bounded: fold the oldest level-0 lines into one higher-level line."""
@@ -288,7 +333,9 @@ class RollingMemory:
         if len(level0) <= self.story_lines and not too_long:
             return
         take = level0[: max(2, len(level0) // 2)]
-        asked = [re.sub(r" — answered:.*$", "", mem.story[i][1]).removeprefix("Asked: ") for i in take]
+        asked = [
+            re.sub(r" — answered:.*$", "", mem.story[i][1]).removeprefix("Asked: ") for i in take
+        ]
         line = "Earlier, the party asked: " + "; ".join(a[:80] for a in asked)
         keep = [s for i, s in enumerate(mem.story) if i not in take]
         insert_at = take[0]

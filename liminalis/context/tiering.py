@@ -165,7 +165,9 @@ def tier_documents(
     out: list[ContextDoc] = []
     tiered: list[str] = []
     refused: list[tuple[str, str]] = []
-    strongest = [d.doc_id for d in sorted((d for d in docs if not d.pinned), key=lambda d: d.rank)][: params.keep_full]
+    strongest = [d.doc_id for d in sorted((d for d in docs if not d.pinned), key=lambda d: d.rank)][
+        : params.keep_full
+    ]
     for d in docs:
         guard = ""
         full = texts.get(d.doc_id)
@@ -178,7 +180,12 @@ def tier_documents(
             guard = "exempt type"
         elif full is None or not spans or any(s.end > len(full) for s in spans):
             guard = "no matched passages"
-        if guard == "strongest" and params.strongest_whole and full is not None and d.tier == "rendered":
+        if (
+            guard == "strongest"
+            and params.strongest_whole
+            and full is not None
+            and d.tier == "rendered"
+        ):
             # Full fidelity for the strongest hits: their whole text, when it is not huge.
             if d.text != full and at_most(c, full, params.whole_cap_tokens):
                 out.append(d.with_segments(plain(full), "whole"))
@@ -192,7 +199,9 @@ def tier_documents(
         # The matched passages widened by their surroundings (or, with no widening, as
         # retrieval rendered them; the exact spans when retrieval rendered the document whole).
         if params.context_chars > 0:
-            passages = render_segments(full, _merge([widen(full, s, params.context_chars) for s in spans]))
+            passages = render_segments(
+                full, _merge([widen(full, s, params.context_chars) for s in spans])
+            )
         else:
             whole = d.text.strip() == full.strip()
             passages = render_segments(full, spans) if whole else d.segments

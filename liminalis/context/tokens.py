@@ -13,7 +13,14 @@ import functools
 from pathlib import Path
 from typing import Protocol
 
-__all__ = ["TokenCounter", "WordPieceCounter", "default_counter", "count_tokens", "word_floor", "at_most"]
+__all__ = [
+    "TokenCounter",
+    "WordPieceCounter",
+    "default_counter",
+    "count_tokens",
+    "word_floor",
+    "at_most",
+]
 
 
 class TokenCounter(Protocol):

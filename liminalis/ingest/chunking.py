@@ -53,7 +53,9 @@ def content_hash(text: str) -> str:
 
 
 def _h64(text: str) -> int:
-    return int.from_bytes(hashlib.blake2b(_WS.sub(" ", text).encode(), digest_size=8).digest(), "big")
+    return int.from_bytes(
+        hashlib.blake2b(_WS.sub(" ", text).encode(), digest_size=8).digest(), "big"
+    )
 
 
 def _rotl(x: int, r: int) -> int:
@@ -68,7 +70,7 @@ def _headings(text: str) -> list[tuple[int, int, str]]:
     for line in text.split("\n"):
         m = _HEADING.match(line)
         if m:
-            out.append((offset, len(m.group(1)), line[m.end():].rstrip().rstrip("#").rstrip()))
+            out.append((offset, len(m.group(1)), line[m.end() :].rstrip().rstrip("#").rstrip()))
         offset += len(line) + 1
     return out
 
@@ -144,8 +146,12 @@ def chunk_document(
         """Split sentences a..b (inclusive) until every piece fits ``max_chars``."""
         if sents[b][1] - sents[a][0] <= params.max_chars or a == b:
             return [(a, b)]
-        inner = [k for k in range(a, b) if sents[k][1] - sents[a][0] >= params.min_chars
-                 and sents[b][1] - sents[k + 1][0] >= params.min_chars]
+        inner = [
+            k
+            for k in range(a, b)
+            if sents[k][1] - sents[a][0] >= params.min_chars
+            and sents[b][1] - sents[k + 1][0] >= params.min_chars
+        ]
         if not inner:
             inner = list(range(a, b))
         k = max(inner, key=lambda x: scores[x])

@@ -165,7 +165,9 @@ class Indexer:
                     rel = fpath.relative_to(scope).as_posix()
                     yield fpath, prefix + (rel if base == "." else f"{base}/{rel}")
 
-    def _scope(self, config: CampaignConfig, path: Path | None) -> tuple[list[tuple[Path, str]], str]:
+    def _scope(
+        self, config: CampaignConfig, path: Path | None
+    ) -> tuple[list[tuple[Path, str]], str]:
         """Files to ingest and the campaign-relative scope whose vanished files are deletions."""
         roots: list[tuple[Path, str]] = [(config.root, "")]
         if config.uploads_root is not None:
@@ -185,32 +187,56 @@ class Indexer:
                 return list(self._walk(root, path, prefix)), scope_rel
         raise ValueError("path outside the campaign folder")
 
-    def _prepare_batch(self, docs: list[Document], stored_tokens: dict[str, str]) -> list[_Prepared]:
+    def _prepare_batch(
+        self, docs: list[Document], stored_tokens: dict[str, str]
+    ) -> list[_Prepared]:
         return [self._prepare(d, stored_tokens) for d in docs]
 
     def _prepare(self, doc: Document, stored_tokens: dict[str, str]) -> _Prepared:
         opts = self.options
-        passages = chunk_document(doc.doc_id, doc.text, visibility=doc.visibility, params=opts.chunking)
+        passages = chunk_document(
+            doc.doc_id, doc.text, visibility=doc.visibility, params=opts.chunking
+        )
         synopsis = doc.synopsis or extractive_synopsis(doc.title, doc.text)
         doc = Document(
-            doc_id=doc.doc_id, path=doc.path, title=doc.title, text=doc.text, visibility=doc.visibility,
-            type=doc.type, aliases=doc.aliases, tags=doc.tags, content_hash=doc.content_hash, synopsis=synopsis,
+            doc_id=doc.doc_id,
+            path=doc.path,
+            title=doc.title,
+            text=doc.text,
+            visibility=doc.visibility,
+            type=doc.type,
+            aliases=doc.aliases,
+            tags=doc.tags,
+            content_hash=doc.content_hash,
+            synopsis=synopsis,
         )
         records: list[tuple[str, str, str, str, str]] = []
         tokens: dict[str, str] = {}
         for p in passages:
-            text = contextual_text(doc.title, p.heading, synopsis, p.text) if opts.contextual else p.text
+            text = (
+                contextual_text(doc.title, p.heading, synopsis, p.text)
+                if opts.contextual
+                else p.text
+            )
             h = content_hash(text)
-            records.append((vector_id("passage", p.passage_id, h), "passage", p.passage_id, text, h))
-            tokens[p.passage_id] = stored_tokens.get(p.passage_id) or " ".join(self.tokenizer(p.text))
+            records.append(
+                (vector_id("passage", p.passage_id, h), "passage", p.passage_id, text, h)
+            )
+            tokens[p.passage_id] = stored_tokens.get(p.passage_id) or " ".join(
+                self.tokenizer(p.text)
+            )
             if opts.windows:
                 for w in make_windows(p, doc.text, window_chars=opts.chunking.window_chars):
                     wh = content_hash(w.text)
-                    records.append((vector_id("window", w.window_id, wh), "window", p.passage_id, w.text, wh))
+                    records.append(
+                        (vector_id("window", w.window_id, wh), "window", p.passage_id, w.text, wh)
+                    )
         if passages:
             tt = title_text(doc.title, doc.aliases, synopsis)
             th = content_hash(tt)
-            records.append((vector_id("title", doc.doc_id, th), "title", passages[0].passage_id, tt, th))
+            records.append(
+                (vector_id("title", doc.doc_id, th), "title", passages[0].passage_id, tt, th)
+            )
         return _Prepared(doc=doc, passages=passages, records=records, tokens=tokens)
 
     async def _embed(self, texts_by_hash: dict[str, str]) -> tuple[dict[str, np.ndarray], set[str]]:
@@ -256,7 +282,9 @@ class Indexer:
             try:
                 files, scope_rel = await run_cpu(self._scope, config, path)
             except (OSError, ValueError) as exc:
-                report.skipped.append(SkippedFile(path.name if path else config.slug, f"unreadable path ({exc})"))
+                report.skipped.append(
+                    SkippedFile(path.name if path else config.slug, f"unreadable path ({exc})")
+                )
         first_of: dict[str, str] = {}
         views_of: dict[str, list[str]] = {}  # file id → the stored documents read from it
         for stored_id in stored:
@@ -266,18 +294,24 @@ class Indexer:
         for fpath, rel in files:
             doc_id = doc_id_for(rel)
             if fpath.suffix.lower() not in SUPPORTED_SUFFIXES:
-                report.skipped.append(SkippedFile(rel, f"unsupported file type '{fpath.suffix or 'none'}'"))
+                report.skipped.append(
+                    SkippedFile(rel, f"unsupported file type '{fpath.suffix or 'none'}'")
+                )
                 continue
             if doc_id in first_of:
                 # a.md and a.txt (or an upload and a campaign file under uploads/) are one document
                 # id: ingesting both made them replace each other on every run.
-                report.skipped.append(SkippedFile(rel, f"same name as {first_of[doc_id]} (rename one of them)"))
+                report.skipped.append(
+                    SkippedFile(rel, f"same name as {first_of[doc_id]} (rename one of them)")
+                )
                 continue
             first_of[doc_id] = rel
             seen.add(doc_id)  # a file that fails to load keeps its previous version
             try:
                 # Reading, decoding and parsing a file of up to max_bytes: off the event loop.
-                parsed = await run_cpu(load_file, fpath, rel, config, max_bytes=self.options.max_bytes)
+                parsed = await run_cpu(
+                    load_file, fpath, rel, config, max_bytes=self.options.max_bytes
+                )
             except LoadError as exc:
                 # Tell the GM nothing was lost: the last good version stays searchable.
                 kept_views = views_of.get(doc_id, [])
@@ -297,8 +331,13 @@ class Indexer:
             report.hidden_sections += parsed.hidden_sections
             whole = parsed.views[0]
             file_reports[whole.doc_id] = FileReport(
-                path=rel, doc_id=doc_id, visibility=parsed.visibility, type=parsed.type,
-                hidden_sections=parsed.hidden_sections, warnings=parsed.warnings)
+                path=rel,
+                doc_id=doc_id,
+                visibility=parsed.visibility,
+                type=parsed.type,
+                hidden_sections=parsed.hidden_sections,
+                warnings=parsed.warnings,
+            )
             if whole.doc_id in stored and stored[whole.doc_id][1] == whole.content_hash:
                 file_reports[whole.doc_id].unchanged = len(stored_by_doc.get(whole.doc_id, []))
             for doc in parsed.views:
@@ -317,15 +356,21 @@ class Indexer:
             bar = tqdm(total=len(todo), desc=f"ingest {slug}", unit="doc", file=sys.stderr)
         for i in range(0, len(todo), self.options.batch_docs):
             # Chunking, synopses and tokenizing a batch: CPU work, off the event loop.
-            batch = await run_cpu(self._prepare_batch, todo[i : i + self.options.batch_docs], stored_tokens)
+            batch = await run_cpu(
+                self._prepare_batch, todo[i : i + self.options.batch_docs], stored_tokens
+            )
             texts = {h: text for prep in batch for (_, _, _, text, h) in prep.records}
             vectors, fresh = await self._embed(texts)
             new_records: list[VectorRecord] = []
             # Documents whose visibility changed: their vector rows are rewritten (same text, same
             # ids, or the store would go on filtering them by the old visibility), and the chat
             # memories of lenses that lost them forget.
-            moved = {prep.doc.doc_id: was for prep in batch
-                     if (was := stored_visibility.get(prep.doc.doc_id)) is not None and was != prep.doc.visibility}
+            moved = {
+                prep.doc.doc_id: was
+                for prep in batch
+                if (was := stored_visibility.get(prep.doc.doc_id)) is not None
+                and was != prep.doc.visibility
+            }
             for prep in batch:
                 revisit = prep.doc.doc_id in moved
                 old = set(stored_by_doc.get(prep.doc.doc_id, []))
@@ -347,8 +392,14 @@ class Indexer:
                     if vid in existing_vectors and not revisit:
                         continue
                     new_records.append(
-                        VectorRecord(id=vid, passage_id=pid, doc_id=prep.doc.doc_id, kind=kind,
-                                     visibility=prep.doc.visibility, vector=vectors[h])
+                        VectorRecord(
+                            id=vid,
+                            passage_id=pid,
+                            doc_id=prep.doc.doc_id,
+                            kind=kind,
+                            visibility=prep.doc.visibility,
+                            vector=vectors[h],
+                        )
                     )
             await self.store.upsert(slug, new_records)
             await self.store.flush(slug)
@@ -365,8 +416,11 @@ class Indexer:
             # Same passage, new context (e.g. a retitled document): drop the old vectors now. By
             # each vector's own document id, not a prefix ("npc" is a prefix of "npc#2").
             current = {prep.doc.doc_id: {vid for vid, *_ in prep.records} for prep in batch}
-            superseded = [v for v in existing_vectors
-                          if (keep := current.get(vector_doc(v))) is not None and v not in keep]
+            superseded = [
+                v
+                for v in existing_vectors
+                if (keep := current.get(vector_doc(v))) is not None and v not in keep
+            ]
             if superseded:
                 await self.store.delete(slug, superseded)
                 existing_vectors.difference_update(superseded)
@@ -378,8 +432,14 @@ class Indexer:
         # Deletions: only documents inside the ingested scope that vanished from disk, and views a
         # file read this run no longer has (its hidden sections went, or it became GM-only).
         for doc_id, (rel, _h) in stored.items():
-            in_scope = not scope_rel or rel == scope_rel or rel.startswith(scope_rel.rstrip("/") + "/")
-            if in_scope and doc_id not in seen and (source_of(doc_id) in loaded or not config.path_of(rel).exists()):
+            in_scope = (
+                not scope_rel or rel == scope_rel or rel.startswith(scope_rel.rstrip("/") + "/")
+            )
+            if (
+                in_scope
+                and doc_id not in seen
+                and (source_of(doc_id) in loaded or not config.path_of(rel).exists())
+            ):
                 report.passages_removed += await self.db.documents.remove(slug, doc_id)
                 report.documents_removed += doc_id == source_of(doc_id)
                 # Moving a file into a GM folder (the usual way to hide it) removes its old id:
@@ -396,24 +456,44 @@ class Indexer:
         report.seconds = time.perf_counter() - t0
         return report
 
-    async def _newly_hidden(self, slug: str, doc: Document, config: CampaignConfig,
-                            stored_visibility: dict[str, frozenset[str]]) -> frozenset[str]:
+    async def _newly_hidden(
+        self,
+        slug: str,
+        doc: Document,
+        config: CampaignConfig,
+        stored_visibility: dict[str, frozenset[str]],
+    ) -> frozenset[str]:
         """The visibility of a file's shared view when ``doc``, the GM's whole text of the file,
         hides text its stored version did not (a section hidden just now), else empty. A file
         stored before without hidden sections had none hidden; a rebuild of the same text hides
         nothing new."""
         source = source_of(doc.doc_id)
-        if doc.doc_id == source or not doc.doc_id.endswith("//gm") or source not in stored_visibility:
+        if (
+            doc.doc_id == source
+            or not doc.doc_id.endswith("//gm")
+            or source not in stored_visibility
+        ):
             return frozenset()
         old = await self.db.documents.get(slug, doc.doc_id)
-        was = {old.text[h.start:h.end] for h in find_hidden_sections(old.text, lenses=config.lenses)} if old else set()
-        now = {doc.text[h.start:h.end] for h in find_hidden_sections(doc.text, lenses=config.lenses)}
+        was = (
+            {
+                old.text[h.start : h.end]
+                for h in find_hidden_sections(old.text, lenses=config.lenses)
+            }
+            if old
+            else set()
+        )
+        now = {
+            doc.text[h.start : h.end] for h in find_hidden_sections(doc.text, lenses=config.lenses)
+        }
         return stored_visibility[source] if now - was else frozenset()
 
     def profile(self) -> str:
         """What the campaign's index was built with: embedder, embedding options, tokenizer."""
-        return (f"{self.embedder.model_id}|ctx={int(self.options.contextual)}|win={int(self.options.windows)}"
-                f"|{self.tokenizer.tag}")
+        return (
+            f"{self.embedder.model_id}|ctx={int(self.options.contextual)}|win={int(self.options.windows)}"
+            f"|{self.tokenizer.tag}"
+        )
 
     async def _reset_if_model_changed(self, slug: str, *, force: bool = False) -> None:
         """Mark every document for re-preparing when the profile changed (or ``force``). The
@@ -442,8 +522,11 @@ class Indexer:
         }
 
         windows = self.options.windows
-        stale = [i for i in await self.store.ids(slug)
-                 if vector_owner(i) not in live or (not windows and i[:2].lower() == "w:")]
+        stale = [
+            i
+            for i in await self.store.ids(slug)
+            if vector_owner(i) not in live or (not windows and i[:2].lower() == "w:")
+        ]
         if stale:
             await self.store.delete(slug, stale)
             await self.store.flush(slug)

@@ -22,22 +22,38 @@ from liminalis.lens import GM, NOT_GM, PLAYERS, narrowest, parse_visibility
 from liminalis.text import clean_text
 from liminalis.types import Document
 
-__all__ = ["LoadError", "ParsedFile", "load_file", "load_document", "parse_file", "parse_document", "with_front_matter",
-           "normalize_text",
-           "SUPPORTED_SUFFIXES", "doc_id_for", "source_of", "needs_escaped_ids"]
+__all__ = [
+    "LoadError",
+    "ParsedFile",
+    "load_file",
+    "load_document",
+    "parse_file",
+    "parse_document",
+    "with_front_matter",
+    "normalize_text",
+    "SUPPORTED_SUFFIXES",
+    "doc_id_for",
+    "source_of",
+    "needs_escaped_ids",
+]
 
 SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt")
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 #: ``---`` (or ``---yaml``, ``--- # a comment``) … ``---`` or ``...``.
-_FRONT = re.compile(r"\A---[ \t]*(?:ya?ml)?[ \t]*(?:#[^\n]*)?\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:#[^\n]*)?(?:\n|\Z)",
-                    re.S | re.I)
+_FRONT = re.compile(
+    r"\A---[ \t]*(?:ya?ml)?[ \t]*(?:#[^\n]*)?\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:#[^\n]*)?(?:\n|\Z)",
+    re.S | re.I,
+)
 #: Line ends besides ``\n`` that Python's ``splitlines`` (and so an editor) honours: a front matter
 #: written with them must still be read as front matter, not as one long first line of prose.
 _LINE_ENDS = re.compile("\r\n|[\r\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e]")
 #: How far into a document a ``visibility`` outside front matter is still read as meant for it.
 _HEAD_LINES = 12
 #: ``key: value`` pairs in a document's first lines, as YAML, JSON, TOML or bold Markdown write them.
-_ANY_KEY = re.compile(r"(?:^|[\s{,;(])[*_\"'`]*([A-Za-z][\w -]{0,24}?)[*_\"'`]*[ \t]*[:=][*_ \t]*((?:[^;},\n]|,(?![ \t]*[\"']?[A-Za-z][\w -]{0,24}[\"']?[ \t]*:))*)", re.M)
+_ANY_KEY = re.compile(
+    r"(?:^|[\s{,;(])[*_\"'`]*([A-Za-z][\w -]{0,24}?)[*_\"'`]*[ \t]*[:=][*_ \t]*((?:[^;},\n]|,(?![ \t]*[\"']?[A-Za-z][\w -]{0,24}[\"']?[ \t]*:))*)",
+    re.M,
+)
 _FLAG_KEYS = frozenset({"gm", "secret", "private", "hidden", "gmonly", "dm", "dmonly"})
 #: Flags read in a document's first lines outside front matter: not ``hidden``/``private``/``dm``,
 #: which a trap's stat block or a transcript writes as ordinary text.
@@ -48,7 +64,9 @@ _LENS_WORDS = frozenset({"gm", "dm", "players", "player", "public", "private", "
 #: Near misses of ``visibility`` a GM types: within two edits of it, ``visible``, or starting ``visib``.
 _TITLE_LINE = re.compile(r"\A\s*#\s+(.+?)\s*#*\s*$", re.M)
 #: A fence that is not ``---`` (``----``, TOML's ``+++``), and the lines after it up to the next.
-_OTHER_FENCE = re.compile(r"\A(?:-{4,}|\+{3,})[ \t]*\n(.*?)(?:\n(?:-{3,}|\+{3,})[ \t]*(?:\n|\Z)|\Z)", re.S)
+_OTHER_FENCE = re.compile(
+    r"\A(?:-{4,}|\+{3,})[ \t]*\n(.*?)(?:\n(?:-{3,}|\+{3,})[ \t]*(?:\n|\Z)|\Z)", re.S
+)
 _KEY_LINE = re.compile(r"[ \t]*([\w-]+)[ \t]*:(?:\s|\Z)")
 _VISIBILITY_LINE = re.compile(r"^[ \t]*visibility[ \t]*[:=]", re.I | re.M)
 
@@ -159,7 +177,9 @@ def _looks_like_front_matter(block: str) -> bool:
     ``key:`` line."""
     if _VISIBILITY_LINE.search(block):
         return True
-    first = next((ln for ln in block.split("\n") if ln.strip() and not ln.lstrip().startswith("#")), "")
+    first = next(
+        (ln for ln in block.split("\n") if ln.strip() and not ln.lstrip().startswith("#")), ""
+    )
     return bool(_KEY_LINE.match(first))
 
 
@@ -198,29 +218,48 @@ def _refuse_misplaced_visibility(head: str, config: CampaignConfig, *, after_fro
     (fog)`` names no lens and is left alone."""
     lines = [ln for ln in head.split("\n") if ln.strip()]
     cut = _HEAD_LINES
-    fences = [n for n, ln in enumerate(lines[:_HEAD_LINES]) if re.fullmatch(r"[ \t]*(?:-{3,}|\+{3,}|;{3})[^\n]*", ln)]
+    fences = [
+        n
+        for n, ln in enumerate(lines[:_HEAD_LINES])
+        if re.fullmatch(r"[ \t]*(?:-{3,}|\+{3,}|;{3})[^\n]*", ln)
+    ]
     if fences:  # a fenced block among the first lines is read whole, however long
-        after = next((n for n, ln in enumerate(lines[fences[0] + 1:], fences[0] + 1)
-                      if re.fullmatch(r"[ \t]*(?:-{3,}|\+{3,}|;{3}|\.{3})[ \t]*", ln)), fences[0] + 200)
+        after = next(
+            (
+                n
+                for n, ln in enumerate(lines[fences[0] + 1 :], fences[0] + 1)
+                if re.fullmatch(r"[ \t]*(?:-{3,}|\+{3,}|;{3}|\.{3})[ \t]*", ln)
+            ),
+            fences[0] + 200,
+        )
         cut = max(cut, after + 1)
     lines = lines[:cut]
     for n, line in enumerate(lines):
         for m in _ANY_KEY.finditer(line):
-            key, value = _norm_key(m.group(1)), m.group(2).strip().rstrip(",}").strip().strip("\"'`*_ ")
+            key, value = (
+                _norm_key(m.group(1)),
+                m.group(2).strip().rstrip(",}").strip().strip("\"'`*_ "),
+            )
             # ``GM: yes`` is a line of a transcript far more often than a flag: only ``true``.
-            flag = key in _BODY_FLAG_KEYS and value.lower() in (_TRUTHY_BODY if key not in {"gm", "dm"} else {"true"})
+            flag = key in _BODY_FLAG_KEYS and value.lower() in (
+                _TRUTHY_BODY if key not in {"gm", "dm"} else {"true"}
+            )
             vis = _near_visibility(key) and bool(value) and _names_a_lens(value, config)
             if not (flag or vis):
                 continue
             what = f"`{m.group(1).strip()}:`"
-            titled = next((k for k, ln in enumerate(lines[:n]) if ln.lstrip().startswith("#")), None)
+            titled = next(
+                (k for k, ln in enumerate(lines[:n]) if ln.lstrip().startswith("#")), None
+            )
             if after_front:
                 where = "below the front matter: move it up, between the two lines of three dashes (---)"
             elif line.lstrip().startswith(("{", '"')) or head.lstrip().startswith("{"):
                 where = "in JSON front matter: write front matter as YAML between two lines of three dashes (---)"
             elif titled is not None and any(ln.strip().startswith("---") for ln in lines[titled:n]):
-                where = ("after a title line: front matter must open the file, so move the `# Title` line below "
-                         "its closing ---")
+                where = (
+                    "after a title line: front matter must open the file, so move the `# Title` line below "
+                    "its closing ---"
+                )
             else:
                 where = "outside front matter: put it between two lines of three dashes (---) at the top of the file"
             raise LoadError(f"malformed front matter ({what} {where})")
@@ -231,7 +270,9 @@ def _check_keys(meta: dict[str, object]) -> None:
     would leave the file published to players."""
     for key in meta:
         if key != "visibility" and _near_visibility(key):
-            raise LoadError(f"malformed front matter (`{key}` is not a key: did you mean `visibility`?)")
+            raise LoadError(
+                f"malformed front matter (`{key}` is not a key: did you mean `visibility`?)"
+            )
 
 
 def _flagged_gm(meta: dict[str, object]) -> bool:
@@ -260,8 +301,14 @@ class ParsedFile:
     declared: bool = False
 
 
-def parse_file(raw: bytes, rel_path: str, config: CampaignConfig, *,
-               visibility: frozenset[str] | None = None, doc_type: str | None = None) -> ParsedFile:
+def parse_file(
+    raw: bytes,
+    rel_path: str,
+    config: CampaignConfig,
+    *,
+    visibility: frozenset[str] | None = None,
+    doc_type: str | None = None,
+) -> ParsedFile:
     """Turn one file's bytes into the documents each lens reads (raises :class:`LoadError`).
 
     ``visibility`` and ``doc_type`` are an uploader's options: the visibility applies only where
@@ -279,9 +326,13 @@ def parse_file(raw: bytes, rel_path: str, config: CampaignConfig, *,
             raise LoadError("malformed front matter (not a mapping)")
         meta = {str(k).lower(): v for k, v in loaded.items()}
         _check_keys(meta)
-        body = body[m.end():]
+        body = body[m.end() :]
         _refuse_misplaced_visibility(body, config, after_front=True)
-    elif not m and re.match(r"---[ \t]*\n", body) and _looks_like_front_matter(body[4:].split("\n\n", 1)[0]):
+    elif (
+        not m
+        and re.match(r"---[ \t]*\n", body)
+        and _looks_like_front_matter(body[4:].split("\n\n", 1)[0])
+    ):
         raise LoadError("malformed front matter (no closing ---)")
     else:
         _refuse_misplaced_visibility(body, config, after_front=False)
@@ -295,7 +346,9 @@ def parse_file(raw: bytes, rel_path: str, config: CampaignConfig, *,
     # An upload is saved with the visibility it was given (bot.service): one that says nothing
     # (saved by an earlier version, or put there by hand) is GM-only.
     default = GM if rel_path.startswith("uploads/") else PLAYERS
-    vis = parse_visibility(meta.get("visibility"), known_lenses=config.lenses, gm_path=gm_path, default=default)
+    vis = parse_visibility(
+        meta.get("visibility"), known_lenses=config.lenses, gm_path=gm_path, default=default
+    )
     if _flagged_gm(meta):
         vis = frozenset({GM})
     if visibility is not None:
@@ -305,34 +358,66 @@ def parse_file(raw: bytes, rel_path: str, config: CampaignConfig, *,
     sections = find_hidden_sections(body, lenses=config.lenses)
     warnings = tuple(
         f"a hidden {h.kind} opened on line {h.line} is never closed: everything after it is GM-only"
-        for h in sections if not h.terminated)
+        for h in sections
+        if not h.terminated
+    )
     doc_id = doc_id_for(rel_path)
     kind = (doc_type or str(meta.get("type") or "lore")).strip().lower()
     split = split_views(body, sections, vis)
-    views = tuple(_view_document(meta, view.text, view.visibility, view_id(doc_id, view.key), rel_path, kind,
-                                 personal=view.key.removeprefix("lens:") if view.key.startswith("lens:") else "")
-                  for view in split)
+    views = tuple(
+        _view_document(
+            meta,
+            view.text,
+            view.visibility,
+            view_id(doc_id, view.key),
+            rel_path,
+            kind,
+            personal=view.key.removeprefix("lens:") if view.key.startswith("lens:") else "",
+        )
+        for view in split
+    )
     if sections and not views[0].synopsis:
         # The GM's text and the shared view embed under one synopsis drawn from the shared text:
         # an edit inside a hidden section then re-embeds only the passages it touches (a synopsis
         # change re-embeds every passage of a document), and no synopsis quotes a secret.
         shared = next((v for v in views if v.doc_id == doc_id), views[0])
         synopsis = extractive_synopsis(shared.title, shared.text)
-        views = tuple(replace(v, synopsis=synopsis) if v.doc_id in {doc_id, view_id(doc_id, "gm")} else v
-                      for v in views)
-    return ParsedFile(doc_id=doc_id, views=views, visibility=vis, type=kind, hidden_sections=len(sections),
-                      warnings=warnings, declared=said)
+        views = tuple(
+            replace(v, synopsis=synopsis) if v.doc_id in {doc_id, view_id(doc_id, "gm")} else v
+            for v in views
+        )
+    return ParsedFile(
+        doc_id=doc_id,
+        views=views,
+        visibility=vis,
+        type=kind,
+        hidden_sections=len(sections),
+        warnings=warnings,
+        declared=said,
+    )
 
 
-def _view_document(meta: dict[str, object], body: str, visibility: frozenset[str], doc_id: str, rel_path: str,
-                   doc_type: str, *, personal: str = "") -> Document:
+def _view_document(
+    meta: dict[str, object],
+    body: str,
+    visibility: frozenset[str],
+    doc_id: str,
+    rel_path: str,
+    doc_type: str,
+    *,
+    personal: str = "",
+) -> Document:
     """One view of a file as a :class:`Document`: its title, type, aliases and tags from the
     front matter (which every reader of the file sees), its text what this view's readers see."""
     body = normalize_text(body)
     title = str(meta.get("title") or "").strip()
     if not title:
         tm = _TITLE_LINE.search(body[:500])
-        title = tm.group(1).strip() if tm else PurePosixPath(rel_path).stem.replace("-", " ").replace("_", " ").title()
+        title = (
+            tm.group(1).strip()
+            if tm
+            else PurePosixPath(rel_path).stem.replace("-", " ").replace("_", " ").title()
+        )
     if personal:
         title = f"{title} ({personal.title()} only)"
     synopsis = str(meta.get("summary") or meta.get("synopsis") or "").strip()
@@ -352,13 +437,23 @@ def _view_document(meta: dict[str, object], body: str, visibility: frozenset[str
         type=doc_type,
         aliases=_as_tuple(meta.get("aliases")),
         tags=tags,
-        content_hash=content_hash(title + "\x1f" + body + "\x1f" + repr(sorted(visibility)) + doc_type
-                                  + repr(meta.get("aliases")) + extra),
+        content_hash=content_hash(
+            title
+            + "\x1f"
+            + body
+            + "\x1f"
+            + repr(sorted(visibility))
+            + doc_type
+            + repr(meta.get("aliases"))
+            + extra
+        ),
         synopsis=normalize_text(synopsis)[:600],
     )
 
 
-def with_front_matter(raw: bytes, *, visibility: frozenset[str] | None = None, doc_type: str | None = None) -> bytes:
+def with_front_matter(
+    raw: bytes, *, visibility: frozenset[str] | None = None, doc_type: str | None = None
+) -> bytes:
     """``raw`` with ``visibility`` and ``type`` set in its front matter (added when it has none):
     how an upload keeps the visibility and type its uploader chose on every later re-read.
     The caller passes the visibility :func:`parse_file` gave the file with those options, so
@@ -373,13 +468,15 @@ def with_front_matter(raw: bytes, *, visibility: frozenset[str] | None = None, d
             raise LoadError("malformed front matter (not a mapping)")
         replaced = {"visibility"} | ({"type"} if doc_type else set())
         meta = {str(k): v for k, v in loaded.items() if str(k).lower() not in replaced}
-        body = body[m.end():]
+        body = body[m.end() :]
     if visibility is not None:
         names = sorted(set(visibility) - {GM, NOT_GM})
         meta["visibility"] = names if names else GM
     if doc_type:
         meta["type"] = doc_type
-    head = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True, default_flow_style=False).strip()
+    head = yaml.safe_dump(
+        meta, sort_keys=False, allow_unicode=True, default_flow_style=False
+    ).strip()
     return f"---\n{head}\n---\n{body}".encode()
 
 
@@ -389,9 +486,18 @@ def parse_document(raw: bytes, rel_path: str, config: CampaignConfig) -> Documen
     lens reads is :func:`parse_file`'s ``views``."""
     parsed = parse_file(raw, rel_path, config)
     whole = parsed.views[0]
-    return Document(doc_id=parsed.doc_id, path=whole.path, title=whole.title, text=whole.text,
-                    visibility=parsed.visibility, type=whole.type, aliases=whole.aliases, tags=whole.tags,
-                    content_hash=whole.content_hash, synopsis=whole.synopsis)
+    return Document(
+        doc_id=parsed.doc_id,
+        path=whole.path,
+        title=whole.title,
+        text=whole.text,
+        visibility=parsed.visibility,
+        type=whole.type,
+        aliases=whole.aliases,
+        tags=whole.tags,
+        content_hash=whole.content_hash,
+        synopsis=whole.synopsis,
+    )
 
 
 def _read(path: Path, *, max_bytes: int) -> bytes:
@@ -406,11 +512,15 @@ def _read(path: Path, *, max_bytes: int) -> bytes:
         raise LoadError(f"unreadable ({exc.strerror or 'I/O error'})") from None
 
 
-def load_file(path: Path, rel_path: str, config: CampaignConfig, *, max_bytes: int = DEFAULT_MAX_BYTES) -> ParsedFile:
+def load_file(
+    path: Path, rel_path: str, config: CampaignConfig, *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> ParsedFile:
     """Read and parse one file into its views (raises :class:`LoadError`)."""
     return parse_file(_read(path, max_bytes=max_bytes), rel_path, config)
 
 
-def load_document(path: Path, rel_path: str, config: CampaignConfig, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
+def load_document(
+    path: Path, rel_path: str, config: CampaignConfig, *, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Document:
     """Read and parse one file as one document (:func:`parse_document`; raises :class:`LoadError`)."""
     return parse_document(_read(path, max_bytes=max_bytes), rel_path, config)

@@ -37,12 +37,29 @@ from liminalis.lens import GM, NOT_GM, PLAYERS
 
 __all__ = ["HiddenSection", "View", "find_hidden_sections", "split_views", "view_id", "source_of"]
 
-_GM_WORDS = frozenset({"gm", "secret", "secrets", "gm-only", "gmonly", "gm_only", "gm only", "dm", "dm-only", "dmonly",
-                       "dm_only", "dm only"})
+_GM_WORDS = frozenset(
+    {
+        "gm",
+        "secret",
+        "secrets",
+        "gm-only",
+        "gmonly",
+        "gm_only",
+        "gm only",
+        "dm",
+        "dm-only",
+        "dmonly",
+        "dm_only",
+        "dm only",
+    }
+)
 _LENS_FORM = re.compile(r"lens\s*:\s*([\w-]+)", re.I)
-_FENCE = re.compile(r"^[ \t]{0,3}(?P<quotes>(?:>[ \t]?)*)[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)$")
+_FENCE = re.compile(
+    r"^[ \t]{0,3}(?P<quotes>(?:>[ \t]?)*)[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)$"
+)
 _CALLOUT = re.compile(
-    r"^[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?(?P<quotes>(?:>[ \t]?)+)[ \t]*\[!(?P<kind>[^\]\n]+)\][+-]?")
+    r"^[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?(?P<quotes>(?:>[ \t]?)+)[ \t]*\[!(?P<kind>[^\]\n]+)\][+-]?"
+)
 _QUOTE_DEPTH = re.compile(r"^[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?((?:>[ \t]?)*)")
 #: Where an ATX heading's title starts (the title itself is cut in Python: a regex that also
 #: strips trailing spaces and ``#``s backtracks cubically on a long run of spaces).
@@ -51,11 +68,18 @@ _ATX_OPEN = re.compile(r"[ \t]{0,3}(#{1,6})(?=[ \t]|$)")
 _NESTED_ATX = re.compile(r"^[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+|(?:>[ \t]?)+)[ \t]*#{1,6}[ \t]")
 _SETEXT = re.compile(r"^[ \t]{0,3}(=+|-+)[ \t]*$")
 #: A hiding mark anywhere in a heading's title, once emphasis and block ids are set aside.
-_HEADING_MARK = re.compile(r"[(\[{]\s*(gm|dm|(?:gm|dm)[ _-]?only|secrets?|lens\s*:\s*[\w-]+)\s*[)\]}]", re.I)
-_BLOCK_START = re.compile(r"^[ \t]*(?:#{1,6}(?:[ \t]|$)|`{3,}|~{3,}|(?:[-*+]|\d{1,9}[.)])[ \t]|\[!|(?:[-*_][ \t]*){3,}$)")
+_HEADING_MARK = re.compile(
+    r"[(\[{]\s*(gm|dm|(?:gm|dm)[ _-]?only|secrets?|lens\s*:\s*[\w-]+)\s*[)\]}]", re.I
+)
+_BLOCK_START = re.compile(
+    r"^[ \t]*(?:#{1,6}(?:[ \t]|$)|`{3,}|~{3,}|(?:[-*+]|\d{1,9}[.)])[ \t]|\[!|(?:[-*_][ \t]*){3,}$)"
+)
 #: The marks around a personal section, dropped from the view its lens reads.
-_MARKS = re.compile(r"<!--[ \t]*(?:lens\s*:\s*[\w-]+)?[ \t]*|[ \t]*-->|%%[ \t]*(?:lens\s*:\s*[\w-]+)?[ \t]*"
-                    r"|\[!lens\s*:\s*[\w-]+\][+-]?[ \t]*|^[ \t]*(?:`{3,}|~{3,})[^\n]*$", re.I | re.M)
+_MARKS = re.compile(
+    r"<!--[ \t]*(?:lens\s*:\s*[\w-]+)?[ \t]*|[ \t]*-->|%%[ \t]*(?:lens\s*:\s*[\w-]+)?[ \t]*"
+    r"|\[!lens\s*:\s*[\w-]+\][+-]?[ \t]*|^[ \t]*(?:`{3,}|~{3,})[^\n]*$",
+    re.I | re.M,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +156,7 @@ def _heading(line: str) -> tuple[int, str] | None:
     m = _ATX_OPEN.match(line)
     if not m:
         return None
-    title = line[m.end():].strip().rstrip("#").rstrip()
+    title = line[m.end() :].strip().rstrip("#").rstrip()
     return len(m.group(1)), title
 
 
@@ -163,7 +187,7 @@ def _inline_code(text: str) -> list[tuple[int, int]]:
     open_at: dict[int, int] = {}
     for m in re.finditer(r"`+", text):
         n = len(m.group(0))
-        if n in open_at and "\n\n" not in text[open_at[n]:m.start()]:
+        if n in open_at and "\n\n" not in text[open_at[n] : m.start()]:
             spans.append((open_at.pop(n), m.end()))
             open_at = {k: v for k, v in open_at.items() if v > spans[-1][0]}
         else:
@@ -171,18 +195,24 @@ def _inline_code(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _fence_close(text: str, lines: list[tuple[int, int]], i: int, fence: str, depth: int) -> tuple[int, bool]:
+def _fence_close(
+    text: str, lines: list[tuple[int, int]], i: int, fence: str, depth: int
+) -> tuple[int, bool]:
     """The line that closes the fence opened on line ``i``, and whether one did: a fence inside
     a quote also ends where the quote does (then the index is the first line after it), and one
     never closed runs to the end (the index is the number of lines)."""
     j = i + 1
     while j < len(lines):
-        nxt = text[lines[j][0]:lines[j][1]]
+        nxt = text[lines[j][0] : lines[j][1]]
         if depth and _depth(nxt) < depth:
             return j, False
         cm = _FENCE.match(nxt)
-        if cm and cm.group("fence")[0] == fence[0] and len(cm.group("fence")) >= len(fence) \
-                and not cm.group("info").strip():
+        if (
+            cm
+            and cm.group("fence")[0] == fence[0]
+            and len(cm.group("fence")) >= len(fence)
+            and not cm.group("info").strip()
+        ):
             return j, True
         j += 1
     return j, False
@@ -195,7 +225,7 @@ def _code_blocks(text: str, lines: list[tuple[int, int]]) -> list[tuple[int, int
     spans: list[tuple[int, int]] = []
     i = 0
     while i < len(lines):
-        line = text[lines[i][0]:lines[i][1]]
+        line = text[lines[i][0] : lines[i][1]]
         fm = _FENCE.match(line)
         if not fm or _fence_audience(fm.group("info"), frozenset()) is not None:
             i += 1
@@ -215,7 +245,9 @@ def _code_blocks(text: str, lines: list[tuple[int, int]]) -> list[tuple[int, int
 def _fence_audience(info: str, known: frozenset[str]) -> frozenset[str] | None:
     """The audience a fence's info string gives (```` ```gm ````, ```` ```{secret} ````,
     ```` ```gm Duke ````), else ``None``."""
-    first = info.strip().strip("{}").split(None, 1)[0].strip("{}.") if info.strip().strip("{}") else ""
+    first = (
+        info.strip().strip("{}").split(None, 1)[0].strip("{}.") if info.strip().strip("{}") else ""
+    )
     return _audience(first, known) if first else None
 
 
@@ -228,8 +260,15 @@ def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
 _POS_MAX = 1 << 62
 
 
-def _comments(text: str, opener: str, closer: str, kind: str, known: frozenset[str],
-              skip: list[tuple[int, int]], line_of: Callable[[int], int]) -> list[HiddenSection]:
+def _comments(
+    text: str,
+    opener: str,
+    closer: str,
+    kind: str,
+    known: frozenset[str],
+    skip: list[tuple[int, int]],
+    line_of: Callable[[int], int],
+) -> list[HiddenSection]:
     """Comments delimited by ``opener``/``closer``, outside ``skip`` (code). One never closed
     hides the rest of the document, GM-only whatever it says; a personal one holding another
     comment's opener is GM-only (comments do not nest: its ``-->`` may be the GM's)."""
@@ -242,7 +281,7 @@ def _comments(text: str, opener: str, closer: str, kind: str, known: frozenset[s
         end = text.find(closer, start + len(opener))
         while end >= 0 and skip and _inside(end, skip):
             end = text.find(closer, end + len(closer))
-        inner = text[start + len(opener):len(text) if end < 0 else end]
+        inner = text[start + len(opener) : len(text) if end < 0 else end]
         lm = _LENS_FORM.match(inner.lstrip())
         aud = (_audience(lm.group(0), known) if lm else None) or frozenset()
         if end < 0 or "<!--" in inner or "%%" in inner:
@@ -274,7 +313,9 @@ def find_hidden_sections(text: str, *, lenses: Iterable[str] = ()) -> list[Hidde
     obsidian = _comments(masked, "%%", "%%", "obsidian comment", known, code, line_of)
     found += obsidian
     masked = _mask(masked, [(h.start, h.end) for h in obsidian])
-    code_lines = {k for a, b in _code_blocks(masked, lines) for k in range(line_of(a) - 1, line_of(b))}
+    code_lines = {
+        k for a, b in _code_blocks(masked, lines) for k in range(line_of(a) - 1, line_of(b))
+    }
 
     i = 0
     heading_stack: list[tuple[int, int, frozenset[str], int]] = []  # (level, start, audience, line)
@@ -286,22 +327,36 @@ def find_hidden_sections(text: str, *, lenses: Iterable[str] = ()) -> list[Hidde
             continue
         fm = _FENCE.match(line)
         if fm and (fence_aud := _fence_audience(fm.group("info"), known)) is not None:
-            j, closed = _fence_close(masked, lines, i, fm.group("fence"), fm.group("quotes").count(">"))
-            stop = min(lines[j][1] + 1, len(text)) if closed else (lines[j - 1][1] + 1 if j < len(lines) else len(text))
-            found.append(HiddenSection(s, min(stop, len(text)), fence_aud, "fenced block", i + 1,
-                                       terminated=closed or j < len(lines)))
+            j, closed = _fence_close(
+                masked, lines, i, fm.group("fence"), fm.group("quotes").count(">")
+            )
+            stop = (
+                min(lines[j][1] + 1, len(text))
+                if closed
+                else (lines[j - 1][1] + 1 if j < len(lines) else len(text))
+            )
+            found.append(
+                HiddenSection(
+                    s,
+                    min(stop, len(text)),
+                    fence_aud,
+                    "fenced block",
+                    i + 1,
+                    terminated=closed or j < len(lines),
+                )
+            )
             i = j + 1 if closed else j
             continue
         cm = _CALLOUT.match(line)
         nested = _NESTED_ATX.match(line)
         callout_aud = _audience(cm.group("kind"), known) if cm else None
         if callout_aud is None and nested:
-            callout_aud = _marked(line[nested.end():], known)
+            callout_aud = _marked(line[nested.end() :], known)
         if callout_aud is not None:
             depth = _depth(line)
             j = i + 1
             while j < len(lines):
-                nxt = masked[lines[j][0]:lines[j][1]]
+                nxt = masked[lines[j][0] : lines[j][1]]
                 if not nxt.strip():
                     break
                 d = _depth(nxt)
@@ -312,16 +367,28 @@ def find_hidden_sections(text: str, *, lenses: Iterable[str] = ()) -> list[Hidde
                     j += 1
                     continue
                 break
-            found.append(HiddenSection(s, min(lines[j - 1][1] + 1, len(text)), callout_aud,
-                                       "callout" if cm else "heading section", i + 1))
+            found.append(
+                HiddenSection(
+                    s,
+                    min(lines[j - 1][1] + 1, len(text)),
+                    callout_aud,
+                    "callout" if cm else "heading section",
+                    i + 1,
+                )
+            )
             i += 1  # and on through its lines: a GM callout may sit inside a personal one
             continue
         level, title = 0, ""
         head = _heading(line)
         if head:
             level, title = head
-        elif i + 1 < len(lines) and line.strip() and _depth(line) == 0 and not _BLOCK_START.match(line):
-            sm = _SETEXT.match(masked[lines[i + 1][0]:lines[i + 1][1]])
+        elif (
+            i + 1 < len(lines)
+            and line.strip()
+            and _depth(line) == 0
+            and not _BLOCK_START.match(line)
+        ):
+            sm = _SETEXT.match(masked[lines[i + 1][0] : lines[i + 1][1]])
             if sm:
                 # A ``---`` under a paragraph is read as a heading only when it opens a hidden
                 # section: as an end of one it is more likely a rule the GM meant.
@@ -338,8 +405,10 @@ def find_hidden_sections(text: str, *, lenses: Iterable[str] = ()) -> list[Hidde
         i += 1
     for _lv, start, aud, ln in heading_stack:
         found.append(HiddenSection(start, len(text), aud, "heading section", ln))
-    return sorted((h for h in found if PLAYERS not in h.audience and h.end > h.start),
-                  key=lambda h: (h.start, -h.end))
+    return sorted(
+        (h for h in found if PLAYERS not in h.audience and h.end > h.start),
+        key=lambda h: (h.start, -h.end),
+    )
 
 
 def _join(pieces: list[str]) -> str:
@@ -389,7 +458,11 @@ def split_views(text: str, sections: list[HiddenSection], visibility: frozenset[
         views.append(View("", common, readers | {NOT_GM}))
     for name in names:
         if name in readers or PLAYERS in readers:
-            body = "\n\n".join(_MARKS.sub("", p).strip() for p in personal.get(name, []) if _MARKS.sub("", p).strip())
+            body = "\n\n".join(
+                _MARKS.sub("", p).strip()
+                for p in personal.get(name, [])
+                if _MARKS.sub("", p).strip()
+            )
             if body.strip():
                 views.append(View(f"lens:{name}", body, frozenset({name, NOT_GM})))
     return views

@@ -19,7 +19,18 @@ from liminalis.retrieval.lexical import STOP_WORDS
 __all__ = ["extractive_synopsis", "contextual_text", "title_text"]
 
 _NAME = re.compile(r"\b([A-Z][a-z'’]+(?:[ -][A-Z][a-z'’]+)*)\b")
-_NOT_NAMES = STOP_WORDS | {"chapter", "section", "session", "but", "then", "when", "one", "yes", "oh", "okay"}
+_NOT_NAMES = STOP_WORDS | {
+    "chapter",
+    "section",
+    "session",
+    "but",
+    "then",
+    "when",
+    "one",
+    "yes",
+    "oh",
+    "okay",
+}
 
 
 def extractive_synopsis(title: str, text: str, *, names: int = 6, lead_chars: int = 220) -> str:
@@ -30,7 +41,9 @@ def extractive_synopsis(title: str, text: str, *, names: int = 6, lead_chars: in
             continue
         # Sentence-initial capitals are noise; only count names seen at least twice.
         counts[name] += 1
-    top = sorted((n for n, c in counts.most_common(names * 2) if c >= 2), key=lambda n: (-counts[n], n))[:names]
+    top = sorted(
+        (n for n, c in counts.most_common(names * 2) if c >= 2), key=lambda n: (-counts[n], n)
+    )[:names]
     lead = ""
     for s, e, _ in split_sentences(text[:2000]):
         chunk = text[s:e]

@@ -98,8 +98,14 @@ class LeakyIntegrator:
 
     name = "leaky-integrator"
 
-    def __init__(self, *, min_age: float = 1.0, max_age: float = 3.2e7, h: float = math.log(3.0),
-                 margin: int = 3) -> None:
+    def __init__(
+        self,
+        *,
+        min_age: float = 1.0,
+        max_age: float = 3.2e7,
+        h: float = math.log(3.0),
+        margin: int = 3,
+    ) -> None:
         s_max = math.exp(h * margin) / min_age
         s_min = math.exp(-h * margin) / max_age
         m = math.ceil(math.log(s_max / s_min) / h) + 1

@@ -47,8 +47,16 @@ def decayed(weight: float, age_s: float, half_life_s: float) -> float:
     return float(weight * 0.5 ** (max(0.0, age_s) / half_life_s))
 
 
-def strengthen(edge: LearnedEdge, now: float, a_i: float, a_j: float, *, eta: float, half_life_s: float,
-               model: BaseLevelModel) -> LearnedEdge:
+def strengthen(
+    edge: LearnedEdge,
+    now: float,
+    a_i: float,
+    a_j: float,
+    *,
+    eta: float,
+    half_life_s: float,
+    model: BaseLevelModel,
+) -> LearnedEdge:
     """One Hebbian update at ``now`` (the decay since the last update applied first)."""
     w = decayed(edge.weight, now - edge.updated_at, half_life_s)
     edge.weight = w + eta * max(0.0, min(1.0, a_i)) * max(0.0, min(1.0, a_j)) * (1.0 - w)
@@ -59,4 +67,6 @@ def strengthen(edge: LearnedEdge, now: float, a_i: float, a_j: float, *, eta: fl
 
 def prune(edges: Sequence[LearnedEdge], now: float, params: HebbianParams) -> list[LearnedEdge]:
     """The edges whose decayed weight fell under the floor."""
-    return [e for e in edges if decayed(e.weight, now - e.updated_at, params.half_life_s) < params.floor]
+    return [
+        e for e in edges if decayed(e.weight, now - e.updated_at, params.half_life_s) < params.floor
+    ]

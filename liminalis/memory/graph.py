@@ -71,8 +71,12 @@ class Graph:
     vocabulary: dict[str, str] = field(default_factory=dict)
     #: Entities each passage names (for "the entities named in what was recalled").
     mentions: dict[str, list[str]] = field(default_factory=dict)
-    _seen: dict[tuple[tuple[frozenset[str], ...], frozenset[str]], bool] = field(default_factory=dict)
-    _adjacency: dict[frozenset[str], dict[str, list[tuple[str, float]]]] = field(default_factory=dict)
+    _seen: dict[tuple[tuple[frozenset[str], ...], frozenset[str]], bool] = field(
+        default_factory=dict
+    )
+    _adjacency: dict[frozenset[str], dict[str, list[tuple[str, float]]]] = field(
+        default_factory=dict
+    )
 
     def admits(self, vis: tuple[frozenset[str], ...], lens: frozenset[str]) -> bool:
         """:func:`liminalis.lens.visible` for every set of ``vis`` (memoised: a campaign has few)."""
@@ -95,25 +99,40 @@ class Graph:
             for src, links in self.out.items():
                 if not self.visible(src, lens):
                     continue
-                kept = [(lk.dst, lk.weight) for lk in links
-                        if self.admits(lk.visibility, lens) and self.visible(lk.dst, lens)]
+                kept = [
+                    (lk.dst, lk.weight)
+                    for lk in links
+                    if self.admits(lk.visibility, lens) and self.visible(lk.dst, lens)
+                ]
                 if kept:
                     adj[src] = kept
             self._adjacency[lens] = adj
         return adj
 
-    def link(self, src: str, dst: str, kind: str, weight: float, vis: tuple[frozenset[str], ...]) -> None:
+    def link(
+        self, src: str, dst: str, kind: str, weight: float, vis: tuple[frozenset[str], ...]
+    ) -> None:
         self.out.setdefault(src, []).append(Link(dst, kind, weight, vis))
 
     def fan(self, chunk_id: str) -> int:
         return len(self.out.get(chunk_id, ()))
 
-    def rows(self) -> tuple[list[tuple[str, str, str, str | None, str]], list[tuple[str, str, str, float, str]]]:
+    def rows(
+        self,
+    ) -> tuple[list[tuple[str, str, str, str | None, str]], list[tuple[str, str, str, float, str]]]:
         """Chunk and link rows for :class:`liminalis.store.memory.MemoryStore`."""
+
         def js(v: tuple[frozenset[str], ...]) -> str:
             return json.dumps([sorted(x) for x in v])
-        chunks = [(c.id, c.kind, c.label[:200], c.doc_id, js(c.visibility)) for c in self.chunks.values()]
-        links = [(s, lk.dst, lk.kind, lk.weight, js(lk.visibility)) for s, ls in self.out.items() for lk in ls]
+
+        chunks = [
+            (c.id, c.kind, c.label[:200], c.doc_id, js(c.visibility)) for c in self.chunks.values()
+        ]
+        links = [
+            (s, lk.dst, lk.kind, lk.weight, js(lk.visibility))
+            for s, ls in self.out.items()
+            for lk in ls
+        ]
         return chunks, links
 
 
@@ -128,8 +147,14 @@ def build_graph(cat: Catalog, entities: EntitySource) -> Graph:
         doc = cat.documents[doc_id]
         episodic = doc.type in {"session", "log", "journal", "recap"}
         did = f"d:{doc_id}"
-        g.chunks[did] = Chunk(did, "summary", doc.title, doc_id, (doc.visibility,),
-                              "session" if episodic else ("entity" if doc.type == "overview" else "summary"))
+        g.chunks[did] = Chunk(
+            did,
+            "summary",
+            doc.title,
+            doc_id,
+            (doc.visibility,),
+            "session" if episodic else ("entity" if doc.type == "overview" else "summary"),
+        )
         for key, _kind in entities.defined(doc):
             ent_vis.setdefault(key, set()).add(doc.visibility)
             eid = f"e:{key}"
@@ -145,15 +170,21 @@ def build_graph(cat: Catalog, entities: EntitySource) -> Graph:
             p = cat.passages[pid]
             vis = (p.visibility, doc.visibility)
             cid = f"p:{pid}"
-            g.chunks[cid] = Chunk(cid, "passage", p.heading or doc.title, doc_id, vis,
-                                  "session" if episodic else "passage")
+            g.chunks[cid] = Chunk(
+                cid,
+                "passage",
+                p.heading or doc.title,
+                doc_id,
+                vis,
+                "session" if episodic else "passage",
+            )
             g.link(cid, did, "part", 1.0, vis)
             g.link(did, cid, "part", 0.5, vis)
             if prev is not None and cat.passages[prev].visibility == p.visibility:
                 g.link(f"p:{prev}", cid, "chain", 0.5, vis)
                 g.link(cid, f"p:{prev}", "chain", 0.5, vis)
             prev = pid
-            named = entities.mentions(doc.text[p.start:p.end], g.vocabulary)[:24]
+            named = entities.mentions(doc.text[p.start : p.end], g.vocabulary)[:24]
             g.mentions[cid] = named
             for key in named:
                 ent_vis.setdefault(key, set()).update(vis)
@@ -161,7 +192,7 @@ def build_graph(cat: Catalog, entities: EntitySource) -> Graph:
                 doc_mentions.setdefault(key, (set(), set()))[0].update(vis)
                 doc_mentions[key][1].add(p.visibility)
             for i, a in enumerate(named):
-                for b in named[i + 1:]:
+                for b in named[i + 1 :]:
                     pair = (a, b) if a < b else (b, a)
                     co[pair] += 1
                     co_vis.setdefault(pair, set()).update(vis)
@@ -177,7 +208,10 @@ def build_graph(cat: Catalog, entities: EntitySource) -> Graph:
         for doc_id in cat.by_doc:
             for other in cat.neighbours(doc_id, lens):
                 both = (cat.documents[doc_id].visibility, cat.documents[other].visibility)
-                if not any(lk.dst == f"d:{other}" and lk.kind == "series" for lk in g.out.get(f"d:{doc_id}", ())):
+                if not any(
+                    lk.dst == f"d:{other}" and lk.kind == "series"
+                    for lk in g.out.get(f"d:{doc_id}", ())
+                ):
                     g.link(f"d:{doc_id}", f"d:{other}", "series", 0.5, both)
     for key, vis_set in ent_vis.items():
         eid = f"e:{key}"
@@ -196,7 +230,9 @@ def build_graph(cat: Catalog, entities: EntitySource) -> Graph:
     for src in list(g.out):
         for lk in g.out[src]:
             if lk.dst.startswith("t:") and lk.dst not in g.chunks:
-                g.chunks[lk.dst] = Chunk(lk.dst, "type", lk.dst[2:], None, (frozenset({GM, "*"}),), "type")
+                g.chunks[lk.dst] = Chunk(
+                    lk.dst, "type", lk.dst[2:], None, (frozenset({GM, "*"}),), "type"
+                )
     # A type node is visible wherever an instance is: its own links carry the walls.
     for cid, c in list(g.chunks.items()):
         if c.kind == "type":

@@ -32,7 +32,14 @@ from liminalis.memory.graph import Graph
 __all__ = ["SpreadParams", "doc_scores", "gate", "resonance", "spread"]
 
 #: How much each kind of chunk counts towards a document's score.
-TYPE_WEIGHTS = {"passage": 1.0, "summary": 0.9, "fact": 1.0, "entity": 0.0, "type": 0.0, "turn": 0.0}
+TYPE_WEIGHTS = {
+    "passage": 1.0,
+    "summary": 0.9,
+    "fact": 1.0,
+    "entity": 0.0,
+    "type": 0.0,
+    "turn": 0.0,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +62,16 @@ def gate(b: float, p: SpreadParams) -> float:
     return p.gate_floor + (1 - p.gate_floor) / (1 + math.exp(-(b - p.gate_mid) / p.gate_width))
 
 
-def spread(graph: Graph, sources: Mapping[str, float], lens: frozenset[str], *, resting: Callable[[str], float],
-           learned: Mapping[str, list[tuple[str, float]]] | None = None, p: SpreadParams = SpreadParams(),
-           carried: dict[tuple[str, str], float] | None = None) -> dict[str, float]:
+def spread(
+    graph: Graph,
+    sources: Mapping[str, float],
+    lens: frozenset[str],
+    *,
+    resting: Callable[[str], float],
+    learned: Mapping[str, list[tuple[str, float]]] | None = None,
+    p: SpreadParams = SpreadParams(),
+    carried: dict[tuple[str, str], float] | None = None,
+) -> dict[str, float]:
     """Total activation each chunk received from ``sources`` (sources included at their amount).
 
     ``learned`` links must already be filtered for ``lens`` (both ends visible); ``carried``,

@@ -64,8 +64,12 @@ class Catalog:
     _doc_lexical: dict[tuple[frozenset[str], float, float], BM25Index] = field(default_factory=dict)
     _keys: dict[str, set[str]] = field(default_factory=dict)
     _titles: dict[str, frozenset[str]] = field(default_factory=dict)
-    _bigrams: dict[tuple[frozenset[str], str], frozenset[tuple[str, str]]] = field(default_factory=dict)
-    _doc_view: dict[tuple[frozenset[str], str], tuple[tuple[str, ...], frozenset[str], int]] = field(default_factory=dict)
+    _bigrams: dict[tuple[frozenset[str], str], frozenset[tuple[str, str]]] = field(
+        default_factory=dict
+    )
+    _doc_view: dict[tuple[frozenset[str], str], tuple[tuple[str, ...], frozenset[str], int]] = (
+        field(default_factory=dict)
+    )
     _neighbours: dict[frozenset[str], dict[str, tuple[str, ...]]] = field(default_factory=dict)
     _by_source: dict[str, list[str]] = field(default_factory=dict)
     #: Retrieval reads a catalog from worker threads, many questions at once: one builds a
@@ -87,7 +91,11 @@ class Catalog:
     def views_of(self, doc_id: str, lens: frozenset[str]) -> list[str]:
         """The documents read from ``doc_id``'s file that ``lens`` may see: the file itself, or
         the views of a file with hidden sections (a pin names the file; each lens gets its view)."""
-        return [d for d in sorted(self._by_source.get(source_of(doc_id), ())) if self.visible_doc(d, lens)]
+        return [
+            d
+            for d in sorted(self._by_source.get(source_of(doc_id), ()))
+            if self.visible_doc(d, lens)
+        ]
 
     @staticmethod
     def keys_of(doc: Document) -> set[str]:
@@ -126,9 +134,14 @@ class Catalog:
         for doc_id, pids in self.by_doc.items():
             doc = self.documents[doc_id]
             if visible(doc.visibility, lens):
-                yield doc, [p for p in (self.passages[x] for x in pids) if visible(p.visibility, lens)]
+                yield (
+                    doc,
+                    [p for p in (self.passages[x] for x in pids) if visible(p.visibility, lens)],
+                )
 
-    def doc_view(self, doc_id: str, lens: frozenset[str]) -> tuple[tuple[str, ...], frozenset[str], int]:
+    def doc_view(
+        self, doc_id: str, lens: frozenset[str]
+    ) -> tuple[tuple[str, ...], frozenset[str], int]:
         """The passages of ``doc_id`` that ``lens`` may see, their term set and token count
         (cached; the learned ranker's coverage features read only what the lens may see)."""
         key = (frozenset(lens), doc_id)
@@ -152,7 +165,9 @@ class Catalog:
             pairs = self._bigrams[key] = frozenset(found)
         return pairs
 
-    def doc_positions(self, doc_id: str, lens: frozenset[str], terms: Collection[str]) -> dict[str, list[int]]:
+    def doc_positions(
+        self, doc_id: str, lens: frozenset[str], terms: Collection[str]
+    ) -> dict[str, list[int]]:
         """Each of ``terms`` found in the passages of ``doc_id`` that ``lens`` may see → its token
         positions, the passages read as one sequence (they do not overlap): the learned ranker's
         proximity feature. Not cached: a scan of the stored tokens costs about a millisecond
@@ -195,7 +210,9 @@ class Catalog:
         terms = self._titles.get(doc_id)
         if terms is None:
             doc = self.documents[doc_id]
-            terms = self._titles[doc_id] = frozenset(self.tokenizer(" ".join([doc.title, *doc.aliases])))
+            terms = self._titles[doc_id] = frozenset(
+                self.tokenizer(" ".join([doc.title, *doc.aliases]))
+            )
         return terms
 
     def lexical(self, lens: frozenset[str]) -> BM25Index:
@@ -250,9 +267,17 @@ class Catalog:
         if not hits:
             # A path with or without its suffix ("overview.md", "lore/bells") names the document id.
             stem = key.strip().removeprefix("./")
-            stem = stem.rsplit(".", 1)[0] if PurePosixPath(stem).suffix.lower() in {".md", ".markdown", ".txt"} else stem
-            hits = [d for d in self.documents
-                    if (source_of(d) == stem or normalize_key(source_of(d)) == k) and self.visible_doc(d, lens)]
+            stem = (
+                stem.rsplit(".", 1)[0]
+                if PurePosixPath(stem).suffix.lower() in {".md", ".markdown", ".txt"}
+                else stem
+            )
+            hits = [
+                d
+                for d in self.documents
+                if (source_of(d) == stem or normalize_key(source_of(d)) == k)
+                and self.visible_doc(d, lens)
+            ]
         return sorted(hits)
 
     def named_in(self, query: str, lens: frozenset[str]) -> list[str]:
@@ -262,9 +287,13 @@ class Catalog:
         for key, doc_ids in self._keys.items():
             if f" {key} " in q:
                 found.extend(d for d in doc_ids if self.visible_doc(d, lens))
-        return sorted(set(found), key=lambda d: -max(len(k) for k in self.keys_of(self.documents[d])))
+        return sorted(
+            set(found), key=lambda d: -max(len(k) for k in self.keys_of(self.documents[d]))
+        )
 
-    def titles_for(self, lens: frozenset[str], prefix: str = "", *, limit: int = 25) -> list[tuple[str, str]]:
+    def titles_for(
+        self, lens: frozenset[str], prefix: str = "", *, limit: int = 25
+    ) -> list[tuple[str, str]]:
         """``(doc_id, title)`` pairs visible to ``lens`` whose title or alias contains ``prefix``."""
         p = normalize_key(prefix)
         out = []

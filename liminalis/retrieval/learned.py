@@ -55,14 +55,33 @@ __all__ = ["FEATURES", "Signals", "DocumentRanker", "LearnedRanker", "doc_featur
 _log = logging.getLogger(__name__)
 
 FEATURES: tuple[str, ...] = (
-    "fused_inv_rank", "fused_log_rank", "fused_rel",
-    "lex_rel", "lex_log_rank", "lex_present",
-    "doc_rel", "doc_log_rank", "doc_present",
-    "dense_cos", "dense_gap", "dense_log_rank", "dense_present",
-    "pool_count", "coverage", "window_coverage", "title_coverage",
-    "window_rel", "second_rel", "log_length", "passage_coverage", "bigram_coverage",
-    "cand_dense_gap", "cand_dense_log_rank",
-    "pool_coverage", "span_coverage", "neighbour_rel",
+    "fused_inv_rank",
+    "fused_log_rank",
+    "fused_rel",
+    "lex_rel",
+    "lex_log_rank",
+    "lex_present",
+    "doc_rel",
+    "doc_log_rank",
+    "doc_present",
+    "dense_cos",
+    "dense_gap",
+    "dense_log_rank",
+    "dense_present",
+    "pool_count",
+    "coverage",
+    "window_coverage",
+    "title_coverage",
+    "window_rel",
+    "second_rel",
+    "log_length",
+    "passage_coverage",
+    "bigram_coverage",
+    "cand_dense_gap",
+    "cand_dense_log_rank",
+    "pool_coverage",
+    "span_coverage",
+    "neighbour_rel",
 )
 
 #: Tokens (stop words already dropped) of the proximity feature's span: about three sentences.
@@ -70,8 +89,9 @@ FEATURES: tuple[str, ...] = (
 SPAN = 36
 
 
-def _best_span(positions: Mapping[str, Sequence[int]], weight: Mapping[str, float],
-               span: int) -> float:
+def _best_span(
+    positions: Mapping[str, Sequence[int]], weight: Mapping[str, float], span: int
+) -> float:
     """The largest total ``weight`` of distinct terms found together within ``span`` consecutive
     tokens (two pointers over the terms' merged positions)."""
     events = sorted((i, t) for t, ps in positions.items() if weight.get(t, 0.0) > 0 for i in ps)
@@ -111,7 +131,9 @@ class Signals:
     candidate_dense: dict[str, float] = field(default_factory=dict)
 
 
-def _doc_ranks(cat: Catalog, scored: Mapping[str, float], *, by_doc: bool = False) -> dict[str, tuple[int, float]]:
+def _doc_ranks(
+    cat: Catalog, scored: Mapping[str, float], *, by_doc: bool = False
+) -> dict[str, tuple[int, float]]:
     """doc id → (1-based rank, best score) from a best-first passage (or document) mapping."""
     out: dict[str, tuple[int, float]] = {}
     for key, score in scored.items():
@@ -122,7 +144,11 @@ def _doc_ranks(cat: Catalog, scored: Mapping[str, float], *, by_doc: bool = Fals
 
 
 def doc_features(
-    cat: Catalog, lens: frozenset[str], sig: Signals, fused: Sequence[tuple[str, float]], docs: Sequence[str],
+    cat: Catalog,
+    lens: frozenset[str],
+    sig: Signals,
+    fused: Sequence[tuple[str, float]],
+    docs: Sequence[str],
 ) -> np.ndarray:
     """Feature matrix (len(docs) × len(FEATURES)) for the candidate ``docs`` of one query.
 
@@ -163,8 +189,12 @@ def doc_features(
         ranked = sorted(range(len(ps)), key=lambda i: -ps[i])
         second = ps[ranked[1]] if len(ps) > 1 else 0.0
         top_terms = set(cat.passages[pids[ranked[0]]].tokens) if pids else set()
-        windows[d] = (max(best_w, 0.0), sum(w[t] for t in q if t in terms) / wsum, second,
-                      sum(w[t] for t in q if t in top_terms) / wsum)
+        windows[d] = (
+            max(best_w, 0.0),
+            sum(w[t] for t in q if t in terms) / wsum,
+            second,
+            sum(w[t] for t in q if t in top_terms) / wsum,
+        )
     # Pool-local weights: a query term every candidate shares (a story's hero, the party's name)
     # tells the candidates apart little, however rare it is corpus-wide: IDF × log(1 + N/df).
     n_docs, qset = len(docs), set(q)
@@ -174,7 +204,9 @@ def doc_features(
     top_window = max((v[0] for v in windows.values()), default=0.0) or 1.0
     cd = sig.candidate_dense
     top_cd = max((cd[d] for d in docs if d in cd), default=0.0)
-    cd_rank = {d: i + 1 for i, d in enumerate(sorted((d for d in docs if d in cd), key=lambda d: -cd[d]))}
+    cd_rank = {
+        d: i + 1 for i, d in enumerate(sorted((d for d in docs if d in cd), key=lambda d: -cd[d]))
+    }
     in_pool = set(docs)
     rows = []
     # An arm that did not return a document ranks it one past its default depth (lexical 120,
@@ -188,21 +220,44 @@ def doc_features(
         title = cat.title_terms(d)
         win, win_cov, second, top_cov = windows[d]
         bigrams = cat.doc_bigrams(d, lens)
-        rows.append([
-            1.0 / fr, math.log(fr), fs / top_fused if top_fused else 0.0,
-            ls / top_lex, math.log(lr or 121), float(lr > 0),
-            ds / top_doc, math.log(dr or 61), float(dr > 0),
-            ns, (ns - top_dense) if nr else -1.0, math.log(nr or 21), float(nr > 0),
-            math.log1p(pool_count.get(d, 0)),
-            sum(w[t] for t in q if t in doc_terms) / wsum, win_cov, sum(w[t] for t in q if t in title) / wsum,
-            win / top_window, second / top_lex, math.log1p(length), top_cov,
-            sum(1 for x in pairs if x in bigrams) / len(pairs) if pairs else 0.0,
-            (cd[d] - top_cd) if d in cd else -1.0, math.log(cd_rank.get(d, len(docs) + 1)),
-            sum(c[t] for t in q if t in doc_terms) / csum,
-            _best_span(cat.doc_positions(d, lens, qset), w, SPAN) / wsum,
-            max((fused_docs[n][1] / top_fused if top_fused else 0.0
-                 for n in cat.neighbours(d, lens) if n in in_pool and n in fused_docs), default=0.0),
-        ])
+        rows.append(
+            [
+                1.0 / fr,
+                math.log(fr),
+                fs / top_fused if top_fused else 0.0,
+                ls / top_lex,
+                math.log(lr or 121),
+                float(lr > 0),
+                ds / top_doc,
+                math.log(dr or 61),
+                float(dr > 0),
+                ns,
+                (ns - top_dense) if nr else -1.0,
+                math.log(nr or 21),
+                float(nr > 0),
+                math.log1p(pool_count.get(d, 0)),
+                sum(w[t] for t in q if t in doc_terms) / wsum,
+                win_cov,
+                sum(w[t] for t in q if t in title) / wsum,
+                win / top_window,
+                second / top_lex,
+                math.log1p(length),
+                top_cov,
+                sum(1 for x in pairs if x in bigrams) / len(pairs) if pairs else 0.0,
+                (cd[d] - top_cd) if d in cd else -1.0,
+                math.log(cd_rank.get(d, len(docs) + 1)),
+                sum(c[t] for t in q if t in doc_terms) / csum,
+                _best_span(cat.doc_positions(d, lens, qset), w, SPAN) / wsum,
+                max(
+                    (
+                        fused_docs[n][1] / top_fused if top_fused else 0.0
+                        for n in cat.neighbours(d, lens)
+                        if n in in_pool and n in fused_docs
+                    ),
+                    default=0.0,
+                ),
+            ]
+        )
     return np.asarray(rows, dtype=np.float64).reshape(len(docs), len(FEATURES))
 
 
@@ -242,13 +297,29 @@ class LearnedRanker:
         return out
 
     def to_json(self, **meta: object) -> str:
-        hidden = {} if self.hidden is None else {"hidden": {
-            k: a.round(6).tolist() for k, a in zip(("w1", "b1", "w2"), self.hidden, strict=True)}}
-        return json.dumps({
-            "model_id": self.model_id, "embedder": self.embedder, "features": list(self.features),
-            "weights": self.weights.round(6).tolist(),
-            "mean": self.mean.round(6).tolist(), "scale": self.scale.round(6).tolist(), **hidden, **meta,
-        }, indent=2)
+        hidden = (
+            {}
+            if self.hidden is None
+            else {
+                "hidden": {
+                    k: a.round(6).tolist()
+                    for k, a in zip(("w1", "b1", "w2"), self.hidden, strict=True)
+                }
+            }
+        )
+        return json.dumps(
+            {
+                "model_id": self.model_id,
+                "embedder": self.embedder,
+                "features": list(self.features),
+                "weights": self.weights.round(6).tolist(),
+                "mean": self.mean.round(6).tolist(),
+                "scale": self.scale.round(6).tolist(),
+                **hidden,
+                **meta,
+            },
+            indent=2,
+        )
 
     @classmethod
     def from_json(cls, text: str) -> LearnedRanker:
@@ -256,17 +327,33 @@ class LearnedRanker:
         feats = tuple(data["features"])
         if feats != FEATURES:
             raise ValueError(f"ranker features {feats} do not match this version's {FEATURES}")
-        weights, mean, scale = (np.asarray(data[k], dtype=np.float64) for k in ("weights", "mean", "scale"))
+        weights, mean, scale = (
+            np.asarray(data[k], dtype=np.float64) for k in ("weights", "mean", "scale")
+        )
         if any(a.shape != (len(FEATURES),) for a in (weights, mean, scale)):
             raise ValueError("ranker arrays do not match the feature count")
         hidden = None
         if data.get("hidden") is not None:
-            w1, b1, w2 = (np.asarray(data["hidden"][k], dtype=np.float64) for k in ("w1", "b1", "w2"))
-            if w1.ndim != 2 or w1.shape[0] != len(FEATURES) or b1.shape != (w1.shape[1],) or w2.shape != (w1.shape[1],):
+            w1, b1, w2 = (
+                np.asarray(data["hidden"][k], dtype=np.float64) for k in ("w1", "b1", "w2")
+            )
+            if (
+                w1.ndim != 2
+                or w1.shape[0] != len(FEATURES)
+                or b1.shape != (w1.shape[1],)
+                or w2.shape != (w1.shape[1],)
+            ):
                 raise ValueError("ranker hidden layer does not match the feature count")
             hidden = (w1, b1, w2)
-        return cls(weights, mean, scale, features=feats, model_id=str(data.get("model_id", "learned-ranker")),
-                   embedder=str(data.get("embedder", "")), hidden=hidden)
+        return cls(
+            weights,
+            mean,
+            scale,
+            features=feats,
+            model_id=str(data.get("model_id", "learned-ranker")),
+            embedder=str(data.get("embedder", "")),
+            hidden=hidden,
+        )
 
 
 def load_ranker(path: str | Path | None) -> LearnedRanker | None:

@@ -99,7 +99,9 @@ class BM25Index:
     identical to ``BM25Okapi.get_scores`` (a test checks it).
     """
 
-    def __init__(self, entries: Sequence[tuple[str, list[str]]], *, k1: float = 0.6, b: float = 0.4) -> None:
+    def __init__(
+        self, entries: Sequence[tuple[str, list[str]]], *, k1: float = 0.6, b: float = 0.4
+    ) -> None:
         self.ids = [e[0] for e in entries]
         self._postings: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         docs = [e[1] if e[1] else ["\x00"] for e in entries]
@@ -142,7 +144,11 @@ class BM25Index:
         return out
 
     def search(
-        self, query_tokens: Sequence[str], *, top_k: int, scores: np.ndarray | None = None,
+        self,
+        query_tokens: Sequence[str],
+        *,
+        top_k: int,
+        scores: np.ndarray | None = None,
     ) -> list[tuple[str, float]]:
         """Return up to ``top_k`` ``(entry_id, score)`` with a positive score, best first
         (``scores``: this query's :meth:`scores`, when the caller already has them)."""

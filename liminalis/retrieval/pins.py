@@ -33,7 +33,9 @@ def mentions_in(query: str) -> list[str]:
 
 def strip_mentions(query: str) -> str:
     """The query with ``@[...]`` brackets removed but the mentioned words kept for search."""
-    return _MENTION.sub(lambda m: m.group(1) or m.group(2).replace("-", " ").replace("_", " "), query)
+    return _MENTION.sub(
+        lambda m: m.group(1) or m.group(2).replace("-", " ").replace("_", " "), query
+    )
 
 
 def resolve_pins(

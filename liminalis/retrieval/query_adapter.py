@@ -121,6 +121,10 @@ def adapt(embedder: Embedder, adapter: QueryAdapter | None) -> Embedder:
     if adapter is None:
         return embedder
     if adapter.base_model != embedder.model_id:
-        _log.warning("query adapter fit for %s, not %s: plain query vectors", adapter.base_model, embedder.model_id)
+        _log.warning(
+            "query adapter fit for %s, not %s: plain query vectors",
+            adapter.base_model,
+            embedder.model_id,
+        )
         return embedder
     return AdaptedEmbedder(embedder, adapter)

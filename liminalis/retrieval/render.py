@@ -44,7 +44,9 @@ def _expand(text: str, span: Span, limit: int) -> Span:
     return Span(start, end)
 
 
-def select_spans(text: str, matched: Sequence[Span], params: RenderParams = RenderParams()) -> list[Span]:
+def select_spans(
+    text: str, matched: Sequence[Span], params: RenderParams = RenderParams()
+) -> list[Span]:
     """The spans of ``text`` to show for ``matched`` passages (sorted, merged, snapped)."""
     n = len(text)
     if n <= params.whole_chars or not matched:

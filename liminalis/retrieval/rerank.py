@@ -50,23 +50,33 @@ async def rerank_hits(
     if reranker is None or not hits:
         return list(hits), False
     try:
-        scores = await asyncio.wait_for((score or reranker.score)(query, list(texts)), timeout=timeout_s)
+        scores = await asyncio.wait_for(
+            (score or reranker.score)(query, list(texts)), timeout=timeout_s
+        )
         if len(scores) != len(hits):
             raise ValueError(f"reranker returned {len(scores)} scores for {len(hits)} passages")
     except Exception as exc:  # fail-soft: any failure keeps the fused order
         key = id(reranker)
         if key not in _warned:
             _warned.add(key)
-            _log.warning("reranker %s failed (%s); keeping fused order", getattr(reranker, "model_id", "?"), exc)
+            _log.warning(
+                "reranker %s failed (%s); keeping fused order",
+                getattr(reranker, "model_id", "?"),
+                exc,
+            )
         else:
             _log.debug("reranker failed again: %s", exc)
         return list(hits), False
     final = mix_scores([float(s) for s in scores], mix, prior)
     order = sorted(range(len(hits)), key=lambda i: (-final[i], i))
-    return [Hit(passage_id=hits[i].passage_id, doc_id=hits[i].doc_id, score=final[i]) for i in order], True
+    return [
+        Hit(passage_id=hits[i].passage_id, doc_id=hits[i].doc_id, score=final[i]) for i in order
+    ], True
 
 
-def mix_scores(scores: Sequence[float], mix: float | None, prior: Sequence[float] | None = None) -> list[float]:
+def mix_scores(
+    scores: Sequence[float], mix: float | None, prior: Sequence[float] | None = None
+) -> list[float]:
     """Reranker scores (in the given order) combined with a prior; see module doc. ``prior``
     defaults to the log-rank of the given order."""
     if mix is None:

@@ -30,7 +30,14 @@ from liminalis.store.sqlite import Database
 from liminalis.types import Bundle, Document, Hit, RenderedDocument, Span, StageTrace
 from liminalis.workers import run_cpu
 
-__all__ = ["RetrievalParams", "Retriever", "Trace", "RERANK_BUSY_NOTE", "RERANK_FAILED_NOTE", "SKIPPED_STAGE_NOTES"]
+__all__ = [
+    "RetrievalParams",
+    "Retriever",
+    "Trace",
+    "RERANK_BUSY_NOTE",
+    "RERANK_FAILED_NOTE",
+    "SKIPPED_STAGE_NOTES",
+]
 
 _log = logging.getLogger(__name__)
 #: Bundle notes of a question that kept the fused order because the reranker did not run:
@@ -124,9 +131,13 @@ class Trace:
 
         pin = next((p.reason for p in self.pins if p.doc_id == doc_id), None)
         return StageTrace(
-            doc_id=doc_id, pinned=pin, dense_rank=rank(self.dense_docs), lexical_rank=rank(self.lexical_docs),
+            doc_id=doc_id,
+            pinned=pin,
+            dense_rank=rank(self.dense_docs),
+            lexical_rank=rank(self.lexical_docs),
             document_rank=rank(self.document_docs),
-            fused_rank=rank(self.fused_docs), learned_rank=rank(self.learned_docs) if self.learned_docs else None,
+            fused_rank=rank(self.fused_docs),
+            learned_rank=rank(self.learned_docs) if self.learned_docs else None,
             reranked_rank=rank(self.reranked_docs) if self.reranked else None,
             rendered=doc_id in self.rendered_docs,
         )
@@ -136,7 +147,9 @@ def _visible_row(cat: Catalog, hit: VectorHit, lens: frozenset[str]) -> str | No
     """The passage a vector row stands for (a title row: the document's first passage), when it
     is in the current snapshot and ``lens`` may see it; else None. Stale vectors from an
     interrupted ingest and anything the lens may not see stop here (the second wall)."""
-    pid = hit.passage_id if hit.kind != "title" else (cat.first_passage(hit.doc_id) or hit.passage_id)
+    pid = (
+        hit.passage_id if hit.kind != "title" else (cat.first_passage(hit.doc_id) or hit.passage_id)
+    )
     return pid if pid in cat.passages and cat.visible_passage(pid, lens) else None
 
 
@@ -196,26 +209,47 @@ class Retriever:
             self._catalogs[campaign] = cat
             return cat
 
-    def _build_catalog(self, campaign: str, gen: int, documents: Sequence[Document], rows: Sequence[Any]) -> Catalog:
+    def _build_catalog(
+        self, campaign: str, gen: int, documents: Sequence[Document], rows: Sequence[Any]
+    ) -> Catalog:
         docs = {d.doc_id: d for d in documents}
         passages: dict[str, PassageInfo] = {}
         by_doc: dict[str, list[str]] = {}
         for r in rows:
             info = PassageInfo(
-                passage_id=r.passage_id, doc_id=r.doc_id, ordinal=r.ordinal, start=r.start,
-                end=r.end, heading=r.heading, visibility=r.visibility,
-                tokens=tuple(r.tokens.split()), prev_id=r.prev_id, next_id=r.next_id,
+                passage_id=r.passage_id,
+                doc_id=r.doc_id,
+                ordinal=r.ordinal,
+                start=r.start,
+                end=r.end,
+                heading=r.heading,
+                visibility=r.visibility,
+                tokens=tuple(r.tokens.split()),
+                prev_id=r.prev_id,
+                next_id=r.next_id,
             )
             passages[info.passage_id] = info
             by_doc.setdefault(info.doc_id, []).append(info.passage_id)
-        return Catalog(campaign=campaign, generation=gen, documents=docs, passages=passages, by_doc=by_doc,
-                       tokenizer=self.tokenizer, k1=self.k1, b=self.b)
+        return Catalog(
+            campaign=campaign,
+            generation=gen,
+            documents=docs,
+            passages=passages,
+            by_doc=by_doc,
+            tokenizer=self.tokenizer,
+            k1=self.k1,
+            b=self.b,
+        )
 
-    async def _dense(self, cat: Catalog, query: str, lens: frozenset[str], p: RetrievalParams, sig: Signals) -> list[str]:
+    async def _dense(
+        self, cat: Catalog, query: str, lens: frozenset[str], p: RetrievalParams, sig: Signals
+    ) -> list[str]:
         assert self.embedder is not None
         vec = await self.embedder.embed_query(query)
         sig.query_vector = vec
-        hits = await self.store.search(cat.campaign, vec, lens=lens, top_k=p.dense_top_k, visibilities=cat.visibilities)
+        hits = await self.store.search(
+            cat.campaign, vec, lens=lens, top_k=p.dense_top_k, visibilities=cat.visibilities
+        )
         ranking: list[str] = []
         for h in hits:
             if h.score < p.dense_floor:
@@ -225,8 +259,14 @@ class Retriever:
                 sig.dense.setdefault(pid, h.score)
         return dedupe_ranking(ranking)
 
-    def _doc_lexical(self, cat: Catalog, lens: frozenset[str], p: RetrievalParams, lexical: Sequence[str],
-                     sig: Signals) -> list[str]:
+    def _doc_lexical(
+        self,
+        cat: Catalog,
+        lens: frozenset[str],
+        p: RetrievalParams,
+        lexical: Sequence[str],
+        sig: Signals,
+    ) -> list[str]:
         """The document-level ranking, each document stood for by its best passage (its first
         in the passage-level ``lexical`` ranking, else its first passage), so fusion stays at
         passage level and a document's arms meet on the same passage."""
@@ -242,19 +282,25 @@ class Retriever:
                 sig.documents[doc_id] = score
         return ranking
 
-    def _lexical(self, cat: Catalog, lens: frozenset[str], p: RetrievalParams, sig: Signals) -> list[str]:
+    def _lexical(
+        self, cat: Catalog, lens: frozenset[str], p: RetrievalParams, sig: Signals
+    ) -> list[str]:
         index = cat.lexical(lens)
         sig.idf = index.idf
         sig.passage_scores = index.scores(sig.query_tokens) if sig.query_tokens else None
         ranking: list[str] = []
-        for entry, score in index.search(sig.query_tokens, top_k=p.lexical_top_k, scores=sig.passage_scores):
+        for entry, score in index.search(
+            sig.query_tokens, top_k=p.lexical_top_k, scores=sig.passage_scores
+        ):
             pid = cat.first_passage(entry[6:]) if entry.startswith("title:") else entry
             if pid and cat.visible_passage(pid, lens):
                 ranking.append(pid)
                 sig.lexical.setdefault(pid, score)
         return dedupe_ranking(ranking)
 
-    async def _candidate_dense(self, cat: Catalog, lens: frozenset[str], docs: Sequence[str], sig: Signals) -> None:
+    async def _candidate_dense(
+        self, cat: Catalog, lens: frozenset[str], docs: Sequence[str], sig: Signals
+    ) -> None:
         """Each candidate document's best cosine over all its rows (one search restricted to
         the candidates). Rows the lens may not see are filtered by the store and re-checked."""
         if sig.query_vector is None or not docs:
@@ -263,16 +309,32 @@ class Retriever:
         # any limit could cut off a whole document whose rows all score low, behind a few
         # multi-megabyte candidates. A restricted search is exact (scored by the store, not an
         # index), so no server search limit applies.
-        hits = await self.store.search(cat.campaign, sig.query_vector, lens=lens, top_k=sys.maxsize,
-                                       visibilities=cat.visibilities, doc_ids=list(docs))
+        hits = await self.store.search(
+            cat.campaign,
+            sig.query_vector,
+            lens=lens,
+            top_k=sys.maxsize,
+            visibilities=cat.visibilities,
+            doc_ids=list(docs),
+        )
         wanted = set(docs)
         for h in hits:
-            if h.doc_id in wanted and h.doc_id not in sig.candidate_dense and _visible_row(cat, h, lens):
+            if (
+                h.doc_id in wanted
+                and h.doc_id not in sig.candidate_dense
+                and _visible_row(cat, h, lens)
+            ):
                 sig.candidate_dense[h.doc_id] = h.score
 
-    async def _learned(self, cat: Catalog, lens: frozenset[str], p: RetrievalParams, sig: Signals,
-                       fused_pairs: Sequence[tuple[str, float]], trace: Trace | None,
-                       ) -> tuple[list[str], dict[str, float]] | None:
+    async def _learned(
+        self,
+        cat: Catalog,
+        lens: frozenset[str],
+        p: RetrievalParams,
+        sig: Signals,
+        fused_pairs: Sequence[tuple[str, float]],
+        trace: Trace | None,
+    ) -> tuple[list[str], dict[str, float]] | None:
         """The fused ranking with the pool's documents re-ordered by the learned ranker: each
         document's best passage in the new document order, then the pool's other passages and
         the tail in fused order; with each pool document's learned score (the rerank stage's
@@ -303,13 +365,18 @@ class Retriever:
         except Exception as exc:  # fail-soft: a broken model keeps the fused order, logged once
             if id(self.ranker) not in self._ranker_warned:
                 self._ranker_warned.add(id(self.ranker))
-                _log.warning("learned ranker %s failed (%s); keeping the fused order",
-                             getattr(self.ranker, "model_id", "?"), exc)
+                _log.warning(
+                    "learned ranker %s failed (%s); keeping the fused order",
+                    getattr(self.ranker, "model_id", "?"),
+                    exc,
+                )
             return None
         order = sorted(range(len(docs)), key=lambda i: (-float(scores[i]), i))
         lead = [heads[docs[i]] for i in order]
         chosen = set(lead)
-        return lead + [pid for pid, _ in fused_pairs if pid not in chosen], {d: float(x) for d, x in zip(docs, scores)}
+        return lead + [pid for pid, _ in fused_pairs if pid not in chosen], {
+            d: float(x) for d, x in zip(docs, scores)
+        }
 
     async def retrieve(
         self,
@@ -334,7 +401,15 @@ class Retriever:
         def lexical_arms() -> tuple[list[Pin], list[str], list[str]]:
             """Pins and the lexical arms: BM25 over the lens's index (built on first use), in a
             worker thread while the dense arm waits on the embedder and the store."""
-            pins = resolve_pins(cat, query, lens, always=always, pinned=pinned, forced=forced, named_keys=p.named_keys)
+            pins = resolve_pins(
+                cat,
+                query,
+                lens,
+                always=always,
+                pinned=pinned,
+                forced=forced,
+                named_keys=p.named_keys,
+            )
             timings["pins"] = (time.perf_counter() - t0) * 1000
             lexical: list[str] = []
             documents: list[str] = []
@@ -403,7 +478,9 @@ class Retriever:
         def assemble() -> Bundle:
             """The lens re-check, the document order and the rendering of each document's
             spans: string work over whole documents, in a worker thread."""
-            tail = [Hit(pid, cat.passages[pid].doc_id, fused_scores[pid]) for pid in fused[p.pool :]]
+            tail = [
+                Hit(pid, cat.passages[pid].doc_id, fused_scores[pid]) for pid in fused[p.pool :]
+            ]
             ranked_hits = pool + tail
 
             # Second wall: re-check every hit and pin against the lens before rendering.
@@ -414,13 +491,19 @@ class Retriever:
             pinned_ids = [pin.doc_id for pin in shown]
             kept = ranked_hits[: p.rerank_keep]
             doc_order = dedupe_ranking(pinned_ids + [h.doc_id for h in kept])
-            doc_order = pinned_ids + [d for d in doc_order if d not in pinned_ids][: max(0, p.max_documents)]
+            doc_order = (
+                pinned_ids
+                + [d for d in doc_order if d not in pinned_ids][: max(0, p.max_documents)]
+            )
             matched: dict[str, list[str]] = {}
             for h in kept:
                 matched.setdefault(h.doc_id, []).append(h.passage_id)
             related: dict[str, list[str]] = {}
             for h in ranked_hits[p.rerank_keep : p.pool]:
-                if h.doc_id in doc_order and len(rel := related.setdefault(h.doc_id, [])) < p.related_per_doc:
+                if (
+                    h.doc_id in doc_order
+                    and len(rel := related.setdefault(h.doc_id, [])) < p.related_per_doc
+                ):
                     rel.append(h.passage_id)
             best: dict[str, float] = {}
             for h in ranked_hits:
@@ -433,14 +516,29 @@ class Retriever:
                 extra = related.get(doc_id, [])
                 if doc_id in recalled[: p.render_related_docs]:
                     pids, extra = [*pids, *extra], []
-                rendered.append(self._render(cat, doc_id, pids, pinned=doc_id in pin_reason, score=best.get(doc_id, 0.0), p=p,
-                                             related=extra))
+                rendered.append(
+                    self._render(
+                        cat,
+                        doc_id,
+                        pids,
+                        pinned=doc_id in pin_reason,
+                        score=best.get(doc_id, 0.0),
+                        p=p,
+                        related=extra,
+                    )
+                )
             timings["render"] = (time.perf_counter() - t) * 1000
 
             non_always = [pin.doc_id for pin in shown if pin.reason != "always"]
             ranked_docs = dedupe_ranking(non_always + [h.doc_id for h in ranked_hits])
             pin_hits = [
-                Hit((matched.get(pin.doc_id) or [cat.first_passage(pin.doc_id) or ""])[0], pin.doc_id, 0.0, True, pin.reason)
+                Hit(
+                    (matched.get(pin.doc_id) or [cat.first_passage(pin.doc_id) or ""])[0],
+                    pin.doc_id,
+                    0.0,
+                    True,
+                    pin.reason,
+                )
                 for pin in shown
             ]
             hits = tuple(pin_hits) + tuple(h for h in kept if h.doc_id not in pin_reason)
@@ -450,7 +548,11 @@ class Retriever:
                 trace.lexical_docs = dedupe_ranking(cat.passages[x].doc_id for x in lexical)
                 trace.document_docs = dedupe_ranking(cat.passages[x].doc_id for x in documents)
                 trace.fused_docs = dedupe_ranking(cat.passages[x].doc_id for x in fused_order)
-                trace.learned_docs = dedupe_ranking(cat.passages[x].doc_id for x in fused) if learned is not None else []
+                trace.learned_docs = (
+                    dedupe_ranking(cat.passages[x].doc_id for x in fused)
+                    if learned is not None
+                    else []
+                )
                 trace.reranked_docs = dedupe_ranking(h.doc_id for h in pool) if reranked else []
                 trace.reranked = reranked
                 trace.rendered_docs = [d.doc_id for d in rendered]
@@ -460,14 +562,26 @@ class Retriever:
             # The arms ran at once and wrote their timings as they finished: list them in stage order.
             ordered = {k: timings[k] for k in _STAGES if k in timings}
             return Bundle(
-                campaign=campaign, query=query, lens=lens, hits=hits, documents=tuple(rendered),
-                ranked_doc_ids=tuple(ranked_docs), timings_ms=ordered, notes=tuple(notes),
+                campaign=campaign,
+                query=query,
+                lens=lens,
+                hits=hits,
+                documents=tuple(rendered),
+                ranked_doc_ids=tuple(ranked_docs),
+                timings_ms=ordered,
+                notes=tuple(notes),
             )
 
         return await run_cpu(assemble)
 
-    async def _rerank(self, query: str, head: list[Hit], texts: list[str], p: RetrievalParams,
-                      prior: list[float] | None) -> tuple[list[Hit], bool, bool]:
+    async def _rerank(
+        self,
+        query: str,
+        head: list[Hit],
+        texts: list[str],
+        p: RetrievalParams,
+        prior: list[float] | None,
+    ) -> tuple[list[Hit], bool, bool]:
         """``rerank_hits`` in turn: ``(hits, reranked, busy)``, ``busy`` when the wait for the
         reranker's turn ran past ``p.rerank_wait_s`` (the fused order is kept, said in notes).
 
@@ -480,7 +594,9 @@ class Retriever:
             async with asyncio.timeout(p.rerank_wait_s):
                 await self._rerank_turns.acquire()
         except TimeoutError:
-            _log.info("reranker busy for %.0f s: fused order kept for one question", p.rerank_wait_s)
+            _log.info(
+                "reranker busy for %.0f s: fused order kept for one question", p.rerank_wait_s
+            )
             return head, False, True
         started = False
 
@@ -492,8 +608,16 @@ class Retriever:
             return asyncio.shield(task)
 
         try:
-            hits, reranked = await rerank_hits(reranker, query, head, texts, timeout_s=p.rerank_timeout_s,
-                                               mix=p.rerank_mix, prior=prior, score=score)
+            hits, reranked = await rerank_hits(
+                reranker,
+                query,
+                head,
+                texts,
+                timeout_s=p.rerank_timeout_s,
+                mix=p.rerank_mix,
+                prior=prior,
+                score=score,
+            )
         finally:
             if not started:
                 self._rerank_turns.release()
@@ -504,25 +628,56 @@ class Retriever:
         if not task.cancelled():
             task.exception()  # retrieved: rerank_hits logged it, or timed out before it came
 
-    def _fallback_passages(self, cat: Catalog, doc_id: str, query_tokens: Sequence[str]) -> list[str]:
+    def _fallback_passages(
+        self, cat: Catalog, doc_id: str, query_tokens: Sequence[str]
+    ) -> list[str]:
         """For a pinned document nothing matched in: its passages sharing most query terms."""
         pids = cat.by_doc.get(doc_id, [])
         q = set(query_tokens)
-        scored = sorted(((len(q & set(cat.passages[x].tokens)), -i, x) for i, x in enumerate(pids)), reverse=True)
+        scored = sorted(
+            ((len(q & set(cat.passages[x].tokens)), -i, x) for i, x in enumerate(pids)),
+            reverse=True,
+        )
         chosen = [x for n, _, x in scored[:2] if n > 0]
         return chosen or pids[:1]
 
     def _render(
-        self, cat: Catalog, doc_id: str, pids: Sequence[str], *, pinned: bool, score: float, p: RetrievalParams,
+        self,
+        cat: Catalog,
+        doc_id: str,
+        pids: Sequence[str],
+        *,
+        pinned: bool,
+        score: float,
+        p: RetrievalParams,
         related: Sequence[str] = (),
     ) -> RenderedDocument:
         doc = cat.documents[doc_id]
-        spans = [Span(cat.passages[x].start, cat.passages[x].end) for x in pids if x in cat.passages]
+        spans = [
+            Span(cat.passages[x].start, cat.passages[x].end) for x in pids if x in cat.passages
+        ]
         chosen = select_spans(doc.text, spans, replace(p.render))
         whole = len(chosen) == 1 and chosen[0].start == 0 and chosen[0].end == len(doc.text)
-        headings = tuple(dict.fromkeys(cat.passages[x].heading for x in pids if x in cat.passages and cat.passages[x].heading))
+        headings = tuple(
+            dict.fromkeys(
+                cat.passages[x].heading
+                for x in pids
+                if x in cat.passages and cat.passages[x].heading
+            )
+        )
         return RenderedDocument(
-            doc_id=doc_id, title=doc.title, type=doc.type, segments=render_segments(doc.text, chosen), pinned=pinned,
-            score=score, headings=headings, matched=tuple(spans), whole=whole,
-            related=tuple(Span(cat.passages[x].start, cat.passages[x].end) for x in related if x in cat.passages),
+            doc_id=doc_id,
+            title=doc.title,
+            type=doc.type,
+            segments=render_segments(doc.text, chosen),
+            pinned=pinned,
+            score=score,
+            headings=headings,
+            matched=tuple(spans),
+            whole=whole,
+            related=tuple(
+                Span(cat.passages[x].start, cat.passages[x].end)
+                for x in related
+                if x in cat.passages
+            ),
         )

@@ -8,4 +8,13 @@ from liminalis.store.rows import CampaignRow, PassageRow, ScheduleRow, TurnRow
 from liminalis.store.schema import LATEST, MIGRATIONS, Migration
 from liminalis.store.sqlite import Database
 
-__all__ = ["LATEST", "MIGRATIONS", "CampaignRow", "Database", "Migration", "PassageRow", "ScheduleRow", "TurnRow"]
+__all__ = [
+    "LATEST",
+    "MIGRATIONS",
+    "CampaignRow",
+    "Database",
+    "Migration",
+    "PassageRow",
+    "ScheduleRow",
+    "TurnRow",
+]

@@ -17,13 +17,23 @@ class CampaignRepository(Repository):
         )
 
     async def get(self, slug: str) -> CampaignRow | None:
-        row = await self._db.fetchone("SELECT slug, root, model_id, generation FROM campaigns WHERE slug = ?", (slug,))
+        row = await self._db.fetchone(
+            "SELECT slug, root, model_id, generation FROM campaigns WHERE slug = ?", (slug,)
+        )
         if row is None:
             return None
-        return CampaignRow(slug=row["slug"], root=row["root"], model_id=row["model_id"], generation=int(row["generation"]))
+        return CampaignRow(
+            slug=row["slug"],
+            root=row["root"],
+            model_id=row["model_id"],
+            generation=int(row["generation"]),
+        )
 
     async def slugs(self) -> list[str]:
-        return [str(r["slug"]) for r in await self._db.fetchall("SELECT slug FROM campaigns ORDER BY slug")]
+        return [
+            str(r["slug"])
+            for r in await self._db.fetchall("SELECT slug FROM campaigns ORDER BY slug")
+        ]
 
     async def set_model(self, slug: str, model_id: str) -> None:
         await self._db.execute("UPDATE campaigns SET model_id = ? WHERE slug = ?", (model_id, slug))

@@ -35,96 +35,153 @@ def _document(r: aiosqlite.Row) -> Document:
 
 def _passage(r: aiosqlite.Row) -> PassageRow:
     return PassageRow(
-        passage_id=r["passage_id"], doc_id=r["doc_id"], ordinal=int(r["ordinal"]), start=int(r["start"]),
-        end=int(r["end"]), heading=r["heading"], visibility=frozenset(json.loads(r["visibility"])),
-        prev_id=r["prev_id"], next_id=r["next_id"], tokens=r["tokens"],
+        passage_id=r["passage_id"],
+        doc_id=r["doc_id"],
+        ordinal=int(r["ordinal"]),
+        start=int(r["start"]),
+        end=int(r["end"]),
+        heading=r["heading"],
+        visibility=frozenset(json.loads(r["visibility"])),
+        prev_id=r["prev_id"],
+        next_id=r["next_id"],
+        tokens=r["tokens"],
     )
 
 
 _DOC_COLUMNS = "doc_id, path, title, type, visibility, aliases, tags, content_hash, text, synopsis"
-_PASSAGE_COLUMNS = "passage_id, doc_id, ordinal, start, end, heading, visibility, prev_id, next_id, tokens"
+_PASSAGE_COLUMNS = (
+    "passage_id, doc_id, ordinal, start, end, heading, visibility, prev_id, next_id, tokens"
+)
 
 
 class DocumentRepository(Repository):
     async def all(self, campaign: str) -> list[Document]:
         rows = await self._db.fetchall(
-            f"SELECT {_DOC_COLUMNS} FROM documents WHERE campaign = ? ORDER BY doc_id", (campaign,))
+            f"SELECT {_DOC_COLUMNS} FROM documents WHERE campaign = ? ORDER BY doc_id", (campaign,)
+        )
         return [_document(r) for r in rows]
 
     async def get(self, campaign: str, doc_id: str) -> Document | None:
         row = await self._db.fetchone(
-            f"SELECT {_DOC_COLUMNS} FROM documents WHERE campaign = ? AND doc_id = ?", (campaign, doc_id))
+            f"SELECT {_DOC_COLUMNS} FROM documents WHERE campaign = ? AND doc_id = ?",
+            (campaign, doc_id),
+        )
         return _document(row) if row else None
 
     async def hashes(self, campaign: str) -> dict[str, tuple[str, str]]:
         """doc id → (path, content hash)."""
-        rows = await self._db.fetchall("SELECT doc_id, path, content_hash FROM documents WHERE campaign = ?", (campaign,))
+        rows = await self._db.fetchall(
+            "SELECT doc_id, path, content_hash FROM documents WHERE campaign = ?", (campaign,)
+        )
         return {r["doc_id"]: (r["path"], r["content_hash"]) for r in rows}
 
     async def visibilities(self, campaign: str) -> dict[str, frozenset[str]]:
-        rows = await self._db.fetchall("SELECT doc_id, visibility FROM documents WHERE campaign = ?", (campaign,))
+        rows = await self._db.fetchall(
+            "SELECT doc_id, visibility FROM documents WHERE campaign = ?", (campaign,)
+        )
         return {r["doc_id"]: frozenset(json.loads(r["visibility"])) for r in rows}
 
     async def awaiting_rebuild(self, campaign: str) -> int:
         """Documents whose content hash a rebuild blanked and no ingest has re-prepared yet."""
         row = await self._db.fetchone(
-            "SELECT COUNT(*) AS n FROM documents WHERE campaign = ? AND content_hash = ''", (campaign,))
+            "SELECT COUNT(*) AS n FROM documents WHERE campaign = ? AND content_hash = ''",
+            (campaign,),
+        )
         return int(row["n"]) if row else 0
 
     async def mark_for_rebuild(self, campaign: str) -> None:
         """Blank every content hash (each document is re-prepared by the next ingest) and every
         passage's tokens (they may come from another tokenizer)."""
         async with self._db.write() as conn:
-            await conn.execute("UPDATE documents SET content_hash = '' WHERE campaign = ?", (campaign,))
+            await conn.execute(
+                "UPDATE documents SET content_hash = '' WHERE campaign = ?", (campaign,)
+            )
             await conn.execute("UPDATE passages SET tokens = '' WHERE campaign = ?", (campaign,))
 
     async def passages(self, campaign: str, doc_id: str | None = None) -> list[PassageRow]:
         if doc_id is None:
             rows = await self._db.fetchall(
-                f"SELECT {_PASSAGE_COLUMNS} FROM passages WHERE campaign = ? ORDER BY doc_id, ordinal", (campaign,))
+                f"SELECT {_PASSAGE_COLUMNS} FROM passages WHERE campaign = ? ORDER BY doc_id, ordinal",
+                (campaign,),
+            )
         else:
             rows = await self._db.fetchall(
                 f"SELECT {_PASSAGE_COLUMNS} FROM passages WHERE campaign = ? AND doc_id = ? ORDER BY ordinal",
-                (campaign, doc_id))
+                (campaign, doc_id),
+            )
         return [_passage(r) for r in rows]
 
     async def passage_ids(self, campaign: str) -> set[str]:
-        rows = await self._db.fetchall("SELECT passage_id FROM passages WHERE campaign = ?", (campaign,))
+        rows = await self._db.fetchall(
+            "SELECT passage_id FROM passages WHERE campaign = ?", (campaign,)
+        )
         return {r["passage_id"] for r in rows}
 
-    async def replace(self, campaign: str, doc: Document, passages: Sequence[Passage], tokens: dict[str, str]) -> None:
+    async def replace(
+        self, campaign: str, doc: Document, passages: Sequence[Passage], tokens: dict[str, str]
+    ) -> None:
         """Atomically swap one document and its passage set, and move the campaign's generation."""
         async with self._db.write() as conn:
             await conn.execute(
                 f"INSERT OR REPLACE INTO documents (campaign, {_DOC_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (
-                    campaign, doc.doc_id, doc.path, doc.title, doc.type, _vis_json(doc.visibility),
-                    json.dumps(list(doc.aliases)), json.dumps(list(doc.tags)), doc.content_hash,
-                    doc.text, doc.synopsis,
+                    campaign,
+                    doc.doc_id,
+                    doc.path,
+                    doc.title,
+                    doc.type,
+                    _vis_json(doc.visibility),
+                    json.dumps(list(doc.aliases)),
+                    json.dumps(list(doc.tags)),
+                    doc.content_hash,
+                    doc.text,
+                    doc.synopsis,
                 ),
             )
-            await conn.execute("DELETE FROM passages WHERE campaign = ? AND doc_id = ?", (campaign, doc.doc_id))
+            await conn.execute(
+                "DELETE FROM passages WHERE campaign = ? AND doc_id = ?", (campaign, doc.doc_id)
+            )
             await conn.executemany(
                 f"INSERT INTO passages (campaign, {_PASSAGE_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 [
                     (
-                        campaign, p.passage_id, p.doc_id, p.ordinal, p.start, p.end, p.heading,
-                        _vis_json(p.visibility), p.prev_id, p.next_id, tokens.get(p.passage_id, ""),
+                        campaign,
+                        p.passage_id,
+                        p.doc_id,
+                        p.ordinal,
+                        p.start,
+                        p.end,
+                        p.heading,
+                        _vis_json(p.visibility),
+                        p.prev_id,
+                        p.next_id,
+                        tokens.get(p.passage_id, ""),
                     )
                     for p in passages
                 ],
             )
-            await conn.execute("UPDATE campaigns SET generation = generation + 1 WHERE slug = ?", (campaign,))
+            await conn.execute(
+                "UPDATE campaigns SET generation = generation + 1 WHERE slug = ?", (campaign,)
+            )
 
     async def remove(self, campaign: str, doc_id: str) -> int:
         """Delete a document, its passages and its pins; returns how many passages went."""
         async with self._db.write() as conn:
             async with conn.execute(
-                "SELECT COUNT(*) FROM passages WHERE campaign = ? AND doc_id = ?", (campaign, doc_id)
+                "SELECT COUNT(*) FROM passages WHERE campaign = ? AND doc_id = ?",
+                (campaign, doc_id),
             ) as cur:
                 row = await cur.fetchone()
-            await conn.execute("DELETE FROM passages WHERE campaign = ? AND doc_id = ?", (campaign, doc_id))
-            await conn.execute("DELETE FROM documents WHERE campaign = ? AND doc_id = ?", (campaign, doc_id))
-            await conn.execute("DELETE FROM pins WHERE campaign = ? AND doc_id = ?", (campaign, doc_id))
-            await conn.execute("UPDATE campaigns SET generation = generation + 1 WHERE slug = ?", (campaign,))
+            await conn.execute(
+                "DELETE FROM passages WHERE campaign = ? AND doc_id = ?", (campaign, doc_id)
+            )
+            await conn.execute(
+                "DELETE FROM documents WHERE campaign = ? AND doc_id = ?", (campaign, doc_id)
+            )
+            await conn.execute(
+                "DELETE FROM pins WHERE campaign = ? AND doc_id = ?", (campaign, doc_id)
+            )
+            await conn.execute(
+                "UPDATE campaigns SET generation = generation + 1 WHERE slug = ?", (campaign,)
+            )
         return int(row[0]) if row else 0

@@ -22,7 +22,8 @@ class EmbeddingCache(Repository):
             chunk = uniq[i : i + _CHUNK]
             marks = ",".join("?" * len(chunk))
             rows = await self._db.fetchall(
-                f"SELECT hash, vector FROM embeddings WHERE model = ? AND hash IN ({marks})", (model, *chunk)
+                f"SELECT hash, vector FROM embeddings WHERE model = ? AND hash IN ({marks})",
+                (model, *chunk),
             )
             for r in rows:
                 out[r["hash"]] = np.frombuffer(r["vector"], dtype=np.float32)
@@ -31,4 +32,6 @@ class EmbeddingCache(Repository):
     async def put(self, model: str, items: Iterable[tuple[str, np.ndarray]]) -> None:
         rows = [(model, h, np.asarray(v, dtype=np.float32).tobytes()) for h, v in items]
         async with self._db.write() as conn:
-            await conn.executemany("INSERT OR REPLACE INTO embeddings (model, hash, vector) VALUES (?, ?, ?)", rows)
+            await conn.executemany(
+                "INSERT OR REPLACE INTO embeddings (model, hash, vector) VALUES (?, ?, ?)", rows
+            )

@@ -23,18 +23,25 @@ _END_SCHEDULES = (
 
 
 async def _unlink(conn: aiosqlite.Connection, platform: str, channel_id: str) -> None:
-    await conn.execute("DELETE FROM channel_links WHERE platform = ? AND channel_id = ?", (platform, channel_id))
+    await conn.execute(
+        "DELETE FROM channel_links WHERE platform = ? AND channel_id = ?", (platform, channel_id)
+    )
     await conn.execute(_END_SCHEDULES, (platform, channel_id, channel_id))
 
 
 class LinkRepository(Repository):
-    async def link(self, platform: str, channel_id: str, campaign: str, *, guild_id: str | None) -> None:
+    async def link(
+        self, platform: str, channel_id: str, campaign: str, *, guild_id: str | None
+    ) -> None:
         """Link a channel, ending the schedules another campaign had in it or its threads."""
         async with self._db.write() as conn:
             await conn.execute(
                 "INSERT OR REPLACE INTO channel_links (platform, channel_id, campaign, guild_id) VALUES (?, ?, ?, ?)",
-                (platform, channel_id, campaign, guild_id))
-            await conn.execute(_END_SCHEDULES + " AND campaign <> ?", (platform, channel_id, channel_id, campaign))
+                (platform, channel_id, campaign, guild_id),
+            )
+            await conn.execute(
+                _END_SCHEDULES + " AND campaign <> ?", (platform, channel_id, channel_id, campaign)
+            )
 
     async def unlink(self, platform: str, channel_id: str) -> None:
         """Unlink a channel and end the schedules in it and its threads (a thread linked to the
@@ -44,21 +51,26 @@ class LinkRepository(Repository):
 
     async def campaign(self, platform: str, channel_id: str) -> str | None:
         row = await self._db.fetchone(
-            "SELECT campaign FROM channel_links WHERE platform = ? AND channel_id = ?", (platform, channel_id))
+            "SELECT campaign FROM channel_links WHERE platform = ? AND channel_id = ?",
+            (platform, channel_id),
+        )
         return str(row["campaign"]) if row else None
 
     async def guild_counts(self, platform: str, campaign: str) -> dict[str, int]:
         """Server id → how many of its channels are linked to ``campaign``."""
         rows = await self._db.fetchall(
             "SELECT guild_id, COUNT(*) AS n FROM channel_links WHERE platform = ? AND campaign = ? "
-            "AND guild_id IS NOT NULL GROUP BY guild_id", (platform, campaign))
+            "AND guild_id IS NOT NULL GROUP BY guild_id",
+            (platform, campaign),
+        )
         return {str(r["guild_id"]): int(r["n"]) for r in rows}
 
     async def unplaced(self, platform: str, campaign: str) -> int:
         """Links of ``campaign`` with no server recorded."""
         row = await self._db.fetchone(
             "SELECT COUNT(*) AS n FROM channel_links WHERE platform = ? AND campaign = ? AND guild_id IS NULL",
-            (platform, campaign))
+            (platform, campaign),
+        )
         return int(row["n"]) if row else 0
 
     async def place(self, platform: str, guild_id: str, channel_ids: Sequence[str]) -> None:
@@ -66,11 +78,13 @@ class LinkRepository(Repository):
         marks = ",".join("?" * len(channel_ids))
         row = await self._db.fetchone(
             f"SELECT 1 FROM channel_links WHERE platform = ? AND guild_id IS NULL AND channel_id IN ({marks})",
-            (platform, *channel_ids))
+            (platform, *channel_ids),
+        )
         if row is not None:  # a read first: this runs on every command, a write only once a channel
             await self._db.execute(
                 f"UPDATE channel_links SET guild_id = ? WHERE platform = ? AND guild_id IS NULL AND channel_id IN ({marks})",
-                (guild_id, platform, *channel_ids))
+                (guild_id, platform, *channel_ids),
+            )
 
     async def release(self, platform: str, campaign: str, guild_id: str) -> int:
         """Unlink every channel of ``guild_id`` from ``campaign`` (ending their schedules);
@@ -78,7 +92,8 @@ class LinkRepository(Repository):
         async with self._db.write() as conn:
             async with conn.execute(
                 "SELECT channel_id FROM channel_links WHERE platform = ? AND campaign = ? AND guild_id = ?",
-                (platform, campaign, guild_id)) as cur:
+                (platform, campaign, guild_id),
+            ) as cur:
                 channels = [str(r["channel_id"]) for r in await cur.fetchall()]
             for cid in channels:
                 await _unlink(conn, platform, cid)
@@ -86,21 +101,39 @@ class LinkRepository(Repository):
 
     async def of_campaign(self, campaign: str) -> list[tuple[str, str]]:
         """(platform, channel id) of every channel linked to ``campaign``."""
-        rows = await self._db.fetchall("SELECT platform, channel_id FROM channel_links WHERE campaign = ?", (campaign,))
+        rows = await self._db.fetchall(
+            "SELECT platform, channel_id FROM channel_links WHERE campaign = ?", (campaign,)
+        )
         return [(r["platform"], r["channel_id"]) for r in rows]
 
 
 class ScheduleRepository(Repository):
     async def all(self) -> list[ScheduleRow]:
-        rows = await self._db.fetchall("SELECT campaign, cron, platform, channel_id, parent_id FROM recap_schedules")
-        return [ScheduleRow(campaign=r["campaign"], cron=r["cron"], platform=r["platform"],
-                            channel_id=r["channel_id"], parent_id=r["parent_id"]) for r in rows]
+        rows = await self._db.fetchall(
+            "SELECT campaign, cron, platform, channel_id, parent_id FROM recap_schedules"
+        )
+        return [
+            ScheduleRow(
+                campaign=r["campaign"],
+                cron=r["cron"],
+                platform=r["platform"],
+                channel_id=r["channel_id"],
+                parent_id=r["parent_id"],
+            )
+            for r in rows
+        ]
 
     async def set(self, schedule: ScheduleRow) -> None:
         """Store ``schedule``, replacing the campaign's previous one."""
         await self._db.execute(
             "INSERT OR REPLACE INTO recap_schedules (campaign, cron, platform, channel_id, parent_id) VALUES (?, ?, ?, ?, ?)",
-            (schedule.campaign, schedule.cron, schedule.platform, schedule.channel_id, schedule.parent_id),
+            (
+                schedule.campaign,
+                schedule.cron,
+                schedule.platform,
+                schedule.channel_id,
+                schedule.parent_id,
+            ),
         )
 
     async def place_parent(self, platform: str, channel_id: str, parent_id: str) -> None:
@@ -108,17 +141,26 @@ class ScheduleRepository(Repository):
         without it the thread follows no link, and its recaps would stop."""
         await self._db.execute(
             "UPDATE recap_schedules SET parent_id = ? WHERE platform = ? AND channel_id = ? AND parent_id IS NULL",
-            (parent_id, platform, channel_id))
+            (parent_id, platform, channel_id),
+        )
 
     async def remove(self, campaign: str) -> bool:
         """Whether the campaign had a stored schedule."""
-        return bool(await self._db.execute("DELETE FROM recap_schedules WHERE campaign = ?", (campaign,)))
+        return bool(
+            await self._db.execute("DELETE FROM recap_schedules WHERE campaign = ?", (campaign,))
+        )
 
     async def claim(self, campaign: str, slot: str) -> bool:
         """Record ``slot`` as posted; True only for the one caller that recorded it."""
-        return await self._db.execute(
-            "INSERT OR IGNORE INTO recap_posts (campaign, slot) VALUES (?, ?)", (campaign, slot)) == 1
+        return (
+            await self._db.execute(
+                "INSERT OR IGNORE INTO recap_posts (campaign, slot) VALUES (?, ?)", (campaign, slot)
+            )
+            == 1
+        )
 
     async def posted(self, campaign: str, slot: str) -> bool:
-        row = await self._db.fetchone("SELECT 1 FROM recap_posts WHERE campaign = ? AND slot = ?", (campaign, slot))
+        row = await self._db.fetchone(
+            "SELECT 1 FROM recap_posts WHERE campaign = ? AND slot = ?", (campaign, slot)
+        )
         return row is not None

@@ -14,16 +14,22 @@ class PinRepository(Repository):
         """Pinned doc ids in any of ``scopes``, oldest pin first."""
         marks = ",".join("?" * len(scopes))
         rows = await self._db.fetchall(
-            f"SELECT doc_id FROM pins WHERE campaign = ? AND scope IN ({marks}) ORDER BY created_at", (campaign, *scopes)
+            f"SELECT doc_id FROM pins WHERE campaign = ? AND scope IN ({marks}) ORDER BY created_at",
+            (campaign, *scopes),
         )
         return [r["doc_id"] for r in rows]
 
     async def add(self, campaign: str, scope: str, doc_id: str, *, at: float) -> None:
         await self._db.execute(
             "INSERT OR IGNORE INTO pins (campaign, scope, doc_id, created_at) VALUES (?, ?, ?, ?)",
-            (campaign, scope, doc_id, at))
+            (campaign, scope, doc_id, at),
+        )
 
     async def remove(self, campaign: str, scope: str, doc_id: str) -> bool:
         """Whether there was such a pin."""
-        return bool(await self._db.execute(
-            "DELETE FROM pins WHERE campaign = ? AND scope = ? AND doc_id = ?", (campaign, scope, doc_id)))
+        return bool(
+            await self._db.execute(
+                "DELETE FROM pins WHERE campaign = ? AND scope = ? AND doc_id = ?",
+                (campaign, scope, doc_id),
+            )
+        )

@@ -174,10 +174,18 @@ async def _v4_memory_tables(conn: aiosqlite.Connection) -> None:
 
 
 MIGRATIONS: tuple[Migration, ...] = (
-    Migration(1, "baseline: the schema of data directories from before versions were recorded", _v1_baseline),
+    Migration(
+        1,
+        "baseline: the schema of data directories from before versions were recorded",
+        _v1_baseline,
+    ),
     Migration(2, "drop the tables nothing reads: spend, campaign_homes", _v2_drop_dead_tables),
     Migration(3, "drop the columns nothing reads", _v3_drop_write_only_columns),
-    Migration(4, "the campaign memory: chunks, links, activations, learned associations, context", _v4_memory_tables),
+    Migration(
+        4,
+        "the campaign memory: chunks, links, activations, learned associations, context",
+        _v4_memory_tables,
+    ),
 )
 
 #: The version a database has once opened by this code.

@@ -83,7 +83,10 @@ class Database:
         return self
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         await self.close()
 
@@ -97,8 +100,10 @@ class Database:
         """
         try:
             if sqlite3.sqlite_version_info < _MIN_SQLITE:
-                raise StoreError(f"SQLite {sqlite3.sqlite_version} is too old; Liminalis needs 3.35 or later",
-                                 user_message="The database cannot be opened: this SQLite is older than 3.35.")
+                raise StoreError(
+                    f"SQLite {sqlite3.sqlite_version} is too old; Liminalis needs 3.35 or later",
+                    user_message="The database cannot be opened: this SQLite is older than 3.35.",
+                )
             if self.path != ":memory:":
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
                 # Checked on a plain connection first: aiosqlite leaves its worker thread
@@ -115,15 +120,19 @@ class Database:
                 raise
             if isinstance(exc, (sqlite3.Error, OSError)):
                 cause = f"{type(exc).__name__}: {exc}"
-                raise StoreError(f"cannot open database {self.path}: {cause}",
-                                 user_message=f"The database cannot be opened ({_plain(exc)}).") from exc
+                raise StoreError(
+                    f"cannot open database {self.path}: {cause}",
+                    user_message=f"The database cannot be opened ({_plain(exc)}).",
+                ) from exc
             raise
 
     def _check(self, problems: list[str]) -> None:
         """A damaged file fails here, named, not at some later query."""
         if problems != ["ok"]:
-            raise StoreError(f"database {self.path} failed its integrity check: {'; '.join(problems[:5])}",
-                             user_message="The database is damaged (its integrity check failed).")
+            raise StoreError(
+                f"database {self.path} failed its integrity check: {'; '.join(problems[:5])}",
+                user_message="The database is damaged (its integrity check failed).",
+            )
 
     async def _migrate(self) -> None:
         assert self._conn is not None
@@ -131,8 +140,10 @@ class Database:
             row = await cur.fetchone()
         version = int(row[0]) if row else 0
         if version > LATEST:
-            raise StoreError(f"database {self.path} is at schema version {version}; this release knows {LATEST}",
-                             user_message="The database was written by a newer release of the bot.")
+            raise StoreError(
+                f"database {self.path} is at schema version {version}; this release knows {LATEST}",
+                user_message="The database was written by a newer release of the bot.",
+            )
         for migration in MIGRATIONS:
             if migration.version <= version:
                 continue
@@ -145,7 +156,12 @@ class Database:
                 with contextlib.suppress(sqlite3.Error):
                     await self._conn.rollback()
                 raise
-            _log.info("database %s: migration %d (%s) applied", self.path, migration.version, migration.name)
+            _log.info(
+                "database %s: migration %d (%s) applied",
+                self.path,
+                migration.version,
+                migration.name,
+            )
 
     async def close(self) -> None:
         if self._conn is not None:

@@ -7,8 +7,10 @@ from liminalis.store._base import Repository
 __all__ = ["TokenUsageRepository"]
 
 # A settlement may be negative; the day's total never goes below zero.
-_ADD = ("INSERT INTO token_usage (day, tokens) VALUES (?, MAX(0, ?)) "
-        "ON CONFLICT(day) DO UPDATE SET tokens = MAX(0, tokens + ?)")
+_ADD = (
+    "INSERT INTO token_usage (day, tokens) VALUES (?, MAX(0, ?)) "
+    "ON CONFLICT(day) DO UPDATE SET tokens = MAX(0, tokens + ?)"
+)
 
 
 class TokenUsageRepository(Repository):

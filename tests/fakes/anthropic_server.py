@@ -29,7 +29,9 @@ __all__ = ["FakeAnthropic"]
 class FakeAnthropic:
     """``async with FakeAnthropic() as fake: AnthropicModel(..., base_url=fake.url)``."""
 
-    def __init__(self, reply: str = "The Drowned Bell rang thirteen times [The Long Winter].") -> None:
+    def __init__(
+        self, reply: str = "The Drowned Bell rang thirteen times [The Long Winter]."
+    ) -> None:
         self.reply = reply
         self.requests: list[dict[str, Any]] = []
         self.script: list[int | str] = []
@@ -57,7 +59,9 @@ class FakeAnthropic:
             return None
         for i, block in enumerate(system):
             if block.get("cache_control"):
-                return json.dumps({"model": body["model"], "system": system[: i + 1]}, sort_keys=True)
+                return json.dumps(
+                    {"model": body["model"], "system": system[: i + 1]}, sort_keys=True
+                )
         return None
 
     def _usage(self, body: dict[str, Any]) -> dict[str, int]:
@@ -85,9 +89,16 @@ class FakeAnthropic:
         self.requests.append({"headers": dict(request.headers), "body": body})
         action = self.script.pop(0) if self.script else "ok"
         if any(not m.get("content") for m in body.get("messages", [])):
-            return web.json_response({"type": "error", "error": {
-                "type": "invalid_request_error",
-                "message": "messages: all messages must have non-empty content"}}, status=400)
+            return web.json_response(
+                {
+                    "type": "error",
+                    "error": {
+                        "type": "invalid_request_error",
+                        "message": "messages: all messages must have non-empty content",
+                    },
+                },
+                status=400,
+            )
         if action == "hang":
             try:
                 await asyncio.wait_for(self._release.wait(), 30)
@@ -96,35 +107,75 @@ class FakeAnthropic:
         if isinstance(action, int):
             kind = {429: "rate_limit_error", 529: "overloaded_error"}.get(action, "api_error")
             return web.json_response(
-                {"type": "error", "error": {"type": kind, "message": "simulated"}}, status=action,
+                {"type": "error", "error": {"type": kind, "message": "simulated"}},
+                status=action,
             )
         usage = self._usage(body)
         msg_id = f"msg_{len(self.requests):04d}"
         if not body.get("stream"):
-            return web.json_response({
-                "id": msg_id, "type": "message", "role": "assistant", "model": body["model"],
-                "content": [] if action == "empty" else [{"type": "text", "text": self.reply}],
-                "stop_reason": "max_tokens" if action == "cut" else "end_turn",
-                "stop_sequence": None, "usage": usage,
-            })
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+            return web.json_response(
+                {
+                    "id": msg_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": body["model"],
+                    "content": [] if action == "empty" else [{"type": "text", "text": self.reply}],
+                    "stop_reason": "max_tokens" if action == "cut" else "end_turn",
+                    "stop_sequence": None,
+                    "usage": usage,
+                }
+            )
+        resp = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
         await resp.prepare(request)
 
         async def send(event: str, data: dict[str, Any]) -> None:
             await resp.write(f"event: {event}\ndata: {json.dumps(data)}\n\n".encode())
 
         start_usage = {**usage, "output_tokens": 1}
-        await send("message_start", {"type": "message_start", "message": {
-            "id": msg_id, "type": "message", "role": "assistant", "model": body["model"], "content": [],
-            "stop_reason": None, "stop_sequence": None, "usage": start_usage}})
-        await send("content_block_start", {"type": "content_block_start", "index": 0,
-                                           "content_block": {"type": "text", "text": ""}})
+        await send(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": msg_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": body["model"],
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": start_usage,
+                },
+            },
+        )
+        await send(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        )
         for i in range(0, len(self.reply), 12):
-            await send("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                               "delta": {"type": "text_delta", "text": self.reply[i : i + 12]}})
+            await send(
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": self.reply[i : i + 12]},
+                },
+            )
         await send("content_block_stop", {"type": "content_block_stop", "index": 0})
-        await send("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                                     "usage": {"output_tokens": usage["output_tokens"]}})
+        await send(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": usage["output_tokens"]},
+            },
+        )
         await send("message_stop", {"type": "message_stop"})
         await resp.write_eof()
         return resp

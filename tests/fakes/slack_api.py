@@ -54,7 +54,9 @@ class MockSlackApi(CatchAllServer):
             if len(found) >= n:
                 return found
             await asyncio.sleep(0.02)
-        raise AssertionError(f"no {path_part} after {timeout}s; calls: {[c.path for c in self.calls]}")
+        raise AssertionError(
+            f"no {path_part} after {timeout}s; calls: {[c.path for c in self.calls]}"
+        )
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
@@ -65,7 +67,9 @@ class MockSlackApi(CatchAllServer):
         elif raw:
             args = dict(parse_qsl(raw.decode()))
         args.update(request.query)
-        self.calls.append(SlackCall(request.path, args, dict(request.headers), asyncio.get_running_loop().time()))
+        self.calls.append(
+            SlackCall(request.path, args, dict(request.headers), asyncio.get_running_loop().time())
+        )
         path = request.path
         if path.startswith("/files/"):
             if request.headers.get("Authorization") != "Bearer xoxb-test":
@@ -88,36 +92,74 @@ class MockSlackApi(CatchAllServer):
         if method == "auth.test" and not self.token_ok:
             return web.json_response({"ok": False, "error": "invalid_auth"})
         if method == "auth.test":
-            return web.json_response({"ok": True, "url": "https://test.slack.com/", "team": "T", "user": "liminalis",
-                                      "team_id": "T0001", "user_id": BOT_USER, "bot_id": "B0001"})
+            return web.json_response(
+                {
+                    "ok": True,
+                    "url": "https://test.slack.com/",
+                    "team": "T",
+                    "user": "liminalis",
+                    "team_id": "T0001",
+                    "user_id": BOT_USER,
+                    "bot_id": "B0001",
+                }
+            )
         if method == "usergroups.list":
             if self.usergroups is None:
                 return web.json_response({"ok": False, "error": "missing_scope"})
             return web.json_response({"ok": True, "usergroups": self.usergroups})
         if method in {"chat.postMessage", "chat.postEphemeral"}:
-            return web.json_response({"ok": True, "channel": args.get("channel"), "ts": f"{time.time():.6f}"})
+            return web.json_response(
+                {"ok": True, "channel": args.get("channel"), "ts": f"{time.time():.6f}"}
+            )
         return web.json_response({"ok": False, "error": "unknown_method"})
 
 
-def signed_headers(body: str, *, content_type: str, secret: str = SIGNING_SECRET) -> dict[str, list[str]]:
+def signed_headers(
+    body: str, *, content_type: str, secret: str = SIGNING_SECRET
+) -> dict[str, list[str]]:
     """Headers of a request signed the way Slack signs them (v0 HMAC-SHA256 over ts and body)."""
     ts = str(int(time.time()))
     sig = "v0=" + hmac.new(secret.encode(), f"v0:{ts}:{body}".encode(), hashlib.sha256).hexdigest()
-    return {"content-type": [content_type], "x-slack-signature": [sig], "x-slack-request-timestamp": [ts]}
+    return {
+        "content-type": [content_type],
+        "x-slack-signature": [sig],
+        "x-slack-request-timestamp": [ts],
+    }
 
 
-def command_body(command: str, text: str, *, user_id: str, channel_id: str = "C0TABLE", response_url: str) -> str:
-    return urlencode({
-        "token": "verification", "team_id": "T0001", "team_domain": "test", "channel_id": channel_id,
-        "channel_name": "directmessage" if channel_id.startswith("D") else "table", "user_id": user_id,
-        "user_name": user_id.lower(), "command": command, "text": text, "api_app_id": "A0001",
-        "response_url": response_url, "trigger_id": "1.2.3",
-    })
+def command_body(
+    command: str, text: str, *, user_id: str, channel_id: str = "C0TABLE", response_url: str
+) -> str:
+    return urlencode(
+        {
+            "token": "verification",
+            "team_id": "T0001",
+            "team_domain": "test",
+            "channel_id": channel_id,
+            "channel_name": "directmessage" if channel_id.startswith("D") else "table",
+            "user_id": user_id,
+            "user_name": user_id.lower(),
+            "command": command,
+            "text": text,
+            "api_app_id": "A0001",
+            "response_url": response_url,
+            "trigger_id": "1.2.3",
+        }
+    )
 
 
 def event_body(event: dict[str, Any]) -> str:
-    return json.dumps({
-        "token": "verification", "team_id": "T0001", "api_app_id": "A0001", "event": event,
-        "type": "event_callback", "event_id": f"Ev{time.time_ns()}", "event_time": int(time.time()),
-        "authorizations": [{"enterprise_id": None, "team_id": "T0001", "user_id": BOT_USER, "is_bot": True}],
-    })
+    return json.dumps(
+        {
+            "token": "verification",
+            "team_id": "T0001",
+            "api_app_id": "A0001",
+            "event": event,
+            "type": "event_callback",
+            "event_id": f"Ev{time.time_ns()}",
+            "event_time": int(time.time()),
+            "authorizations": [
+                {"enterprise_id": None, "team_id": "T0001", "user_id": BOT_USER, "is_bot": True}
+            ],
+        }
+    )

@@ -44,14 +44,22 @@ def make_tiny_campaign(campaigns_dir: Path, slug: str = "greyhold") -> Path:
     (root / "campaign.toml").write_text(CAMPAIGN_TOML, encoding="utf-8")
     (root / "baron.md").write_text(
         "---\ntitle: Baron Aldric\n---\n# Baron Aldric\n\nThe baron rules Greyhold keep from the river tower. "
-        "The baron collects old bells and pays his guards in silver.\n", encoding="utf-8")
+        "The baron collects old bells and pays his guards in silver.\n",
+        encoding="utf-8",
+    )
     (root / "gm" / "plot.md").write_text(
         f"---\ntitle: {GM_TITLE}\n---\n# Baron plot\n\nThe truth about the baron: {CANARY}. "
-        "The baron feeds in the river tower at night.\n", encoding="utf-8")
+        "The baron feeds in the river tower at night.\n",
+        encoding="utf-8",
+    )
     (root / "mirel.md").write_text(
         f"---\ntitle: Mirel's Past\nvisibility: [mirel]\n---\n# Mirel's past\n\nBefore Greyhold, {MIREL_CANARY}. "
-        "The baron has never learned who took the bell.\n", encoding="utf-8")
+        "The baron has never learned who took the bell.\n",
+        encoding="utf-8",
+    )
     (root / "sessions" / "session-01.md").write_text(
         "---\ntitle: Session 1\ntype: session\n---\n# Session 1\n\nThe party reached Greyhold keep at dusk. "
-        "They met the baron in the river tower. He offered them silver for a bell.\n", encoding="utf-8")
+        "They met the baron in the river tower. He offered them silver for a bell.\n",
+        encoding="utf-8",
+    )
     return root
