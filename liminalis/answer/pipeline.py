@@ -1,4 +1,4 @@
-"""Answerers: turn a retrieved bundle into a cited answer, inside a token budget, across a chat.
+"""The answer pipeline: a retrieved bundle becomes a cited answer, inside a token budget, across a chat.
 
 ``Responder`` is the one call adapters use for a question::
 
@@ -6,8 +6,9 @@
       → split (standing docs | recalled) → tier → budget → prompt (stable | breakpoint | volatile)
       → language model, or the offline extractive answerer → record the turn → Answer
 
-The offline answerer (the default without an API key) quotes the best-matching sentences of
-the prompt's documents with their sources, plainly labelled as quotes.
+Without a model (or past the day's token budget) the offline answerer
+(:mod:`liminalis.answer.offline`) answers instead; :mod:`liminalis.answer.citations` reads the
+sources back from the text.
 
 Lens wall: the bundle comes from ``engine.retrieve`` for the caller's lens, every document is
 re-checked against the catalog before it reaches the prompt, and chat memory is keyed by lens.
@@ -18,11 +19,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import math
-import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
+from liminalis.answer.citations import Answer, cited_sources
+from liminalis.answer.offline import OfflineAnswerer
 from liminalis.context.budget import BudgetParams
 from liminalis.context.material import ContextDoc
 from liminalis.context.prompt import (
@@ -36,157 +37,15 @@ from liminalis.context.rolling import ChatMemory, RollingMemory
 from liminalis.context.tiering import TierParams
 from liminalis.context.tokens import default_counter
 from liminalis.errors import ConfigError, ModelUnavailable, StoreError
-from liminalis.ingest.sentences import split_sentences
 from liminalis.ports import Clock, LanguageModel, Usage
-from liminalis.retrieval.lexical import Tokenizer
 from liminalis.spend import DailyTokenGate
 from liminalis.text import clean_text
-from liminalis.types import SUMMARY, TEXT, Bundle, Span
+from liminalis.types import Span
 from liminalis.workers import run_cpu
 
-__all__ = ["Source", "Answer", "OfflineAnswerer", "Responder", "bundle_sources", "cited_sources"]
+__all__ = ["Responder"]
 
 _log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class Source:
-    doc_id: str
-    title: str
-    section: str = ""
-
-    def label(self) -> str:
-        return f"{self.title} — {self.section}" if self.section else self.title
-
-
-@dataclass(frozen=True, slots=True)
-class Answer:
-    text: str
-    sources: tuple[Source, ...]
-    model: str = "offline"
-    usage: Usage = field(default_factory=Usage)
-    notes: tuple[str, ...] = ()
-    lens: frozenset[str] = frozenset()
-
-
-def bundle_sources(bundle: Bundle) -> tuple[Source, ...]:
-    return tuple(
-        Source(d.doc_id, d.title, d.headings[0] if d.headings else "") for d in bundle.documents
-    )
-
-
-def _source(d: ContextDoc) -> Source:
-    return Source(d.doc_id, d.title, d.section)
-
-
-_BRACKETED = re.compile(r"\[([^\]\n]+)\]")
-
-
-def cited_sources(
-    text: str, documents: Sequence[ContextDoc], *, fallback: int = 3
-) -> tuple[Source, ...]:
-    """Documents the answer cites (in citation order); else the top ``fallback``; none for an
-    empty answer.
-
-    The prompt asks for ``[Title — Section]`` citations, so when the answer has bracketed ones,
-    each names the document whose title it starts with (the longest such title): the section
-    "The Drowned Bell" of "[Session 3 — The Drowned Bell]" is not the document of that title.
-    Without brackets, titles named in the text count, longest first, one not inside another.
-    """
-    low = text.lower()
-    if not low.strip():
-        return ()
-    titled = sorted(
-        ((d.title.lower(), i) for i, d in enumerate(documents) if d.title), key=lambda t: -len(t[0])
-    )
-    hits: list[tuple[int, int]] = []
-    for m in _BRACKETED.finditer(low):
-        inner = m.group(1).lstrip()
-        # The title, then the end or a separator: "[Session 31 — Finale]" is not "Session 3".
-        match = next(
-            (
-                i
-                for t, i in titled
-                if inner.startswith(t) and not inner[len(t) : len(t) + 1].isalnum()
-            ),
-            None,
-        )
-        if match is not None:
-            hits.append((m.start(), match))
-    if not hits:
-        taken: list[tuple[int, int]] = []
-        for t, i in titled:
-            pos = low.find(t)
-            while pos != -1 and any(a <= pos < b for a, b in taken):
-                pos = low.find(t, pos + 1)
-            if pos != -1:
-                taken.append((pos, pos + len(t)))
-                hits.append((pos, i))
-    if hits:
-        return tuple(dict.fromkeys(_source(documents[i]) for _, i in sorted(hits)))
-    recalled = [d for d in documents if d.pin not in {"always", "pinned"}] or list(documents)
-    return tuple(dict.fromkeys(_source(d) for d in recalled[:fallback]))
-
-
-class OfflineAnswerer:
-    """Extractive answer: the sentences of the material that share most terms with the question."""
-
-    name = "offline"
-
-    def __init__(self, *, max_quotes: int = 4, tokenizer: Tokenizer = Tokenizer()) -> None:
-        self.max_quotes = max_quotes
-        self.tokenizer = tokenizer
-
-    def answer(
-        self, question: str, documents: Sequence[ContextDoc], *, lens: frozenset[str] = frozenset()
-    ) -> Answer:
-        q = set(self.tokenizer(question))
-        candidates: list[tuple[str, set[str], ContextDoc]] = []
-        for doc in documents:
-            # Quotes come from the text the document holds: an omission only parts it, and a
-            # summary reads as its own words.
-            text = "\n\n".join(
-                s.text if s.kind in (TEXT, SUMMARY) else "\n\n" for s in doc.segments
-            )
-            for s, e, _ in split_sentences(text):
-                sent = " ".join(text[s:e].split())
-                if len(sent) < 12 or sent.startswith(("#", "|")):
-                    continue
-                candidates.append((sent, set(self.tokenizer(sent)), doc))
-        # idf over the material's sentences: a rare shared term says more than a common one.
-        n = len(candidates)
-        df: dict[str, int] = {}
-        for _, toks, _ in candidates:
-            for t in toks & q:
-                df[t] = df.get(t, 0) + 1
-        scored: list[tuple[float, int, str, ContextDoc]] = []
-        seen: set[str] = set()
-        for order, (sent, toks, doc) in enumerate(candidates):
-            shared = toks & q
-            if not shared or sent in seen:
-                continue
-            seen.add(sent)
-            weight = sum(math.log(1 + n / df[t]) for t in shared)
-            # Recalled material outranks standing documents; earlier ranks outrank later.
-            score = weight / (1 + 0.1 * doc.rank) * (1.15 if not doc.pinned else 1.0)
-            scored.append((score, order, sent, doc))
-        if not scored:
-            return Answer(
-                text="I found nothing in this campaign's documents that answers that.",
-                sources=(),
-                notes=("no matching passages",),
-                lens=lens,
-            )
-        best = sorted(scored, key=lambda x: (-x[0], x[1]))[: self.max_quotes]
-        lines = ["Here is what the campaign's documents say (quoted, not paraphrased):", ""]
-        used: list[Source] = []
-        for _, _, sent, doc in best:
-            src = _source(doc)
-            lines.append(f"> {sent}")
-            lines.append(f"— *{src.label()}*")
-            if src not in used:
-                used.append(src)
-        return Answer(text="\n".join(lines), sources=tuple(used), lens=lens)
 
 
 class Responder:
