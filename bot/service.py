@@ -189,7 +189,7 @@ class BotService:
         try:
             scope = await self.scope_of(msg)
             titles = await self.engine.titles(
-                scope.config.slug, frozenset(scope.lens), prefix.strip()[:100], limit=min(limit, 25)
+                scope.config.slug, scope.lens, prefix.strip()[:100], limit=min(limit, 25)
             )
         except Exception:
             _log.debug("autocomplete failed", exc_info=True)

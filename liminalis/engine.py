@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,9 +22,11 @@ from liminalis.lens import GM, Lens, visible
 from liminalis.memory.recall import MemoryModel
 from liminalis.ports import Embedder, Reranker, VectorStore
 from liminalis.recap import Recap, build_recap
+from liminalis.retrieval.catalog import Catalog
 from liminalis.retrieval.learned import DocumentRanker
 from liminalis.retrieval.lexical import Tokenizer
 from liminalis.retrieval.retriever import RetrievalParams, Retriever, Trace
+from liminalis.scope import CampaignScope
 from liminalis.store.sqlite import Database
 from liminalis.text import clean_text
 from liminalis.types import Bundle, IngestReport, StageTrace
@@ -141,6 +143,18 @@ class Engine:
         self._configs[slug] = (mtime, cfg)
         return cfg
 
+    async def scope(
+        self, campaign: str | CampaignConfig | CampaignScope, lens: Iterable[str]
+    ) -> CampaignScope:
+        """Resolve a request's scope once: the campaign's config (given, or loaded), the index
+        checked ready, the catalog snapshot, and ``lens`` as a :class:`Lens`."""
+        if isinstance(campaign, CampaignScope):
+            return campaign if campaign.lens == Lens(lens) else replace(campaign, lens=Lens(lens))
+        config = campaign if isinstance(campaign, CampaignConfig) else await self.campaign(campaign)
+        await self.require_index(config.slug)
+        catalog = await self.retriever.catalog(config.slug)
+        return CampaignScope(config=config, catalog=catalog, lens=Lens(lens))
+
     async def register(self, config: CampaignConfig) -> None:
         """Register a campaign whose folder lives outside ``campaigns_dir`` (bench, tests)."""
         self._configs[config.slug] = (time.time(), config)
@@ -230,9 +244,9 @@ class Engine:
 
     async def retrieve(
         self,
-        slug: str,
+        campaign: str | CampaignConfig | CampaignScope,
         query: str,
-        lens: frozenset[str],
+        lens: Iterable[str] | None = None,
         *,
         chat: str | None = None,
         forced: Sequence[str] = (),
@@ -250,8 +264,12 @@ class Engine:
                 "query too long",
                 user_message=f"Questions are limited to {MAX_QUERY_CHARS:,} characters.",
             )
-        config = await self.campaign(slug)
-        await self.require_index(config.slug)
+        if lens is None:
+            if not isinstance(campaign, CampaignScope):
+                raise TypeError("retrieve needs a lens, or a CampaignScope that holds one")
+            lens = campaign.lens
+        scope = await self.scope(campaign, lens)
+        config, lens = scope.config, scope.lens
         await self._ensure_store(config.slug)
         pinned = await self.pins(config.slug, chat) if use_pins else []
         if not use_pins:
@@ -268,8 +286,9 @@ class Engine:
             return await self.retriever.retrieve(
                 config.slug,
                 query,
-                frozenset(lens),
+                lens,
                 always=config.always_include if use_pins else (),
+                catalog=scope.catalog,
                 pinned=pinned,
                 forced=forced,
                 params=params,
@@ -279,22 +298,22 @@ class Engine:
         bundle = await self.retriever.retrieve(
             config.slug,
             query,
-            frozenset(lens),
+            lens,
             always=config.always_include,
+            catalog=scope.catalog,
             pinned=pinned,
             forced=forced,
             params=params,
             trace=trace,
         )
-        return await self._remember(config.slug, bundle, trace, params or self.retriever.params)
+        return await self._remember(scope.catalog, bundle, trace, params or self.retriever.params)
 
     async def _remember(
-        self, slug: str, bundle: Bundle, trace: Trace, params: RetrievalParams
+        self, cat: Catalog, bundle: Bundle, trace: Trace, params: RetrievalParams
     ) -> Bundle:
         """The bundle re-ranked by the campaign memory: every retrieved document kept, the
         memory's own candidates added, the rendered documents re-chosen from the new order."""
         assert self.memory is not None
-        cat = await self.retriever.catalog(slug)
         lens = frozenset(bundle.lens)
         recall = await self.memory.recall(
             cat,
@@ -329,25 +348,26 @@ class Engine:
         return replace(bundle, documents=tuple(rendered), ranked_doc_ids=ranked, timings_ms=timings)
 
     async def remember_turn(
-        self, slug: str, question: str, lens: frozenset[str], cited: Sequence[str]
+        self, scope: CampaignScope, question: str, cited: Sequence[str]
     ) -> None:
         """Record an answered turn in the campaign memory (when enabled)."""
         if self.memory_enabled and self.memory is not None:
-            cat = await self.retriever.catalog(validate_slug(slug))
-            await self.memory.record(cat, question, frozenset(lens), cited=cited)
+            await self.memory.record(scope.catalog, question, scope.lens, cited=cited)
 
     async def explain(
         self,
-        slug: str,
+        campaign: str | CampaignConfig | CampaignScope,
         query: str,
         *,
         relevant: Sequence[str] = (),
-        lens: frozenset[str] = frozenset({GM}),
+        lens: Iterable[str] = frozenset({GM}),
     ) -> Explanation:
         """Where each relevant document got to (default: the top documents found)."""
         trace = Trace()
-        bundle = await self.retrieve(slug, query, lens, trace=trace)
-        cat = await self.retriever.catalog(validate_slug(slug))
+        scope = await self.scope(campaign, lens)
+        lens = scope.lens
+        bundle = await self.retrieve(scope, query, trace=trace)
+        cat = scope.catalog
         targets = [cat.resolve_key(r, lens)[0] if cat.resolve_key(r, lens) else r for r in relevant]
         if not targets:
             targets = list(bundle.ranked_doc_ids[:5])
@@ -377,17 +397,19 @@ class Engine:
 
     async def answer(
         self,
-        slug: str,
+        campaign: str | CampaignConfig | CampaignScope,
         question: str,
-        lens: Lens,
+        lens: Iterable[str],
         *,
         chat: str | None = None,
         budget_tokens: int | None = None,
         forced: Sequence[str] = (),
     ) -> Answer:
-        """Answer ``question`` for ``lens`` from ``slug``'s documents, remembering the chat."""
+        """Answer ``question`` for ``lens`` from the campaign's documents, remembering the chat.
+        The campaign's scope is resolved here, once, and handed down the pipeline."""
+        scope = await self.scope(campaign, lens)
         return await self.answerer.respond(
-            slug, question, frozenset(lens), chat=chat, budget_tokens=budget_tokens, forced=forced
+            scope, question, scope.lens, chat=chat, budget_tokens=budget_tokens, forced=forced
         )
 
     async def recap(self, slug: str, sessions: int = 1) -> Recap:
@@ -419,7 +441,7 @@ class Engine:
         stats["enabled"] = self.memory_enabled
         return stats
 
-    async def memory_report(self, slug: str, of: frozenset[str]) -> str:
+    async def memory_report(self, slug: str, of: Lens) -> str:
         """The campaign memory's most active chunks and strongest associations as seen by the
         lenses ``of`` (a GM's view of the memory; never shown to players)."""
         if self.memory is None:
@@ -456,7 +478,7 @@ class Engine:
     async def pins(self, slug: str, chat: str | None = None) -> list[str]:
         return await self.db.pins.doc_ids(slug, [CAMPAIGN_SCOPE] + ([chat] if chat else []))
 
-    async def resolve_document(self, slug: str, key: str, lens: frozenset[str]) -> str:
+    async def resolve_document(self, slug: str, key: str, lens: Lens) -> str:
         """The doc id for a title/alias/path the lens may see; ``NotFound`` otherwise (same message)."""
         cat = await self.retriever.catalog(validate_slug(slug))
         found = cat.resolve_key(key, lens)
@@ -479,16 +501,14 @@ class Engine:
             )
         return found[0]
 
-    async def add_pin(
-        self, slug: str, key: str, lens: frozenset[str], *, scope: str = CAMPAIGN_SCOPE
-    ) -> str:
+    async def add_pin(self, slug: str, key: str, lens: Lens, *, scope: str = CAMPAIGN_SCOPE) -> str:
         doc_id = await self.resolve_document(slug, key, lens)
         # A pin names the file, not the view this lens read: each lens then gets its own view.
         await self.db.pins.add(validate_slug(slug), scope, source_of(doc_id), at=time.time())
         return doc_id
 
     async def remove_pin(
-        self, slug: str, key: str, lens: frozenset[str], *, scope: str = CAMPAIGN_SCOPE
+        self, slug: str, key: str, lens: Lens, *, scope: str = CAMPAIGN_SCOPE
     ) -> str:
         doc_id = await self.resolve_document(slug, key, lens)
         if not await self.db.pins.remove(slug, scope, source_of(doc_id)):
@@ -496,11 +516,12 @@ class Engine:
         return doc_id
 
     async def list_pins(
-        self, slug: str, lens: frozenset[str], chat: str | None = None
+        self, campaign: str | CampaignConfig, lens: Iterable[str], chat: str | None = None
     ) -> list[tuple[str, str]]:
         """Pins ``(doc_id, title)`` visible to ``lens`` (GM-only pins are invisible to players)."""
-        cat = await self.retriever.catalog(validate_slug(slug))
-        config = await self.campaign(slug)
+        config = campaign if isinstance(campaign, CampaignConfig) else await self.campaign(campaign)
+        slug, lens = config.slug, Lens(lens)
+        cat = await self.retriever.catalog(slug)
         out: list[tuple[str, str]] = []
         stored = [
             v for d in await self.pins(slug, chat) for v in cat.views_of(d, lens)
@@ -512,12 +533,12 @@ class Engine:
         return out
 
     async def titles(
-        self, slug: str, lens: frozenset[str], prefix: str = "", *, limit: int = 25
+        self, slug: str, lens: Lens, prefix: str = "", *, limit: int = 25
     ) -> list[tuple[str, str]]:
         cat = await self.retriever.catalog(validate_slug(slug))
         return cat.titles_for(lens, prefix, limit=min(limit, 25))
 
-    async def document_text(self, slug: str, doc_id: str, lens: frozenset[str]) -> tuple[str, str]:
+    async def document_text(self, slug: str, doc_id: str, lens: Lens) -> tuple[str, str]:
         cat = await self.retriever.catalog(validate_slug(slug))
         doc = cat.documents.get(doc_id)
         if doc is None or not visible(doc.visibility, lens):

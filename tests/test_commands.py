@@ -125,8 +125,17 @@ class Counting(BotService):
         return await super().lens_of(msg, cfg)
 
 
-async def test_one_config_load_and_one_lens_per_request(service):
+async def test_one_config_load_and_one_lens_per_request(service, monkeypatch):
     counting = Counting(service.engine, directory=service.directory)
+    engine_loads = 0
+    load = service.engine.campaign
+
+    async def counted(slug):  # the engine's own reads count too: the request's scope is passed down
+        nonlocal engine_loads
+        engine_loads += 1
+        return await load(slug)
+
+    monkeypatch.setattr(service.engine, "campaign", counted)
     for t in (
         "/ask who guards the keep?",
         "who is the baron?",
@@ -135,11 +144,14 @@ async def test_one_config_load_and_one_lens_per_request(service):
         "/recap",
         "/lens",
         "/campaign status",
+        "/explain who guards the keep?",
+        "/pin list",
     ):
-        counting.configs = counting.lenses = 0
+        counting.configs = counting.lenses = engine_loads = 0
         reply = await counting.handle(text(t, user_id="111", roles=("GM",)))
         assert not reply.error, (t, reply.text)
         assert (counting.configs, counting.lenses) == (1, 1), t
+        assert engine_loads == 1, t
     counting.configs = counting.lenses = 0
     pending = await counting.begin(text("/ask who guards the keep?", roles=("GM",)))
     assert pending.private and pending.is_gm  # what the adapters ask before they answer …

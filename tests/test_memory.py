@@ -189,9 +189,13 @@ async def test_same_documents_different_histories_different_results(tmp_path):
         # Campaign a has talked about the session; campaign b about the baron's page.
         for _ in range(3):
             await a.remember_turn(
-                "greyhold", "What happened in Session 1?", PLAYERS_LENS, ["sessions/session-01"]
+                await a.scope("greyhold", PLAYERS_LENS),
+                "What happened in Session 1?",
+                ["sessions/session-01"],
             )
-            await b.remember_turn("greyhold", "Who is Baron Aldric?", PLAYERS_LENS, ["baron"])
+            await b.remember_turn(
+                await b.scope("greyhold", PLAYERS_LENS), "Who is Baron Aldric?", ["baron"]
+            )
             clock.advance(seconds=60)
         q = "what about the tower and the bells?"
         ra = (await a.retrieve("greyhold", q, PLAYERS_LENS)).ranked_doc_ids
@@ -245,7 +249,9 @@ async def test_cold_exact_match_stays_reachable(tmp_path):
     try:
         for _ in range(5):
             await engine.remember_turn(
-                "greyhold", "What happened in Session 1?", PLAYERS_LENS, ["sessions/session-01"]
+                await engine.scope("greyhold", PLAYERS_LENS),
+                "What happened in Session 1?",
+                ["sessions/session-01"],
             )
         ranked = (
             await engine.retrieve("greyhold", "Who pays his guards in silver?", PLAYERS_LENS)

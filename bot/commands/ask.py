@@ -40,7 +40,7 @@ async def run(request: Request, scope: Scope) -> Reply:
         services.engine, cfg.slug, msg.chat_key, services.responder.budget_tokens
     )
     answer = await services.engine.answer(
-        cfg.slug, question, scope.lens, chat=msg.chat_key, budget_tokens=budget
+        cfg, question, scope.lens, chat=msg.chat_key, budget_tokens=budget
     )
     # A stage skipped is said in the reply: a busy bot answers, a little less well, and the
     # player knows why.

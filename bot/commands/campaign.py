@@ -76,7 +76,7 @@ async def _status(request: Request, scope: Scope) -> Reply:
             if msg.is_dm
             else "This channel is not linked to a campaign. A GM can run `/campaign link <slug>`."
         )
-    titles = await scope.services.engine.titles(cfg.slug, frozenset(scope.lens), limit=25)
+    titles = await scope.services.engine.titles(cfg.slug, scope.lens, limit=25)
     files = len({source_of(d) for d, _ in titles})  # a personal view is part of its file
     text = f"This channel plays **{cfg.name}** (`{cfg.slug}`); {files}{'+' if len(titles) == 25 else ''} documents visible to you."
     if scope.lens.is_gm:

@@ -18,7 +18,7 @@ async def run(request: Request, scope: Scope) -> Reply:
     question = request.string("question")
     if not question.strip():
         raise InvalidInput("empty", user_message="Usage: `/explain <question>`")
-    ex = await engine.explain(cfg.slug, question, lens=frozenset(scope.lens))
+    ex = await engine.explain(cfg, question, lens=scope.lens)
     return Reply(text=ex.render(), title="Explain")
 
 

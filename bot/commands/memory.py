@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bot.commands._base import Command, Option, Request, Scope
 from bot.messages import OptionValue, Reply
-from liminalis.lens import GM, PLAYERS
+from liminalis.lens import GM, PLAYERS, Lens
 
 __all__ = ["command"]
 
@@ -18,7 +18,7 @@ async def run(request: Request, scope: Scope) -> Reply:
     names = {
         x.strip().lower() for x in request.string("lens").replace(",", " ").split() if x.strip()
     } or {PLAYERS}
-    of = frozenset({GM}) if GM in names else frozenset(names | {PLAYERS})
+    of = Lens({GM}) if GM in names else Lens(names | {PLAYERS})
     text = await scope.services.engine.memory_report(scope.config.slug, of)
     return Reply(text=text, title="Memory")
 

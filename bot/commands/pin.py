@@ -27,10 +27,10 @@ def _changes(request: Request) -> bool:
 
 async def run(request: Request, scope: Scope) -> Reply:
     cfg, engine = scope.config, scope.services.engine
-    lens = frozenset(scope.lens)
+    lens = scope.lens
     action, key = request.string("action", "list"), request.string("document")
     if action == "list":
-        pins = await engine.list_pins(cfg.slug, lens, chat=request.msg.chat_key)
+        pins = await engine.list_pins(cfg, lens, chat=request.msg.chat_key)
         body = "\n".join(f"• {title}" for _, title in pins) or "No pins."
         return Reply(text=f"Pinned documents:\n{body}")
     if action not in {"add", "remove"} or not key:

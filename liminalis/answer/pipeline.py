@@ -19,11 +19,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 
 from liminalis.answer.citations import Answer, cited_sources
 from liminalis.answer.offline import OfflineAnswerer
+from liminalis.campaign import CampaignConfig
 from liminalis.context.budget import BudgetParams
 from liminalis.context.material import ContextDoc
 from liminalis.context.prompt import (
@@ -37,7 +38,9 @@ from liminalis.context.rolling import ChatMemory, RollingMemory
 from liminalis.context.tiering import TierParams
 from liminalis.context.tokens import default_counter
 from liminalis.errors import ConfigError, ModelUnavailable, StoreError
+from liminalis.lens import Lens
 from liminalis.ports import Clock, LanguageModel, Usage
+from liminalis.scope import CampaignScope
 from liminalis.spend import DailyTokenGate
 from liminalis.text import clean_text
 from liminalis.types import Span
@@ -94,9 +97,9 @@ class Responder:
 
     async def respond(
         self,
-        campaign: str,
+        campaign: str | CampaignConfig | CampaignScope,
         question: str,
-        lens: frozenset[str],
+        lens: Iterable[str],
         *,
         chat: str | None = None,
         forced: Sequence[str] = (),
@@ -104,13 +107,12 @@ class Responder:
         on_text: Callable[[str], Awaitable[None]] | None = None,
     ) -> Answer:
         """Answer ``question`` for ``lens``; ``on_text`` receives the growing text when streaming."""
-        lens = frozenset(lens)
         question = clean_text(question)  # a lone surrogate would fail the tokenizers and SQLite
-        config = await self.engine.campaign(campaign)
-        slug = config.slug
+        scope = await self.engine.scope(campaign, lens)
+        config, lens, slug = scope.config, scope.lens, scope.slug
         budget = budget_tokens if budget_tokens is not None else self.budget_tokens
         mem: ChatMemory | None = await self.memory.load(slug, chat, lens) if chat else None
-        catalog = await self.engine.retriever.catalog(slug)
+        catalog = scope.catalog
         notes: list[str] = []
         counter = default_counter()
 
@@ -144,7 +146,7 @@ class Responder:
             clip_query = f"{mem.last_question} {question}"
             notes.append("follow-up: reused the material loaded for the previous question")
         else:
-            bundle = await self.engine.retrieve(slug, question, lens, chat=chat, forced=forced)
+            bundle = await self.engine.retrieve(scope, question, lens, chat=chat, forced=forced)
             visible = [d for d in bundle.documents if catalog.visible_doc(d.doc_id, lens)]
             if len(visible) != len(bundle.documents):
                 _log.error(
@@ -223,9 +225,7 @@ class Responder:
                     await self.gate.settle(estimate, cost)
 
         if not reuse:
-            await self.engine.remember_turn(
-                slug, question, lens, [s.doc_id for s in answer.sources]
-            )
+            await self.engine.remember_turn(scope, question, [s.doc_id for s in answer.sources])
         if mem is not None:
             try:
                 await self.memory.record(
@@ -249,7 +249,7 @@ class Responder:
         self,
         prompt: Prompt,
         notes: list[str],
-        lens: frozenset[str],
+        lens: Lens,
         on_text: Callable[[str], Awaitable[None]] | None,
         offline: Callable[[str, str], Answer],
     ) -> Answer:
@@ -297,7 +297,7 @@ class Responder:
         self,
         prompt: Prompt,
         notes: list[str],
-        lens: frozenset[str],
+        lens: Lens,
         on_text: Callable[[str], Awaitable[None]] | None,
     ) -> Answer:
         assert self.model is not None

@@ -389,12 +389,18 @@ class Retriever:
         forced: Sequence[str] = (),
         params: RetrievalParams | None = None,
         trace: Trace | None = None,
+        catalog: Catalog | None = None,
     ) -> Bundle:
+        """Retrieve for ``lens`` from ``catalog`` (the request's snapshot; default: the current one)."""
         p = params or self.params
         lens = frozenset(lens)
         timings: dict[str, float] = {}
         t0 = time.perf_counter()
-        cat = await self.catalog(campaign)
+        cat = (
+            catalog
+            if catalog is not None and catalog.campaign == campaign
+            else await self.catalog(campaign)
+        )
         search_query = strip_mentions(query)
         sig = Signals(query_tokens=self.tokenizer(search_query))
 
