@@ -21,8 +21,9 @@ from typing import Any
 from bench.common import bench_engine, doc_metrics, load_set, mean
 from liminalis.retrieval.fusion import dedupe_ranking, rrf
 from liminalis.retrieval.learned import Signals
-from liminalis.retrieval.lexical import BM25Index, Tokenizer, title_entry_id
+from liminalis.retrieval.lexical import BM25Index, title_entry_id
 from liminalis.retrieval.retriever import RetrievalParams
+from liminalis.text import Tokenizer
 
 LEX_GRID = [
     (stem, stop, k1, b)

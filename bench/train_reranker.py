@@ -112,7 +112,8 @@ def build_examples(
     from bench.rerank_data import evidence_score, group_of, normalize
     from liminalis.ingest.chunking import chunk_document
     from liminalis.ingest.loaders import normalize_text
-    from liminalis.retrieval.lexical import BM25Index, Tokenizer
+    from liminalis.retrieval.lexical import BM25Index
+    from liminalis.text import Tokenizer
 
     rng = random.Random(seed)
     tok = Tokenizer()

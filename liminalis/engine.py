@@ -24,11 +24,10 @@ from liminalis.ports import Embedder, Reranker, VectorStore
 from liminalis.recap import Recap, build_recap
 from liminalis.retrieval.catalog import Catalog
 from liminalis.retrieval.learned import DocumentRanker
-from liminalis.retrieval.lexical import Tokenizer
 from liminalis.retrieval.retriever import RetrievalParams, Retriever, Trace
 from liminalis.scope import CampaignScope
 from liminalis.store.sqlite import Database
-from liminalis.text import clean_text
+from liminalis.text import Tokenizer, clean_text
 from liminalis.types import Bundle, IngestReport, StageTrace
 
 if TYPE_CHECKING:

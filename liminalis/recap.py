@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from liminalis.ingest.sentences import split_sentences
 from liminalis.lens import players_lens
 from liminalis.retrieval.catalog import Catalog
-from liminalis.text import natural_key
+from liminalis.text import natural_key, split_sentences
 
 __all__ = ["Recap", "build_recap"]
 

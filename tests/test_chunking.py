@@ -2,7 +2,7 @@ from conftest import SAMPLE
 
 from liminalis.ingest.chunking import ChunkingParams, chunk_document, make_windows
 from liminalis.ingest.loaders import normalize_text
-from liminalis.ingest.sentences import split_sentences
+from liminalis.text import split_sentences
 
 VIS = frozenset({"gm", "players"})
 CHAPTER = SAMPLE / "lore" / "the-long-winter-chronicle.md"

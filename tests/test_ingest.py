@@ -283,7 +283,7 @@ async def test_changing_what_is_embedded_reindexes_without_re_embedding(tmp_path
 async def test_a_changed_tokenizer_retokenizes_the_stored_bm25_tokens(tmp_path, campaign_copy):
     """Stored tokens made by another tokenizer would never match the new query tokens: the
     tokenizer is part of the index profile, and a profile change rebuilds the tokens."""
-    from liminalis.retrieval.lexical import Tokenizer
+    from liminalis.text import Tokenizer
 
     engine = await make_engine(tmp_path)
     try:

@@ -7,10 +7,10 @@ from conftest import close_engine, make_engine
 
 from liminalis.lens import gm_lens, players_lens
 from liminalis.retrieval.fusion import rrf
-from liminalis.retrieval.lexical import Tokenizer
 from liminalis.retrieval.render import omission, render_spans, select_spans
 from liminalis.retrieval.retriever import RetrievalParams, Trace
 from liminalis.testing import BrokenReranker, KeywordReranker, SlowReranker
+from liminalis.text import Tokenizer
 from liminalis.types import Span
 
 # -- tokenizer ---------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-from liminalis.ingest.sentences import split_sentences
+from liminalis.text import split_sentences
 
 
 def texts(t: str) -> list[str]:

@@ -15,8 +15,7 @@ from collections.abc import Sequence
 
 from liminalis.answer.citations import Answer, Source, source_of_doc
 from liminalis.context.material import ContextDoc
-from liminalis.ingest.sentences import split_sentences
-from liminalis.retrieval.lexical import Tokenizer
+from liminalis.text import Tokenizer, split_sentences
 from liminalis.types import SUMMARY, TEXT
 
 __all__ = ["OfflineAnswerer"]

@@ -27,8 +27,7 @@ from dataclasses import dataclass
 
 from liminalis.context.material import ContextDoc, count_blocks
 from liminalis.context.tokens import TokenCounter, default_counter
-from liminalis.ingest.sentences import split_sentences
-from liminalis.retrieval.lexical import Tokenizer
+from liminalis.text import Tokenizer, split_sentences
 from liminalis.types import CLIP, GAP, SUMMARY, TEXT, Segment, Span, segments_text
 
 __all__ = [

@@ -34,9 +34,8 @@ from dataclasses import dataclass
 
 from liminalis.context.material import ContextDoc, plain
 from liminalis.context.tokens import TokenCounter, at_most, default_counter, word_floor
-from liminalis.ingest.sentences import split_sentences
-from liminalis.retrieval.lexical import Tokenizer
 from liminalis.retrieval.render import render_segments
+from liminalis.text import Tokenizer, split_sentences
 from liminalis.types import SUMMARY, Segment, Span, segments_text
 
 __all__ = ["TierParams", "TierReport", "tier_documents", "extractive_summary", "widen"]

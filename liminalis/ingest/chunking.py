@@ -27,7 +27,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from liminalis.ingest.sentences import split_sentences
+from liminalis.text import split_sentences
 from liminalis.types import Passage, Window
 
 __all__ = ["ChunkingParams", "chunk_document", "make_windows", "content_hash"]

@@ -42,8 +42,8 @@ from liminalis.ingest.sections import find_hidden_sections
 from liminalis.ingest.synopsis import contextual_text, extractive_synopsis, title_text
 from liminalis.lens import GM
 from liminalis.ports import Embedder, VectorRecord, VectorStore
-from liminalis.retrieval.lexical import Tokenizer
 from liminalis.store.sqlite import Database
+from liminalis.text import Tokenizer
 from liminalis.types import Document, FileReport, IngestReport, Passage, SkippedFile
 from liminalis.workers import run_cpu
 

@@ -13,8 +13,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from liminalis.ingest.sentences import split_sentences
-from liminalis.retrieval.lexical import STOP_WORDS
+from liminalis.text import STOP_WORDS, split_sentences
 
 __all__ = ["extractive_synopsis", "contextual_text", "title_text"]
 

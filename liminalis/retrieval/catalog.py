@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import re
 import threading
-import unicodedata
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from liminalis.ingest.sections import source_of
 from liminalis.lens import visible
-from liminalis.retrieval.lexical import BM25Index, Tokenizer, title_entry_id
-from liminalis.text import natural_key
+from liminalis.retrieval.lexical import BM25Index, title_entry_id
+from liminalis.text import Tokenizer, fold_accents, natural_key
 from liminalis.types import Document
 
 __all__ = ["PassageInfo", "Catalog", "normalize_key"]
@@ -30,8 +29,7 @@ _DIGITS = re.compile(r"(\d+)")
 
 def normalize_key(text: str) -> str:
     """Lower-case, accent-folded, punctuation-free form used to match document keys."""
-    folded = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-    return _KEY_WS.sub(" ", folded.lower().replace("_", " ")).strip()
+    return _KEY_WS.sub(" ", fold_accents(text).lower().replace("_", " ")).strip()
 
 
 @dataclass(frozen=True, slots=True)

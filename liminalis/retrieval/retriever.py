@@ -22,11 +22,11 @@ from liminalis.ports import Embedder, Reranker, VectorHit, VectorStore
 from liminalis.retrieval.catalog import Catalog, PassageInfo
 from liminalis.retrieval.fusion import dedupe_ranking, rrf
 from liminalis.retrieval.learned import DocumentRanker, Signals, doc_features
-from liminalis.retrieval.lexical import Tokenizer
 from liminalis.retrieval.pins import Pin, resolve_pins, strip_mentions
 from liminalis.retrieval.render import RenderParams, render_segments, select_spans
 from liminalis.retrieval.rerank import rerank_hits
 from liminalis.store.sqlite import Database
+from liminalis.text import Tokenizer
 from liminalis.types import Bundle, Document, Hit, RenderedDocument, Span, StageTrace
 from liminalis.workers import run_cpu
 

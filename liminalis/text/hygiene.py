@@ -1,4 +1,4 @@
-"""Text hygiene for anything a user or a file hands the engine.
+"""Text hygiene for anything a user or a file hands the engine, and accent folding.
 
 Why one module: Python strings can hold what no downstream consumer accepts. A platform's JSON
 may carry a lone surrogate (``"\\ud800"`` decodes to one), which the fast tokenizers reject
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["clean_text", "natural_key"]
+__all__ = ["clean_text", "fold_accents", "natural_key"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _DIGIT_RUNS = re.compile(r"(\d+)")
@@ -38,3 +38,10 @@ def _has_surrogate(text: str) -> bool:
 def natural_key(name: str) -> list[tuple[int, int, str]]:
     """Sort key that orders the digit runs of a name by value: session-9 before session-10."""
     return [(0, int(x), "") if x.isdecimal() else (1, 0, x) for x in _DIGIT_RUNS.split(name)]
+
+
+def fold_accents(text: str) -> str:
+    """Compatibility-decompose and drop combining marks: ``Séverine`` → ``Severine``, ``ﬁ`` →
+    ``fi``. Lexical search, document keys and name matching fold alike, so a player who types
+    no accents finds what the GM wrote with them."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
