@@ -173,7 +173,7 @@ def _table(results: dict[str, dict[str, dict[str, float]]]) -> str:
 async def _main(
     args: argparse.Namespace, embedder: Embedder | None, cache_dir: Path
 ) -> dict[str, Any]:
-    from bot.main import load_embedder, load_learned_ranker, load_reranker
+    from liminalis.models import load_embedder, load_learned_ranker, load_reranker
 
     if embedder is None:
         embedder = load_embedder(args.embedder, adapter=args.query_adapter)

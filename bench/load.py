@@ -119,9 +119,9 @@ async def _service(
         async with build_engine(settings) as engine:
             yield build_service(settings, engine)
         return
-    from bot.main import load_learned_ranker
     from liminalis.engine import Engine
     from liminalis.ingest.indexer import IngestOptions
+    from liminalis.models import load_learned_ranker
     from liminalis.store.sqlite import Database
     from liminalis.testing import MemoryVectorStore
 

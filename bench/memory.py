@@ -246,12 +246,12 @@ async def run(
     ranker_spec: str = "auto",
 ) -> dict[str, dict[str, dict[str, dict[str, float]]]]:
     if embedder is None:
-        from bot.main import load_embedder
+        from liminalis.models import load_embedder
 
         embedder = load_embedder("auto", adapter="auto")
     ranker = None
     if ranker_spec != "none":
-        from bot.main import load_learned_ranker
+        from liminalis.models import load_learned_ranker
 
         ranker = load_learned_ranker(ranker_spec)
     results: dict[str, dict[str, dict[str, dict[str, float]]]] = {}

@@ -123,7 +123,7 @@ async def mine(
     rec = _PoolRecorder()
     rows: list[dict[str, Any]] = []
     passages: dict[str, str] = {}
-    from bot.main import load_learned_ranker
+    from liminalis.models import load_learned_ranker
 
     # The shipped learned ranker orders the pool, as in the product (the set of pool passages is
     # the fused top POOL either way; the order is what depth and the mix prior act on).
@@ -217,7 +217,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from bot.main import load_embedder
+    from liminalis.models import load_embedder
 
     # As the product retrieves. On the training groups the shipped adapter has seen their
     # questions, so their dense arm is a little stronger than on a new campaign; the pool is

@@ -72,7 +72,7 @@ async def collect(
     bench = load_set(path, limit=limit)
     rec = _Recorder(reranker)
     rows: list[dict[str, Any]] = []
-    from bot.main import load_learned_ranker
+    from liminalis.models import load_learned_ranker
 
     # The product's pool: contextual embeddings and the shipped learned ranker's order.
     kw: dict[str, Any] = {"ranker": load_learned_ranker("auto")}
@@ -313,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if not args.dirs:
         ap.error("give dev set folders, or --pools and --scores")
-    from bot.main import load_embedder, load_reranker
+    from liminalis.models import load_embedder, load_reranker
 
     reranker = load_reranker(args.reranker)
     if reranker is None:

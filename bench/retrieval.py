@@ -198,17 +198,17 @@ async def run(
     embedder_spec: str = "auto",
 ) -> dict[str, dict[str, dict[str, float]]]:
     if embedder is None:
-        from bot.main import load_embedder
+        from liminalis.models import load_embedder
 
         embedder = load_embedder(embedder_spec, adapter=query_adapter_spec)
     reranker = None
     if any(parse_config(c)[2] for c in configs):
-        from bot.main import load_reranker
+        from liminalis.models import load_reranker
 
         reranker = load_reranker(reranker_spec, int8=reranker_int8)
     ranker = None
     if any(parse_config(c)[3].get("learned_enabled") for c in configs):
-        from bot.main import load_learned_ranker
+        from liminalis.models import load_learned_ranker
 
         ranker = load_learned_ranker(ranker_spec)
     results: dict[str, dict[str, dict[str, float]]] = {}

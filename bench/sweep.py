@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         help="dense-arm query adapter: auto (models/query-adapter, as the product), none, or a path",
     )
     args = ap.parse_args(argv)
-    from bot.main import load_embedder
+    from liminalis.models import load_embedder
 
     emb = load_embedder(adapter=args.query_adapter)
     results = {}

@@ -140,8 +140,8 @@ def selected_groups(args: argparse.Namespace) -> list[Path]:
 
 def plain_embedder(spec: str) -> Any:
     """The embedder without any query adapter: training tools choose adapters themselves."""
-    from bot.main import resolve_embedder
     from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
+    from liminalis.models import resolve_embedder
 
     return SentenceTransformerEmbedder(resolve_embedder(spec))
 

@@ -11,10 +11,10 @@ import contextlib
 import logging
 import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.settings import Settings
+from liminalis import models
 from liminalis.engine import Engine
 from liminalis.ingest.indexer import IngestOptions
 from liminalis.ports import Embedder, Reranker
@@ -32,24 +32,10 @@ __all__ = [
     "build_responder",
     "build_service",
     "configure_logging",
-    "load_reranker",
-    "load_learned_ranker",
-    "load_embedder",
     "load_models",
-    "SHIPPED_RERANKER",
-    "SHIPPED_RANKER",
-    "SHIPPED_QUERY_ADAPTER",
-    "SHIPPED_EMBEDDER",
-    "resolve_embedder",
-    "check_ranker_embedder",
 ]
 
 _log = logging.getLogger(__name__)
-MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
-SHIPPED_RERANKER = MODELS_DIR / "reranker"
-SHIPPED_RANKER = MODELS_DIR / "ranker"
-SHIPPED_QUERY_ADAPTER = MODELS_DIR / "query-adapter"
-SHIPPED_EMBEDDER = MODELS_DIR / "embedder"
 
 
 def configure_logging(level: str = "INFO") -> None:
@@ -62,110 +48,17 @@ def configure_logging(level: str = "INFO") -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def _off(spec: str) -> bool:
-    """A model setting that turns its stage off."""
-    return spec.lower() in {"none", "off", ""}
-
-
-def load_reranker(spec: str, *, int8: bool = False) -> Reranker | None:
-    """``auto`` → the shipped model when present; ``none`` → off; else a CrossEncoder name/path.
-    ``int8``: dynamic int8 quantization of its linear layers. About 1.5x faster on a CPU, but on
-    the shipped model it moves the scores enough (rank correlation with fp32 0.85–0.88 over a
-    query's candidates) to lose most of the stage's gain, so it is off by default."""
-    if _off(spec):
-        return None
-    path = spec
-    if spec == "auto":
-        if not (SHIPPED_RERANKER / "config.json").exists():
-            _log.info("no shipped reranker at %s: rerank stage off", SHIPPED_RERANKER)
-            return None
-        path = str(SHIPPED_RERANKER)
-    from liminalis.adapters.cross_encoder import CrossEncoderReranker
-
-    return CrossEncoderReranker(path, quantize=int8)
-
-
-def load_learned_ranker(spec: str) -> DocumentRanker | None:
-    """``auto`` → the shipped ranker (models/ranker); ``none`` → off; else a ranker.json path.
-    A missing or broken model logs once and leaves the fused order."""
-    from liminalis.retrieval.learned import load_ranker
-
-    if _off(spec):
-        return None
-    return load_ranker(SHIPPED_RANKER if spec == "auto" else spec)
-
-
-def resolve_embedder(spec: str) -> str:
-    """``auto`` → the shipped fine-tuned embedder (models/embedder) when present, else the
-    bundled all-MiniLM-L6-v2; anything else is a sentence-transformers name or path."""
-    from liminalis.adapters.sentence_transformers import BUNDLED_MINILM
-
-    if spec != "auto":
-        return spec
-    if (SHIPPED_EMBEDDER / "modules.json").exists():
-        return str(SHIPPED_EMBEDDER)
-    _log.info("no shipped embedder at %s: %s", SHIPPED_EMBEDDER, BUNDLED_MINILM)
-    return BUNDLED_MINILM
-
-
-def load_embedder(spec: str = "auto", adapter: str = "auto") -> Embedder:
-    """The sentence-transformers embedder ``spec`` (see :func:`resolve_embedder`), its query
-    vectors mapped by the query adapter (``auto`` → the shipped one, if it was fit for this
-    embedder; ``none`` → off; else a path). An explicitly named adapter fit for another
-    embedder, or a missing or broken one, leaves plain query vectors and logs once."""
-    from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
-    from liminalis.retrieval.query_adapter import adapt, load_query_adapter
-
-    embedder = SentenceTransformerEmbedder(resolve_embedder(spec))
-    if _off(adapter):
-        return embedder
-    loaded = load_query_adapter(SHIPPED_QUERY_ADAPTER if adapter == "auto" else adapter)
-    if adapter == "auto" and loaded is not None and loaded.base_model != embedder.model_id:
-        # The shipped adapter serves the bundled embedder; the shipped fine-tuned one needs none.
-        _log.info("shipped query adapter is for %s: plain query vectors", loaded.base_model)
-        return embedder
-    return adapt(embedder, loaded)
-
-
-def check_ranker_embedder(ranker: DocumentRanker | None, embedder: Embedder) -> bool:
-    """Whether the learned ranker was fit on this embedder's dense scores; logs a warning if
-    not. The ranker still runs (its lexical features carry most of its weight), but its dense
-    weights are calibrated to another model: refit it with ``bench.train_ranker --embedder``."""
-    trained_on = getattr(ranker, "embedder", "")
-    if not trained_on or trained_on == embedder.model_id:
-        return True
-    _log.warning(
-        "learned ranker was fit on %s's dense scores, this service embeds with %s: "
-        "refit it (python -m bench.train_ranker --embedder ...)",
-        trained_on,
-        embedder.model_id,
-    )
-    return False
-
-
 def load_models(settings: Settings) -> tuple[Embedder, DocumentRanker | None, Reranker | None]:
-    """The embedder, learned ranker and reranker ``settings`` name, with their weights in memory
-    (blocking: seconds of torch). Loaded here, at start, so the first question or ingest does
-    not pay for it; a reranker that fails to load is kept and fails soft on use (logged once)."""
-    embedder = load_embedder(settings.embedder, settings.query_adapter)
-    _ = embedder.dim  # loads the weights (the dimension is read from the model)
-    ranker = load_learned_ranker(settings.ranker)
-    check_ranker_embedder(ranker, embedder)
-    reranker = load_reranker(settings.reranker, int8=settings.reranker_int8)
-    from liminalis.context.tokens import default_counter
-
-    default_counter()  # the prompt's token counter (a tokenizer.json), read once per process
-    load = getattr(reranker, "load", None)
-    if callable(load):
-        try:
-            load()
-        except Exception as exc:
-            _log.warning(
-                "reranker %s did not load (%s): the rerank stage keeps the fused order",
-                getattr(reranker, "model_id", "?"),
-                exc,
-            )
-    return embedder, ranker, reranker
+    """The models ``settings`` name, resolved against the models directory
+    (:mod:`liminalis.models`) and loaded (blocking: run it in a thread)."""
+    return models.load_models(
+        embedder=settings.embedder,
+        query_adapter=settings.query_adapter,
+        ranker=settings.ranker,
+        reranker=settings.reranker,
+        reranker_int8=settings.reranker_int8,
+        shipped=models.find_models_dir(settings.models_dir),
+    )
 
 
 @contextlib.asynccontextmanager

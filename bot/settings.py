@@ -49,6 +49,8 @@ class Settings:
         ""  # default: <data_dir>/milvus.db (Milvus Lite); http://host:19530 for a server
     )
     milvus_token: str = field(default="", repr=False)
+    #: The shipped models' directory; empty: the checkout's models/, else the installed copy.
+    models_dir: str = ""
     embedder: str = (
         "auto"  # auto: models/embedder if present, else bundled:all-MiniLM-L6-v2; or a name/path
     )

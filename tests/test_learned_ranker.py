@@ -10,8 +10,8 @@ import pytest
 from test_retrieval import leaked, tiny  # noqa: F401  (the tiny campaign fixture)
 from test_train_reranker import make_train_dir
 
-from bot.main import SHIPPED_RANKER, load_learned_ranker
 from liminalis.lens import players_lens
+from liminalis.models import find_models_dir, load_learned_ranker
 from liminalis.retrieval.learned import FEATURES, LearnedRanker, load_ranker
 from liminalis.retrieval.retriever import RetrievalParams, Trace
 
@@ -25,7 +25,7 @@ def row(**values: float) -> np.ndarray:
 
 def test_shipped_ranker_loads_offline_and_prefers_the_document_that_covers_the_question():
     ranker = load_learned_ranker("auto")
-    assert ranker is not None, f"no shipped ranker at {SHIPPED_RANKER}"
+    assert ranker is not None, f"no shipped ranker at {find_models_dir().ranker}"
     # Fusion put B first on one dense passage; A holds every query term, in one scene, and leads
     # the document-level arm. A model that learned anything ranks A above B.
     common = dict(lex_present=1, doc_present=1, dense_present=1, dense_cos=0.4, log_length=7.0)
@@ -396,7 +396,7 @@ def test_a_refit_keeps_the_hand_written_why_section_of_the_card(tmp_path):
         "l2": 1e-3,
         "seconds": 1,
     }
-    write_card(tmp_path, report, load_ranker(SHIPPED_RANKER))
+    write_card(tmp_path, report, load_ranker(find_models_dir().ranker))
     card = (tmp_path / "README.md").read_text()
     assert (
         card.endswith("## Why these features\nCV table.\n")

