@@ -160,7 +160,7 @@ def definition_from_mapping(data: Mapping[str, Any]) -> PassDefinition:
         assert isinstance(raw, Mapping)
         node_type, params = raw.get("type"), raw.get("params", {})
         if not isinstance(node_type, str):
-            raise _refuse(name, "needs a `type`", node=node_id)
+            raise _refuse(name, "a `type` is needed", node=node_id)
         if not isinstance(params, Mapping):
             raise _refuse(name, "`params` must be an object", node=node_id)
         inputs = raw.get("inputs", {})
@@ -244,7 +244,7 @@ def validate(definition: PassDefinition, registry: NodeRegistry) -> tuple[str, .
     signatures: dict[str, tuple[Mapping[str, str], str]] = {}
     for node in definition.nodes:
         if node.id in signatures:
-            raise _refuse(name, "is defined twice", node=node.id)
+            raise _refuse(name, "defined twice", node=node.id)
         node_type = registry.get(node.type)
         if node_type is None:
             if node.type in PLACEHOLDERS:
@@ -254,7 +254,7 @@ def validate(definition: PassDefinition, registry: NodeRegistry) -> tuple[str, .
                     node=node.id,
                 )
             known = ", ".join(sorted(registry.types))
-            raise _refuse(name, f"has unknown type `{node.type}` (known: {known})", node=node.id)
+            raise _refuse(name, f"unknown type `{node.type}` (known: {known})", node=node.id)
         try:
             if node_type.check is not None:
                 node_type.check(node.params)
@@ -269,7 +269,7 @@ def validate(definition: PassDefinition, registry: NodeRegistry) -> tuple[str, .
         inputs, _ = signatures[edge.target]
         if edge.input not in inputs:
             have = ", ".join(f"`{i}`" for i in inputs) or "none"
-            raise _refuse(name, f"has no input `{edge.input}` (inputs: {have})", node=edge.target)
+            raise _refuse(name, f"no input `{edge.input}` (inputs: {have})", node=edge.target)
         if (edge.target, edge.input) in fed:
             raise _refuse(name, f"input `{edge.input}` is fed twice", node=edge.target)
         fed[(edge.target, edge.input)] = edge.source
@@ -314,6 +314,8 @@ def _topological(definition: PassDefinition, name: str) -> tuple[str, ...]:
         back = next(p for p in preds[path[-1]] if p in left)
         if back in path:
             cycle = path[path.index(back) :][::-1]
-            loop = " → ".join([*cycle, cycle[0]])
-            raise _refuse(name, f"is part of a cycle ({loop})", node=cycle[0])
+            first = min(cycle, key=ids.index)  # named from its earliest node, as written
+            cycle = cycle[cycle.index(first) :] + cycle[: cycle.index(first)]
+            loop = " → ".join([*cycle, first])
+            raise _refuse(name, f"part of a cycle ({loop})", node=first)
         path.append(back)

@@ -159,9 +159,10 @@ class PassRepository(Repository):
     async def save_definition(
         self, campaign: str, pass_id: str, definition: str, *, def_hash: str, at: float
     ) -> bool:
-        """Store a definition; returns whether it changed. A changed definition forgets every
-        document's state for the pass, so each is processed again under the new graph (its old
-        facts stay readable until then)."""
+        """Store a definition; returns whether it changed. A changed definition blanks the hash
+        of every document's state for the pass, so each is pending again under the new graph
+        (its old facts stay readable until then, and a document removed meanwhile is still
+        known, to have its facts dropped)."""
         async with self._db.write() as conn:
             async with conn.execute(
                 "SELECT def_hash FROM pass_definitions WHERE campaign = ? AND pass_id = ?",
@@ -176,7 +177,8 @@ class PassRepository(Repository):
                 (campaign, pass_id, definition, def_hash, at),
             )
             await conn.execute(
-                "DELETE FROM pass_state WHERE campaign = ? AND pass_id = ?", (campaign, pass_id)
+                "UPDATE pass_state SET content_hash = '' WHERE campaign = ? AND pass_id = ?",
+                (campaign, pass_id),
             )
         return True
 
