@@ -6,6 +6,7 @@ views), a scripted pass model, a frozen clock."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -538,3 +539,26 @@ async def test_a_changed_definition_runs_again_and_a_removed_document_loses_its_
     again = await passes.run(SLUG, "npc-moods", trigger="changed")
     assert again.documents_done == 1 and len(model.prompts) == 3
     assert [f.key for f in await passes.facts(SLUG, gm_lens())] == ["Odo"]
+
+
+async def test_a_run_cancelled_at_shutdown_is_recorded_and_its_documents_stay_pending(db):
+    await put(db, "npcs/odo.md", npc("Odo", "wary"))
+    started, release = asyncio.Event(), asyncio.Event()
+
+    class HeldModel(FakePassModel):
+        async def complete(self, *args: Any, **kw: Any) -> tuple[str, Usage]:
+            started.set()
+            await release.wait()
+            return await super().complete(*args, **kw)
+
+    passes = make(db, HeldModel(mood_reply))
+    await passes.save(SLUG, json.dumps(MOODS_PASS))
+    passes.on_ingested(SLUG)
+    await started.wait()
+
+    await passes.close()
+
+    [run] = await db.passes.runs(SLUG, "npc-moods")
+    assert (run.status, run.documents_done, run.documents_left) == ("cancelled", 0, 1)
+    pending, _ = await passes.executor.pending(SLUG, "npc-moods")
+    assert [p[0] for p in pending] == ["npcs/odo"]

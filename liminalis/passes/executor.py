@@ -30,6 +30,7 @@ the run (``status = "failed"``) with the documents pending.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 from collections import deque
@@ -65,7 +66,7 @@ class RunResult:
     campaign: str
     pass_id: str
     trigger: str
-    status: str  # "done" | "capped" | "credit" | "paused" | "failed" | "idle"
+    status: str  # "done" | "capped" | "credit" | "paused" | "failed" | "cancelled" | "idle"
     reason: str = ""
     run_id: int | None = None
     documents_done: int = 0
@@ -109,6 +110,7 @@ class _Run:
     done: int = 0
     failed: int = 0
     abandoned: int = 0
+    in_flight: int = 0
     facts: int = 0
     results: list[DocumentResult] = field(default_factory=list)
     traces: list[TraceRow] = field(default_factory=list)
@@ -223,11 +225,20 @@ class Executor:
             queue = deque(pending)
             try:
                 await self._drive(run, order, queue)
-            except Exception as exc:
-                run.stop("failed", f"{type(exc).__name__}: {exc}", halt=True)
-                await self._finish(run, left=len(queue) + run.abandoned)
+            except BaseException as exc:
+                # Recorded before the error goes on: a run row never stays "running" for a run
+                # that ended (cancelled at shutdown, or the store failing), and what it had not
+                # finished is pending anyway.
+                if isinstance(exc, asyncio.CancelledError):
+                    run.stop("cancelled", "cancelled (shutdown)", halt=True)
+                else:
+                    run.stop("failed", f"{type(exc).__name__}: {exc}", halt=True)
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(
+                        self._finish(run, left=len(queue) + run.abandoned + run.in_flight)
+                    )
                 raise
-            return await self._finish(run, left=len(queue) + run.abandoned)
+            return await self._finish(run, left=len(queue) + run.abandoned + run.in_flight)
 
     async def _drive(self, run: _Run, order: Sequence[str], queue: deque[_Pending]) -> None:
         flushing = asyncio.Lock()
@@ -255,8 +266,10 @@ class Executor:
                     break
                 if not queue or run.status:
                     break
+                run.in_flight += 1
                 document = await self._document(run.campaign, queue.popleft())
                 result = await self._walk(run, order, document)
+                run.in_flight -= 1
                 if result is None:
                     run.abandoned += 1
                 else:

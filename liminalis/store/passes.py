@@ -63,7 +63,7 @@ class RunRow:
     campaign: str
     pass_id: str
     trigger: str
-    status: str  # "running" | "done" | "capped" | "credit" | "paused" | "failed"
+    status: str  # "running" | "done" | "capped" | "credit" | "paused" | "failed" | "cancelled"
     reason: str
     started_at: float
     finished_at: float | None
