@@ -1,4 +1,4 @@
-"""``liminalis`` command line: ingest, ask, chat, explain, memory, serve. Training is tooling, not
+"""``liminalis`` command line: ingest, ask, chat, explain, memory, pass, serve. Training is tooling, not
 the product: ``python -m bench.train_ranker`` (and ``train_reranker``, ``train_query_adapter``,
 ``train_embedder``) from a checkout."""
 
@@ -9,11 +9,16 @@ import asyncio
 import json
 import logging
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from liminalis.errors import ConfigError, LiminalisError
 
-__all__ = ["main"]
+if TYPE_CHECKING:
+    from liminalis.passes import Passes
+
+__all__ = ["main", "pass_command"]
 
 _log = logging.getLogger(__name__)
 
@@ -54,6 +59,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     mem.add_argument("action", choices=["stats"])
     mem.add_argument("--campaign", required=True)
+
+    # issue #23: passes are data
+    ps = sub.add_parser(
+        "pass",
+        help="analysis passes: `pass list|show NAME|run NAME|save FILE|pause|resume --campaign S`",
+    )
+    ps.add_argument("action", choices=["list", "show", "run", "save", "pause", "resume"])
+    ps.add_argument("name", nargs="?", help="the pass (show, run) or a JSON/TOML file (save)")
+    ps.add_argument("--campaign", required=True)
 
     sub.add_parser("serve", help="run the Discord and/or Slack bots that have tokens")
 
@@ -125,6 +139,15 @@ async def _run(args: argparse.Namespace) -> int:
             stats = await engine.memory_stats(args.campaign)
             print(json.dumps(stats, indent=2, sort_keys=True))
             return 0
+        if args.command == "pass":
+            from bot.main import open_passes, open_service
+
+            await engine.campaign(args.campaign)  # an unknown campaign fails here, named
+            async with (
+                open_service(settings, engine) as service,
+                open_passes(engine, service.responder.model) as passes,
+            ):
+                return await pass_command(passes, args.action, args.campaign, args.name)
         if args.command == "chat":
             from bot.console import ConsoleAdapter
             from bot.main import open_service
@@ -140,6 +163,62 @@ async def _run(args: argparse.Namespace) -> int:
                 raise
             return 0
     return 2
+
+
+async def pass_command(
+    passes: Passes,
+    action: str,
+    campaign: str,
+    name: str | None,
+    *,
+    out: Callable[[str], object] = print,
+) -> int:
+    """``liminalis pass …``: list, show (with the last run's trace summary), run now, save a
+    definition file, pause or resume a campaign's autonomous runs."""
+    if action in {"show", "run", "save"} and not name:
+        print(
+            f"error: `pass {action}` needs a {'file' if action == 'save' else 'pass name'}",
+            file=sys.stderr,
+        )
+        return 2
+    if action == "list":
+        paused = await passes.paused(campaign)
+        out(f"passes of {campaign}" + (" (paused)" if paused else "") + ":")
+        for d in await passes.definitions(campaign):
+            when = f", cron `{d.cron}`" if d.cron else ""
+            out(
+                f"- {d.name}: {', '.join(d.triggers)}{when}; {len(d.nodes)} nodes. {d.description}".rstrip()
+            )
+        return 0
+    if action == "show":
+        out((await passes.report(campaign, str(name))).render())
+        return 0
+    if action == "run":
+        r = await passes.run(campaign, str(name))
+        out(
+            f"pass {r.pass_id} on {campaign}: {r.status}"
+            + (f" ({r.reason})" if r.reason else "")
+            + f"; {r.documents_done} documents done, {r.documents_failed} failed, "
+            f"{r.documents_left} left; {r.node_executions} node executions, {r.model_calls} "
+            f"model calls, {r.tokens} tokens, {r.facts} facts"
+        )
+        return 0 if r.status in {"done", "idle"} else 1
+    if action == "save":
+        text = await asyncio.to_thread(Path(str(name)).read_text, encoding="utf-8")
+        fmt = "toml" if str(name).endswith(".toml") else "json"
+        from liminalis.passes import parse_definition
+
+        definition = parse_definition(text, format=fmt)
+        changed = await passes.save(campaign, definition)
+        out(f"pass {definition.name} {'saved' if changed else 'unchanged'}")
+        return 0
+    if action == "pause":
+        await passes.pause(campaign)
+        out(f"passes of {campaign} paused: changes wait, `pass run` still runs")
+        return 0
+    resumed = await passes.resume(campaign)
+    out(f"passes of {campaign} " + ("resumed" if resumed else "were not paused"))
+    return 0
 
 
 #: After Ctrl-C in the chat, the seconds the engine has to close before the process leaves

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from bot.service import BotService
     from liminalis.answer import Responder
     from liminalis.memory.recall import MemoryModel
+    from liminalis.passes import Passes
+    from liminalis.ports import LanguageModel
     from liminalis.retrieval.learned import DocumentRanker
 
 __all__ = [
@@ -147,6 +149,38 @@ def build_responder(settings: Settings, engine: Engine) -> Responder:
         gate=gate,
         answer_deadline_s=settings.llm_timeout_s * 1.5,
     )
+
+
+# -- passes (issue #23) ------------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def open_passes(
+    engine: Engine, model: LanguageModel | None, *, listen: bool = False
+) -> AsyncIterator[Passes]:
+    """The pass runner over the engine's database, with a lifetime.
+
+    ``model``: the answer path's model, through the pass port (``None`` offline: passes that
+    prompt a model wait with their documents pending; the others run). The credit gate allows
+    all until the router's credits exist; each definition's caps still bound every run.
+    ``listen``: run the campaigns' ``changed`` passes after every ingest (``serve``). Background
+    runs are cancelled on exit; what they had not finished stays pending."""
+    from liminalis.clock import SystemClock
+    from liminalis.passes import LanguageModelPassModel, Passes
+
+    passes = Passes(
+        engine.database,
+        clock=SystemClock(),
+        model=LanguageModelPassModel(model) if model is not None else None,
+    )
+    if listen:
+        engine.ingest_listeners.append(passes.on_ingested)
+    try:
+        yield passes
+    finally:
+        if listen:
+            engine.ingest_listeners.remove(passes.on_ingested)
+        await passes.close()
 
 
 def build_service(settings: Settings, engine: Engine) -> BotService:

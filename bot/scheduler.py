@@ -20,7 +20,8 @@ with a frozen clock:
 * **Tick.** Every ``tick_seconds`` the tick runs pending ingest for indexed campaigns (the
   indexer is incremental, so an unchanged campaign costs a scan of hashes), brings the recap jobs
   in line with the schedules (campaign.toml edits apply without a restart) and posts any slot
-  still due, then any extra tasks plugged in later (analysis passes).
+  still due, then any extra tasks plugged in later (analysis passes: ``bot.pass_jobs`` keeps a
+  cron job per scheduled pass in line with the stored definitions).
 """
 
 from __future__ import annotations
@@ -494,6 +495,11 @@ class RecapScheduler:
             len(self._aps.get_jobs()) - (self.tick_seconds > 0),
             self.tick_seconds,
         )
+
+    @property
+    def aps(self) -> AsyncIOScheduler | None:
+        """The running APScheduler, for jobs other modules keep (``bot.pass_jobs``, #23)."""
+        return self._aps
 
     def jobs(self) -> list[str]:
         return [j.id for j in self._aps.get_jobs()] if self._aps else []

@@ -80,12 +80,15 @@ async def serve(settings: Settings, *, out: Callable[[str], None] = print) -> in
 
 
 async def _serve_enabled(settings: Settings, enabled: set[str], out: Callable[[str], None]) -> int:
-    from bot.main import build_engine, open_service
+    from bot.main import build_engine, open_passes, open_service
 
     async with build_engine(settings) as engine:
         await index_campaigns(engine, out)
-        async with open_service(settings, engine) as service:
-            return await _run_platforms(settings, service, enabled, out)
+        async with (
+            open_service(settings, engine) as service,
+            open_passes(engine, service.responder.model, listen=True) as passes,  # issue #23
+        ):
+            return await _run_platforms(settings, service, enabled, out, passes)
 
 
 async def stop_on_sigterm(work: Coroutine[Any, Any, int], out: Callable[[str], None]) -> int:
@@ -141,7 +144,11 @@ async def index_campaigns(engine: Any, out: Callable[[str], None]) -> list[str]:
 
 
 async def _run_platforms(
-    settings: Settings, service: Any, enabled: set[str], out: Callable[[str], None]
+    settings: Settings,
+    service: Any,
+    enabled: set[str],
+    out: Callable[[str], None],
+    passes: Any = None,
 ) -> int:
     """Run the enabled platform adapters and the recap scheduler until they stop."""
     from bot.scheduler import RecapScheduler
@@ -170,6 +177,10 @@ async def _run_platforms(
         runners.append(slack_adapter.run(settings.slack_app_token))
     scheduler = RecapScheduler(service, posters=posters, tick_seconds=settings.tick_seconds)
     service.scheduler = scheduler
+    if passes is not None:  # issue #23: a cron job per scheduled pass, kept in line every tick
+        from bot.pass_jobs import PassJobs
+
+        scheduler.tick_tasks.append(PassJobs(passes, scheduler).sync)
     failed = False
     async with scheduler:
         try:

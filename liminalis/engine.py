@@ -113,6 +113,12 @@ class Engine:
         self._ensured: set[str] = set()
         self._ingesting: dict[str, asyncio.Lock] = {}
         self._answerer: Responder | None = None
+        # -- passes (issue #23) --------------------------------------------------------------
+        #: Called after every ingest (the scheduler's tick, an upload, the CLI) with the
+        #: campaign and its report; the composition root adds ``Passes.on_ingested``, which
+        #: starts the campaign's ``changed`` passes in the background. A listener must not
+        #: block: the ingest's caller is waiting.
+        self.ingest_listeners: list[Callable[[str, IngestReport], None]] = []
 
     # -- campaigns ---------------------------------------------------------------------------
 
@@ -186,6 +192,11 @@ class Engine:
         async with self._ingesting.setdefault(config.slug, asyncio.Lock()):
             report = await self.indexer.ingest(config, path)
         self._ensured.add(config.slug)
+        for listener in self.ingest_listeners:  # passes (issue #23): see __init__
+            try:
+                listener(config.slug, report)
+            except Exception:
+                _log.exception("ingest listener %r failed; the ingest stands", listener)
         return report
 
     async def ensure_indexed(

@@ -173,6 +173,54 @@ async def _v4_memory_tables(conn: aiosqlite.Connection) -> None:
             await conn.execute(statement)
 
 
+# Passes are data (issue #23): a pass's definition is a row, not code, and what it derives lands
+# in one generic ``pass_facts`` table keyed by an arbitrary ``key``, so a new pass needs no new
+# table. ``pass_state`` holds, per pass and source document, the hash of the views it last
+# processed: a document whose views hash differently is pending. ``pass_trace`` keeps one row per
+# node execution of a run.
+_V5_PASS_TABLES = """
+CREATE TABLE IF NOT EXISTS pass_definitions (
+    campaign TEXT NOT NULL, pass_id TEXT NOT NULL, definition TEXT NOT NULL,
+    def_hash TEXT NOT NULL, updated_at REAL NOT NULL, PRIMARY KEY (campaign, pass_id)
+);
+CREATE TABLE IF NOT EXISTS pass_state (
+    campaign TEXT NOT NULL, pass_id TEXT NOT NULL, doc_id TEXT NOT NULL,
+    content_hash TEXT NOT NULL, status TEXT NOT NULL, error TEXT NOT NULL DEFAULT '',
+    updated_at REAL NOT NULL, PRIMARY KEY (campaign, pass_id, doc_id)
+);
+CREATE TABLE IF NOT EXISTS pass_runs (
+    run_id INTEGER PRIMARY KEY AUTOINCREMENT, campaign TEXT NOT NULL, pass_id TEXT NOT NULL,
+    trigger TEXT NOT NULL, status TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',
+    started_at REAL NOT NULL, finished_at REAL, documents_done INTEGER NOT NULL DEFAULT 0,
+    documents_failed INTEGER NOT NULL DEFAULT 0, documents_left INTEGER NOT NULL DEFAULT 0,
+    node_executions INTEGER NOT NULL DEFAULT 0, model_calls INTEGER NOT NULL DEFAULT 0,
+    tokens INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS pass_runs_pass ON pass_runs (campaign, pass_id, run_id);
+CREATE TABLE IF NOT EXISTS pass_trace (
+    run_id INTEGER NOT NULL, seq INTEGER NOT NULL, doc_id TEXT NOT NULL, node_id TEXT NOT NULL,
+    node_type TEXT NOT NULL, inputs TEXT NOT NULL, output_size INTEGER NOT NULL,
+    started_at REAL NOT NULL, ms REAL NOT NULL, model_calls INTEGER NOT NULL,
+    tokens INTEGER NOT NULL, error TEXT NOT NULL DEFAULT '', PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE IF NOT EXISTS pass_facts (
+    campaign TEXT NOT NULL, pass_id TEXT NOT NULL, doc_id TEXT NOT NULL, view_id TEXT NOT NULL,
+    ordinal INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, visibility TEXT NOT NULL,
+    PRIMARY KEY (campaign, pass_id, doc_id, ordinal)
+);
+CREATE INDEX IF NOT EXISTS pass_facts_key ON pass_facts (campaign, key);
+CREATE TABLE IF NOT EXISTS pass_pauses (
+    campaign TEXT PRIMARY KEY, paused_at REAL NOT NULL
+);
+"""
+
+
+async def _v5_pass_tables(conn: aiosqlite.Connection) -> None:
+    for statement in _V5_PASS_TABLES.split(";"):
+        if statement.strip():
+            await conn.execute(statement)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -185,6 +233,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         4,
         "the campaign memory: chunks, links, activations, learned associations, context",
         _v4_memory_tables,
+    ),
+    Migration(
+        5,
+        "passes as data: definitions, per-document state, runs, node traces, generic facts, pauses",
+        _v5_pass_tables,
     ),
 )
 

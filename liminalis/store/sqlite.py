@@ -9,7 +9,7 @@ ingest is killed half-way.
 Every SQL statement of Liminalis lives in this package: :class:`Database` owns the connection
 and hands out one repository per concern (``db.campaigns``, ``db.documents``, ``db.pins``,
 ``db.memory``, ``db.usage``, ``db.links``, ``db.schedules``, ``db.budgets``,
-``db.embeddings``). A ``sqlite3`` error from any of them reaches the caller as
+``db.embeddings``, ``db.passes``). A ``sqlite3`` error from any of them reaches the caller as
 :class:`~liminalis.errors.StoreError`.
 """
 
@@ -34,6 +34,7 @@ from liminalis.store.documents import DocumentRepository
 from liminalis.store.embeddings import EmbeddingCache
 from liminalis.store.links import LinkRepository, ScheduleRepository
 from liminalis.store.memory import ChatMemoryRepository
+from liminalis.store.passes import PassRepository
 from liminalis.store.pins import PinRepository
 from liminalis.store.schema import LATEST, MIGRATIONS
 from liminalis.store.usage import TokenUsageRepository
@@ -77,6 +78,7 @@ class Database:
         self.schedules = ScheduleRepository(self)
         self.budgets = BudgetRepository(self)
         self.embeddings = EmbeddingCache(self)
+        self.passes = PassRepository(self)
 
     async def __aenter__(self) -> Database:
         await self.open()

@@ -1,0 +1,141 @@
+"""The triggers of passes (issue #23): after an ingest (tick and upload alike), on a cron job,
+and on request from the command line; all over the tiny campaign's real ingest."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import close_engine, make_engine
+from fakes.tiny_campaign import CANARY, make_tiny_campaign
+
+from bot.cli import pass_command
+from bot.main import open_passes
+from bot.pass_jobs import PassJobs
+from bot.scheduler import RecapScheduler
+from bot.service import BotService
+from liminalis.ingest.sections import source_of
+from liminalis.lens import gm_lens, players_lens
+from liminalis.testing import FrozenClock, ScriptedModel
+
+SLUG = "greyhold"
+
+ECHO = {
+    "name": "echo",
+    "nodes": [
+        {"id": "docs", "type": "select-documents"},
+        {"id": "whole", "type": "split", "params": {"by": "whole"}, "inputs": {"views": "docs"}},
+        {
+            "id": "ask",
+            "type": "prompt-model",
+            "params": {"prompt": "Restate: $text"},
+            "inputs": {"items": "whole"},
+        },
+        {"id": "parse", "type": "parse-json", "inputs": {"items": "ask"}},
+        {
+            "id": "write",
+            "type": "write-facts",
+            "params": {"key": "said", "value_field": "said"},
+            "inputs": {"records": "parse"},
+        },
+    ],
+}
+
+
+class EchoModel(ScriptedModel):
+    """A ``LanguageModel`` that says back, as JSON, the prompt it was given."""
+
+    async def complete(self, *, system, messages, cache_upto=0, max_tokens=800, role="reply"):
+        self.replies = [json.dumps({"said": messages[-1].content})]
+        return await super().complete(
+            system=system,
+            messages=messages,
+            cache_upto=cache_upto,
+            max_tokens=max_tokens,
+            role=role,
+        )
+
+
+@pytest.fixture
+async def engine(tmp_path):
+    make_tiny_campaign(tmp_path / "campaigns")
+    engine = await make_engine(tmp_path, milvus=False)
+    yield engine
+    await close_engine(engine)
+
+
+async def sources(engine) -> set[str]:
+    return {source_of(d) for d in await engine.db.documents.hashes(SLUG)}
+
+
+async def test_an_ingest_runs_the_changed_passes_in_the_background(engine, tmp_path):
+    model = EchoModel()
+    async with open_passes(engine, model, listen=True) as passes:
+        await passes.save(SLUG, json.dumps(ECHO))
+        await engine.ingest(SLUG)  # the scheduler's tick calls this
+        await passes.idle()
+        [first] = await engine.db.passes.runs(SLUG, "echo")
+        assert (first.trigger, first.status) == ("changed", "done")
+        assert first.documents_done == len(await sources(engine)) > 0
+
+        # an upload ingests one file: only it is processed
+        new = tmp_path / "campaigns" / SLUG / "tavern.md"
+        new.write_text("# The Tavern\n\nThe Drowned Bell serves river eel.\n", encoding="utf-8")
+        calls = len(model.requests)
+        await engine.ingest(SLUG, new)
+        await passes.idle()
+        second = (await engine.db.passes.runs(SLUG, "echo"))[0]
+        assert (second.run_id, second.documents_done) == (first.run_id + 1, 1)
+        assert len(model.requests) == calls + 1
+
+        players = json.dumps([f.value for f in await passes.facts(SLUG, players_lens())])
+        gm = json.dumps([f.value for f in await passes.facts(SLUG, gm_lens())])
+        assert "river eel" in players and CANARY not in players and CANARY in gm
+    assert engine.ingest_listeners == []  # the lifetime ends the listening
+
+
+async def test_a_scheduled_pass_gets_a_cron_job_that_respects_a_pause(engine):
+    await engine.ingest(SLUG)
+    async with open_passes(engine, EchoModel()) as passes:
+        await passes.save(SLUG, json.dumps({**ECHO, "cron": "0 4 * * *", "triggers": []}))
+        scheduler = RecapScheduler(BotService(engine), clock=FrozenClock(), tick_seconds=0)
+        jobs = PassJobs(passes, scheduler)
+        async with scheduler:
+            await jobs.sync()
+            assert "pass:greyhold:echo" in scheduler.jobs()
+            await passes.pause(SLUG)
+            await jobs.fire(SLUG, "echo")
+            assert await engine.db.passes.runs(SLUG, "echo") == []
+            await passes.resume(SLUG)
+            await jobs.fire(SLUG, "echo")
+            [run] = await engine.db.passes.runs(SLUG, "echo")
+            assert (run.trigger, run.status) == ("scheduled", "done")
+            await passes.delete(SLUG, "echo")
+            await jobs.sync()
+            assert "pass:greyhold:echo" not in scheduler.jobs()
+
+
+async def test_the_pass_commands(engine, tmp_path):
+    await engine.ingest(SLUG)
+    lines: list[str] = []
+    file = tmp_path / "echo.json"
+    file.write_text(json.dumps({**ECHO, "description": "says it back"}), encoding="utf-8")
+    async with open_passes(engine, EchoModel()) as passes:
+
+        async def cli(action: str, name: str | None = None) -> int:
+            return await pass_command(passes, action, SLUG, name, out=lines.append)
+
+        assert await cli("save", str(file)) == 0
+        assert await cli("list") == 0
+        assert await cli("pause") == 0
+        assert await cli("run", "echo") == 0  # "run now" runs on a paused campaign
+        assert await cli("show", "echo") == 0
+        assert await cli("resume") == 0
+        assert await cli("run") == 2
+    text = "\n".join(lines)
+    assert "pass echo saved" in text
+    assert "- echo: changed; 5 nodes. says it back" in text
+    assert "pass echo on greyhold: done;" in text
+    assert "last run #1 (requested): done" in text
+    assert "ask (prompt-model):" in text and "pending documents: 0" in text
+    assert "passes of greyhold resumed" in text
