@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -323,3 +324,26 @@ async def test_bench_memory_smoke(tmp_path, capsys):
         assert 0.0 <= res["tales"][mode]["follow-up"]["group_hit@10"] <= 1.0
     print_table(res)
     assert "group_hit@10" in capsys.readouterr().out
+
+
+async def test_bench_summaries_smoke(tmp_path: Path):
+    from bench.summaries import entity_recall, main, rouge_l
+
+    root = tmp_path / "mini"
+    (root / "corpus").mkdir(parents=True)
+    (root / "corpus" / "w1.md").write_text(
+        "# Window 1\n\nMATT: Scanlan walks into the Pig Pits. The dwarves laugh at him.\n\n"
+        "SAM: Scanlan asks for a room. The innkeeper gives him the key.\n"
+    )
+    (root / "queries.jsonl").write_text(
+        json.dumps(
+            {"id": "q1", "query": "Scanlan asks for a room at the Pig Pits.", "relevant": ["w1"]}
+        )
+    )
+    assert rouge_l("a b c d", "a b c d") == 1.0 and rouge_l("x", "a b") == 0.0
+    assert entity_recall("Scanlan went to the pig pits", "Scanlan visits the Pig Pits.") == 1.0
+    out = tmp_path / "out.json"
+    await asyncio.to_thread(main, [str(root), "--out", str(out), "--offline-only"])
+    res = json.loads(out.read_text())["mini"]
+    assert res["offline"]["windows"] == 1 and 0 < res["offline"]["rougeL"] <= 1
+    assert "skipped" in res["model"]

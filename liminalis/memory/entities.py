@@ -18,11 +18,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from liminalis.retrieval.catalog import normalize_key
 from liminalis.types import Document
 
-__all__ = ["ENTITY_TYPES", "NameEntities", "series_name"]
+__all__ = ["ENTITY_TYPES", "HONORIFICS", "NameEntities", "NameSpan", "name_spans", "series_name"]
 
 #: Front-matter types that make a document an entity of that type.
 ENTITY_TYPES = frozenset(
@@ -65,6 +66,61 @@ _STOP = frozenset(
     "still very even maybe perhaps what's that's it's i'm you're we're mr mrs sir lady lord "
     "king queen prince princess chapter section part session".split()
 )
+
+
+#: Honorifics and titles: a name's key leaves them out ("Marshal Osric Dunmore" → "osric dunmore").
+HONORIFICS = frozenset(
+    "brother sister marshal master mistress guildmaster captain warden lord lady sir king queen "
+    "prince princess father mother abbot abbess saint st mr mrs ms dr".split()
+)
+# A capitalised phrase on one line: words joined by spaces, "of"/"the"/"de" inside, "St." kept.
+_NAME_SPAN = re.compile(
+    r"(?<![\w'’])(?:St\.[ \t]+)?[A-Z][a-z'’\-]*[a-z'’](?:[ \t]+(?:of[ \t]+(?:the[ \t]+)?|the[ \t]+|de[ \t]+)?"
+    r"[A-Z][a-z'’\-]*[a-z'’])*"
+)
+_POSSESSIVE = re.compile(r"(?:['’]s|['’])$")
+#: Words that start a phrase but are no part of a name ("When Tobin" → "Tobin"); titles are
+#: kept (they are part of how the text names someone, and :data:`HONORIFICS` drops them from keys).
+_LEADING_STOP = (_STOP - HONORIFICS) | frozenset(
+    "within between since until though although because during inside outside over under above "
+    "below behind beside against along among around like unlike nobody someone everyone nothing "
+    "something everything none both either neither most many few several such only never always "
+    "often sometimes tonight today tomorrow yesterday instead meanwhile afterward afterwards "
+    "however finally again far near past through toward towards upon".split()
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NameSpan:
+    """A capitalised name in a text: its ``[start, end)`` without a possessive ``'s``."""
+
+    start: int
+    end: int
+    surface: str
+    possessive: bool
+
+
+def name_spans(text: str) -> list[NameSpan]:
+    """Capitalised names in ``text`` with offsets: leading stop words ("When", "The") cut,
+    a trailing possessive cut ("Mirel's" → "Mirel", "Bellwrights'" stays inside a longer name),
+    single stop words dropped. Unlike :meth:`NameEntities.mentions` this keeps titles
+    ("Queen", "Brother"): the knowledge layer resolves them through aliases."""
+    out: list[NameSpan] = []
+    for m in _NAME_SPAN.finditer(text):
+        start, surface = m.start(), m.group(0)
+        while True:
+            first, _, rest = surface.partition(" ")
+            if not rest or first.lower().rstrip("'’") not in _LEADING_STOP:
+                break
+            start += len(first) + 1
+            surface = rest.lstrip(" \t")
+            start += len(rest) - len(surface)
+        possessive = bool(_POSSESSIVE.search(surface))
+        surface = _POSSESSIVE.sub("", surface)
+        if not surface or surface.lower() in _LEADING_STOP or len(surface) < 2:
+            continue
+        out.append(NameSpan(start, start + len(surface), surface, possessive))
+    return out
 
 
 def series_name(title: str) -> str:

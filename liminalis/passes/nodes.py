@@ -32,7 +32,6 @@ import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from liminalis.ingest.sentences import split_sentences
 from liminalis.passes.registry import (
     ANY,
     CALLABLE,
@@ -47,6 +46,7 @@ from liminalis.passes.registry import (
     Record,
 )
 from liminalis.store.passes import Fact
+from liminalis.text import split_sentences
 
 __all__ = ["install", "check_schema", "schema_errors"]
 

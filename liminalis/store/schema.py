@@ -215,8 +215,51 @@ CREATE TABLE IF NOT EXISTS pass_pauses (
 """
 
 
+_V7_KNOWLEDGE_TABLES = """
+CREATE TABLE IF NOT EXISTS knowledge_views (
+    campaign TEXT NOT NULL, doc_id TEXT NOT NULL, path TEXT NOT NULL, title TEXT NOT NULL,
+    type TEXT NOT NULL, visibility TEXT NOT NULL, content_hash TEXT NOT NULL,
+    summary TEXT NOT NULL, summary_method TEXT NOT NULL, session TEXT,
+    PRIMARY KEY (campaign, doc_id)
+);
+CREATE TABLE IF NOT EXISTS knowledge_entities (
+    campaign TEXT NOT NULL, doc_id TEXT NOT NULL, key TEXT NOT NULL, name TEXT NOT NULL,
+    type TEXT NOT NULL, aliases TEXT NOT NULL, visibility TEXT NOT NULL,
+    PRIMARY KEY (campaign, doc_id, key)
+);
+CREATE TABLE IF NOT EXISTS knowledge_mentions (
+    campaign TEXT NOT NULL, doc_id TEXT NOT NULL, ordinal INTEGER NOT NULL, key TEXT NOT NULL,
+    surface TEXT NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL, passage_id TEXT,
+    initial INTEGER NOT NULL, hint TEXT NOT NULL, visibility TEXT NOT NULL,
+    PRIMARY KEY (campaign, doc_id, ordinal)
+);
+CREATE INDEX IF NOT EXISTS knowledge_mentions_key ON knowledge_mentions (campaign, key);
+CREATE TABLE IF NOT EXISTS knowledge_relations (
+    campaign TEXT NOT NULL, doc_id TEXT NOT NULL, ordinal INTEGER NOT NULL, src TEXT NOT NULL,
+    kind TEXT NOT NULL, dst TEXT NOT NULL, start INTEGER NOT NULL, end INTEGER NOT NULL,
+    evidence TEXT NOT NULL, visibility TEXT NOT NULL, PRIMARY KEY (campaign, doc_id, ordinal)
+);
+CREATE TABLE IF NOT EXISTS knowledge_motifs (
+    campaign TEXT NOT NULL, doc_id TEXT NOT NULL, ordinal INTEGER NOT NULL, kind TEXT NOT NULL,
+    text TEXT NOT NULL, weight REAL NOT NULL, start INTEGER NOT NULL, visibility TEXT NOT NULL,
+    PRIMARY KEY (campaign, doc_id, ordinal)
+);
+CREATE TABLE IF NOT EXISTS knowledge_summaries (
+    campaign TEXT NOT NULL, doc_id TEXT NOT NULL, method TEXT NOT NULL,
+    content_hash TEXT NOT NULL, summary TEXT NOT NULL, visibility TEXT NOT NULL,
+    PRIMARY KEY (campaign, doc_id, method)
+);
+"""
+
+
 async def _v5_pass_tables(conn: aiosqlite.Connection) -> None:
     for statement in _V5_PASS_TABLES.split(";"):
+        if statement.strip():
+            await conn.execute(statement)
+
+
+async def _v7_knowledge_tables(conn: aiosqlite.Connection) -> None:
+    for statement in _V7_KNOWLEDGE_TABLES.split(";"):
         if statement.strip():
             await conn.execute(statement)
 
@@ -238,6 +281,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         5,
         "passes as data: definitions, per-document state, runs, node traces, generic facts, pauses",
         _v5_pass_tables,
+    ),
+    Migration(
+        7,
+        "the knowledge layer: entities, mentions, relations, summaries, motifs per document view",
+        _v7_knowledge_tables,
     ),
 )
 

@@ -9,7 +9,8 @@ ingest is killed half-way.
 Every SQL statement of Liminalis lives in this package: :class:`Database` owns the connection
 and hands out one repository per concern (``db.campaigns``, ``db.documents``, ``db.pins``,
 ``db.memory``, ``db.usage``, ``db.links``, ``db.schedules``, ``db.budgets``,
-``db.embeddings``, ``db.passes``). A ``sqlite3`` error from any of them reaches the caller as
+``db.embeddings``, ``db.passes``, ``db.knowledge``). A ``sqlite3`` error from any of them
+reaches the caller as
 :class:`~liminalis.errors.StoreError`.
 """
 
@@ -32,6 +33,7 @@ from liminalis.store.budgets import BudgetRepository
 from liminalis.store.campaigns import CampaignRepository
 from liminalis.store.documents import DocumentRepository
 from liminalis.store.embeddings import EmbeddingCache
+from liminalis.store.knowledge import KnowledgeRepository
 from liminalis.store.links import LinkRepository, ScheduleRepository
 from liminalis.store.memory import ChatMemoryRepository
 from liminalis.store.passes import PassRepository
@@ -79,6 +81,7 @@ class Database:
         self.budgets = BudgetRepository(self)
         self.embeddings = EmbeddingCache(self)
         self.passes = PassRepository(self)
+        self.knowledge = KnowledgeRepository(self)
 
     async def __aenter__(self) -> Database:
         await self.open()

@@ -1,0 +1,395 @@
+"""The knowledge layer's read API: extract and store per view, read through a lens.
+
+``Knowledge(db)`` keeps one set of facts per document view (:mod:`liminalis.store.knowledge`).
+:meth:`Knowledge.refresh` extracts only the views whose content hash changed; every other
+method reads the stored facts of the views the caller's lens may see
+(:func:`liminalis.lens.visible`, the one rule) and nothing else.
+
+Typical use, from a command or a pass::
+
+    knowledge = Knowledge(engine.database)
+    await knowledge.refresh(slug, catalog)
+    card = await knowledge.entity(slug, lens, "Mirel")
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from liminalis.ingest.sections import source_of
+from liminalis.knowledge.entities import (
+    Entity,
+    EntityIndex,
+    extract_entities,
+    extract_relations,
+)
+from liminalis.knowledge.facts import Mention, ViewFacts
+from liminalis.knowledge.motifs import extract_motifs, rank_themes
+from liminalis.knowledge.overview import OverviewEntity, OverviewSession, build_overview
+from liminalis.knowledge.sessions import (
+    SessionInfo,
+    order_sessions,
+    resolve_sessions,
+    session_mark,
+)
+from liminalis.knowledge.summaries import MODEL, summarize, summarize_with_model
+from liminalis.lens import visible
+from liminalis.ports import LanguageModel
+from liminalis.retrieval.catalog import Catalog
+from liminalis.text import split_sentences
+from liminalis.types import Document
+
+if TYPE_CHECKING:
+    from liminalis.store.sqlite import Database
+
+__all__ = [
+    "Knowledge",
+    "RefreshReport",
+    "EntityInfo",
+    "RelationInfo",
+    "EntityCard",
+    "DocSummary",
+    "Motifs",
+    "extract_view",
+    "lens_views",
+]
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshReport:
+    """What a refresh did: views extracted anew, views unchanged, views forgotten."""
+
+    extracted: int
+    unchanged: int
+    removed: int
+
+
+@dataclass(frozen=True, slots=True)
+class EntityInfo:
+    """An entity as a lens knows it: its name, type, other names, how often it is mentioned
+    and in which documents (view ids, most mentions first)."""
+
+    key: str
+    name: str
+    type: str
+    aliases: tuple[str, ...]
+    mentions: int
+    documents: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RelationInfo:
+    """``src`` —kind→ ``dst`` (entity names), the document and sentence that state it."""
+
+    src: str
+    kind: str
+    dst: str
+    doc_id: str
+    evidence: str
+
+
+@dataclass(frozen=True, slots=True)
+class EntityCard:
+    """What a lens knows of one entity: lines from the visible documents that mention it,
+    its relations, and its sources as ``(doc_id, title)``."""
+
+    entity: EntityInfo
+    lines: tuple[str, ...]
+    relations: tuple[RelationInfo, ...]
+    sources: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DocSummary:
+    """One document's summary as a lens reads it (the view it may see)."""
+
+    doc_id: str
+    title: str
+    text: str
+    method: str
+
+
+@dataclass(frozen=True, slots=True)
+class Motifs:
+    """Recurring themes ``(word, weight)`` and open threads ``(doc_id, text)``, latest first."""
+
+    themes: tuple[tuple[str, float], ...]
+    threads: tuple[tuple[str, str], ...]
+
+
+def extract_view(doc: Document, passages: Sequence[tuple[str, int, int]] = ()) -> ViewFacts:
+    """Every fact of one view: entities, mentions, relations, summary, motifs, session mark."""
+    defined, mentions = extract_entities(doc, passages)
+    owner = defined[0].key if defined else None
+    summary = summarize(doc)
+    return ViewFacts(
+        doc_id=doc.doc_id,
+        path=doc.path,
+        title=doc.title,
+        type=doc.type,
+        visibility=doc.visibility,
+        content_hash=doc.content_hash,
+        summary=summary.text,
+        summary_method=summary.method,
+        session=session_mark(doc),
+        entities=defined,
+        mentions=mentions,
+        relations=extract_relations(doc, mentions, owner),
+        motifs=extract_motifs(doc),
+    )
+
+
+def lens_views(views: Iterable[ViewFacts], lens: frozenset[str]) -> list[ViewFacts]:
+    """The views ``lens`` reads: those :func:`visible` allows. The views of one file never
+    overlap for a reader (the GM reads ``X//gm`` alone; a player the shared view plus the
+    personal sections of ``X//lens:NAME``), so nothing is counted twice."""
+    return sorted((v for v in views if visible(v.visibility, lens)), key=lambda v: v.doc_id)
+
+
+class Knowledge:
+    """Extract, store and read the knowledge layer of campaigns (see the module)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def refresh(
+        self, campaign: str, source: Catalog | Iterable[Document], *, prune: bool = True
+    ) -> RefreshReport:
+        """Extract and store the facts of every view whose content hash changed.
+
+        Args:
+            source: the campaign's catalog (its passages place each mention), or its documents
+                (passages are read from the store).
+            prune: forget stored views ``source`` does not hold (it is the whole campaign).
+        """
+        if isinstance(source, Catalog):
+            docs = list(source.documents.values())
+            passages: dict[str, list[tuple[str, int, int]]] = {
+                d: [
+                    (p, source.passages[p].start, source.passages[p].end)
+                    for p in source.by_doc.get(d, ())
+                    if p in source.passages
+                ]
+                for d in source.documents
+            }
+        else:
+            docs = list(source)
+            passages = {}
+        stored = await self.db.knowledge.hashes(campaign)
+        changed = [d for d in docs if stored.get(d.doc_id) != d.content_hash or not d.content_hash]
+        facts = []
+        for d in changed:
+            spans = passages.get(d.doc_id)
+            if spans is None:
+                spans = [
+                    (p.passage_id, p.start, p.end)
+                    for p in await self.db.documents.passages(campaign, d.doc_id)
+                ]
+            facts.append(extract_view(d, spans))
+        if facts:
+            await self.db.knowledge.replace(campaign, facts)
+        gone = set(stored) - {d.doc_id for d in docs} if prune else set()
+        await self.db.knowledge.remove(campaign, sorted(gone))
+        if facts or gone:
+            _log.info(
+                "knowledge of %s: %d views extracted, %d forgotten", campaign, len(facts), len(gone)
+            )
+        return RefreshReport(len(facts), len(docs) - len(facts), len(gone))
+
+    async def _views(self, campaign: str, lens: frozenset[str]) -> list[ViewFacts]:
+        return lens_views(await self.db.knowledge.views(campaign), frozenset(lens))
+
+    async def index(self, campaign: str, lens: frozenset[str]) -> EntityIndex:
+        """The entity index over the views ``lens`` reads (for callers that ask many times)."""
+        return EntityIndex(await self._views(campaign, lens))
+
+    async def entities(
+        self, campaign: str, lens: frozenset[str], type: str | None = None
+    ) -> list[EntityInfo]:
+        """The entities ``lens`` knows, most mentioned first (of one ``type`` if given)."""
+        idx = await self.index(campaign, lens)
+        out = [
+            _info(e)
+            for e in idx.entities.values()
+            if (type is None or e.type == type) and e.type != "player"
+        ]
+        return sorted(out, key=lambda e: (-e.mentions, e.name))
+
+    async def entity(
+        self, campaign: str, lens: frozenset[str], name: str, *, max_lines: int = 6
+    ) -> EntityCard | None:
+        """What ``lens`` knows of the entity ``name`` names (any alias), or None."""
+        views = await self._views(campaign, lens)
+        idx = EntityIndex(views)
+        ent = idx.find(name)
+        if ent is None:
+            return None
+        titles = {v.doc_id: v.title for v in views}
+        relations = []
+        for v in views:
+            for r in v.relations:
+                src, dst = idx.resolve(r.src), idx.resolve(r.dst)
+                if src and dst and src != dst and ent.key in (src, dst):
+                    relations.append(
+                        RelationInfo(
+                            idx.entities[src].name,
+                            r.kind,
+                            idx.entities[dst].name,
+                            v.doc_id,
+                            r.evidence,
+                        )
+                    )
+        lines = await self._lines(campaign, ent.key, ent.defined_in, ent.mentions, max_lines)
+        docs = ent.documents
+        return EntityCard(
+            entity=_info(ent),
+            lines=tuple(lines),
+            relations=tuple(dict.fromkeys(relations)),
+            sources=tuple((d, titles.get(d, d)) for d in docs),
+        )
+
+    async def _lines(
+        self,
+        campaign: str,
+        key: str,
+        defined_in: set[str],
+        mentions: Sequence[tuple[str, Mention]],
+        max_lines: int,
+    ) -> list[str]:
+        """Sentences of the visible views that mention the entity: its own page's first, then
+        one per other document, most mentions first."""
+        starts: dict[str, list[int]] = defaultdict(list)
+        for doc_id, m in mentions:
+            starts[doc_id].append(m.start)
+        order = sorted(defined_in) + sorted(
+            (d for d in starts if d not in defined_in), key=lambda d: (-len(starts[d]), d)
+        )
+        lines: list[str] = []
+        for doc_id in order:
+            if len(lines) >= max_lines:
+                break
+            doc = await self.db.documents.get(campaign, doc_id)
+            if doc is None:
+                continue
+            positions = sorted(starts.get(doc_id, ()))
+            want = 2 if doc_id in defined_in else 1
+            for s, e, _ in split_sentences(doc.text):
+                text = " ".join(doc.text[s:e].split())
+                if text.startswith(("#", "|")) or len(text) < 25:
+                    continue
+                if doc_id in defined_in or any(s <= p < e for p in positions):
+                    lines.append(re.sub(r"^[-*]\s+|\*\*", "", text))
+                    want -= 1
+                    if want == 0 or len(lines) >= max_lines:
+                        break
+        return lines
+
+    async def summary(
+        self,
+        campaign: str,
+        lens: frozenset[str],
+        doc_id: str,
+        *,
+        model: LanguageModel | None = None,
+    ) -> DocSummary | None:
+        """The summary of the view of ``doc_id``'s file that ``lens`` reads (None when it reads
+        none). With ``model``, a model-written summary, cached by the view's content hash."""
+        views = [
+            v for v in await self._views(campaign, lens) if source_of(v.doc_id) == source_of(doc_id)
+        ]
+        if not views:
+            return None
+        v = views[0]
+        if model is None:
+            return DocSummary(v.doc_id, v.title, v.summary, v.summary_method)
+        cached = await self.db.knowledge.cached_summary(campaign, v.doc_id, MODEL, v.content_hash)
+        if cached is not None:
+            return DocSummary(v.doc_id, v.title, cached, MODEL)
+        doc = await self.db.documents.get(campaign, v.doc_id)
+        if doc is None:
+            return DocSummary(v.doc_id, v.title, v.summary, v.summary_method)
+        made = await summarize_with_model(doc, model)
+        if made.method == MODEL:
+            await self.db.knowledge.keep_summary(
+                campaign,
+                v.doc_id,
+                method=MODEL,
+                content_hash=v.content_hash,
+                summary=made.text,
+                visibility=v.visibility,
+            )
+        return DocSummary(v.doc_id, v.title, made.text, made.method)
+
+    async def motifs(self, campaign: str, lens: frozenset[str], *, top_k: int = 10) -> Motifs:
+        """Themes recurring across the views ``lens`` reads, and their open threads (latest
+        session first, then other documents)."""
+        views = await self._views(campaign, lens)
+        order = {s.doc_id: s.ordinal for s in self._sessions(views)}
+        threads = [
+            (v.doc_id, m.text)
+            for v in sorted(views, key=lambda v: (-order.get(v.doc_id, 0), v.doc_id))
+            for m in v.motifs
+            if m.kind == "thread"
+        ]
+        themes = rank_themes(([m for m in v.motifs] for v in views), top_k=top_k)
+        return Motifs(tuple(themes), tuple(threads))
+
+    @staticmethod
+    def _sessions(views: Sequence[ViewFacts]) -> list[SessionInfo]:
+        return order_sessions([(v.doc_id, v.title, v.path, v.session) for v in views if v.session])
+
+    async def sessions(self, campaign: str, lens: frozenset[str]) -> list[SessionInfo]:
+        """The session notes ``lens`` reads, in campaign order."""
+        return self._sessions(await self._views(campaign, lens))
+
+    async def resolve_time(self, campaign: str, lens: frozenset[str], question: str) -> list[str]:
+        """The session doc ids the time words of ``question`` point at ("last session", …)."""
+        return resolve_sessions(question, await self.sessions(campaign, lens))
+
+    async def overview(
+        self, campaign: str, lens: frozenset[str], *, title: str = "", max_chars: int = 6000
+    ) -> str:
+        """The campaign overview for ``lens`` (:mod:`liminalis.knowledge.overview`), built from
+        the facts of the views it reads only."""
+        views = await self._views(campaign, lens)
+        idx = EntityIndex(views)
+        by_id = {v.doc_id: v for v in views}
+        ents = [
+            OverviewEntity(e.name, e.type, len(e.mentions), tuple(sorted(e.aliases))[:3])
+            for e in idx.entities.values()
+            if e.type != "player"
+        ]
+        sessions = [
+            OverviewSession(
+                s.title,
+                by_id[s.doc_id].summary,
+                tuple(m.text for m in by_id[s.doc_id].motifs if m.kind == "thread"),
+            )
+            for s in self._sessions(views)
+        ]
+        files = {source_of(v.doc_id): (v.path, v.type) for v in views}
+        return build_overview(
+            title=title or f"{campaign}: campaign overview",
+            entities=ents,
+            sessions=sessions,
+            documents=[files[k] for k in sorted(files)],
+            max_chars=max_chars,
+        )
+
+
+def _info(e: Entity) -> EntityInfo:
+    return EntityInfo(
+        key=e.key,
+        name=e.name,
+        type=e.type,
+        aliases=tuple(sorted(e.aliases)),
+        mentions=len(e.mentions),
+        documents=tuple(e.documents),
+    )

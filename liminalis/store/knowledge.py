@@ -1,0 +1,260 @@
+"""The knowledge layer's facts, one set per document view, each row with its view's visibility.
+
+A view's facts are replaced together (:meth:`KnowledgeRepository.replace`), so a reader never
+sees half a view. Nothing here filters by lens: callers apply :func:`liminalis.lens.visible` to
+the ``visibility`` every fact carries (the one visibility rule).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+from liminalis.knowledge.facts import (
+    EntityDef,
+    Mention,
+    Motif,
+    RelationFact,
+    SessionMark,
+    ViewFacts,
+)
+from liminalis.store._base import Repository
+
+__all__ = ["KnowledgeRepository"]
+
+_TABLES = (
+    "knowledge_views",
+    "knowledge_entities",
+    "knowledge_mentions",
+    "knowledge_relations",
+    "knowledge_motifs",
+)
+
+
+def _vis(vis: Iterable[str]) -> str:
+    return json.dumps(sorted(vis))
+
+
+def _session(mark: SessionMark | None) -> str | None:
+    if mark is None:
+        return None
+    return json.dumps({"number": mark.number, "date": mark.date, "key": list(mark.date_key)})
+
+
+def _mark(raw: str | None) -> SessionMark | None:
+    if raw is None:
+        return None
+    d = json.loads(raw)
+    return SessionMark(d["number"], d["date"], tuple(d["key"]))
+
+
+class KnowledgeRepository(Repository):
+    async def hashes(self, campaign: str) -> dict[str, str]:
+        """doc id (view) → the content hash its facts were extracted from."""
+        rows = await self._db.fetchall(
+            "SELECT doc_id, content_hash FROM knowledge_views WHERE campaign = ?", (campaign,)
+        )
+        return {r["doc_id"]: r["content_hash"] for r in rows}
+
+    async def replace(self, campaign: str, views: Sequence[ViewFacts]) -> None:
+        """Swap the facts of ``views`` (each replaced whole), in one transaction."""
+        async with self._db.write() as conn:
+            for v in views:
+                for table in _TABLES:
+                    await conn.execute(
+                        f"DELETE FROM {table} WHERE campaign = ? AND doc_id = ?",
+                        (campaign, v.doc_id),
+                    )
+                vis = _vis(v.visibility)
+                await conn.execute(
+                    "INSERT INTO knowledge_views (campaign, doc_id, path, title, type, visibility, "
+                    "content_hash, summary, summary_method, session) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        campaign,
+                        v.doc_id,
+                        v.path,
+                        v.title,
+                        v.type,
+                        vis,
+                        v.content_hash,
+                        v.summary,
+                        v.summary_method,
+                        _session(v.session),
+                    ),
+                )
+                await conn.executemany(
+                    "INSERT OR REPLACE INTO knowledge_entities (campaign, doc_id, key, name, type, "
+                    "aliases, visibility) VALUES (?,?,?,?,?,?,?)",
+                    [
+                        (
+                            campaign,
+                            v.doc_id,
+                            e.key,
+                            e.name,
+                            e.type,
+                            json.dumps(list(e.aliases)),
+                            vis,
+                        )
+                        for e in v.entities
+                    ],
+                )
+                await conn.executemany(
+                    "INSERT INTO knowledge_mentions (campaign, doc_id, ordinal, key, surface, start, "
+                    "end, passage_id, initial, hint, visibility) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    [
+                        (
+                            campaign,
+                            v.doc_id,
+                            n,
+                            m.key,
+                            m.surface,
+                            m.start,
+                            m.end,
+                            m.passage_id,
+                            int(m.initial),
+                            m.hint,
+                            vis,
+                        )
+                        for n, m in enumerate(v.mentions)
+                    ],
+                )
+                await conn.executemany(
+                    "INSERT INTO knowledge_relations (campaign, doc_id, ordinal, src, kind, dst, "
+                    "start, end, evidence, visibility) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    [
+                        (
+                            campaign,
+                            v.doc_id,
+                            n,
+                            r.src,
+                            r.kind,
+                            r.dst,
+                            r.start,
+                            r.end,
+                            r.evidence,
+                            vis,
+                        )
+                        for n, r in enumerate(v.relations)
+                    ],
+                )
+                await conn.executemany(
+                    "INSERT INTO knowledge_motifs (campaign, doc_id, ordinal, kind, text, weight, "
+                    "start, visibility) VALUES (?,?,?,?,?,?,?,?)",
+                    [
+                        (campaign, v.doc_id, n, m.kind, m.text, m.weight, m.start, vis)
+                        for n, m in enumerate(v.motifs)
+                    ],
+                )
+
+    async def remove(self, campaign: str, doc_ids: Iterable[str]) -> None:
+        """Forget the facts (and cached summaries) of views that no longer exist."""
+        ids = list(doc_ids)
+        if not ids:
+            return
+        async with self._db.write() as conn:
+            for table in (*_TABLES, "knowledge_summaries"):
+                await conn.executemany(
+                    f"DELETE FROM {table} WHERE campaign = ? AND doc_id = ?",
+                    [(campaign, d) for d in ids],
+                )
+
+    async def views(self, campaign: str) -> list[ViewFacts]:
+        """Every stored view's facts (the caller filters them through a lens)."""
+        rows = await self._db.fetchall(
+            "SELECT doc_id, path, title, type, visibility, content_hash, summary, summary_method, "
+            "session FROM knowledge_views WHERE campaign = ? ORDER BY doc_id",
+            (campaign,),
+        )
+        ents: dict[str, list[EntityDef]] = defaultdict(list)
+        for r in await self._db.fetchall(
+            "SELECT doc_id, key, name, type, aliases FROM knowledge_entities WHERE campaign = ? "
+            "ORDER BY doc_id, key",
+            (campaign,),
+        ):
+            ents[r["doc_id"]].append(
+                EntityDef(r["key"], r["name"], r["type"], tuple(json.loads(r["aliases"])))
+            )
+        mentions: dict[str, list[Mention]] = defaultdict(list)
+        for r in await self._db.fetchall(
+            "SELECT doc_id, key, surface, start, end, passage_id, initial, hint "
+            "FROM knowledge_mentions WHERE campaign = ? ORDER BY doc_id, ordinal",
+            (campaign,),
+        ):
+            mentions[r["doc_id"]].append(
+                Mention(
+                    r["key"],
+                    r["surface"],
+                    int(r["start"]),
+                    int(r["end"]),
+                    r["passage_id"],
+                    bool(r["initial"]),
+                    r["hint"],
+                )
+            )
+        rels: dict[str, list[RelationFact]] = defaultdict(list)
+        for r in await self._db.fetchall(
+            "SELECT doc_id, src, kind, dst, start, end, evidence FROM knowledge_relations "
+            "WHERE campaign = ? ORDER BY doc_id, ordinal",
+            (campaign,),
+        ):
+            rels[r["doc_id"]].append(
+                RelationFact(
+                    r["src"], r["kind"], r["dst"], int(r["start"]), int(r["end"]), r["evidence"]
+                )
+            )
+        motifs: dict[str, list[Motif]] = defaultdict(list)
+        for r in await self._db.fetchall(
+            "SELECT doc_id, kind, text, weight, start FROM knowledge_motifs WHERE campaign = ? "
+            "ORDER BY doc_id, ordinal",
+            (campaign,),
+        ):
+            motifs[r["doc_id"]].append(
+                Motif(r["kind"], r["text"], float(r["weight"]), int(r["start"]))
+            )
+        return [
+            ViewFacts(
+                doc_id=r["doc_id"],
+                path=r["path"],
+                title=r["title"],
+                type=r["type"],
+                visibility=frozenset(json.loads(r["visibility"])),
+                content_hash=r["content_hash"],
+                summary=r["summary"],
+                summary_method=r["summary_method"],
+                session=_mark(r["session"]),
+                entities=tuple(ents[r["doc_id"]]),
+                mentions=tuple(mentions[r["doc_id"]]),
+                relations=tuple(rels[r["doc_id"]]),
+                motifs=tuple(motifs[r["doc_id"]]),
+            )
+            for r in rows
+        ]
+
+    async def cached_summary(
+        self, campaign: str, doc_id: str, method: str, content_hash: str
+    ) -> str | None:
+        """A summary made by ``method`` for exactly this content, if one was kept."""
+        row = await self._db.fetchone(
+            "SELECT summary FROM knowledge_summaries WHERE campaign = ? AND doc_id = ? "
+            "AND method = ? AND content_hash = ?",
+            (campaign, doc_id, method, content_hash),
+        )
+        return str(row["summary"]) if row else None
+
+    async def keep_summary(
+        self,
+        campaign: str,
+        doc_id: str,
+        *,
+        method: str,
+        content_hash: str,
+        summary: str,
+        visibility: frozenset[str],
+    ) -> None:
+        """Cache a (model) summary of one view under its content hash."""
+        await self._db.execute(
+            "INSERT OR REPLACE INTO knowledge_summaries (campaign, doc_id, method, content_hash, "
+            "summary, visibility) VALUES (?,?,?,?,?,?)",
+            (campaign, doc_id, method, content_hash, summary, _vis(visibility)),
+        )
