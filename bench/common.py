@@ -162,7 +162,7 @@ async def bench_engine(
             slug=slug, name=bench.name, root=bench.corpus, gm_paths=(), always_include=()
         )
         await engine.register(config)
-        report = await engine.indexer.ingest(config)
+        report = await engine.ingest(config)
         if report.skipped:  # a skipped relevant document is a miss: say so
             print(
                 f"[{bench.name}] {len(report.skipped)} corpus files not ingested: "
@@ -172,7 +172,7 @@ async def bench_engine(
         try:
             yield engine, slug
         finally:
-            await engine.store.close()
+            await engine.close(models=False)
 
 
 def doc_metrics(ranked: Sequence[str], relevant: Sequence[str]) -> dict[str, float]:

@@ -40,6 +40,7 @@ from bench.common import (
     mean,
     unique_label,
 )
+from liminalis import research
 from liminalis.context.budget import BudgetParams
 from liminalis.context.material import plain
 from liminalis.context.prompt import build_prompt, instructions_for, split_bundle
@@ -87,7 +88,7 @@ async def run_set(
         ranker=ranker,
         reranker=reranker,
     ) as (engine, slug):
-        catalog = await engine.retriever.catalog(slug)
+        catalog = await research.catalog(engine, slug)
         instructions = instructions_for(bench.name)
         t0 = time.perf_counter()
         for n, q in enumerate(bench.queries):

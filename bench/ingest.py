@@ -59,7 +59,7 @@ async def run(
             cfg = CampaignConfig(slug="bench", name="bench", root=root, gm_paths=())
             await engine.register(cfg)
             t = time.perf_counter()
-            first = await engine.indexer.ingest(cfg)
+            first = await engine.ingest(cfg)
             secs = time.perf_counter() - t
             longest = max(files, key=lambda f: f.stat().st_size)
             text = (root / longest.name).read_text()
@@ -68,9 +68,9 @@ async def run(
             paras[mid] += " A traveller added this sentence to test a one-paragraph edit."
             (root / longest.name).write_text("\n\n".join(paras))
             t = time.perf_counter()
-            edit = await engine.indexer.ingest(cfg)
+            edit = await engine.ingest(cfg)
             edit_secs = time.perf_counter() - t
-            await engine.store.close()
+            await engine.close(models=False)
     return {
         "set": corpus_dir.name,
         "documents": first.documents,

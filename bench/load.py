@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from bench.common import percentile
+from liminalis import research
 
 __all__ = ["Heartbeat", "main", "make_questions", "run", "skipped_stage"]
 
@@ -236,7 +237,7 @@ async def run(
                     "max_stall_ms": round(beat.reset() * 1000, 1),
                 }
                 out["reranker"] = getattr(engine.reranker, "model_id", None)
-                cat = await engine.retriever.catalog(folder.name)
+                cat = await research.catalog(engine, folder.name)
                 lens = players_lens()
                 titles = sorted(
                     {d.title for d in cat.documents.values() if cat.visible_doc(d.doc_id, lens)}

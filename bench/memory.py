@@ -47,6 +47,7 @@ from bench.common import (
     percentile,
     unique_label,
 )
+from liminalis import research
 from liminalis.answer import Responder
 from liminalis.memory.recall import MemoryModel, MemoryParams
 from liminalis.store.graph import MemoryStore
@@ -218,7 +219,7 @@ async def _conversation(
         query = f"{query} {conv['history'][-1]}"
     t = time.perf_counter()
     if mode == "product":
-        cat = await engine.retriever.catalog(slug)
+        cat = await research.catalog(engine, slug)
         mem = await responder.memory.load(slug, chat, LENS)
         if responder.memory.can_reuse(mem, query, generation=cat.generation):
             ranked = [d["doc_id"] for d in mem.loaded]
@@ -264,12 +265,12 @@ async def run(
         async with bench_engine(
             bench, embedder=embedder, contextual=True, progress=progress, ranker=ranker, **kw
         ) as (engine, slug):
-            engine.retriever.params = dataclasses.replace(
-                engine.retriever.params, rerank_enabled=False
+            engine.retrieval_params = dataclasses.replace(
+                engine.retrieval_params, rerank_enabled=False
             )
             clock = FrozenClock()
             engine.memory = MemoryModel(
-                MemoryStore(engine.db), clock=clock, params=memory_params or MemoryParams()
+                MemoryStore(engine.database), clock=clock, params=memory_params or MemoryParams()
             )
             await engine.retrieve(slug, "warm up", LENS)
             for mode in modes:
@@ -342,10 +343,10 @@ async def cost(
                 slug="cost", name="cost", root=corpus, gm_paths=(), always_include=()
             )
             await engine.register(config)
-            await engine.indexer.ingest(config)
+            await engine.ingest(config)
             clock = FrozenClock()
             model = MemoryModel(MemoryStore(db), clock=clock)
-            cat = await engine.retriever.catalog("cost")
+            cat = await research.catalog(engine, "cost")
             t = time.perf_counter()
             graph = await model.graph(cat)
             build_s = time.perf_counter() - t

@@ -36,6 +36,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from liminalis import research
+
 __all__ = [
     "POOL",
     "doc_of_key",
@@ -134,12 +136,12 @@ async def mine(
         "ranker": load_learned_ranker("auto"),
     }
     async with bench_engine(bench, embedder=embedder, **kw) as (engine, slug):
-        cat = await engine.retriever.catalog(slug)
+        cat = await research.catalog(engine, slug)
         key_of: dict[str, str] = {}
         for pid in cat.passages:
             key_of.setdefault(cat.passage_text(pid), pid)
         params = dataclasses.replace(
-            engine.retriever.params, rerank_depth=POOL, pool=POOL, rerank_mix=None
+            engine.retrieval_params, rerank_depth=POOL, pool=POOL, rerank_mix=None
         )
         t0 = time.perf_counter()
         for n, q in enumerate(bench.queries):

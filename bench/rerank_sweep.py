@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import bench_engine, doc_metrics, load_set, mean, percentile
+from liminalis import research
 from liminalis.retrieval.fusion import dedupe_ranking
 from liminalis.retrieval.rerank import mix_scores
 from liminalis.retrieval.retriever import Trace
@@ -82,12 +83,12 @@ async def collect(
         engine,
         slug,
     ):
-        cat = await engine.retriever.catalog(slug)
+        cat = await research.catalog(engine, slug)
         by_text = {}
         for pid, p in cat.passages.items():
             by_text.setdefault(cat.passage_text(pid), p.doc_id)
         params = dataclasses.replace(
-            engine.retriever.params, rerank_depth=max(DEPTHS), pool=max(DEPTHS), rerank_mix=None
+            engine.retrieval_params, rerank_depth=max(DEPTHS), pool=max(DEPTHS), rerank_mix=None
         )
         bar = None
         if progress:

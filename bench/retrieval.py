@@ -245,7 +245,7 @@ async def run(
                             file=sys.stderr,
                         )
                         continue
-                    params = dataclasses.replace(engine.retriever.params, **over)
+                    params = dataclasses.replace(engine.retrieval_params, **over)
                     results[label][spec] = await _run_config(engine, slug, bench, params, progress)
     return results
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import bench_engine, doc_metrics, load_set, mean
+from liminalis import research
 from liminalis.retrieval.fusion import dedupe_ranking, rrf
-from liminalis.retrieval.learned import Signals
 from liminalis.retrieval.lexical import BM25Index, title_entry_id
 from liminalis.retrieval.retriever import RetrievalParams
 from liminalis.text import Tokenizer
@@ -54,10 +54,10 @@ async def sweep_set(path: Path, embedder: Any, cache_dir: Path | None = None) ->
         async with bench_engine(
             bench, embedder=embedder, contextual=contextual, progress=cache_dir is None, **kw
         ) as (engine, slug):
-            cat = await engine.retriever.catalog(slug)
+            cat = await research.catalog(engine, slug)
             params = RetrievalParams(dense_top_k=120)
             dense = [
-                await engine.retriever._dense(cat, q["query"], lens, params, Signals())
+                await research.dense_ranking(engine, slug, q["query"], lens, params)
                 for q in bench.queries
             ]
             if not contextual:

@@ -36,6 +36,7 @@ import numpy as np
 
 from bench.common import CACHE_DIR, load_set
 from bench.train_ranker import add_group_args, plain_embedder, selected_groups
+from liminalis import research
 from liminalis.retrieval.query_adapter import QueryAdapter
 
 __all__ = ["GroupData", "group_data", "fit", "dense_mrr", "main"]
@@ -66,7 +67,7 @@ async def _read_group(folder: Path, embedder: Any, cache_dir: Path, progress: bo
         engine,
         slug,
     ):
-        rows = await engine.store.all_vectors(slug)
+        rows = await research.stored_vectors(engine, slug)
         docs = sorted({r[0] for r in rows})
         index = {d: i for i, d in enumerate(docs)}
         vec = np.stack([r[1] for r in rows]).astype(np.float32)

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from bench.common import CACHE_DIR, add_embedder_arg, load_set
+from liminalis import research
 from liminalis.retrieval.learned import FEATURES, LearnedRanker
 
 __all__ = [
@@ -167,7 +168,7 @@ async def collect(
         t0 = time.perf_counter()
         for n, q in enumerate(bench.queries):
             trace = Trace(collect_features=True)
-            await engine.retriever.retrieve(slug, q["query"], PLAYERS, trace=trace)
+            await research.retrieve_unpinned(engine, slug, q["query"], PLAYERS, trace=trace)
             if trace.features is None or not trace.candidates:
                 continue
             rel = set(q["relevant"])

@@ -182,13 +182,20 @@ class Engine:
             await self.store.ensure(slug, dim=dim, model_id=self.embedder.model_id)
             self._ensured.add(slug)
 
-    async def ingest(self, slug: str, path: Path | None = None) -> IngestReport:
+    async def ingest(
+        self, campaign: str | CampaignConfig, path: Path | None = None
+    ) -> IngestReport:
         """Ingest one campaign (new, edited and removed files). One ingest per campaign at a time:
         the scheduler's tick and a GM's upload would otherwise interleave, and one run's sweep of
-        orphaned vectors could delete the vectors the other had just written."""
-        config = await self.campaign(slug)
-        if slug in self._configs and self._configs[slug][1].root != config.root:
-            config = self._configs[slug][1]
+        orphaned vectors could delete the vectors the other had just written. A config given
+        (the bench's corpora, which have no ``campaign.toml``) is ingested as given."""
+        if isinstance(campaign, CampaignConfig):
+            config = campaign
+        else:
+            slug = campaign
+            config = await self.campaign(slug)
+            if slug in self._configs and self._configs[slug][1].root != config.root:
+                config = self._configs[slug][1]
         async with self._ingesting.setdefault(config.slug, asyncio.Lock()):
             report = await self.indexer.ingest(config, path)
         self._ensured.add(config.slug)
@@ -478,6 +485,15 @@ class Engine:
         return "\n".join(lines)
 
     @property
+    def retrieval_params(self) -> RetrievalParams:
+        """The retrieval parameters a question gets unless it names its own."""
+        return self.retriever.params
+
+    @retrieval_params.setter
+    def retrieval_params(self, params: RetrievalParams) -> None:
+        self.retriever.params = params
+
+    @property
     def database(self) -> Database:
         """The store this engine was built over, for the platform layer's own repositories
         (channel links, recap schedules): nothing else outside the engine reads it."""
@@ -555,8 +571,10 @@ class Engine:
             raise NotFound(f"{doc_id} not visible")
         return doc.title, doc.text
 
-    async def close(self) -> None:
+    async def close(self, *, models: bool = True) -> None:
+        """Close the vector store and, unless ``models`` is false (an embedder shared with
+        other engines, as the bench does), the embedder."""
         await self.store.close()
         close = getattr(self.embedder, "close", None)
-        if close:
+        if close and models:
             close()

@@ -2,6 +2,7 @@
 
 import ast
 import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,3 +124,30 @@ def test_environment_is_read_in_settings_only():
         if ("os.environ" in p.read_text() or "getenv(" in p.read_text()) and p.name != "settings.py"
     ]
     assert readers == []
+
+
+# The engine's insides, reached through an attribute of an engine object.
+_INSIDE = re.compile(r"\bengine\.(db|retriever|indexer|store)\b|(?<!research)\.catalog\(")
+
+
+def _inside_offenders(folder: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for path in _py(folder):
+        hits = [m.group(0) for m in _INSIDE.finditer(path.read_text())]
+        if hits:
+            out[path.relative_to(ROOT).as_posix()] = hits
+    return out
+
+
+def test_adapters_and_tooling_reach_the_engine_through_its_facade():
+    """``bot/`` and ``bench/`` call the Engine facade; the bench's research harnesses go through
+    ``liminalis/research.py``, the one seam onto the engine's insides."""
+    assert _inside_offenders("bot") == {}
+    assert _inside_offenders("bench") == {}
+
+
+def test_the_facade_rule_catches_a_violation(tmp_path, monkeypatch):
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "x.py").write_text("cat = await engine.retriever.catalog(slug)\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert _inside_offenders("bench") == {"bench/x.py": ["engine.retriever", ".catalog("]}
