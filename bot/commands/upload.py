@@ -308,13 +308,15 @@ def _save_vault(
     notes += vault.skipped
     paths: dict[str, bytes] = {}
     gm_paths: set[str] = set()
+    saved_as: dict[str, str] = {}  # a member's path in the archive → its path as saved
     for member in vault.members:
         path = _clean_path(member.path)
         if path in paths or PurePosixPath(path).suffix.lower() not in SUPPORTED_SUFFIXES:
             notes.append((member.path, "another file in the archive has the same name"))
             continue
         paths[path] = member.data
-        if cfg.is_gm_path(member.path) or cfg.is_gm_path(path):
+        saved_as[member.path] = path
+        if _in_gm_folder(cfg, member.path) or _in_gm_folder(cfg, path):
             gm_paths.add(path)
 
     def option(path: str) -> frozenset[str] | None:
@@ -327,7 +329,10 @@ def _save_vault(
         except LoadError as exc:
             notes.append((path, exc.reason))
     # Aliases from links, each only where it cannot tell a reader of the note what they never read.
-    targets = link_targets(list(prepared), SUPPORTED_SUFFIXES)
+    targets = link_targets(
+        {m: p for m, p in saved_as.items() if p in prepared} | {p: p for p in prepared},
+        SUPPORTED_SUFFIXES,
+    )
     aliases: dict[str, list[str]] = {}
     for p in prepared.values():
         for link_vis, target, alias in p.parsed.links:
@@ -371,6 +376,14 @@ def _save_vault(
             old.unlink()
             sidecar_of(old).unlink(missing_ok=True)
     return True
+
+
+def _in_gm_folder(cfg: CampaignConfig, path: str) -> bool:
+    """Whether a vault member lies in a GM folder, read from any folder of its path down: a zip
+    of a folder puts the vault under its name (``Greyhold/gm/plot.md``), and a vault may hold
+    several campaigns. Erring toward GM-only is the safe side."""
+    parts = path.split("/")
+    return any(cfg.is_gm_path("/".join(parts[i:])) for i in range(len(parts)))
 
 
 def _clean_path(path: str) -> str:

@@ -129,13 +129,17 @@ def may_alias(target: frozenset[str], link: frozenset[str]) -> bool:
     return PLAYERS not in readers and readers <= linkers
 
 
-def link_targets(paths: list[str], suffixes: tuple[str, ...]) -> dict[str, str]:
-    """How Obsidian resolves ``[[name]]``: by note name (file stem) or by path without the
-    suffix, without regard to case; the first by path wins a name two notes share."""
+def link_targets(paths: dict[str, str], suffixes: tuple[str, ...]) -> dict[str, str]:
+    """How Obsidian resolves ``[[name]]``, for ``paths`` (a note's path in the archive → the
+    key to return): by note name (file stem) or by its path from any folder down, the suffix
+    optional, without regard to case; the shortest path wins a name two notes share."""
     out: dict[str, str] = {}
-    for path in sorted(paths):
-        p = PurePosixPath(path)
-        stem = str(p.with_suffix("")) if p.suffix.lower() in suffixes else str(p)
-        for key in (stem.lower(), p.stem.lower() if p.suffix.lower() in suffixes else p.name):
-            out.setdefault(key.lower(), path)
+    for path in sorted(paths, key=lambda p: (p.count("/"), p)):
+        parts = path.split("/")
+        for i in range(len(parts)):
+            tail = "/".join(parts[i:])
+            p = PurePosixPath(tail)
+            out.setdefault(tail.lower(), paths[path])
+            if p.suffix.lower() in suffixes:
+                out.setdefault(str(p.with_suffix("")).lower(), paths[path])
     return out

@@ -92,6 +92,8 @@ class Extracted:
     text: str = ""
     pages: tuple[Page, ...] = ()
     warnings: tuple[str, ...] = ()
+    #: The document's own title (a PDF's metadata), where it gives a sensible one.
+    title: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,7 +300,18 @@ def extract_pdf(raw: bytes, *, max_pages: int = 2000) -> Extracted:
             f"{len(blank):,} of {count:,} pages have no text layer (scanned?) and were left out: "
             f"p. {shown}",
         )
-    return Extracted(pages=tuple(pages), warnings=warnings)
+    return Extracted(pages=tuple(pages), warnings=warnings, title=_pdf_title(reader))
+
+
+def _pdf_title(reader: object) -> str:
+    """The title a PDF's metadata gives, unless it is a converter's file name."""
+    try:
+        title = " ".join(str(getattr(getattr(reader, "metadata", None), "title", "") or "").split())
+    except Exception:  # noqa: BLE001 (broken metadata: no title, not no document)
+        return ""
+    if re.search(r"\.(docx?|pdf|odt|rtf|indd|txt)$|^microsoft word|^untitled", title, re.I):
+        return ""
+    return title[:200]
 
 
 # --- Word ---------------------------------------------------------------------------------------

@@ -343,6 +343,9 @@ def parse_file(
         extracted = extract_pdf(raw) if suffix == ".pdf" else extract_docx(raw)
         body, pages = _paged_text(extracted)
         notes = extracted.warnings
+        if pages:
+            # A PDF's first bookmark is a chapter, not the book: its metadata or file name is.
+            meta["title"] = extracted.title or _title_of(rel_path)
         # No front matter in a PDF or a Word document, but a `visibility: gm` in its first lines
         # is still a GM's word: refuse rather than publish.
         _refuse_misplaced_visibility(body, config, after_front=False)
@@ -541,11 +544,7 @@ def _view_document(
     title = str(meta.get("title") or "").strip()
     if not title:
         tm = _TITLE_LINE.search(body[:500])
-        title = (
-            tm.group(1).strip()
-            if tm
-            else PurePosixPath(rel_path).stem.replace("-", " ").replace("_", " ").title()
-        )
+        title = tm.group(1).strip() if tm else _title_of(rel_path)
     if personal:
         title = f"{title} ({personal.title()} only)"
     synopsis = str(meta.get("summary") or meta.get("synopsis") or "").strip()
@@ -579,6 +578,11 @@ def _view_document(
         synopsis=normalize_text(synopsis)[:600],
         pages=pages,
     )
+
+
+def _title_of(rel_path: str) -> str:
+    """A title from a file name: ``the-copper-kettle.md`` → ``The Copper Kettle``."""
+    return PurePosixPath(rel_path).stem.replace("-", " ").replace("_", " ").title()
 
 
 def with_front_matter(
