@@ -323,3 +323,11 @@ async def test_bench_memory_smoke(tmp_path, capsys):
         assert 0.0 <= res["tales"][mode]["follow-up"]["group_hit@10"] <= 1.0
     print_table(res)
     assert "group_hit@10" in capsys.readouterr().out
+
+
+async def test_bench_ingest_formats_smoke():
+    from bench.ingest_formats import run
+
+    r = await run(31)
+    assert r["pages"] == 31 and r["views"] == 2  # page 31 opens chapter 3, marked (GM)
+    assert r["passages"] > 0 and r["pages_with_page_heading"] == r["passages"]

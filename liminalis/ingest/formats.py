@@ -199,6 +199,25 @@ def plain_wikilinks(text: str) -> tuple[str, list[tuple[str, str]]]:
 # --- PDF ---------------------------------------------------------------------------------------
 
 
+class _WithheldDetails(logging.Filter):
+    """pypdf's warnings about a malformed file quote its bytes (a bookmark's title, a line of a
+    page): kept as a fixed line, so no GM-only text reaches a host's logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = "malformed PDF (pypdf's details withheld)", ()
+        return True
+
+
+def _quiet_pypdf() -> None:
+    """Install :class:`_WithheldDetails` on pypdf's loggers (each module's own: a filter acts
+    only where a record is made), on first use, not at import."""
+    names = [n for n in list(logging.root.manager.loggerDict) if n.split(".")[0] == "pypdf"]
+    for name in names:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _WithheldDetails) for f in logger.filters):
+            logger.addFilter(_WithheldDetails())
+
+
 def _outline(reader: object) -> Iterator[tuple[int, int, str]]:
     """``(page index, level, title)`` of each bookmark, in outline order (level 1 at the top)."""
     from pypdf import PdfReader
@@ -249,6 +268,7 @@ def extract_pdf(raw: bytes, *, max_pages: int = 2000) -> Extracted:
     from pypdf import PdfReader
     from pypdf.errors import PyPdfError
 
+    _quiet_pypdf()
     try:
         reader = PdfReader(io.BytesIO(raw))
         if reader.is_encrypted and not reader.decrypt(""):
@@ -325,7 +345,9 @@ def extract_docx(raw: bytes, *, limits: ZipLimits = ZipLimits()) -> Extracted:
     try:
         with zipfile.ZipFile(io.BytesIO(raw)) as zf:
             check_zip(zf, limits)
-    except zipfile.BadZipFile:
+    except LoadError:
+        raise
+    except Exception:  # noqa: BLE001 (zipfile raises many kinds on a hostile file)
         raise LoadError("not a readable Word document (.docx)") from None
     import docx
     from docx.table import Table
