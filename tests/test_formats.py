@@ -301,6 +301,17 @@ async def test_an_uploaded_pdf_is_cited_by_page_and_keeps_its_visibility(service
     assert CANARY not in book.text
     label = from_rendered(book, rank=0).label()  # what the prompt asks the model to cite
     assert label.startswith("Rulebook — Lamplighters > p") and "12" in label, label
+    player = await service.handle(
+        IncomingMessage(
+            platform="discord",
+            channel_id="C1",
+            user_id="222",
+            text="/ask where does the ninth lantern hang?",
+        )
+    )
+    cited = [s for s in player.sources if s.title == "Rulebook"]
+    assert cited and "p" in cited[0].section and "12" in cited[0].section, player.sources
+    assert CANARY not in player.text
     for _ in range(2):  # a re-read (the tick, a restart) gives it the same visibility
         await engine.ingest("greyhold")
         players = await engine.retrieve("greyhold", "drowned lantern truth", players_lens())
