@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import hashlib
+import io
 import re
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
@@ -252,3 +253,77 @@ class FrozenClock:
 
     def set(self, when: dt.datetime) -> None:
         self._now = when
+
+
+def _pdf_string(text: str) -> str:
+    """``text`` as a PDF literal string in WinAnsi (Latin-1 here), parentheses escaped."""
+    safe = text.encode("latin-1", "replace").decode("latin-1")
+    return "(" + safe.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)") + ")"
+
+
+def text_pdf(
+    pages: Sequence[str | None],
+    *,
+    outline: Sequence[tuple[int, str, int]] = (),
+    first_label: int = 1,
+) -> bytes:
+    """A small PDF whose pages hold ``pages``' lines in Helvetica (``None``: a page with no text
+    layer, as a scan has), with bookmarks ``(page index, title, level)`` and page labels
+    starting at ``first_label``: fixtures for tests and the PDF ingest benchmark, written with
+    pypdf alone (no PDF toolkit at run time)."""
+    from pypdf import PdfWriter
+    from pypdf.constants import PageLabelStyle
+    from pypdf.generic import (
+        ContentStream,
+        DecodedStreamObject,
+        DictionaryObject,
+        IndirectObject,
+        NameObject,
+    )
+
+    writer = PdfWriter()
+    font = DictionaryObject(
+        {
+            NameObject("/Type"): NameObject("/Font"),
+            NameObject("/Subtype"): NameObject("/Type1"),
+            NameObject("/BaseFont"): NameObject("/Helvetica"),
+            NameObject("/Encoding"): NameObject("/WinAnsiEncoding"),
+        }
+    )
+    font_ref = writer._add_object(font)
+    for text in pages:
+        page = writer.add_blank_page(width=612, height=792)
+        if text is None:
+            continue
+        ops = ["BT", "/F1 11 Tf", "14 TL", "72 740 Td"]
+        for line in text.split("\n"):
+            ops += [f"{_pdf_string(line)} Tj", "T*"]
+        ops.append("ET")
+        stream = DecodedStreamObject()
+        stream.set_data("\n".join(ops).encode("latin-1"))
+        page[NameObject("/Contents")] = writer._add_object(ContentStream(stream, writer))
+        page[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/F1"): font_ref})}
+        )
+    if first_label != 1:
+        writer.set_page_label(0, len(pages) - 1, PageLabelStyle.DECIMAL, start=first_label)
+    parents: dict[int, IndirectObject] = {}
+    for index, title, level in outline:
+        parent = parents.get(level - 1) if level > 1 else None
+        parents[level] = writer.add_outline_item(title=title, page_number=index, parent=parent)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def word_document(blocks: Sequence[tuple[str, str]]) -> bytes:
+    """A ``.docx`` of ``(style, text)`` paragraphs (``"Heading 1"``, ``"Normal"``, ``"List
+    Bullet"`` …): fixtures for tests."""
+    import docx
+
+    document = docx.Document()
+    for style, text in blocks:
+        document.add_paragraph(text, style=style)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()

@@ -85,6 +85,9 @@ class Document:
     tags: tuple[str, ...] = ()
     content_hash: str = ""
     synopsis: str = ""
+    #: A PDF's pages: ``(offset in text where the page starts, its printed label)``, ascending.
+    #: Structure, never markers in the text: chunking adds ``p. N`` to each passage's heading.
+    pages: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -347,3 +347,11 @@ async def test_bench_summaries_smoke(tmp_path: Path):
     res = json.loads(out.read_text())["mini"]
     assert res["offline"]["windows"] == 1 and 0 < res["offline"]["rougeL"] <= 1
     assert "skipped" in res["model"]
+
+
+async def test_bench_ingest_formats_smoke():
+    from bench.ingest_formats import run
+
+    r = await run(31)
+    assert r["pages"] == 31 and r["views"] == 2  # page 31 opens chapter 3, marked (GM)
+    assert r["passages"] > 0 and r["pages_with_page_heading"] == r["passages"]

@@ -181,11 +181,11 @@ async def test_a_file_that_fails_to_load_during_a_rebuild_keeps_its_previous_ver
     embedder = HashEmbedder(model_id="hash-256-v2")
     upgraded = await upgraded_engine(tmp_path, embedder)
     session = tmp_path / "campaigns" / "greyhold" / "sessions" / "session-01.md"
-    session.write_bytes(b"---\ntitle: Session 1\n---\nThe party \xff\xfe reached")  # invalid UTF-8
+    session.write_bytes(b"---\ntitle: Session 1\n---\nThe party \x00\x00 reached")  # not text
     try:
         report = await upgraded.ingest("greyhold")
         assert [s.reason for s in report.skipped if "session-01" in s.path] == [
-            "not valid UTF-8 (byte 35); its previous version stays searchable"
+            "binary file (contains NUL bytes); its previous version stays searchable"
         ]
         assert await upgraded.is_indexed("greyhold")
         bundle = await upgraded.retrieve(

@@ -1,29 +1,42 @@
-"""``/upload [players|gm|<lens>] [session|lore|…]`` with files: GM: ingest Markdown/text notes.
+"""``/upload [players|gm|<lens>] [session|lore|…]`` with files: GM: ingest notes, PDFs, Word
+documents and zipped vaults.
 
-Every file is checked before any is written, saved with the visibility it got in its front
-matter, ingested alone, and reported on its own line (added, changed, removed, hidden sections,
-warnings, or why it was skipped).
+Every file is checked before any is written, saved with the visibility it got (in its front
+matter; for a PDF or Word document in a sidecar bound to its bytes), ingested alone, and
+reported on its own line (added, changed, removed, hidden sections, warnings, or why it was
+skipped). A ``.zip`` (an Obsidian vault, a folder of notes) is unpacked under
+``uploads/<name>/`` with the campaign's GM folder rules applied inside it; its ``[[Note|alias]]``
+links give ``alias`` to the note they name. A file that fails its checks is never written, so
+its previous version stays searchable.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from pathlib import PurePosixPath
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 
 from bot.commands._base import Command, Option, Request, Scope
 from bot.messages import Attachment, OptionValue, Reply
 from liminalis.campaign import CampaignConfig
 from liminalis.errors import InvalidInput, UploadRejected
+from liminalis.ingest.archive import link_targets, may_alias, read_vault
 from liminalis.ingest.loaders import (
+    BINARY_SUFFIXES,
     SUPPORTED_SUFFIXES,
+    SUPPORTED_WORDS,
     LoadError,
+    ParsedFile,
     doc_id_for,
     parse_file,
+    sidecar_of,
     with_front_matter,
+    write_sidecar,
 )
 from liminalis.lens import GM, NOT_GM, PLAYERS, parse_visibility
 from liminalis.text import clean_text
+from liminalis.types import FileReport, SkippedFile
 
 __all__ = [
     "command",
@@ -38,6 +51,8 @@ __all__ = [
 
 UPLOAD_TYPES = ("session", "lore", "character", "place", "faction", "item", "note")
 MAX_FILES = 10
+#: How many of a vault's skipped files the reply names one by one (the rest are counted).
+_SKIPPED_SHOWN = 8
 _USAGE = (
     "Usage: `/upload [players|gm|<player lens>] [session|lore|character|place|faction|item|note]` "
     "with the files attached."
@@ -168,11 +183,32 @@ def save_uploads(
         if att.error:
             skipped.append((name, att.error))
             continue
-        if PurePosixPath(name).suffix.lower() not in SUPPORTED_SUFFIXES:
-            skipped.append((name, "unsupported file type (use .md or .txt)"))
+        suffix = PurePosixPath(name).suffix.lower()
+        if suffix not in (*SUPPORTED_SUFFIXES, ".zip"):
+            skipped.append((name, f"unsupported file type ({SUPPORTED_WORDS}, or a .zip of them)"))
             continue
         if max(len(att.data), att.size or 0) > max_bytes:
             skipped.append((name, f"file too large (limit {max_bytes:,} bytes)"))
+            continue
+        if suffix == ".zip":
+            folder = upload_name(name[: -len(suffix)]).removesuffix(".md") or "vault"
+            if folder in saved or doc_id_for(folder) in existing:
+                skipped.append((name, "an upload of that name is already a single file"))
+                continue
+            existed = (cfg.uploads_root / folder).is_dir()
+            if _save_vault(
+                cfg,
+                att.data,
+                folder,
+                name,
+                max_bytes=max_bytes,
+                visibility=visibility,
+                doc_type=doc_type,
+                skipped=skipped,
+            ):
+                if existed:
+                    replaced.append(folder + "/")
+                saved.append(folder + "/")
             continue
         other = existing.get(doc_id_for(name))
         if other is not None and other != name:
@@ -183,36 +219,188 @@ def save_uploads(
                 )
             )
             continue
-        data = att.data
         try:
-            parsed = parse_file(
-                data, f"uploads/{name}", cfg, visibility=visibility, doc_type=doc_type
-            )
-            if visibility is None and not parsed.declared:
-                default = parse_visibility(
-                    cfg.upload_visibility, known_lenses=cfg.lenses, gm_path=False
-                )
-                parsed = parse_file(
-                    data, f"uploads/{name}", cfg, visibility=default, doc_type=doc_type
-                )
-            # The visibility it got (and the type given) go into the saved copy's front
-            # matter: every later re-read (the tick, a restart, a changed default) gives the
-            # file what this reply says it has.
-            data = with_front_matter(data, visibility=parsed.visibility, doc_type=doc_type)
-            parse_file(data, f"uploads/{name}", cfg)
+            prepared = _prepare(cfg, f"uploads/{name}", att.data, visibility, doc_type)
         except LoadError as exc:
             skipped.append((name, exc.reason))
             continue
-        cfg.uploads_root.mkdir(parents=True, exist_ok=True)
         target = cfg.uploads_root / name
         if target.exists():
             replaced.append(name)
-        tmp = cfg.uploads_root / f".{name}.part"
-        tmp.write_bytes(data)
-        tmp.replace(target)
+        prepared.write(target)
         saved.append(name)
         existing[doc_id_for(name)] = name
     return saved, skipped, replaced
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A checked file as it will be saved: its bytes, and for a PDF or Word document the
+    visibility and type its sidecar keeps."""
+
+    data: bytes
+    parsed: ParsedFile
+    sidecar: frozenset[str] | None = None
+    doc_type: str | None = None
+
+    def write(self, target: Path) -> None:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if self.sidecar is not None:
+            # Bound to these bytes: until the file below is replaced, the old file has no
+            # sidecar that fits it, and an upload that says nothing is GM-only.
+            write_sidecar(target, self.data, visibility=self.sidecar, doc_type=self.doc_type)
+        tmp = target.with_name(f".{target.name}.part")
+        tmp.write_bytes(self.data)
+        tmp.replace(target)
+
+
+def _prepare(
+    cfg: CampaignConfig,
+    rel: str,
+    data: bytes,
+    visibility: frozenset[str] | None,
+    doc_type: str | None,
+    *,
+    aliases: tuple[str, ...] = (),
+) -> _Prepared:
+    """Check one file and give it the visibility it is to keep (raises :class:`LoadError`)."""
+    default = parse_visibility(cfg.upload_visibility, known_lenses=cfg.lenses, gm_path=False)
+    if PurePosixPath(rel).suffix.lower() in BINARY_SUFFIXES:
+        # Nothing inside a PDF or Word document says who reads it: the option, else the default.
+        given = visibility if visibility is not None else default
+        parsed = parse_file(data, rel, cfg, visibility=given, doc_type=doc_type)
+        return _Prepared(data, parsed, sidecar=parsed.visibility, doc_type=doc_type)
+    parsed = parse_file(data, rel, cfg, visibility=visibility, doc_type=doc_type)
+    if visibility is None and not parsed.declared:
+        parsed = parse_file(data, rel, cfg, visibility=default, doc_type=doc_type)
+    # The visibility it got (and the type given) go into the saved copy's front matter: every
+    # later re-read (the tick, a restart, a changed default) gives the file what this reply
+    # says it has.
+    data = with_front_matter(data, visibility=parsed.visibility, doc_type=doc_type, aliases=aliases)
+    return _Prepared(data, parse_file(data, rel, cfg))
+
+
+def _save_vault(
+    cfg: CampaignConfig,
+    archive: bytes,
+    folder: str,
+    name: str,
+    *,
+    max_bytes: int,
+    visibility: frozenset[str] | None,
+    doc_type: str | None,
+    skipped: list[tuple[str, str]],
+) -> bool:
+    """Unpack a zipped vault into ``uploads/<folder>/``; whether anything was saved.
+
+    Every member is checked before any is written. A member that fails keeps its earlier
+    version; members the new archive no longer holds are removed. Folder rules apply inside
+    the vault as in the campaign folder (``gm/`` is GM-only), and each note's
+    ``[[Note|alias]]`` gives the note it names that alias where everyone who reads that note
+    also read the link (:func:`~liminalis.ingest.archive.may_alias`)."""
+    assert cfg.uploads_root is not None
+    try:
+        vault = read_vault(archive, suffixes=SUPPORTED_SUFFIXES, max_member_bytes=max_bytes)
+    except LoadError as exc:
+        skipped.append((name, exc.reason))
+        return False
+    notes: list[tuple[str, str]] = []  # (path inside the vault, reason)
+    notes += vault.skipped
+    paths: dict[str, bytes] = {}
+    gm_paths: set[str] = set()
+    saved_as: dict[str, str] = {}  # a member's path in the archive → its path as saved
+    for member in vault.members:
+        path = _clean_path(member.path)
+        if path in paths or PurePosixPath(path).suffix.lower() not in SUPPORTED_SUFFIXES:
+            notes.append((member.path, "another file in the archive has the same name"))
+            continue
+        paths[path] = member.data
+        saved_as[member.path] = path
+        if _in_gm_folder(cfg, member.path) or _in_gm_folder(cfg, path):
+            gm_paths.add(path)
+
+    def option(path: str) -> frozenset[str] | None:
+        return frozenset({GM}) if path in gm_paths else visibility
+
+    prepared: dict[str, _Prepared] = {}
+    for path, data in paths.items():
+        try:
+            prepared[path] = _prepare(cfg, f"uploads/{folder}/{path}", data, option(path), doc_type)
+        except LoadError as exc:
+            notes.append((path, exc.reason))
+    # Aliases from links, each only where it cannot tell a reader of the note what they never read.
+    targets = link_targets(
+        {m: p for m, p in saved_as.items() if p in prepared} | {p: p for p in prepared},
+        SUPPORTED_SUFFIXES,
+    )
+    aliases: dict[str, list[str]] = {}
+    for p in prepared.values():
+        for link_vis, target, alias in p.parsed.links:
+            to = targets.get(target.strip().lower())
+            alias = " ".join(alias.split())[:100]
+            if (
+                to is not None
+                and alias
+                and PurePosixPath(to).suffix.lower() not in BINARY_SUFFIXES
+                and may_alias(prepared[to].parsed.visibility, link_vis)
+            ):
+                aliases.setdefault(to, []).append(alias)
+    for path, names in aliases.items():
+        try:
+            prepared[path] = _prepare(
+                cfg,
+                f"uploads/{folder}/{path}",
+                paths[path],
+                option(path),
+                doc_type,
+                aliases=tuple(dict.fromkeys(names)),
+            )
+        except LoadError:
+            pass  # saved without the aliases, as checked above
+    skipped.extend(_summarize(name, notes))
+    if not prepared:
+        return False
+    root = cfg.uploads_root / folder
+    kept = {_clean_path(path) for path, _ in notes}
+    for path, p in prepared.items():
+        p.write(root / path)
+    # Notes the new archive no longer holds go; a note that failed its checks keeps its old copy.
+    for old in sorted(root.rglob("*")) if root.is_dir() else ():
+        rel = old.relative_to(root).as_posix()
+        if (
+            old.is_file()
+            and not old.name.startswith(".")
+            and rel not in prepared
+            and rel not in kept
+        ):
+            old.unlink()
+            sidecar_of(old).unlink(missing_ok=True)
+    return True
+
+
+def _in_gm_folder(cfg: CampaignConfig, path: str) -> bool:
+    """Whether a vault member lies in a GM folder, read from any folder of its path down: a zip
+    of a folder puts the vault under its name (``Greyhold/gm/plot.md``), and a vault may hold
+    several campaigns. Erring toward GM-only is the safe side."""
+    parts = path.split("/")
+    return any(cfg.is_gm_path("/".join(parts[i:])) for i in range(len(parts)))
+
+
+def _clean_path(path: str) -> str:
+    """A vault member's path as saved: each folder cleaned as a file name is, the file name as
+    :func:`upload_name` makes it."""
+    *folders, leaf = path.split("/")
+    return "/".join(
+        [*(_SAFE_NAME.sub("-", f).strip(".-") or "folder" for f in folders), upload_name(leaf)]
+    )
+
+
+def _summarize(name: str, notes: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """A vault's skipped files for the reply: the first few by name, the rest counted."""
+    shown = [(f"{name}: {path}", reason) for path, reason in notes[:_SKIPPED_SHOWN]]
+    if len(notes) > _SKIPPED_SHOWN:
+        shown.append((name, f"{len(notes) - _SKIPPED_SHOWN:,} more files skipped"))
+    return shown
 
 
 async def run(request: Request, scope: Scope) -> Reply:
@@ -226,7 +414,7 @@ async def run(request: Request, scope: Scope) -> Reply:
             "Slack commands cannot carry files: mention me with the files attached, "
             "`@Liminalis /upload [players|gm|<lens>] [session|lore|…]`."
             if msg.platform == "slack"
-            else "Attach one or more .md or .txt files to `/upload`."
+            else "Attach notes (.md, .txt, .pdf, .docx) or a zipped vault to `/upload`."
         )
         raise InvalidInput("no attachment", user_message=how)
     if cfg.uploads_root is None:
@@ -247,6 +435,10 @@ async def run(request: Request, scope: Scope) -> Reply:
     ingested = 0
     for name in saved:  # only these files are read: the rest of the campaign is left as it is
         report = await services.engine.ingest(cfg.slug, cfg.uploads_root / name)
+        if name.endswith("/"):
+            ingested += len(report.files)
+            lines += _vault_lines(name, report.files, report.skipped, again=name in replaced)
+            continue
         refused = [s.reason for s in report.skipped]
         if refused or not report.files:
             lines.append(f"• skipped {name}: {refused[0] if refused else 'not read'}")
@@ -274,12 +466,36 @@ async def run(request: Request, scope: Scope) -> Reply:
     return Reply(text="\n".join(lines))
 
 
+def _vault_lines(
+    name: str, files: Sequence[FileReport], refused: Sequence[SkippedFile], *, again: bool
+) -> list[str]:
+    """A vault's lines in the reply: its notes by visibility, passages, warnings, refusals."""
+    by_vis: dict[str, int] = {}
+    for f in files:
+        key = describe_visibility(f.visibility)
+        by_vis[key] = by_vis.get(key, 0) + 1
+    hidden = sum(f.hidden_sections for f in files)
+    lines = [
+        f"• {name}{' (replaced the earlier upload)' if again else ''} — {len(files)} notes ("
+        + ", ".join(f"{n} {k}" for k, n in sorted(by_vis.items()))
+        + f"): {sum(f.added for f in files)} passages added, {sum(f.changed for f in files)} "
+        f"changed, {sum(f.removed for f in files)} removed"
+        + (f"; {hidden} hidden section{'s' if hidden != 1 else ''} (GM-only)" if hidden else "")
+    ]
+    warned = [(f.path, w) for f in files for w in f.warnings]
+    lines += [f"  ⚠ {p}: {w}" for p, w in warned[:_SKIPPED_SHOWN]]
+    lines += [f"  • skipped {s.path}: {s.reason}" for s in refused[:_SKIPPED_SHOWN]]
+    return lines
+
+
 command = Command(
     name="upload",
-    description="GM: upload Markdown/text session notes to the campaign",
+    description="GM: upload notes, PDFs, Word documents or a zipped vault to the campaign",
     run=run,
     options=(
-        Option("file", "attachment", "A .md or .txt file", required=True),
+        Option(
+            "file", "attachment", "A .md, .txt, .pdf or .docx file, or a .zip vault", required=True
+        ),
         Option("file2", "attachment", "Another file"),
         Option("file3", "attachment", "Another file"),
         Option(
@@ -297,7 +513,7 @@ command = Command(
             choices=UPLOAD_TYPES,
         ),
     ),
-    usage=("`/upload` — GM: attach Markdown/text session notes to ingest",),
+    usage=("`/upload` — GM: attach notes (.md, .txt, .pdf, .docx) or a zipped vault to ingest",),
     example="/upload players session (with the notes attached)",
     gm_only=True,
     private=True,

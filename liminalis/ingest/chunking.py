@@ -19,18 +19,24 @@ start and end). The decision reads only text within ``min_chars`` of *i*, so an 
 cuts only within that distance of itself; cuts are at least ``min_chars`` apart. A passage
 still longer than ``max_chars`` is split at its best-scoring inner sentence end, recursively —
 again a decision local to that passage's own content.
+
+A paged document (a PDF; :attr:`~liminalis.types.Document.pages`) gets its page as the last part
+of each passage's heading path, ``Chapter 2 > p. 12`` (``pp. 12–13`` across a page break), so a
+citation names the page.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from liminalis.text import split_sentences
 from liminalis.types import Passage, Window
 
-__all__ = ["ChunkingParams", "chunk_document", "make_windows", "content_hash"]
+__all__ = ["ChunkingParams", "chunk_document", "make_windows", "content_hash", "page_label"]
 
 _WS = re.compile(r"\s+")
 #: A heading line's level and the start of its title. The title's trailing spaces and ``#``s are cut
@@ -93,14 +99,27 @@ def _heading_paths(heads: list[tuple[int, int, str]], positions: list[int]) -> l
     return out
 
 
+def page_label(pages: Sequence[tuple[int, str]], start: int, end: int) -> str:
+    """``p. 12`` for a passage ``[start, end)`` on one page, ``pp. 12–13`` across pages, ``""``
+    for a document without pages."""
+    if not pages:
+        return ""
+    offsets = [off for off, _ in pages]
+    first = pages[max(bisect_right(offsets, start) - 1, 0)][1]
+    last = pages[max(bisect_right(offsets, max(end - 1, start)) - 1, 0)][1]
+    return f"p. {first}" if first == last else f"pp. {first}\u2013{last}"
+
+
 def chunk_document(
     doc_id: str,
     text: str,
     *,
     visibility: frozenset[str],
     params: ChunkingParams = ChunkingParams(),
+    pages: Sequence[tuple[int, str]] = (),
 ) -> list[Passage]:
-    """Cut ``text`` into passages at content-defined sentence boundaries."""
+    """Cut ``text`` into passages at content-defined sentence boundaries; ``pages`` (where each
+    page starts, and its label) end each passage's heading path with its page."""
     sents = split_sentences(text, max_len=min(1200, params.max_chars))
     if not sents:
         return []
@@ -169,6 +188,9 @@ def chunk_document(
     paths = _heading_paths(heads, [sents[group[0]][0] for group in groups])
     for ordinal, group in enumerate(groups):
         start, end = sents[group[0]][0], sents[group[-1]][1]
+        if pages:
+            page = page_label(pages, start, end)
+            paths[ordinal] = f"{paths[ordinal]} > {page}" if paths[ordinal] else page
         body = text[start:end]
         h = content_hash(body)
         n = seen.get(h, 0)

@@ -195,7 +195,7 @@ class Indexer:
     def _prepare(self, doc: Document, stored_tokens: dict[str, str]) -> _Prepared:
         opts = self.options
         passages = chunk_document(
-            doc.doc_id, doc.text, visibility=doc.visibility, params=opts.chunking
+            doc.doc_id, doc.text, visibility=doc.visibility, params=opts.chunking, pages=doc.pages
         )
         synopsis = doc.synopsis or extractive_synopsis(doc.title, doc.text)
         doc = Document(

@@ -1,12 +1,21 @@
 """Read campaign files into :class:`~liminalis.types.Document` safely.
 
-Bad input is reported, never raised past the ingest loop: binary files, invalid UTF-8, empty
-files, files over the size limit, unreadable paths and malformed front matter each become a
-:class:`LoadError` with a reason a GM can act on.
+Bad input is reported, never raised past the ingest loop: binary files, text in no known
+encoding, empty files, files over the size limit, unreadable paths, scanned PDFs and malformed
+front matter each become a :class:`LoadError` with a reason a GM can act on.
+
+Markdown and text files may be in any common encoding; PDFs and Word documents are read as text
+by :mod:`liminalis.ingest.formats` (headings as ``#`` lines, so hidden sections work in them as
+in Markdown). A PDF's pages stay structure: each view records where each page starts in its
+text (:attr:`~liminalis.types.Document.pages`), so a passage's heading path can end ``p. 12``.
+A binary file has no front matter; an upload's visibility is kept beside it in a sidecar
+(:func:`sidecar_of`) that counts only for the exact bytes it was written for.
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import re
 import unicodedata
 from dataclasses import dataclass, replace
@@ -16,7 +25,24 @@ import yaml
 
 from liminalis.campaign import CampaignConfig
 from liminalis.ingest.chunking import content_hash
-from liminalis.ingest.sections import find_hidden_sections, source_of, split_views, view_id
+from liminalis.ingest.formats import (
+    BINARY_SUFFIXES,
+    TEXT_SUFFIXES,
+    Extracted,
+    LoadError,
+    decode_text,
+    extract_docx,
+    extract_pdf,
+    plain_wikilinks,
+)
+from liminalis.ingest.sections import (
+    HiddenSection,
+    View,
+    find_hidden_sections,
+    source_of,
+    split_views,
+    view_id,
+)
 from liminalis.ingest.synopsis import extractive_synopsis
 from liminalis.lens import GM, NOT_GM, PLAYERS, narrowest, parse_visibility
 from liminalis.text import clean_text
@@ -32,12 +58,19 @@ __all__ = [
     "with_front_matter",
     "normalize_text",
     "SUPPORTED_SUFFIXES",
+    "BINARY_SUFFIXES",
     "doc_id_for",
+    "sidecar_of",
+    "write_sidecar",
     "source_of",
     "needs_escaped_ids",
 ]
 
-SUPPORTED_SUFFIXES = (".md", ".markdown", ".txt")
+_log = logging.getLogger(__name__)
+
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES + BINARY_SUFFIXES
+#: What an unsupported file's reason suggests instead.
+SUPPORTED_WORDS = "use .md, .txt, .pdf or .docx"
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 #: ``---`` (or ``---yaml``, ``--- # a comment``) … ``---`` or ``...``.
 _FRONT = re.compile(
@@ -114,14 +147,6 @@ def _front_matter(source: str) -> object:
         raise LoadError("malformed front matter (a value could not be read)") from None
 
 
-class LoadError(Exception):
-    """A file that cannot be ingested; ``reason`` is safe to show the uploader."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
 def normalize_text(text: str) -> str:
     """NFC, ``\\n`` line ends, no control characters or lone surrogates, trailing spaces gone."""
     text = clean_text(text)
@@ -142,14 +167,8 @@ def needs_escaped_ids(doc_id: str) -> bool:
 
 
 def _decode(raw: bytes) -> str:
-    if not raw.strip():
-        raise LoadError("empty file")
-    if b"\x00" in raw[:8192]:
-        raise LoadError("binary file (contains NUL bytes)")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise LoadError(f"not valid UTF-8 (byte {exc.start})") from None
+    """A text file's bytes as text, in whatever encoding they are (raises :class:`LoadError`)."""
+    return decode_text(raw)
 
 
 def _as_tuple(value: object) -> tuple[str, ...]:
@@ -299,6 +318,8 @@ class ParsedFile:
     warnings: tuple[str, ...] = ()
     #: Whether the file itself says who reads it (front matter, a flag, a GM folder).
     declared: bool = False
+    #: ``(visibility of the view it is in, target, alias)`` of each ``[[Target|alias]]`` link.
+    links: tuple[tuple[frozenset[str], str, str], ...] = ()
 
 
 def parse_file(
@@ -314,10 +335,24 @@ def parse_file(
     ``visibility`` and ``doc_type`` are an uploader's options: the visibility applies only where
     it is narrower than the front matter's (:func:`~liminalis.lens.narrowest`); the type wins.
     """
-    text = _LINE_ENDS.sub("\n", _decode(raw))
+    suffix = PurePosixPath(rel_path).suffix.lower()
     meta: dict[str, object] = {}
-    body = _without_invisible_lead(text)
-    m = _FRONT.match(body)
+    pages: list[tuple[int, str]] = []
+    notes: tuple[str, ...] = ()
+    if suffix in BINARY_SUFFIXES:
+        extracted = extract_pdf(raw) if suffix == ".pdf" else extract_docx(raw)
+        body, pages = _paged_text(extracted)
+        notes = extracted.warnings
+        if pages:
+            # A PDF's first bookmark is a chapter, not the book: its metadata or file name is.
+            meta["title"] = extracted.title or _title_of(rel_path)
+        # No front matter in a PDF or a Word document, but a `visibility: gm` in its first lines
+        # is still a GM's word: refuse rather than publish.
+        _refuse_misplaced_visibility(body, config, after_front=False)
+        m = None
+    else:
+        body = _without_invisible_lead(_LINE_ENDS.sub("\n", _decode(raw)))
+        m = _FRONT.match(body)
     if m and _looks_like_front_matter(m.group(1)):
         loaded = _front_matter(m.group(1))
         if loaded is None:
@@ -328,6 +363,8 @@ def parse_file(
         _check_keys(meta)
         body = body[m.end() :]
         _refuse_misplaced_visibility(body, config, after_front=True)
+    elif pages or suffix in BINARY_SUFFIXES:
+        pass
     elif (
         not m
         and re.match(r"---[ \t]*\n", body)
@@ -336,7 +373,8 @@ def parse_file(
         raise LoadError("malformed front matter (no closing ---)")
     else:
         _refuse_misplaced_visibility(body, config, after_front=False)
-    body = normalize_text(body)
+    if not pages:
+        body = normalize_text(body)
     if not body:
         raise LoadError("empty document (no text after front matter)")
     gm_path = config.is_gm_path(rel_path)
@@ -356,26 +394,38 @@ def parse_file(
         # wins only where it is narrower.
         vis = narrowest(vis, visibility) if said else visibility
     sections = find_hidden_sections(body, lenses=config.lenses)
-    warnings = tuple(
+    warnings = notes + tuple(
         f"a hidden {h.kind} opened on line {h.line} is never closed: everything after it is GM-only"
         for h in sections
         if not h.terminated
     )
     doc_id = doc_id_for(rel_path)
     kind = (doc_type or str(meta.get("type") or "lore")).strip().lower()
-    split = split_views(body, sections, vis)
-    views = tuple(
-        _view_document(
-            meta,
-            view.text,
-            view.visibility,
-            view_id(doc_id, view.key),
-            rel_path,
-            kind,
-            personal=view.key.removeprefix("lens:") if view.key.startswith("lens:") else "",
-        )
-        for view in split
+    paged = (
+        _paged_views(body, sections, vis, pages)
+        if pages
+        else [(view, ()) for view in split_views(body, sections, vis)]
     )
+    links: list[tuple[frozenset[str], str, str]] = []
+    views_list: list[Document] = []
+    for view, view_pages in paged:
+        text = view.text
+        if not view_pages:  # a PDF's text holds no wikilinks, and its page offsets must hold
+            text, found = plain_wikilinks(text)
+            links += [(view.visibility, target, alias) for target, alias in found]
+        views_list.append(
+            _view_document(
+                meta,
+                text,
+                view.visibility,
+                view_id(doc_id, view.key),
+                rel_path,
+                kind,
+                personal=view.key.removeprefix("lens:") if view.key.startswith("lens:") else "",
+                pages=view_pages,
+            )
+        )
+    views = tuple(views_list)
     if sections and not views[0].synopsis:
         # The GM's text and the shared view embed under one synopsis drawn from the shared text:
         # an edit inside a hidden section then re-embeds only the passages it touches (a synopsis
@@ -394,7 +444,83 @@ def parse_file(
         hidden_sections=len(sections),
         warnings=warnings,
         declared=said,
+        links=tuple(links),
     )
+
+
+def _paged_text(extracted: Extracted) -> tuple[str, list[tuple[int, str]]]:
+    """An extracted document's text and, for a PDF, where each page with text starts in it
+    (each page normalized alone and joined by one blank line, so the whole is already normal
+    and the offsets hold)."""
+    if not extracted.pages:
+        return normalize_text(extracted.text), []
+    parts: list[str] = []
+    starts: list[tuple[int, str]] = []
+    pos = 0
+    for page in extracted.pages:
+        text = normalize_text(page.text)
+        if not text:
+            continue
+        if parts:
+            pos += 2
+        starts.append((pos, page.label))
+        parts.append(text)
+        pos += len(text)
+    return "\n\n".join(parts), starts
+
+
+def _paged_views(
+    body: str,
+    sections: list[HiddenSection],
+    visibility: frozenset[str],
+    pages: list[tuple[int, str]],
+) -> list[tuple[View, tuple[tuple[int, str], ...]]]:
+    """:func:`~liminalis.ingest.sections.split_views` page by page: what each view reads of each
+    page, with where each page starts in the view's text. Sections are found over the whole
+    text (a ``(GM)`` chapter hides every page up to the next chapter) and cut page by page, so
+    each view holds exactly what :func:`split_views` gives it, a blank line between pages."""
+    bounds = [*(start for start, _ in pages[1:]), len(body) + 2]
+    pieces: dict[str, list[tuple[str, str]]] = {}
+    for (start, label), nxt in zip(pages, bounds, strict=True):
+        end = nxt - 2  # the blank line between pages belongs to neither
+        clipped = [
+            HiddenSection(
+                max(h.start, start) - start,
+                min(h.end, end) - start,
+                h.audience,
+                h.kind,
+                h.line,
+                h.terminated,
+            )
+            for h in sections
+            if h.start < end and h.end > start
+        ]
+        page_views = split_views(body[start:end], clipped, visibility)
+        if sections and not clipped and len(page_views) == 1:
+            # Nothing hidden on this page of a document that hides something: the GM's whole
+            # text and the shared view both read it.
+            (only,) = page_views
+            page_views = [View("gm", only.text, frozenset()), only]
+        for view in page_views:
+            pieces.setdefault(view.key, []).append((label, normalize_text(view.text)))
+    whole = split_views(body, sections, visibility)  # the views and visibilities to give
+    out: list[tuple[View, tuple[tuple[int, str], ...]]] = []
+    for view in whole:
+        parts: list[str] = []
+        starts: list[tuple[int, str]] = []
+        pos = 0
+        for label, text in pieces.get(view.key, []):
+            if not text:
+                continue
+            if parts:
+                pos += 2
+            starts.append((pos, label))
+            parts.append(text)
+            pos += len(text)
+        text = "\n\n".join(parts)
+        if text.strip():
+            out.append((View(view.key, text, view.visibility), tuple(starts)))
+    return out
 
 
 def _view_document(
@@ -406,18 +532,19 @@ def _view_document(
     doc_type: str,
     *,
     personal: str = "",
+    pages: tuple[tuple[int, str], ...] = (),
 ) -> Document:
     """One view of a file as a :class:`Document`: its title, type, aliases and tags from the
     front matter (which every reader of the file sees), its text what this view's readers see."""
-    body = normalize_text(body)
+    normal = normalize_text(body)
+    if pages and normal != body:  # never expected (pages are joined normal); offsets would drift
+        _log.warning("page offsets dropped for %s: its text was not normal", doc_id)
+        pages = ()
+    body = normal
     title = str(meta.get("title") or "").strip()
     if not title:
         tm = _TITLE_LINE.search(body[:500])
-        title = (
-            tm.group(1).strip()
-            if tm
-            else PurePosixPath(rel_path).stem.replace("-", " ").replace("_", " ").title()
-        )
+        title = tm.group(1).strip() if tm else _title_of(rel_path)
     if personal:
         title = f"{title} ({personal.title()} only)"
     synopsis = str(meta.get("summary") or meta.get("synopsis") or "").strip()
@@ -428,6 +555,7 @@ def _view_document(
     # Such a document is re-embedded once under escaped vector ids (its old rows failed every
     # exact search); every other document keeps its hash.
     extra += "\x1fids:escaped" if needs_escaped_ids(doc_id) else ""
+    extra += f"\x1fpages:{pages!r}" if pages else ""
     return Document(
         doc_id=doc_id,
         path=rel_path,
@@ -448,16 +576,27 @@ def _view_document(
             + extra
         ),
         synopsis=normalize_text(synopsis)[:600],
+        pages=pages,
     )
 
 
+def _title_of(rel_path: str) -> str:
+    """A title from a file name: ``the-copper-kettle.md`` → ``The Copper Kettle``."""
+    return PurePosixPath(rel_path).stem.replace("-", " ").replace("_", " ").title()
+
+
 def with_front_matter(
-    raw: bytes, *, visibility: frozenset[str] | None = None, doc_type: str | None = None
+    raw: bytes,
+    *,
+    visibility: frozenset[str] | None = None,
+    doc_type: str | None = None,
+    aliases: tuple[str, ...] = (),
 ) -> bytes:
     """``raw`` with ``visibility`` and ``type`` set in its front matter (added when it has none):
     how an upload keeps the visibility and type its uploader chose on every later re-read.
     The caller passes the visibility :func:`parse_file` gave the file with those options, so
-    a front matter narrower than the option stays as narrow. Raises :class:`LoadError`."""
+    a front matter narrower than the option stays as narrow. ``aliases`` are added to the
+    front matter's own (a vault's ``[[file|alias]]`` links). Raises :class:`LoadError`."""
     text = _LINE_ENDS.sub("\n", _decode(raw))
     body = _without_invisible_lead(text)
     meta: dict[str, object] = {}
@@ -474,6 +613,10 @@ def with_front_matter(
         meta["visibility"] = names if names else GM
     if doc_type:
         meta["type"] = doc_type
+    if aliases:
+        key = next((k for k in meta if k.lower() == "aliases"), "aliases")
+        had = _as_tuple(meta.get(key))
+        meta[key] = list(dict.fromkeys([*had, *aliases]))
     head = yaml.safe_dump(
         meta, sort_keys=False, allow_unicode=True, default_flow_style=False
     ).strip()
@@ -497,12 +640,13 @@ def parse_document(raw: bytes, rel_path: str, config: CampaignConfig) -> Documen
         tags=whole.tags,
         content_hash=whole.content_hash,
         synopsis=whole.synopsis,
+        pages=whole.pages,
     )
 
 
 def _read(path: Path, *, max_bytes: int) -> bytes:
     if path.suffix.lower() not in SUPPORTED_SUFFIXES:
-        raise LoadError(f"unsupported file type '{path.suffix or 'none'}' (use .md or .txt)")
+        raise LoadError(f"unsupported file type '{path.suffix or 'none'}' ({SUPPORTED_WORDS})")
     try:
         size = path.stat().st_size
         if size > max_bytes:
@@ -512,11 +656,63 @@ def _read(path: Path, *, max_bytes: int) -> bytes:
         raise LoadError(f"unreadable ({exc.strerror or 'I/O error'})") from None
 
 
+def sidecar_of(path: Path) -> Path:
+    """Where a PDF's or Word document's upload options are kept: a dot file beside it, which
+    the campaign walk skips."""
+    return path.with_name(f".{path.name}.liminalis.yaml")
+
+
+def _digest(raw: bytes) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+def write_sidecar(
+    path: Path,
+    raw: bytes,
+    *,
+    visibility: frozenset[str],
+    doc_type: str | None = None,
+) -> None:
+    """Record the visibility (and type) an upload of ``raw`` was given, for the file at
+    ``path``. It counts only while the file holds exactly ``raw``: a file replaced by other
+    bytes says nothing (an upload that says nothing is GM-only), so the order the sidecar and
+    the file are written in can never publish a file under another's visibility."""
+    names = sorted(set(visibility) - {GM, NOT_GM})
+    meta: dict[str, object] = {"sha256": _digest(raw), "visibility": names if names else GM}
+    if doc_type:
+        meta["type"] = doc_type
+    target = sidecar_of(path)
+    tmp = target.with_name(target.name + ".part")
+    tmp.write_text(yaml.safe_dump(meta, sort_keys=False), encoding="utf-8")
+    tmp.replace(target)
+
+
+def _sidecar_options(
+    path: Path, raw: bytes, config: CampaignConfig
+) -> tuple[frozenset[str] | None, str | None]:
+    """The upload options a sidecar gives ``raw`` (``None``s when it has none that fits)."""
+    try:
+        loaded = yaml.safe_load(sidecar_of(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None, None
+    if not isinstance(loaded, dict) or loaded.get("sha256") != _digest(raw):
+        return None, None
+    vis = parse_visibility(
+        loaded.get("visibility", GM), known_lenses=config.lenses, gm_path=False, default=GM
+    )
+    kind = loaded.get("type")
+    return vis, str(kind) if isinstance(kind, str) and kind.strip() else None
+
+
 def load_file(
     path: Path, rel_path: str, config: CampaignConfig, *, max_bytes: int = DEFAULT_MAX_BYTES
 ) -> ParsedFile:
     """Read and parse one file into its views (raises :class:`LoadError`)."""
-    return parse_file(_read(path, max_bytes=max_bytes), rel_path, config)
+    raw = _read(path, max_bytes=max_bytes)
+    if path.suffix.lower() in BINARY_SUFFIXES:
+        visibility, doc_type = _sidecar_options(path, raw, config)
+        return parse_file(raw, rel_path, config, visibility=visibility, doc_type=doc_type)
+    return parse_file(raw, rel_path, config)
 
 
 def load_document(

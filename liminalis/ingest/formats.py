@@ -1,0 +1,388 @@
+"""The GM's material as it is: text in any common encoding, PDF, Word, and the zip guard.
+
+A GM's notes arrive as Word exports in Windows-1252, UTF-16 files from a Windows tool, PDFs of
+a published adventure and ``.docx`` prep. Each is turned into text the loader reads as it reads
+Markdown: headings become ``#`` lines (so a heading marked ``(GM)`` hides what is under it, as
+in :mod:`liminalis.ingest.sections`), and a PDF keeps its pages as *structure*: a tuple of
+:class:`Page`, each one page's text and printed label, never a marker inside the text.
+
+Encoding detection: a byte-order mark decides; else strict UTF-8; else Windows-1252 when
+charset-normalizer finds it decodes without mess (a short Western text is otherwise often
+guessed as cp1250 or a Mac code page: "crème" read as "crčme"); else charset-normalizer's
+best guess; else the file is refused as binary. A ``.docx`` is a zip archive and is read only
+after :func:`check_zip` (member count, total size and compression ratio caps), so a zip bomb
+named ``.docx`` is refused before python-docx inflates it.
+
+Every :class:`LoadError` reason here is fixed text and numbers: never
+a line of the document (which may be the GM's), a library's message or a path.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+import unicodedata
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import charset_normalizer
+
+__all__ = [
+    "BINARY_SUFFIXES",
+    "TEXT_SUFFIXES",
+    "LoadError",
+    "Page",
+    "Extracted",
+    "ZipLimits",
+    "check_zip",
+    "decode_text",
+    "extract_pdf",
+    "extract_docx",
+    "WIKILINK",
+    "plain_wikilinks",
+]
+
+_log = logging.getLogger(__name__)
+
+TEXT_SUFFIXES = (".md", ".markdown", ".txt")
+BINARY_SUFFIXES = (".pdf", ".docx")
+
+#: ``[[Target]]``, ``[[Target|alias]]``, ``[[Target#Heading|alias]]``, ``![[embed]]``.
+WIKILINK = re.compile(r"(!?)\[\[([^\[\]\|\n]{1,300})(?:\|([^\[\]\n]{0,300}))?\]\]")
+_BOMS = (
+    (b"\xef\xbb\xbf", "utf-8-sig"),
+    (b"\xff\xfe\x00\x00", "utf-32-le"),
+    (b"\x00\x00\xfe\xff", "utf-32-be"),
+    (b"\xff\xfe", "utf-16-le"),
+    (b"\xfe\xff", "utf-16-be"),
+)
+#: Characters no text file holds many of: C0/C1 controls (but tab and line ends), private use,
+#: unassigned, replacement characters. More than this share of them: not text.
+_JUNK_SHARE = 0.02
+#: A page with fewer visible characters than this has no text layer worth the name (a scan's
+#: page number or a stray OCR-less header).
+_MIN_PAGE_CHARS = 16
+
+
+class LoadError(Exception):
+    """A file that cannot be ingested; ``reason`` is safe to show the uploader (never a line of
+    the file, a path or a library's message)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One PDF page: its printed label (``"12"``, ``"iv"``) and its text, headings as ``#``
+    lines."""
+
+    label: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Extracted:
+    """A binary document read as text: ``pages`` for a PDF (``text`` empty), ``text`` for a
+    Word document (no pages); ``warnings`` for the GM (pages with no text layer)."""
+
+    text: str = ""
+    pages: tuple[Page, ...] = ()
+    warnings: tuple[str, ...] = ()
+    #: The document's own title (a PDF's metadata), where it gives a sensible one.
+    title: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ZipLimits:
+    """Caps on an archive before anything in it is inflated.
+
+    ``max_ratio`` bounds each member's uncompressed/compressed size (a zip bomb inflates a few
+    kilobytes to gigabytes; Markdown and Word XML compress 3–20×); ``max_total`` the sum of
+    uncompressed sizes the archive declares, which :mod:`zipfile` never reads past."""
+
+    max_members: int = 2000
+    max_total: int = 100 * 1024 * 1024
+    max_ratio: float = 200.0
+
+
+def check_zip(zf: zipfile.ZipFile, limits: ZipLimits) -> None:
+    """Refuse an archive over ``limits`` (raises :class:`LoadError`)."""
+    infos = zf.infolist()
+    if len(infos) > limits.max_members:
+        raise LoadError(
+            f"too many files in the archive ({len(infos):,}; limit {limits.max_members:,})"
+        )
+    total = 0
+    for info in infos:
+        total += info.file_size
+        if total > limits.max_total:
+            raise LoadError(f"the archive unpacks to more than {limits.max_total:,} bytes (limit)")
+        if info.file_size > 1024 * 1024 and info.file_size > limits.max_ratio * max(
+            info.compress_size, 1
+        ):
+            raise LoadError(
+                "the archive is compressed suspiciously well (a zip bomb?): refused unread"
+            )
+
+
+def _junk(ch: str) -> bool:
+    if ch in "\n\r\t\f\v\x85\x1c\x1d\x1e":  # line ends (see loaders._LINE_ENDS)
+        return False
+    return unicodedata.category(ch) in {"Cc", "Co", "Cn", "Cs"} or ch == "\ufffd"
+
+
+def _is_text(text: str) -> bool:
+    sample = text[:200_000]
+    if not sample:
+        return True
+    return sum(map(_junk, sample)) <= _JUNK_SHARE * len(sample)
+
+
+def decode_text(raw: bytes) -> str:
+    """``raw`` as text in its own encoding (raises :class:`LoadError` for binary data)."""
+    if not raw.strip():
+        raise LoadError("empty file")
+    for bom, codec in _BOMS:
+        if raw.startswith(bom):
+            try:
+                text = raw.decode(codec)
+            except UnicodeDecodeError:
+                raise LoadError(f"not valid {codec.upper()} after its byte-order mark") from None
+            if not _is_text(text):
+                raise LoadError("binary file (not text)")
+            return text
+    if b"\x00" in raw[:8192]:
+        raise LoadError("binary file (contains NUL bytes)")
+    try:
+        return raw.decode("utf-8")  # what it always was: control characters are cleaned later
+    except UnicodeDecodeError:
+        # Windows-1252 first, when it reads without mess: a GM's Word export is far more often
+        # that than the Central European or Mac code page a short text also fits.
+        match = charset_normalizer.from_bytes(raw, cp_isolation=["cp1252"]).best()
+        if match is None:
+            match = charset_normalizer.from_bytes(raw).best()
+        if match is None:
+            raise LoadError(
+                "binary file (no text encoding fits: not UTF-8, UTF-16 or a code page)"
+            ) from None
+        text = str(match)
+        _log.debug("decoded as %s", match.encoding)
+    if not _is_text(text):
+        raise LoadError("binary file (not text)")
+    return text
+
+
+def plain_wikilinks(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """``text`` with each Obsidian link as the words it shows, and the ``(target, alias)`` of
+    each aliased link. ``[[Target]]`` shows ``Target``; ``[[Target#Heading]]`` ``Target >
+    Heading``; ``[[Target|alias]]`` ``alias``; an embed ``![[map.png]]`` its name."""
+    links: list[tuple[str, str]] = []
+
+    def shown(m: re.Match[str]) -> str:
+        target, alias = m.group(2).strip(), (m.group(3) or "").strip()
+        name, _, heading = target.partition("#")
+        name = name.strip()
+        if alias:
+            if name:
+                links.append((name, alias))
+            return alias
+        heading = heading.strip().lstrip("^")
+        return f"{name} > {heading}" if name and heading else (name or heading)
+
+    return WIKILINK.sub(shown, text), links
+
+
+# --- PDF ---------------------------------------------------------------------------------------
+
+
+class _WithheldDetails(logging.Filter):
+    """pypdf's warnings about a malformed file quote its bytes (a bookmark's title, a line of a
+    page): kept as a fixed line, so no GM-only text reaches a host's logs."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg, record.args = "malformed PDF (pypdf's details withheld)", ()
+        return True
+
+
+def _quiet_pypdf() -> None:
+    """Install :class:`_WithheldDetails` on pypdf's loggers (each module's own: a filter acts
+    only where a record is made), on first use, not at import."""
+    names = [n for n in list(logging.root.manager.loggerDict) if n.split(".")[0] == "pypdf"]
+    for name in names:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _WithheldDetails) for f in logger.filters):
+            logger.addFilter(_WithheldDetails())
+
+
+def _outline(reader: object) -> Iterator[tuple[int, int, str]]:
+    """``(page index, level, title)`` of each bookmark, in outline order (level 1 at the top)."""
+    from pypdf import PdfReader
+    from pypdf.generic import Destination
+
+    assert isinstance(reader, PdfReader)
+
+    def walk(items: list[object], level: int) -> Iterator[tuple[int, int, str]]:
+        for item in items:
+            if isinstance(item, list):
+                yield from walk(item, level + 1)
+            elif isinstance(item, Destination):
+                try:
+                    page = reader.get_destination_page_number(item)
+                except Exception:  # noqa: BLE001 (a broken bookmark is skipped, never fatal)
+                    continue
+                title = " ".join(str(item.title or "").split())
+                if page is not None and page >= 0 and title:
+                    yield page, min(level, 6), title[:200]
+
+    try:
+        yield from walk(list(reader.outline), 1)
+    except Exception:  # noqa: BLE001 (an outline pypdf cannot walk: no headings, not no text)
+        return
+
+
+def _with_headings(text: str, heads: list[tuple[int, str]]) -> str:
+    """A page's text with its bookmarks as ``#`` lines: on the line that reads as the title when
+    there is one, else at the top of the page."""
+    lines = text.split("\n")
+    top: list[str] = []
+    for level, title in heads:
+        mark = "#" * level + " " + title
+        key = " ".join(title.lower().split())
+        at = next((i for i, ln in enumerate(lines) if " ".join(ln.lower().split()) == key), None)
+        if at is not None:
+            lines[at] = mark
+        else:
+            top.append(mark)
+    return "\n\n".join([*top, "\n".join(lines)]) if top else "\n".join(lines)
+
+
+def extract_pdf(raw: bytes, *, max_pages: int = 2000) -> Extracted:
+    """A PDF's pages as text, bookmarks as headings (raises :class:`LoadError`).
+
+    A PDF with no text layer (a scan) is refused: ingested, it would be a document with no
+    words. Pages without text in an otherwise readable PDF are named in a warning."""
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    _quiet_pypdf()
+    try:
+        reader = PdfReader(io.BytesIO(raw))
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise LoadError("password-protected PDF: save an unprotected copy")
+        count = len(reader.pages)
+    except LoadError:
+        raise
+    except (PyPdfError, ValueError, TypeError, KeyError, OSError, RecursionError, AssertionError):
+        raise LoadError("not a readable PDF") from None
+    except Exception:  # noqa: BLE001 (pypdf raises many kinds on a hostile file; none may escape)
+        _log.debug("pypdf failed", exc_info=True)
+        raise LoadError("not a readable PDF") from None
+    if count == 0:
+        raise LoadError("empty PDF (no pages)")
+    if count > max_pages:
+        raise LoadError(f"PDF too long ({count:,} pages; limit {max_pages:,})")
+    try:
+        labels = list(reader.page_labels)
+    except Exception:  # noqa: BLE001 (broken page labels: number the pages instead)
+        labels = []
+    if len(labels) != count:
+        labels = [str(i + 1) for i in range(count)]
+    heads: dict[int, list[tuple[int, str]]] = {}
+    for page, level, title in _outline(reader):
+        heads.setdefault(page, []).append((level, title))
+    pages: list[Page] = []
+    blank: list[str] = []
+    for i in range(count):
+        try:
+            text = reader.pages[i].extract_text() or ""
+        except Exception:  # noqa: BLE001 (one unreadable page must not lose the others)
+            _log.debug("page %d unreadable", i + 1, exc_info=True)
+            text = ""
+        if sum(not c.isspace() for c in text) < _MIN_PAGE_CHARS:
+            blank.append(labels[i])
+            text = ""
+        if heads.get(i):
+            text = _with_headings(text, heads[i])
+        pages.append(Page(label=" ".join(labels[i].split())[:20] or str(i + 1), text=text))
+    if len(blank) == count:
+        raise LoadError(
+            f"scanned PDF: none of its {count:,} pages has a text layer "
+            "(run it through OCR, or export the text, and upload that)"
+        )
+    warnings: tuple[str, ...] = ()
+    if blank:
+        shown = ", ".join(blank[:10]) + (" …" if len(blank) > 10 else "")
+        warnings = (
+            f"{len(blank):,} of {count:,} pages have no text layer (scanned?) and were left out: "
+            f"p. {shown}",
+        )
+    return Extracted(pages=tuple(pages), warnings=warnings, title=_pdf_title(reader))
+
+
+def _pdf_title(reader: object) -> str:
+    """The title a PDF's metadata gives, unless it is a converter's file name."""
+    try:
+        title = " ".join(str(getattr(getattr(reader, "metadata", None), "title", "") or "").split())
+    except Exception:  # noqa: BLE001 (broken metadata: no title, not no document)
+        return ""
+    if re.search(r"\.(docx?|pdf|odt|rtf|indd|txt)$|^microsoft word|^untitled", title, re.I):
+        return ""
+    return title[:200]
+
+
+# --- Word ---------------------------------------------------------------------------------------
+
+_HEADING_STYLE = re.compile(r"heading\s*([1-9])", re.I)
+
+
+def extract_docx(raw: bytes, *, limits: ZipLimits = ZipLimits()) -> Extracted:
+    """A Word document's paragraphs and tables in order, heading styles as ``#`` lines
+    (raises :class:`LoadError`)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as zf:
+            check_zip(zf, limits)
+    except LoadError:
+        raise
+    except Exception:  # noqa: BLE001 (zipfile raises many kinds on a hostile file)
+        raise LoadError("not a readable Word document (.docx)") from None
+    import docx
+    from docx.table import Table
+    from docx.text.paragraph import Paragraph
+
+    try:
+        document = docx.Document(io.BytesIO(raw))
+        blocks: list[str] = []
+        for item in document.iter_inner_content():
+            if isinstance(item, Paragraph):
+                text = " ".join(item.text.split("\n")).strip()
+                if not text:
+                    continue
+                style = (item.style.name if item.style is not None else "") or ""
+                m = _HEADING_STYLE.search(style)
+                if m:
+                    blocks.append("#" * min(int(m.group(1)), 6) + " " + text)
+                elif style.lower() == "title":
+                    blocks.append("# " + text)
+                elif style.lower().startswith("list"):
+                    blocks.append("- " + text)
+                else:
+                    blocks.append(text)
+            elif isinstance(item, Table):
+                rows = [
+                    " | ".join(" ".join(cell.text.split()) for cell in row.cells)
+                    for row in item.rows
+                ]
+                blocks.append("\n".join(r for r in rows if r.strip(" |")))
+    except LoadError:
+        raise
+    except Exception:  # noqa: BLE001 (python-docx and lxml raise many kinds on a hostile file)
+        _log.debug("python-docx failed", exc_info=True)
+        raise LoadError("not a readable Word document (.docx)") from None
+    text = "\n\n".join(b for b in blocks if b.strip())
+    if not text.strip():
+        raise LoadError("empty Word document (no text)")
+    return Extracted(text=text)
