@@ -108,17 +108,9 @@ class Responder:
         #: per attempt: a hung model with its retries kept a player waiting about five minutes).
         self.answer_deadline_s = answer_deadline_s
         self.offline = offline or OfflineAnswerer()
+        #: The router's daily token limit; one assigned later is the router's from the next call.
+        self.gate = router.daily if router is not None else gate
         self.last_prompt: Prompt | None = None
-
-    @property
-    def gate(self) -> DailyTokenGate | None:
-        """The router's daily token limit (``None``: none, or no model)."""
-        return self.router.daily if self.router is not None else None
-
-    @gate.setter
-    def gate(self, gate: DailyTokenGate | None) -> None:
-        if self.router is not None:
-            self.router.daily = gate
 
     async def respond(
         self,
@@ -333,6 +325,10 @@ class Responder:
         campaign: str,
     ) -> Answer:
         assert self.router is not None
+        if self.gate is not self.router.daily and (
+            self.gate is None or isinstance(self.gate, DailyTokenGate)
+        ):
+            self.router.daily = self.gate
         # The booking: the prompt and the most the model may write.
         estimate = prompt.tokens + self.max_tokens
         if on_text is None:
