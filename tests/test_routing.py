@@ -490,3 +490,31 @@ async def test_an_unknown_role_fails_before_anything_is_booked(db):
     with pytest.raises(ValueError, match="unknown role"):
         await call(router, "sumarize", foreground=False)
     assert await db.spend.live_bookings(now=T0.timestamp()) == 0
+
+
+async def test_budget_show_gives_a_gm_the_days_spend_and_credits_and_a_player_neither(tmp_path):
+    from conftest import close_engine, make_engine
+    from fakes.tiny_campaign import make_tiny_campaign
+
+    from bot.console import ConsoleAdapter
+    from bot.service import BotService
+    from liminalis.answer import Responder
+
+    make_tiny_campaign(tmp_path / "campaigns")
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        await engine.ingest("greyhold")
+        router = Router(ScriptedModel(), db=engine.db, clock=FrozenClock(T0), roles=ROLE_TABLE)
+        service = BotService(
+            engine, responder=Responder(engine, router=router), default_campaign="greyhold"
+        )
+        await router.add_credits("greyhold", 12_345)
+        await call(router, "summarize", campaign="greyhold", pass_id="digest", node="s1")
+        gm = await ConsoleAdapter(service, campaign="greyhold", lens="gm").ask("/budget")
+        assert "Context budget" in gm.text and "Model spend of greyhold today" in gm.text
+        assert "summarize" in gm.text and "digest" in gm.text and "s1" in gm.text
+        assert "Background credits: 12,3" in gm.text
+        player = await ConsoleAdapter(service, campaign="greyhold", lens="players").ask("/budget")
+        assert "Context budget" in player.text and "Model spend" not in player.text
+    finally:
+        await close_engine(engine)
