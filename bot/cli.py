@@ -1,4 +1,5 @@
-"""``liminalis`` command line: ingest, ask, chat, explain, memory, pass, serve. Training is tooling, not
+"""``liminalis`` command line: ingest, ask, chat, explain, memory, pass, models, credits, spend,
+serve. Training is tooling, not
 the product: ``python -m bench.train_ranker`` (and ``train_reranker``, ``train_query_adapter``,
 ``train_embedder``) from a checkout."""
 
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 from liminalis.errors import ConfigError, LiminalisError
 
 if TYPE_CHECKING:
+    from bot.settings import Settings
     from liminalis.passes import Passes
 
 __all__ = ["main", "pass_command"]
@@ -69,6 +71,20 @@ def _parser() -> argparse.ArgumentParser:
     ps.add_argument("name", nargs="?", help="the pass (show, run) or a JSON/TOML file (save)")
     ps.add_argument("--campaign", required=True)
 
+    sub.add_parser("models", help="print the model of each role (LIMINALIS_MODEL_<ROLE>)")
+
+    cred = sub.add_parser(
+        "credits", help="a campaign's background credits (tokens): show, or top up with --add"
+    )
+    cred.add_argument("--campaign", required=True)
+    cred.add_argument("--add", type=int, default=None, metavar="N", help="add N tokens")
+
+    spend = sub.add_parser(
+        "spend", help="a campaign's model spend by role, pass and node (from the call log)"
+    )
+    spend.add_argument("--campaign", required=True)
+    spend.add_argument("--days", type=int, default=1, help="UTC days back, today included")
+
     sub.add_parser("serve", help="run the Discord and/or Slack bots that have tokens")
 
     return p
@@ -93,6 +109,11 @@ async def _run(args: argparse.Namespace) -> int:
         from bot.serve import serve
 
         return await serve(settings)
+    if args.command == "models":
+        print(settings.role_table().render())
+        return 0
+    if args.command in {"credits", "spend"}:
+        return await _ledger(args, settings)
     async with build_engine(settings) as engine:
         if args.command == "ingest":
             path = args.path.resolve() if args.path else None
@@ -119,7 +140,7 @@ async def _run(args: argparse.Namespace) -> int:
             from bot.console import ConsoleAdapter, format_reply
             from bot.main import open_service
 
-            async with open_service(settings, engine) as service:
+            async with open_service(settings, engine, owner="cli") as service:
                 reply = await ConsoleAdapter(service, campaign=args.campaign, lens=args.lens).ask(
                     args.question
                 )
@@ -155,7 +176,7 @@ async def _run(args: argparse.Namespace) -> int:
             campaign = args.campaign or settings.default_campaign
             await engine.ensure_indexed(campaign, announce=_announce)
             try:
-                async with open_service(settings, engine) as service:
+                async with open_service(settings, engine, owner="cli") as service:
                     service.default_campaign = campaign
                     await ConsoleAdapter(service, campaign=campaign, lens=args.lens).run()
             except asyncio.CancelledError:  # Ctrl-C
@@ -219,6 +240,40 @@ async def pass_command(
     resumed = await passes.resume(campaign)
     out(f"passes of {campaign} " + ("resumed" if resumed else "were not paused"))
     return 0
+
+
+async def _ledger(args: argparse.Namespace, settings: Settings) -> int:
+    """``credits`` and ``spend``: the database only (no models loaded)."""
+    from liminalis.clock import SystemClock
+    from liminalis.routing import spend_report
+    from liminalis.store.sqlite import Database
+
+    async with Database(settings.sqlite_path) as db:
+        known = args.campaign in await db.campaigns.slugs()
+        if not known and not (settings.campaigns_dir / args.campaign).is_dir():
+            print(f"error: no campaign {args.campaign!r}", file=sys.stderr)
+            return 2
+        default = settings.campaign_credits
+        if args.command == "credits":
+            if args.add is not None:
+                balance = await db.credits.add(args.campaign, args.add, default=default)
+                print(f"{args.campaign}: {args.add:+,} tokens; background credits now {balance:,}")
+            else:
+                balance = await db.credits.balance(args.campaign, default=default)
+                paused = await db.credits.paused(args.campaign)
+                print(
+                    f"{args.campaign}: background credits {balance:,} tokens"
+                    + (" (autonomous background work paused)" if paused else "")
+                )
+            return 0
+        if args.days < 1:
+            print("error: --days must be at least 1", file=sys.stderr)
+            return 2
+        report = await spend_report(
+            db, args.campaign, days=args.days, clock=SystemClock(), default_credits=default
+        )
+        print(report.render())
+        return 0
 
 
 #: After Ctrl-C in the chat, the seconds the engine has to close before the process leaves

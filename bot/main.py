@@ -17,7 +17,7 @@ from bot.settings import Settings
 from liminalis import models
 from liminalis.engine import Engine
 from liminalis.ingest.indexer import IngestOptions
-from liminalis.ports import Embedder, Reranker
+from liminalis.ports import Embedder, LanguageModel, Reranker
 from liminalis.store.sqlite import Database
 
 if TYPE_CHECKING:
@@ -25,13 +25,14 @@ if TYPE_CHECKING:
     from liminalis.answer import Responder
     from liminalis.memory.recall import MemoryModel
     from liminalis.passes import Passes
-    from liminalis.ports import LanguageModel
     from liminalis.retrieval.learned import DocumentRanker
+    from liminalis.routing import Router
 
 __all__ = [
     "open_service",
     "build_engine",
     "build_responder",
+    "build_router",
     "build_service",
     "configure_logging",
     "load_models",
@@ -116,8 +117,13 @@ def _memory(db: Database, settings: Settings) -> MemoryModel:
     )
 
 
-def build_responder(settings: Settings, engine: Engine) -> Responder:
-    """The answer path: the Anthropic model when ``ANTHROPIC_API_KEY`` is set, else offline quotes."""
+def build_responder(settings: Settings, engine: Engine, *, owner: str = "serve") -> Responder:
+    """The answer path: the Anthropic model when ``ANTHROPIC_API_KEY`` is set, else offline quotes.
+
+    The model is reached through one :class:`~liminalis.routing.Router` (roles, the daily limit
+    as its policy, credits, the call log); ``owner`` names this process's kind, so its next
+    start settles the bookings a killed run of it left (``serve``; the console uses ``cli``).
+    """
     from liminalis.answer import Responder
 
     if not settings.anthropic_api_key:
@@ -125,28 +131,23 @@ def build_responder(settings: Settings, engine: Engine) -> Responder:
         return Responder(engine, budget_tokens=settings.context_budget_tokens)
     from liminalis.adapters.anthropic import AnthropicModel
 
+    roles = settings.role_table()
     model = AnthropicModel(
         settings.anthropic_api_key,
         base_url=settings.anthropic_base_url or None,
-        models={"reply": settings.model_reply, "summarize": settings.model_summarize},
+        models=dict(roles.models),
         timeout_s=settings.llm_timeout_s,
     )
-    gate = None
-    if settings.daily_token_budget > 0:
-        from liminalis.clock import SystemClock
-        from liminalis.spend import DailyTokenGate
-
-        gate = DailyTokenGate(engine.database, settings.daily_token_budget, clock=SystemClock())
+    router = build_router(settings, engine.database, model, owner=owner)
     _log.info(
         "answers: %s via the Messages API (daily token budget: %s)",
         settings.model_reply,
-        f"{settings.daily_token_budget:,}" if gate else "none",
+        f"{settings.daily_token_budget:,}" if router.daily else "none",
     )
     return Responder(
         engine,
-        model=model,
+        router=router,
         budget_tokens=settings.context_budget_tokens,
-        gate=gate,
         answer_deadline_s=settings.llm_timeout_s * 1.5,
     )
 
@@ -183,22 +184,54 @@ async def open_passes(
         await passes.close()
 
 
-def build_service(settings: Settings, engine: Engine) -> BotService:
+def build_router(
+    settings: Settings, db: Database, model: LanguageModel, *, owner: str = "serve"
+) -> Router:
+    """The one gate of every model call: ``settings``' roles, daily limit, concurrency, share
+    and default credits, over ``model``."""
+    from liminalis.clock import SystemClock
+    from liminalis.routing import Limits, Router
+    from liminalis.spend import DailyTokenGate
+
+    clock = SystemClock()
+    gate = (
+        DailyTokenGate(db, settings.daily_token_budget, clock=clock)
+        if settings.daily_token_budget > 0
+        else None
+    )
+    return Router(
+        model,
+        db=db,
+        clock=clock,
+        roles=settings.role_table(),
+        daily=gate,
+        limits=Limits(
+            concurrency=settings.model_concurrency,
+            background_share=settings.background_share,
+            default_credits=settings.campaign_credits,
+        ),
+        owner=owner,
+    )
+
+
+def build_service(settings: Settings, engine: Engine, *, owner: str = "serve") -> BotService:
     """The one ``BotService`` every adapter (console, Discord, Slack) calls."""
     from bot.service import BotService
 
     return BotService(
         engine,
-        responder=build_responder(settings, engine),
+        responder=build_responder(settings, engine, owner=owner),
         max_upload_bytes=settings.max_upload_bytes,
         default_campaign=settings.default_campaign,
     )
 
 
 @contextlib.asynccontextmanager
-async def open_service(settings: Settings, engine: Engine) -> AsyncIterator[BotService]:
+async def open_service(
+    settings: Settings, engine: Engine, *, owner: str = "serve"
+) -> AsyncIterator[BotService]:
     """``build_service`` with a lifetime: the language-model client is closed on exit."""
-    service = build_service(settings, engine)
+    service = build_service(settings, engine, owner=owner)
     try:
         yield service
     finally:

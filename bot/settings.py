@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from liminalis.errors import ConfigError
+from liminalis.routing.roles import ROLES, RoleTable
 
 __all__ = ["Settings"]
 
@@ -70,8 +71,23 @@ class Settings:
     memory_orchestration: str = "loop"  # loop | resonance
     max_upload_bytes: int = 5 * 1024 * 1024
     log_level: str = "INFO"
+    # The model of each role (liminalis.routing.roles). Empty: ``chat`` takes the reply model,
+    # every background role the cheap one.
     model_reply: str = "claude-sonnet-4-5"
-    model_summarize: str = "claude-haiku-4-5"
+    model_cheap: str = "claude-haiku-4-5"
+    model_chat: str = ""
+    model_scaffolding: str = ""
+    model_critique: str = ""
+    model_summarize: str = ""
+    model_extract: str = ""
+    model_narration: str = ""
+    model_analysis: str = ""
+    #: Model calls in flight at once; background work may take ``background_share`` of them
+    #: and of the day's remaining tokens.
+    model_concurrency: int = 8
+    background_share: float = 0.5
+    #: Background credits (tokens) of a campaign never topped up (``liminalis credits``).
+    campaign_credits: int = 0
     llm_timeout_s: float = 60.0
     context_budget_tokens: int = 6000
     daily_token_budget: int = 2_000_000
@@ -84,6 +100,17 @@ class Settings:
     slack_app_token: str = field(default="", repr=False)
     slack_signing_secret: str = field(default="", repr=False)
     anthropic_api_key: str = field(default="", repr=False)
+
+    def role_table(self) -> RoleTable:
+        """The model of every role (``LIMINALIS_MODEL_<ROLE>``, else the reply or cheap model)."""
+        try:
+            return RoleTable.build(
+                reply=self.model_reply,
+                cheap=self.model_cheap,
+                assigned={r: getattr(self, f"model_{r}") for r in ROLES if r != "reply"},
+            )
+        except ValueError as exc:
+            raise ConfigError(f"model roles: {exc}") from None
 
     @property
     def sqlite_path(self) -> Path:
@@ -158,3 +185,11 @@ class Settings:
             raise ConfigError("LIMINALIS_CONTEXT_BUDGET_TOKENS must be between 500 and 200,000")
         if self.daily_token_budget < 0:
             raise ConfigError("LIMINALIS_DAILY_TOKEN_BUDGET must be 0 (no limit) or more")
+        if self.model_concurrency < 2:
+            raise ConfigError(
+                "LIMINALIS_MODEL_CONCURRENCY must be at least 2 (one kept for replies)"
+            )
+        if not 0 < self.background_share < 1:
+            raise ConfigError("LIMINALIS_BACKGROUND_SHARE must be between 0 and 1, e.g. 0.5")
+        if not self.model_reply.strip() or not self.model_cheap.strip():
+            raise ConfigError("LIMINALIS_MODEL_REPLY and LIMINALIS_MODEL_CHEAP must name models")

@@ -16,6 +16,10 @@ Tree::
     ├── NotFound               a document key that does not exist *for this lens*
     ├── NotReady               the campaign has no index yet, or it is being rebuilt
     ├── ModelUnavailable       the language model timed out, was overloaded or refused
+    ├── SpendRefused           the router refused a model call before making it
+    │   ├── BudgetSpent        the day's model tokens (or background's share of them) are spent
+    │   ├── CreditsExhausted   the campaign's background credits are spent
+    │   └── CampaignPaused     autonomous background work of the campaign is paused
     └── StoreError             the vector store or database failed (every sqlite3 error is
                                translated once, in liminalis/store/; one raised at open names
                                its cause: not a database, damaged, read-only, newer schema)
@@ -33,6 +37,10 @@ __all__ = [
     "NotFound",
     "NotReady",
     "ModelUnavailable",
+    "SpendRefused",
+    "BudgetSpent",
+    "CreditsExhausted",
+    "CampaignPaused",
     "StoreError",
 ]
 
@@ -93,6 +101,39 @@ class ModelUnavailable(LiminalisError):
     default_user_message = (
         "The answering model is busy or unreachable right now. Please try again in a minute."
     )
+
+
+class SpendRefused(LiminalisError):
+    """The router (:mod:`liminalis.routing.router`) refused a call before it reached the model:
+    nothing was spent. ``campaign`` and ``role`` say which call."""
+
+    default_user_message = "The language-model budget does not allow that right now."
+
+    def __init__(
+        self,
+        detail: str = "",
+        *,
+        user_message: str | None = None,
+        campaign: str = "",
+        role: str = "",
+    ) -> None:
+        super().__init__(detail, user_message=user_message)
+        self.campaign = campaign
+        self.role = role
+
+
+class BudgetSpent(SpendRefused):
+    default_user_message = "Today's language-model budget is spent; it renews at midnight UTC."
+
+
+class CreditsExhausted(SpendRefused):
+    default_user_message = (
+        "This campaign's background credits are spent; a GM can add more (`liminalis credits`)."
+    )
+
+
+class CampaignPaused(SpendRefused):
+    default_user_message = "Background work for this campaign is paused."
 
 
 class StoreError(LiminalisError):

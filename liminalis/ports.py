@@ -149,7 +149,11 @@ class Completion:
 
 
 class LanguageModel(Protocol):
-    """A chat model. ``system`` is a list of blocks; the first ``cache_upto`` form the stable half."""
+    """A chat model. ``system`` is a list of blocks; the first ``cache_upto`` form the stable half.
+
+    ``role`` names the job (``reply``, ``summarize``, … see :mod:`liminalis.routing.roles`);
+    ``model``, when given, is the model to use, overriding the one the role would pick (the
+    router resolves roles and per-chat overrides; a bare model uses its own table)."""
 
     @property
     def name(self) -> str: ...
@@ -162,6 +166,7 @@ class LanguageModel(Protocol):
         cache_upto: int = 0,
         max_tokens: int = 800,
         role: str = "reply",
+        model: str | None = None,
     ) -> Completion: ...
 
     def stream(
@@ -172,6 +177,7 @@ class LanguageModel(Protocol):
         cache_upto: int = 0,
         max_tokens: int = 800,
         role: str = "reply",
+        model: str | None = None,
     ) -> AsyncIterator[str]: ...
 
 

@@ -1,4 +1,4 @@
-"""The daily model-token gate: a cap on what the language model may spend per UTC day.
+"""The daily model-token limit: a cap on what the language model may spend per UTC day.
 
 A public bot's model spend grows with its busiest channel; the host sets a ceiling
 (``LIMINALIS_DAILY_TOKEN_BUDGET``) and, once a day's tokens are spent, answers fall back to the
@@ -6,10 +6,17 @@ offline answerer (quoted passages with sources) until midnight UTC — the bot k
 it only stops paying. Every token the API reports counts: input, output, and cache writes and
 reads. Recorded in SQLite, so a restart does not reset the day.
 
-A call books its estimated cost before it is made (:meth:`DailyTokenGate.reserve`: the prompt
-plus the most it may write) and settles to what the API reported after (:meth:`settle`). The
-call that crosses the line completes; the next does not — and answers asked at once see each
-other's bookings, so a busy minute cannot spend the limit many times over.
+This is a *policy* of the one gate, :class:`liminalis.routing.Router`, not a gate of its own: the
+router books every call (the prompt plus the most it may write) under the writer lock and asks
+:meth:`DailyTokenGate.admits` whether the booking may be made, so calls made at once see each
+other's bookings and a busy minute cannot spend the limit many times over. With ``S`` the day's
+spend (settled plus live bookings), ``L`` the limit, ``e`` the call's estimate and ``s`` the
+background share:
+
+* a foreground call is admitted while ``S < L`` (the call that crosses the line completes, the
+  next does not);
+* a background call only while ``e ≤ s · (L − S)``: each background booking leaves at least
+  ``(1 − s)`` of what remained, so a fan-out can never spend what a player's reply needs.
 """
 
 from __future__ import annotations
@@ -44,23 +51,20 @@ class DailyTokenGate:
         return self.clock.now().strftime("%Y-%m-%d")
 
     async def spent_today(self, day: str | None = None) -> int:
-        return await self.db.usage.spent(day or self._day())
+        """Today's settled tokens plus the live (unexpired) bookings of calls in flight."""
+        return await self.db.spend.spent(day or self._day(), now=self.clock.now().timestamp())
 
     async def allows(self) -> bool:
         return await self.spent_today() < self.limit
 
     async def charge(self, usage: Usage) -> None:
-        await self._add(tokens_of(usage))
-
-    async def reserve(self, estimate: int) -> bool:
-        """Book ``estimate`` tokens for a call about to be made, if today's spend (bookings
-        included) is under the limit; False, booking nothing, when it is not."""
-        return await self.db.usage.reserve(self._day(), max(0, estimate), limit=self.limit)
-
-    async def settle(self, estimate: int, usage: Usage) -> None:
-        """Replace a booking of ``estimate`` by what the call cost (nothing, when it failed)."""
-        await self._add(tokens_of(usage) - max(0, estimate))
-
-    async def _add(self, n: int) -> None:
+        n = tokens_of(usage)
         if n:
             await self.db.usage.add(self._day(), n)
+
+    def admits(self, spent: int, estimate: int, *, foreground: bool, share: float) -> bool:
+        """Whether a call booking ``estimate`` may start with ``spent`` tokens of the day gone
+        (the rule of the module docstring)."""
+        if foreground:
+            return spent < self.limit
+        return max(0, estimate) <= share * (self.limit - spent)

@@ -175,6 +175,7 @@ class ScriptedModel:
         cache_upto: int = 0,
         max_tokens: int = 800,
         role: str = "reply",
+        model: str | None = None,
     ) -> Completion:
         self.requests.append(
             {
@@ -182,12 +183,13 @@ class ScriptedModel:
                 "messages": list(messages),
                 "cache_upto": cache_upto,
                 "role": role,
+                "model": model,
             }
         )
         text = self.replies[(len(self.requests) - 1) % len(self.replies)]
         return Completion(
             text=text,
-            model=self.name,
+            model=model or self.name,
             usage=Usage(
                 input_tokens=sum(len(s) for s in system) // 4, output_tokens=len(text) // 4
             ),
@@ -201,6 +203,7 @@ class ScriptedModel:
         cache_upto: int = 0,
         max_tokens: int = 800,
         role: str = "reply",
+        model: str | None = None,
     ) -> AsyncIterator[str]:
         c = await self.complete(
             system=system,
@@ -208,6 +211,7 @@ class ScriptedModel:
             cache_upto=cache_upto,
             max_tokens=max_tokens,
             role=role,
+            model=model,
         )
         for i in range(0, len(c.text), 40):
             yield c.text[i : i + 40]
@@ -229,6 +233,7 @@ class HeldModel(ScriptedModel):
         cache_upto: int = 0,
         max_tokens: int = 800,
         role: str = "reply",
+        model: str | None = None,
     ) -> Completion:
         self.started.set()
         await self.release.wait()
@@ -238,6 +243,7 @@ class HeldModel(ScriptedModel):
             cache_upto=cache_upto,
             max_tokens=max_tokens,
             role=role,
+            model=model,
         )
 
 

@@ -1,4 +1,7 @@
-"""``/budget show|set <tokens> [chat]``: the context budget of the campaign, or of one chat."""
+"""``/budget show|set <tokens> [chat]``: the context budget of the campaign, or of one chat.
+
+A GM's ``show`` also gives the campaign's model spend today by role, pass and node, and its
+background credits (from the router's call log, :mod:`liminalis.routing`)."""
 
 from __future__ import annotations
 
@@ -43,7 +46,12 @@ async def run(request: Request, scope: Scope) -> Reply:
         shown = await effective_budget(
             services.engine, cfg.slug, msg.chat_key, services.responder.budget_tokens
         )
-        return Reply(text=f"Context budget: {shown:,} tokens.")
+        text = f"Context budget: {shown:,} tokens."
+        router = services.responder.router
+        if scope.lens.is_gm and router is not None:
+            report = await router.report(cfg.slug, days=1)
+            text += f"\n\n```\n{report.render(limit=12)}\n```"
+        return Reply(text=text)
     if action != "set":
         raise InvalidInput("bad budget", user_message="Usage: `/budget show|set <tokens> [chat]`")
     tokens = request.integer("tokens")

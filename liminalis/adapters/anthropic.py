@@ -2,7 +2,8 @@
 
 * System blocks go out as text blocks; the last stable block (``cache_upto − 1``) carries
   ``cache_control: {"type": "ephemeral"}``, so the stable half is a cached prefix.
-* Model names are per role (``{"reply": ..., "summarize": ...}``); unknown roles use ``reply``.
+* Model names are per role (``{"reply": ..., "summarize": ...}``); unknown roles use ``reply``;
+  a call's ``model`` argument (the router's role table, a per-chat override) wins over both.
 * Usage, including ``cache_creation_input_tokens`` and ``cache_read_input_tokens``, is kept on
   ``last_usage`` and summed per role in ``usage_by_role``.
 * Retries are ours, not the SDK's (its ``max_retries`` is 0), so the policy is one place and the
@@ -176,9 +177,10 @@ class AnthropicModel:
         cache_upto: int,
         max_tokens: int,
         role: str,
+        model: str | None = None,
     ) -> dict[str, Any]:
         return {
-            "model": self.model_for(role),
+            "model": model or self.model_for(role),
             "max_tokens": max_tokens,
             "system": self.system_blocks(system, cache_upto),
             "messages": [{"role": m.role, "content": m.content} for m in messages],
@@ -207,8 +209,9 @@ class AnthropicModel:
         cache_upto: int = 0,
         max_tokens: int = 800,
         role: str = "reply",
+        model: str | None = None,
     ) -> Completion:
-        params = self._params(system, messages, cache_upto, max_tokens, role)
+        params = self._params(system, messages, cache_upto, max_tokens, role, model)
         last = "no attempt"
         for attempt in range(self.max_retries + 1):
             try:
@@ -242,9 +245,10 @@ class AnthropicModel:
         cache_upto: int = 0,
         max_tokens: int = 800,
         role: str = "reply",
+        model: str | None = None,
     ) -> AsyncIterator[str]:
         """Yield text deltas; retries only before the first delta (a half answer is not resent)."""
-        params = self._params(system, messages, cache_upto, max_tokens, role)
+        params = self._params(system, messages, cache_upto, max_tokens, role, model)
         for attempt in range(self.max_retries + 1):
             yielded = False
             try:

@@ -6,9 +6,10 @@
       → split (standing docs | recalled) → tier → budget → prompt (stable | breakpoint | volatile)
       → language model, or the offline extractive answerer → record the turn → Answer
 
-Without a model (or past the day's token budget) the offline answerer
-(:mod:`liminalis.answer.offline`) answers instead; :mod:`liminalis.answer.citations` reads the
-sources back from the text.
+The model is called through the :class:`~liminalis.routing.Router` (role ``reply``,
+foreground), the one gate of every model call. Without a model (or past the day's token budget)
+the offline answerer (:mod:`liminalis.answer.offline`) answers instead;
+:mod:`liminalis.answer.citations` reads the sources back from the text.
 
 Lens wall: the bundle comes from ``engine.retrieve`` for the caller's lens, every document is
 re-checked against the catalog before it reaches the prompt, and chat memory is keyed by lens.
@@ -37,9 +38,10 @@ from liminalis.context.prompt import (
 from liminalis.context.rolling import ChatMemory, RollingMemory
 from liminalis.context.tiering import TierParams
 from liminalis.context.tokens import default_counter
-from liminalis.errors import ConfigError, ModelUnavailable, StoreError
+from liminalis.errors import BudgetSpent, ConfigError, ModelUnavailable, SpendRefused, StoreError
 from liminalis.lens import Lens
-from liminalis.ports import Clock, LanguageModel, Usage
+from liminalis.ports import Clock, LanguageModel
+from liminalis.routing import Router
 from liminalis.scope import CampaignScope
 from liminalis.spend import DailyTokenGate
 from liminalis.text import clean_text
@@ -59,6 +61,9 @@ class Responder:
         model: a ``LanguageModel``; ``None`` uses the offline extractive answerer.
         budget_tokens: default token budget for the whole prompt.
         clock: for chat memory timestamps (frozen in tests).
+        gate: the daily token limit, a policy of the router built for ``model``.
+        router: the service's router (its model is the answering model); default one over
+            ``model`` with ``gate`` and the model's own role table.
     """
 
     def __init__(
@@ -76,12 +81,26 @@ class Responder:
         offline: OfflineAnswerer | None = None,
         gate: DailyTokenGate | None = None,
         answer_deadline_s: float | None = 90.0,
+        router: Router | None = None,
     ) -> None:
         from liminalis.engine import Engine
 
         assert isinstance(engine, Engine)
         self.engine = engine
-        self.model = model
+        if router is None and model is not None:
+            from liminalis.clock import SystemClock
+
+            router = Router(
+                model,
+                db=engine.db,
+                clock=gate.clock if gate is not None else (clock or SystemClock()),
+                daily=gate,
+            )
+        elif router is not None and gate is not None:
+            router.daily = gate
+        #: Every model call of the answer goes through it (role ``reply``, foreground).
+        self.router = router
+        self.model = router.model if router is not None else None
         self.budget_tokens = budget_tokens
         self.tier = tier
         self.budget_params = budget_params
@@ -92,7 +111,8 @@ class Responder:
         #: per attempt: a hung model with its retries kept a player waiting about five minutes).
         self.answer_deadline_s = answer_deadline_s
         self.offline = offline or OfflineAnswerer()
-        self.gate = gate
+        #: The router's daily token limit; one assigned later is the router's from the next call.
+        self.gate = router.daily if router is not None else gate
         self.last_prompt: Prompt | None = None
 
     async def respond(
@@ -189,14 +209,6 @@ class Responder:
         self.last_prompt = prompt
         notes.extend(prompt.notes)
 
-        # The call's booking with the daily gate: the prompt and the most the model may write.
-        estimate = prompt.tokens + self.max_tokens
-        spent = (
-            self.model is not None
-            and self.gate is not None
-            and not await self.gate.reserve(estimate)
-        )
-
         def offline(why: str = "", note: str = "") -> Answer:
             quoted = self.offline.answer(clip_query, prompt.all_documents, lens=lens)
             return Answer(
@@ -207,22 +219,10 @@ class Responder:
             )
 
         # The offline answerer splits and scores every sentence of the material: in a worker.
-        if self.model is None:
+        if self.router is None:
             answer = await run_cpu(offline)
-        elif spent:
-            answer = await run_cpu(
-                offline,
-                "Today's language-model budget is spent, so until midnight UTC I quote the documents.",
-                "daily model-token budget spent: offline answer",
-            )
         else:
-            cost = Usage()  # what the booking settles to: nothing, unless the model answered
-            try:
-                answer = await self._model_answer(prompt, notes, lens, on_text, offline)
-                cost = answer.usage
-            finally:
-                if self.gate is not None:
-                    await self.gate.settle(estimate, cost)
+            answer = await self._model_answer(prompt, notes, lens, on_text, offline, campaign=slug)
 
         if not reuse:
             await self.engine.remember_turn(scope, question, [s.doc_id for s in answer.sources])
@@ -252,12 +252,34 @@ class Responder:
         lens: Lens,
         on_text: Callable[[str], Awaitable[None]] | None,
         offline: Callable[[str, str], Answer],
+        *,
+        campaign: str,
     ) -> Answer:
-        """The model's answer, or — the model busy, hung past the deadline, refusing the request
-        or silent — the quoted answer, marked as such."""
+        """The model's answer, or — the day's budget spent, the model busy, hung past the
+        deadline, refusing the request or silent — the quoted answer, marked as such."""
         try:
             answer = await asyncio.wait_for(
-                self._ask_model(prompt, notes, lens, on_text), self.answer_deadline_s
+                self._ask_model(prompt, notes, lens, on_text, campaign=campaign),
+                self.answer_deadline_s,
+            )
+        except BudgetSpent:
+            answer = await run_cpu(
+                offline,
+                "Today's language-model budget is spent, so until midnight UTC I quote the documents.",
+                "daily model-token budget spent: offline answer",
+            )
+        except SpendRefused as exc:  # not raised for a foreground reply today; quoted if it is
+            _log.warning("model call refused (%s): answering offline", exc)
+            answer = await run_cpu(
+                offline, exc.user_message, f"{type(exc).__name__}: offline answer"
+            )
+        except StoreError:
+            # The router could not book the call against the daily limit: not made, not paid.
+            _log.exception("model call not booked: answering offline")
+            answer = await run_cpu(
+                offline,
+                "The language model is unavailable right now, so I quote the documents.",
+                "model call not booked: offline answer",
             )
         except (TimeoutError, ModelUnavailable) as exc:
             # Busy, overloaded, timed out after the client's retries or past the answer's own
@@ -299,14 +321,26 @@ class Responder:
         notes: list[str],
         lens: Lens,
         on_text: Callable[[str], Awaitable[None]] | None,
+        *,
+        campaign: str,
     ) -> Answer:
-        assert self.model is not None
+        assert self.router is not None
+        if self.gate is not self.router.daily and (
+            self.gate is None or isinstance(self.gate, DailyTokenGate)
+        ):
+            self.router.daily = self.gate
+        # The booking: the prompt and the most the model may write.
+        estimate = prompt.tokens + self.max_tokens
         if on_text is None:
-            done = await self.model.complete(
+            done = await self.router.complete(
+                "reply",
                 system=prompt.system,
                 messages=prompt.messages,
+                campaign=campaign,
+                foreground=True,
                 cache_upto=prompt.cache_upto,
                 max_tokens=self.max_tokens,
+                estimate=estimate,
             )
             text, model_name, usage = done.text, done.model, done.usage
             if done.stop_reason == "max_tokens" and text.strip():
@@ -315,16 +349,20 @@ class Responder:
                 notes = [*notes, "model answer cut at max_tokens"]
         else:
             parts: list[str] = []
-            async for chunk in self.model.stream(
+            streamed = self.router.stream(
+                "reply",
                 system=prompt.system,
                 messages=prompt.messages,
+                campaign=campaign,
+                foreground=True,
                 cache_upto=prompt.cache_upto,
                 max_tokens=self.max_tokens,
-            ):
+                estimate=estimate,
+            )
+            async for chunk in streamed:
                 parts.append(chunk)
                 await on_text("".join(parts))
-            text, model_name = "".join(parts), self.model.name
-            usage = getattr(self.model, "last_usage", None) or Usage()
+            text, model_name, usage = "".join(parts), streamed.model, streamed.usage
         return Answer(
             text=text.strip(),
             sources=cited_sources(text, prompt.all_documents),

@@ -215,6 +215,39 @@ CREATE TABLE IF NOT EXISTS pass_pauses (
 """
 
 
+# The router's ledger (liminalis/routing): every model call with its campaign, role, pass and
+# node; the bookings of calls in flight, each with its owner, run and expiry, so a killed
+# process's bookings neither outlive their expiry nor survive the owner's next start; the
+# campaigns' background credits; and the campaigns whose autonomous background work is paused.
+_V6_ROUTER_TABLES = """
+CREATE TABLE IF NOT EXISTS model_calls (
+    id INTEGER PRIMARY KEY, at REAL NOT NULL, day TEXT NOT NULL, campaign TEXT NOT NULL,
+    role TEXT NOT NULL, pass_id TEXT, node TEXT, model TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL, output_tokens INTEGER NOT NULL,
+    cache_write INTEGER NOT NULL, cache_read INTEGER NOT NULL,
+    foreground INTEGER NOT NULL, ok INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS model_calls_campaign ON model_calls (campaign, at);
+CREATE TABLE IF NOT EXISTS model_bookings (
+    id INTEGER PRIMARY KEY, owner TEXT NOT NULL, run_id TEXT NOT NULL, campaign TEXT NOT NULL,
+    day TEXT NOT NULL, tokens INTEGER NOT NULL, foreground INTEGER NOT NULL,
+    expires_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS campaign_credits (
+    campaign TEXT PRIMARY KEY, balance INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS campaign_pauses (
+    campaign TEXT PRIMARY KEY, since REAL NOT NULL
+);
+"""
+
+
+async def _v6_router_tables(conn: aiosqlite.Connection) -> None:
+    for statement in _V6_ROUTER_TABLES.split(";"):
+        if statement.strip():
+            await conn.execute(statement)
+
+
 _V7_KNOWLEDGE_TABLES = """
 CREATE TABLE IF NOT EXISTS knowledge_views (
     campaign TEXT NOT NULL, doc_id TEXT NOT NULL, path TEXT NOT NULL, title TEXT NOT NULL,
@@ -281,6 +314,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         5,
         "passes as data: definitions, per-document state, runs, node traces, generic facts, pauses",
         _v5_pass_tables,
+    ),
+    Migration(
+        6,
+        "the router's ledger: model calls, bookings with owners and expiry, credits, pauses",
+        _v6_router_tables,
     ),
     Migration(
         7,

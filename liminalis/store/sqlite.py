@@ -8,9 +8,9 @@ ingest is killed half-way.
 
 Every SQL statement of Liminalis lives in this package: :class:`Database` owns the connection
 and hands out one repository per concern (``db.campaigns``, ``db.documents``, ``db.pins``,
-``db.memory``, ``db.usage``, ``db.links``, ``db.schedules``, ``db.budgets``,
-``db.embeddings``, ``db.passes``, ``db.knowledge``). A ``sqlite3`` error from any of them
-reaches the caller as
+``db.memory``, ``db.usage``, ``db.spend``, ``db.credits``, ``db.links``, ``db.schedules``,
+``db.budgets``, ``db.embeddings``, ``db.passes``, ``db.knowledge``). A ``sqlite3`` error from
+any of them reaches the caller as
 :class:`~liminalis.errors.StoreError`.
 """
 
@@ -39,6 +39,7 @@ from liminalis.store.memory import ChatMemoryRepository
 from liminalis.store.passes import PassRepository
 from liminalis.store.pins import PinRepository
 from liminalis.store.schema import LATEST, MIGRATIONS
+from liminalis.store.spend import CreditRepository, SpendRepository
 from liminalis.store.usage import TokenUsageRepository
 
 __all__ = ["Database"]
@@ -76,6 +77,8 @@ class Database:
         self.pins = PinRepository(self)
         self.memory = ChatMemoryRepository(self)
         self.usage = TokenUsageRepository(self)
+        self.spend = SpendRepository(self)
+        self.credits = CreditRepository(self)
         self.links = LinkRepository(self)
         self.schedules = ScheduleRepository(self)
         self.budgets = BudgetRepository(self)

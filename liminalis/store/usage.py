@@ -1,4 +1,5 @@
-"""Model tokens spent (and booked) per UTC day, for the daily token gate."""
+"""Model tokens settled per UTC day, for the daily token gate. Calls in flight are booked in
+``model_bookings`` (:mod:`liminalis.store.spend`), which adds them to the day's spend."""
 
 from __future__ import annotations
 
@@ -20,13 +21,3 @@ class TokenUsageRepository(Repository):
 
     async def add(self, day: str, n: int) -> None:
         await self._db.execute(_ADD, (day, n, n))
-
-    async def reserve(self, day: str, n: int, *, limit: int) -> bool:
-        """Book ``n`` tokens on ``day`` if its total is under ``limit``; False, booking nothing,
-        when it is not. Read and booking hold the writer lock together, so answers asked at once
-        each see the others' bookings."""
-        async with self._db.write() as conn:
-            if await self.spent(day) >= limit:
-                return False
-            await conn.execute(_ADD, (day, n, n))
-        return True
