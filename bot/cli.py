@@ -166,7 +166,7 @@ async def _run(args: argparse.Namespace) -> int:
             await engine.campaign(args.campaign)  # an unknown campaign fails here, named
             async with (
                 open_service(settings, engine) as service,
-                open_passes(engine, service.responder.model) as passes,
+                open_passes(engine, service.responder.router) as passes,
             ):
                 return await pass_command(passes, args.action, args.campaign, args.name)
         if args.command == "chat":

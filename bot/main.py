@@ -157,22 +157,25 @@ def build_responder(settings: Settings, engine: Engine, *, owner: str = "serve")
 
 @contextlib.asynccontextmanager
 async def open_passes(
-    engine: Engine, model: LanguageModel | None, *, listen: bool = False
+    engine: Engine, router: Router | None, *, listen: bool = False
 ) -> AsyncIterator[Passes]:
     """The pass runner over the engine's database, with a lifetime.
 
-    ``model``: the answer path's model, through the pass port (``None`` offline: passes that
-    prompt a model wait with their documents pending; the others run). The credit gate allows
-    all until the router's credits exist; each definition's caps still bound every run.
+    ``router``: the answer path's router (``None`` offline: passes that prompt a model wait with
+    their documents pending; the others run). Every model call of a pass goes through it, so its
+    one gate throttles a background fan-out behind the players' replies and its credits, daily
+    share and pauses bound what passes spend; each definition's caps bound every run as well.
     ``listen``: run the campaigns' ``changed`` passes after every ingest (``serve``). Background
     runs are cancelled on exit; what they had not finished stays pending."""
     from liminalis.clock import SystemClock
-    from liminalis.passes import LanguageModelPassModel, Passes
+    from liminalis.passes import Passes
+    from liminalis.passes.ports import RouterCreditGate, RouterPassModel
 
     passes = Passes(
         engine.database,
         clock=SystemClock(),
-        model=LanguageModelPassModel(model) if model is not None else None,
+        model=RouterPassModel(router) if router is not None else None,
+        gate=RouterCreditGate(router) if router is not None else None,
     )
     if listen:
         engine.ingest_listeners.append(passes.on_ingested)

@@ -86,7 +86,7 @@ async def _serve_enabled(settings: Settings, enabled: set[str], out: Callable[[s
         await index_campaigns(engine, out)
         async with (
             open_service(settings, engine) as service,
-            open_passes(engine, service.responder.model, listen=True) as passes,  # issue #23
+            open_passes(engine, service.responder.router, listen=True) as passes,  # issue #23
         ):
             return await _run_platforms(settings, service, enabled, out, passes)
 

@@ -87,7 +87,7 @@ class Settings:
     model_concurrency: int = 8
     background_share: float = 0.5
     #: Background credits (tokens) of a campaign never topped up (``liminalis credits``).
-    campaign_credits: int = 0
+    campaign_credits: int = 200_000
     llm_timeout_s: float = 60.0
     context_budget_tokens: int = 6000
     daily_token_budget: int = 2_000_000

@@ -16,6 +16,7 @@ from bot.scheduler import RecapScheduler
 from bot.service import BotService
 from liminalis.ingest.sections import source_of
 from liminalis.lens import gm_lens, players_lens
+from liminalis.routing import Limits, Router
 from liminalis.testing import FrozenClock, ScriptedModel
 
 SLUG = "greyhold"
@@ -45,7 +46,9 @@ ECHO = {
 class EchoModel(ScriptedModel):
     """A ``LanguageModel`` that says back, as JSON, the prompt it was given."""
 
-    async def complete(self, *, system, messages, cache_upto=0, max_tokens=800, role="reply"):
+    async def complete(
+        self, *, system, messages, cache_upto=0, max_tokens=800, role="reply", model=None
+    ):
         self.replies = [json.dumps({"said": messages[-1].content})]
         return await super().complete(
             system=system,
@@ -53,7 +56,15 @@ class EchoModel(ScriptedModel):
             cache_upto=cache_upto,
             max_tokens=max_tokens,
             role=role,
+            model=model,
         )
+
+
+def routed(engine, model):
+    """The model behind the router, as the service builds it: passes spend through its gate."""
+    return Router(
+        model, db=engine.database, clock=FrozenClock(), limits=Limits(default_credits=100_000)
+    )
 
 
 @pytest.fixture
@@ -70,7 +81,7 @@ async def sources(engine) -> set[str]:
 
 async def test_an_ingest_runs_the_changed_passes_in_the_background(engine, tmp_path):
     model = EchoModel()
-    async with open_passes(engine, model, listen=True) as passes:
+    async with open_passes(engine, routed(engine, model), listen=True) as passes:
         await passes.save(SLUG, json.dumps(ECHO))
         await engine.ingest(SLUG)  # the scheduler's tick calls this
         await passes.idle()
@@ -96,7 +107,7 @@ async def test_an_ingest_runs_the_changed_passes_in_the_background(engine, tmp_p
 
 async def test_a_scheduled_pass_gets_a_cron_job_that_respects_a_pause(engine):
     await engine.ingest(SLUG)
-    async with open_passes(engine, EchoModel()) as passes:
+    async with open_passes(engine, routed(engine, EchoModel())) as passes:
         await passes.save(SLUG, json.dumps({**ECHO, "cron": "0 4 * * *", "triggers": []}))
         scheduler = RecapScheduler(BotService(engine), clock=FrozenClock(), tick_seconds=0)
         jobs = PassJobs(passes, scheduler)
@@ -120,7 +131,7 @@ async def test_the_pass_commands(engine, tmp_path):
     lines: list[str] = []
     file = tmp_path / "echo.json"
     file.write_text(json.dumps({**ECHO, "description": "says it back"}), encoding="utf-8")
-    async with open_passes(engine, EchoModel()) as passes:
+    async with open_passes(engine, routed(engine, EchoModel())) as passes:
 
         async def cli(action: str, name: str | None = None) -> int:
             return await pass_command(passes, action, SLUG, name, out=lines.append)
@@ -139,3 +150,24 @@ async def test_the_pass_commands(engine, tmp_path):
     assert "last run #1 (requested): done" in text
     assert "ask (prompt-model):" in text and "pending documents: 0" in text
     assert "passes of greyhold resumed" in text
+
+
+async def test_passes_spend_through_the_router_its_credits_stop_them_and_a_top_up_resumes(engine):
+    """The router is the passes' one gate: out of credits, a run stops taking documents and
+    leaves them pending; after a top-up the next run finishes them; every call is in the
+    campaign's spend report under its pass and node."""
+    await engine.ingest(SLUG)
+    router = Router(
+        EchoModel(), db=engine.database, clock=FrozenClock(), limits=Limits(default_credits=0)
+    )
+    async with open_passes(engine, router) as passes:
+        await passes.save(SLUG, json.dumps(ECHO))
+        stopped = await passes.run(SLUG, "echo", trigger="changed")
+        assert stopped.status == "credit" and stopped.documents_done == 0
+        assert stopped.documents_left == len(await sources(engine))
+        await router.add_credits(SLUG, 50_000)
+        done = await passes.run(SLUG, "echo", trigger="changed")
+        assert done.status == "done" and done.documents_done == len(await sources(engine))
+    report = await router.report(SLUG)
+    assert report.calls == done.model_calls > 0
+    assert {(line.pass_id, line.node) for line in report.lines} == {("echo", "ask")}

@@ -54,6 +54,7 @@ class FakePassModel:
         pass_id: str,
         node: str,
         max_tokens: int,
+        requested: bool = False,
     ) -> tuple[str, Usage]:
         if self.down:
             raise ModelUnavailable("scripted outage")
@@ -67,7 +68,7 @@ class CreditsGate:
     def __init__(self, credits: int) -> None:
         self.credits = credits
 
-    async def allow_background(self, campaign: str) -> bool:
+    async def allow_background(self, campaign: str, *, requested: bool = False) -> bool:
         return self.credits > 0
 
     async def charge(

@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from liminalis.errors import ModelUnavailable
+from liminalis.errors import ModelUnavailable, SpendRefused
 from liminalis.ingest.sections import source_of
 from liminalis.passes.definition import AUTONOMOUS, PassDefinition, validate
 from liminalis.passes.ports import CreditGate, PassModel
@@ -213,7 +213,7 @@ class Executor:
         """
         order = validate(definition, self.registry)
         name = definition.name
-        if trigger in AUTONOMOUS and await self.db.passes.paused(campaign):
+        if trigger in AUTONOMOUS and await self.db.credits.paused(campaign):
             return RunResult(campaign, name, trigger, "paused", "the campaign's passes are paused")
         async with self._locks.setdefault((campaign, name), asyncio.Lock()):
             pending, orphans = await self.pending(campaign, name)
@@ -258,10 +258,12 @@ class Executor:
 
         async def worker() -> None:
             while queue and not run.status:
-                if not await self.gate.allow_background(run.campaign):
+                if not await self.gate.allow_background(
+                    run.campaign, requested=run.trigger not in AUTONOMOUS
+                ):
                     run.stop("credit", "the credit gate refused more background work", halt=False)
                     break
-                if run.trigger in AUTONOMOUS and await self.db.passes.paused(run.campaign):
+                if run.trigger in AUTONOMOUS and await self.db.credits.paused(run.campaign):
                     run.stop("paused", "the campaign's passes were paused", halt=False)
                     break
                 if not queue or run.status:
@@ -439,7 +441,15 @@ class Executor:
                     pass_id=run.definition.name,
                     node=node_id,
                     max_tokens=max_tokens,
+                    requested=run.trigger not in AUTONOMOUS,
                 )
+            except SpendRefused as exc:
+                # The router's gate said no (credits, the day's share, a pause): this document
+                # waits, pending; the documents in flight finish; none starts after it.
+                run.tokens -= estimate
+                run.model_calls -= 1
+                run.stop("credit", exc.user_message, halt=False)
+                raise _Stopped() from exc
             except BaseException:
                 run.tokens -= estimate
                 raise

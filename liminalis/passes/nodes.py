@@ -45,6 +45,7 @@ from liminalis.passes.registry import (
     Piece,
     Record,
 )
+from liminalis.routing.roles import BACKGROUND_ROLES
 from liminalis.store.passes import Fact
 from liminalis.text import split_sentences
 
@@ -141,8 +142,12 @@ def _check_prompt(params: Mapping[str, Any]) -> None:
         raise ValueError("params.prompt (the template, e.g. 'List the NPCs in: $text') is required")
     if not isinstance(params.get("system", ""), str):
         raise ValueError("params.system must be a string")
-    if not isinstance(params.get("role", "pass"), str):
-        raise ValueError("params.role must be a string")
+    role = params.get("role", "extract")
+    if not isinstance(role, str) or role not in BACKGROUND_ROLES:
+        raise ValueError(
+            f"params.role must be a background role ({', '.join(sorted(BACKGROUND_ROLES))}), "
+            f"not {role!r}"
+        )
     max_tokens = params.get("max_tokens", 400)
     if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
         raise ValueError("params.max_tokens must be a positive integer")
@@ -151,7 +156,7 @@ def _check_prompt(params: Mapping[str, Any]) -> None:
 async def _prompt_model(ctx: NodeContext, inputs: Mapping[str, Any]) -> tuple[Piece, ...]:
     template = string.Template(ctx.params["prompt"])
     system = str(ctx.params.get("system", ""))
-    role = str(ctx.params.get("role", "pass"))
+    role = str(ctx.params.get("role", "extract"))
     max_tokens = int(ctx.params.get("max_tokens", 400))
     out: list[Piece] = []
     for piece in inputs["items"]:

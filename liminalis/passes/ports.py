@@ -2,9 +2,11 @@
 
 They are their own Protocols, not :class:`~liminalis.ports.LanguageModel` itself, because a pass
 call carries what a router needs to pick a model and book the spend (the campaign, the pass, the
-node, a role) and nothing of a chat (messages, cache breakpoints). ``liminalis.routing`` can
-implement both; until then :class:`LanguageModelPassModel` adapts the answer path's model,
-:class:`NoPassModel` stands in offline, and :class:`AllowAllGate` lets every run spend.
+node, a role) and nothing of a chat (messages, cache breakpoints). In the service both are the
+router (:class:`RouterPassModel`, :class:`RouterCreditGate`): the one gate every model call
+passes, so a pass fan-out is throttled beside the players' replies and charged once, at the
+router. :class:`LanguageModelPassModel` adapts a bare model (tests), :class:`NoPassModel`
+stands in offline, and :class:`AllowAllGate` lets every run spend.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Protocol
 
 from liminalis.errors import ModelUnavailable
 from liminalis.ports import LanguageModel, Message, Usage
+from liminalis.routing import Router
 
 __all__ = [
     "AllowAllGate",
@@ -20,6 +23,8 @@ __all__ = [
     "LanguageModelPassModel",
     "NoPassModel",
     "PassModel",
+    "RouterCreditGate",
+    "RouterPassModel",
 ]
 
 
@@ -37,6 +42,7 @@ class PassModel(Protocol):
         pass_id: str,
         node: str,
         max_tokens: int,
+        requested: bool = False,
     ) -> tuple[str, Usage]: ...
 
 
@@ -46,7 +52,7 @@ class CreditGate(Protocol):
     Asked by the executor before it takes each new document; a refusal stops the run taking
     more (the documents in flight finish, the rest stay pending for the next run)."""
 
-    async def allow_background(self, campaign: str) -> bool: ...
+    async def allow_background(self, campaign: str, *, requested: bool = False) -> bool: ...
 
     async def charge(
         self, campaign: str, *, pass_id: str, node: str, role: str, usage: Usage
@@ -69,6 +75,7 @@ class LanguageModelPassModel:
         pass_id: str,
         node: str,
         max_tokens: int,
+        requested: bool = False,
     ) -> tuple[str, Usage]:
         completion = await self.model.complete(
             system=[system] if system else [],
@@ -93,6 +100,7 @@ class NoPassModel:
         pass_id: str,
         node: str,
         max_tokens: int,
+        requested: bool = False,
     ) -> tuple[str, Usage]:
         raise ModelUnavailable("no language model is configured for passes")
 
@@ -104,10 +112,61 @@ class AllowAllGate:
     def __init__(self) -> None:
         self.charged: list[tuple[str, str, str, Usage]] = []
 
-    async def allow_background(self, campaign: str) -> bool:
+    async def allow_background(self, campaign: str, *, requested: bool = False) -> bool:
         return True
 
     async def charge(
         self, campaign: str, *, pass_id: str, node: str, role: str, usage: Usage
     ) -> None:
         self.charged.append((campaign, pass_id, node, usage))
+
+
+class RouterPassModel:
+    """A :class:`PassModel` through the router: a background call (role ``extract``,
+    ``summarize``, …) booked, throttled behind foreground replies, logged with its pass and
+    node, refused with :class:`~liminalis.errors.SpendRefused` when the campaign's credits, the
+    day's background share or a pause say no (a requested run passes a pause)."""
+
+    def __init__(self, router: Router) -> None:
+        self.router = router
+
+    async def complete(
+        self,
+        role: str,
+        system: str,
+        prompt: str,
+        *,
+        campaign: str,
+        pass_id: str,
+        node: str,
+        max_tokens: int,
+        requested: bool = False,
+    ) -> tuple[str, Usage]:
+        done = await self.router.complete(
+            role,
+            system=[system] if system else [],
+            messages=[Message(role="user", content=prompt)],
+            campaign=campaign,
+            foreground=False,
+            pass_id=pass_id,
+            node=node,
+            requested=requested,
+            max_tokens=max_tokens,
+        )
+        return done.text, done.usage
+
+
+class RouterCreditGate:
+    """The executor's credit check, asked of the router. ``charge`` does nothing: the router
+    charged the call when it settled it, and a second charge would count every call twice."""
+
+    def __init__(self, router: Router) -> None:
+        self.router = router
+
+    async def allow_background(self, campaign: str, *, requested: bool = False) -> bool:
+        return await self.router.allow_background(campaign, requested=requested)
+
+    async def charge(
+        self, campaign: str, *, pass_id: str, node: str, role: str, usage: Usage
+    ) -> None:
+        return None

@@ -149,7 +149,7 @@ class NodeContext:
         self.facts: list[Fact] = []
 
     async def complete(
-        self, *, system: str, prompt: str, role: str = "pass", max_tokens: int = 400
+        self, *, system: str, prompt: str, role: str = "extract", max_tokens: int = 400
     ) -> str:
         """A model call through the executor: capped, charged to the credit gate, traced.
 

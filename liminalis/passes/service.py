@@ -261,14 +261,14 @@ class Passes:
 
     async def pause(self, campaign: str) -> None:
         """Stop autonomous runs of the campaign's passes (requested runs still run)."""
-        await self.db.passes.pause(campaign, at=self.clock.now().timestamp())
+        await self.db.credits.pause(campaign, at=self.clock.now().timestamp())
 
     async def resume(self, campaign: str) -> bool:
         """Lift a pause; the next trigger processes everything that changed meanwhile."""
-        return await self.db.passes.resume(campaign)
+        return await self.db.credits.resume(campaign)
 
     async def paused(self, campaign: str) -> bool:
-        return await self.db.passes.paused(campaign)
+        return await self.db.credits.paused(campaign)
 
     # -- reports and facts -------------------------------------------------------------------
 

@@ -1,4 +1,7 @@
-"""Passes as data (issue #23): definitions, per-document state, runs, node traces, facts, pauses.
+"""Passes as data (issue #23): definitions, per-document state, runs, node traces, facts.
+
+A campaign's pause is the router's (``db.credits``): one flag stops all autonomous background
+work, passes included.
 
 The repository knows rows, not graphs: :mod:`liminalis.passes` parses and validates a definition
 and walks it; this module keeps what that needs between runs. One write per batch of finished
@@ -152,7 +155,7 @@ _RUN_COLUMNS = (
 
 
 class PassRepository(Repository):
-    """Pass definitions, state, runs, traces, facts and per-campaign pauses."""
+    """Pass definitions, state, runs, traces and facts."""
 
     # -- definitions -------------------------------------------------------------------------
 
@@ -434,18 +437,3 @@ class PassRepository(Repository):
                     )
                 )
         return out
-
-    # -- pauses ------------------------------------------------------------------------------
-
-    async def pause(self, campaign: str, *, at: float) -> None:
-        await self._db.execute(
-            "INSERT OR IGNORE INTO pass_pauses (campaign, paused_at) VALUES (?, ?)", (campaign, at)
-        )
-
-    async def resume(self, campaign: str) -> bool:
-        """Lift a pause; returns whether the campaign was paused."""
-        return await self._db.execute("DELETE FROM pass_pauses WHERE campaign = ?", (campaign,)) > 0
-
-    async def paused(self, campaign: str) -> bool:
-        row = await self._db.fetchone("SELECT 1 FROM pass_pauses WHERE campaign = ?", (campaign,))
-        return row is not None

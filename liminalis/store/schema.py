@@ -209,9 +209,6 @@ CREATE TABLE IF NOT EXISTS pass_facts (
     PRIMARY KEY (campaign, pass_id, doc_id, ordinal)
 );
 CREATE INDEX IF NOT EXISTS pass_facts_key ON pass_facts (campaign, key);
-CREATE TABLE IF NOT EXISTS pass_pauses (
-    campaign TEXT PRIMARY KEY, paused_at REAL NOT NULL
-);
 """
 
 
@@ -312,7 +309,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         5,
-        "passes as data: definitions, per-document state, runs, node traces, generic facts, pauses",
+        "passes as data: definitions, per-document state, runs, node traces, generic facts",
         _v5_pass_tables,
     ),
     Migration(
