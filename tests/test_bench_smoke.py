@@ -355,3 +355,32 @@ async def test_bench_ingest_formats_smoke():
     r = await run(31)
     assert r["pages"] == 31 and r["views"] == 2  # page 31 opens chapter 3, marked (GM)
     assert r["passages"] > 0 and r["pages_with_page_heading"] == r["passages"]
+
+
+async def test_bench_summaries_scores_the_model_variant_through_the_messages_api(tmp_path: Path):
+    """The model variant of ``bench.summaries`` through the real client against the local fake
+    Messages API: JSON asked for, validated, scored like the offline summaries."""
+    from fakes.anthropic_server import FakeAnthropic
+
+    from bench.summaries import run
+    from liminalis.adapters.anthropic import AnthropicModel
+
+    root = tmp_path / "mini"
+    (root / "corpus").mkdir(parents=True)
+    (root / "corpus" / "w1.md").write_text(
+        "# Window 1\n\nMATT: Scanlan walks into the Pig Pits. The dwarves laugh at him.\n\n"
+        "SAM: Scanlan asks for a room. The innkeeper gives him the key.\n"
+    )
+    (root / "queries.jsonl").write_text(
+        json.dumps(
+            {"id": "q1", "query": "Scanlan asks for a room at the Pig Pits.", "relevant": ["w1"]}
+        )
+    )
+    async with FakeAnthropic(
+        reply='{"summary": "Scanlan asks for a room at the Pig Pits."}'
+    ) as fake:
+        model = AnthropicModel("test-key", base_url=fake.url)
+        res = (await run([root], model=model, model_limit=1, progress=False))["mini"]
+        assert len(fake.requests) == 1
+    assert res["model"]["fallbacks"] == 0 and res["model"]["windows"] == 1
+    assert res["model"]["rougeL"] == 1.0 and res["model"]["entity_recall"] == 1.0
