@@ -8,11 +8,17 @@ and time is a frozen clock the test moves: no test here waits on the wall clock.
 from __future__ import annotations
 
 import asyncio
+import json
 
 from conftest import close_engine, make_engine, upgraded_engine
+from fakes.slack_api import SIGNING_SECRET, MockSlackApi, command_body, signed_headers
 from fakes.tiny_campaign import CANARY, make_tiny_campaign
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.serve import index_in_background
 from bot.service import BotService, IncomingMessage
+from bot.slack_adapter import ChannelRateLimiter, SlackAdapter
 from liminalis.errors import NotReady
 from liminalis.ingest.indexer import IngestOptions
 from liminalis.progress import ProgressBoard
@@ -139,4 +145,65 @@ async def test_a_rebuild_after_an_upgrade_says_rebuilt_with_its_progress(tmp_pat
     finally:
         embedder.step(100)
         await asyncio.gather(ingest, return_exceptions=True)
+        await close_engine(engine)
+
+
+async def slack_ask(adapter: SlackAdapter, api: MockSlackApi, text: str, n: int) -> str:
+    """``/ask text`` through Slack; the ``n``-th reply posted to its response URL."""
+    body = command_body(
+        "/ask",
+        text,
+        user_id="UPLAYER01",
+        channel_id="C0TABLE",
+        response_url=f"{api.url}/respond/ask",
+    )
+    headers = signed_headers(body, content_type="application/x-www-form-urlencoded")
+    assert (
+        await adapter.app.async_dispatch(AsyncBoltRequest(body=body, headers=headers))
+    ).status == 200
+    posted = await api.wait_for("/respond/ask", n=n)
+    return json.dumps(posted[n - 1].args, ensure_ascii=False)
+
+
+async def test_serve_answers_on_slack_while_it_indexes_in_the_background(tmp_path):
+    """`serve`'s first index runs beside the platforms: a Slack question meanwhile is answered at
+    once with how far it has come, and answered from the documents once it is done."""
+    clock = FrozenClock()
+    engine, embedder = await stepped_engine(tmp_path, clock)
+    api = MockSlackApi()
+    await api.start()
+    service = BotService(engine)
+    await service.directory.link("slack", "C0TABLE", "greyhold")
+    adapter = SlackAdapter(
+        service,
+        client=AsyncWebClient(token="xoxb-test", base_url=api.api_url),
+        signing_secret=SIGNING_SECRET,
+        limiter=ChannelRateLimiter(interval=0.0),
+    )
+    lines: list[str] = []
+    try:
+        async with index_in_background(engine, lines.append) as indexing:
+            await embedder.next_batch()
+            assert lines == ["indexing greyhold …"] and not indexing.done()
+            text = await slack_ask(adapter, api, QUESTION, 1)
+            assert "Still indexing this campaign: 0 of 4 documents" in text
+            embedder.step(10)
+            assert await asyncio.wait_for(indexing, 30) == ["greyhold"]
+            text = await slack_ask(adapter, api, QUESTION, 2)
+            assert "Greyhold" in text and "Still indexing" not in text and CANARY not in text
+    finally:
+        embedder.step(100)
+        await close_engine(engine)
+        await api.close()
+
+
+async def test_leaving_serve_cancels_an_unfinished_first_index(tmp_path):
+    engine, embedder = await stepped_engine(tmp_path, FrozenClock())
+    try:
+        async with index_in_background(engine, lambda _: None) as indexing:
+            await embedder.next_batch()
+        assert indexing.cancelled() and engine.indexing() == []
+        assert not await engine.is_indexed("greyhold")
+    finally:
+        embedder.step(100)
         await close_engine(engine)
