@@ -213,6 +213,11 @@ def judge(status: ServeStatus | None, *, now: dt.datetime, where: Path) -> list[
         return [f"serve: not running (no status file at {where})"]
     if status.state == "stopped":
         return [f"serve: stopped at {status.written_at:%Y-%m-%d %H:%M:%S %Z}"]
+    if status.state == "starting":  # written once, before the models load: never "stale"
+        return [
+            f"serve: starting since {status.written_at:%Y-%m-%d %H:%M:%S %Z} (models loading, "
+            "platforms not connected yet)"
+        ]
     age = (now - status.written_at).total_seconds()
     limit = STALE_AFTER * status.interval_s
     if age > limit:
@@ -220,12 +225,7 @@ def judge(status: ServeStatus | None, *, now: dt.datetime, where: Path) -> list[
             f"serve: status last written {age:.0f} s ago (stale after {limit:.0f} s): "
             f"serve (pid {status.pid}) is hung or gone"
         ]
-    problems = []
-    if status.state == "starting":
-        problems.append("serve: starting (models loading, platforms not connected yet)")
-    problems += [
-        f"{name}: not connected" for name, up in sorted(status.platforms.items()) if not up
-    ]
+    problems = [f"{name}: not connected" for name, up in sorted(status.platforms.items()) if not up]
     if status.state == "running" and not status.platforms:
         problems.append("serve: no platform running")
     return problems

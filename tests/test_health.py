@@ -123,8 +123,10 @@ async def test_a_failing_probe_reads_as_not_connected_and_a_starting_serve_is_no
     assert "status probe for discord failed" in caplog.text
     await Heartbeat(path, clock=clock).beat("starting")
     assert judge(read_status(path), now=clock.now(), where=path) == [
-        "serve: starting (models loading, platforms not connected yet)"
+        "serve: starting since 2026-01-01 00:00:00 UTC (models loading, platforms not connected yet)"
     ]
+    clock.advance(hours=1)  # a long start is still a start, not a hung serve
+    assert "starting since" in judge(read_status(path), now=clock.now(), where=path)[0]
     path.write_text("{not json")
     with pytest.raises(ValueError, match="not a status file"):
         read_status(path)
