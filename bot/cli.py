@@ -87,6 +87,27 @@ def _parser() -> argparse.ArgumentParser:
 
     sub.add_parser("serve", help="run the Discord and/or Slack bots that have tokens")
 
+    # issue #26: operations
+    hl = sub.add_parser(
+        "health",
+        help="exit 0 when the service is healthy, else 1 with one line per problem",
+    )
+    hl.add_argument(
+        "--serve",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="check the running serve's status file (default; --no-serve: the files only)",
+    )
+    hl.add_argument("--deep", action="store_true", help="also load the models (seconds of torch)")
+    hl.add_argument("-v", "--verbose", action="store_true", help="print every check")
+    doc = sub.add_parser(
+        "doctor", help="check the setup: what is off, what is broken, and how to fix it"
+    )
+    doc.add_argument(
+        "--offline", action="store_true", help="do not ask Discord or Slack to accept the tokens"
+    )
+    doc.add_argument("--deep", action="store_true", help="also load the models (seconds of torch)")
+
     return p
 
 
@@ -114,6 +135,16 @@ async def _run(args: argparse.Namespace) -> int:
         return 0
     if args.command in {"credits", "spend"}:
         return await _ledger(args, settings)
+    if args.command in {"health", "doctor"}:  # issue #26: what they print is the output
+        logging.getLogger().setLevel(logging.WARNING)
+    if args.command == "health":  # no engine, no model weights (unless --deep)
+        from bot.health import health
+
+        return await health(settings, serve=args.serve, deep=args.deep, verbose=args.verbose)
+    if args.command == "doctor":
+        from bot.health import doctor
+
+        return await doctor(settings, verify=not args.offline, deep=args.deep)
     async with build_engine(settings) as engine:
         if args.command == "ingest":
             path = args.path.resolve() if args.path else None

@@ -8,15 +8,23 @@ fails, the others are cancelled and the error is logged, so the process never li
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
 from bot.settings import Settings
 
-__all__ = ["serve", "platform_plan", "PlatformPlan", "stop_on_sigterm"]
+__all__ = [
+    "serve",
+    "platform_plan",
+    "PlatformPlan",
+    "stop_on_sigterm",
+    "index_campaigns",
+    "index_in_background",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -80,13 +88,17 @@ async def serve(settings: Settings, *, out: Callable[[str], None] = print) -> in
 
 
 async def _serve_enabled(settings: Settings, enabled: set[str], out: Callable[[str], None]) -> int:
+    from bot.heartbeat import Heartbeat, status_path
     from bot.main import build_engine, open_passes, open_service
+    from liminalis.clock import SystemClock
 
+    # issue #26: `liminalis health` reads "starting" while the models load.
+    await Heartbeat(status_path(settings.data_dir), clock=SystemClock()).beat("starting")
     async with build_engine(settings) as engine:
-        await index_campaigns(engine, out)
         async with (
             open_service(settings, engine) as service,
             open_passes(engine, service.responder.router, listen=True) as passes,  # issue #23
+            index_in_background(engine, out),  # issue #26: the platforms connect meanwhile
         ):
             return await _run_platforms(settings, service, enabled, out, passes)
 
@@ -135,12 +147,39 @@ async def index_campaigns(engine: Any, out: Callable[[str], None]) -> list[str]:
             out(f"{slug}: skipped ({exc.user_message})")
             _log.warning("campaign %s not indexed at start: %s", slug, exc)
             continue
+        except Exception:  # in the background: the others go on, the tick retries this one
+            out(f"{slug}: not indexed (see the log)")
+            _log.exception("campaign %s not indexed at start", slug)
+            continue
         ready.append(slug)
     if not ready:
         out(
             "No campaign could be indexed: add one under the campaigns folder (see campaigns/emberfall)."
         )
     return ready
+
+
+@contextlib.asynccontextmanager
+async def index_in_background(
+    engine: Any, out: Callable[[str], None]
+) -> AsyncIterator[asyncio.Task[list[str]]]:
+    """:func:`index_campaigns` as a background task for the block's lifetime, so the platforms
+    connect at once: a question meanwhile is told how far indexing has come (``NotReady``),
+    and ``/campaign status`` shows it. Cancelled on exit (an ingest cut short resumes on the
+    next run); a failure is logged, never left unobserved."""
+    task = asyncio.create_task(index_campaigns(engine, out), name="first-index")
+    task.add_done_callback(_log_index_failure)
+    try:
+        yield task
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+
+def _log_index_failure(task: asyncio.Task[list[str]]) -> None:
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        _log.error("indexing at start failed; the scheduler's tick retries", exc_info=exc)
 
 
 async def _run_platforms(
@@ -151,10 +190,13 @@ async def _run_platforms(
     passes: Any = None,
 ) -> int:
     """Run the enabled platform adapters and the recap scheduler until they stop."""
+    from bot.heartbeat import Heartbeat, Probe, status_path
     from bot.scheduler import RecapScheduler
+    from liminalis.clock import SystemClock
 
     posters = {}
     runners = []
+    probes: dict[str, Probe] = {}  # issue #26: the status file's "connected" flags
     if "discord" in enabled:
         from bot.discord_adapter import DiscordAdapter
 
@@ -162,6 +204,7 @@ async def _run_platforms(
             service, guild_ids=settings.discord_guild_ids, shards=settings.discord_shards
         )
         posters["discord"] = discord_adapter.post
+        probes["discord"] = discord_adapter.is_connected
         runners.append(discord_adapter.run(settings.discord_token))
     if "slack" in enabled:
         from slack_sdk.web.async_client import AsyncWebClient
@@ -174,6 +217,7 @@ async def _run_platforms(
             signing_secret=settings.slack_signing_secret,
         )
         posters["slack"] = slack_adapter.post
+        probes["slack"] = slack_adapter.is_connected
         runners.append(slack_adapter.run(settings.slack_app_token))
     scheduler = RecapScheduler(service, posters=posters, tick_seconds=settings.tick_seconds)
     service.scheduler = scheduler
@@ -182,7 +226,13 @@ async def _run_platforms(
 
         scheduler.tick_tasks.append(PassJobs(passes, scheduler).sync)
     failed = False
-    async with scheduler:
+    heartbeat = Heartbeat(
+        status_path(settings.data_dir),
+        clock=SystemClock(),
+        platforms=probes,
+        indexing=service.engine.indexing,
+    )
+    async with scheduler, heartbeat:
         try:
             async with asyncio.TaskGroup() as tg:
                 for coro in runners:

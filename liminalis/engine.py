@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from liminalis.campaign import CampaignConfig, load_campaign, validate_slug
+from liminalis.clock import SystemClock
 from liminalis.errors import InvalidInput, NotFound, NotReady, UnknownCampaign
 from liminalis.ingest.indexer import Indexer, IngestOptions
 from liminalis.ingest.sections import source_of
 from liminalis.lens import GM, Lens, visible
 from liminalis.memory.recall import MemoryModel
-from liminalis.ports import Embedder, Reranker, VectorStore
+from liminalis.ports import Clock, Embedder, Reranker, VectorStore
+from liminalis.progress import IndexProgress, ProgressBoard
 from liminalis.recap import Recap, build_recap
 from liminalis.retrieval.catalog import Catalog
 from liminalis.retrieval.learned import DocumentRanker
@@ -87,6 +89,7 @@ class Engine:
         uploads_dir: Path | None = None,
         memory: MemoryModel | None = None,
         memory_enabled: bool = False,
+        clock: Clock | None = None,
     ) -> None:
         self.db = db
         #: The campaign memory (liminalis.memory); it re-ranks retrieval only when enabled.
@@ -119,6 +122,8 @@ class Engine:
         #: starts the campaign's ``changed`` passes in the background. A listener must not
         #: block: the ingest's caller is waiting.
         self.ingest_listeners: list[Callable[[str, IngestReport], None]] = []
+        # -- index progress (issue #26) ------------------------------------------------------
+        self._progress = ProgressBoard(clock or SystemClock())
 
     # -- campaigns ---------------------------------------------------------------------------
 
@@ -197,7 +202,19 @@ class Engine:
             if slug in self._configs and self._configs[slug][1].root != config.root:
                 config = self._configs[slug][1]
         async with self._ingesting.setdefault(config.slug, asyncio.Lock()):
-            report = await self.indexer.ingest(config, path)
+            # A first index (never indexed) or a rebuild (indexed before, under another profile;
+            # mid-way both read as "stale"): the answers say which.
+            self._progress.start(
+                config.slug, rebuild=await self._index_state(config.slug) == "stale"
+            )
+            try:
+                report = await self.indexer.ingest(
+                    config,
+                    path,
+                    progress=lambda done, total: self._progress.update(config.slug, done, total),
+                )
+            finally:
+                self._progress.finish(config.slug)
         self._ensured.add(config.slug)
         for listener in self.ingest_listeners:  # passes (issue #23): see __init__
             try:
@@ -244,6 +261,20 @@ class Engine:
         being rebuilt: a question before the first ingest, or between an embedder upgrade and the
         re-index, would otherwise meet an empty collection and be told "nothing matches"."""
         state = await self._index_state(slug)
+        if state != "ready" and (progress := self._progress.get(slug)) is not None:
+            # issue #26: an ingest is running in this process; say how far it has come.
+            rebuild = progress.rebuild
+            raise NotReady(
+                f"{slug}: "
+                + (f"index being rebuilt under {self.indexer.profile()}" if rebuild else "indexing")
+                + f" ({progress.describe()})",
+                user_message=(
+                    "This campaign's index is being rebuilt after an update"
+                    if rebuild
+                    else "Still indexing this campaign"
+                )
+                + f": {progress.describe()}. Please try again in a minute.",
+            )
         if state == "stale":
             raise NotReady(
                 f"{slug}: index being rebuilt under {self.indexer.profile()}",
@@ -256,6 +287,15 @@ class Engine:
                 user_message="This campaign has no indexed documents yet. "
                 "A GM can add session notes or lore with `/upload`.",
             )
+
+    def index_progress(self, slug: str) -> IndexProgress | None:
+        """How far the ingest of ``slug`` running in this process has come; ``None`` when none
+        runs."""
+        return self._progress.get(slug)
+
+    def indexing(self) -> list[IndexProgress]:
+        """Every ingest running in this process, by campaign."""
+        return self._progress.all()
 
     # -- retrieval ---------------------------------------------------------------------------
 

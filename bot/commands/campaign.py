@@ -79,6 +79,8 @@ async def _status(request: Request, scope: Scope) -> Reply:
     titles = await scope.services.engine.titles(cfg.slug, scope.lens, limit=25)
     files = len({source_of(d) for d, _ in titles})  # a personal view is part of its file
     text = f"This channel plays **{cfg.name}** (`{cfg.slug}`); {files}{'+' if len(titles) == 25 else ''} documents visible to you."
+    if (progress := scope.services.engine.index_progress(cfg.slug)) is not None:  # issue #26
+        text += f"\nIndexing: {progress.describe()}."
     if scope.lens.is_gm:
         text += "\n" + await _homes_report(scope, cfg)
     return Reply(text=text)

@@ -150,6 +150,17 @@ class DiscordAdapter:
         async with self.client:
             await self.client.start(token)
 
+    async def is_connected(self) -> bool:
+        """READY received and the gateway open (every shard's, when sharded): the status file's
+        probe (issue #26)."""
+        client = self.client
+        if not client.is_ready() or client.is_closed():
+            return False
+        if isinstance(client, discord.AutoShardedClient):
+            return all(not shard.is_closed() for shard in client.shards.values())
+        ws = client.ws
+        return ws is not None and ws.open
+
     # -- neutral request ---------------------------------------------------------------------
 
     def incoming(

@@ -98,6 +98,7 @@ class SlackAdapter:
         self.limiter = limiter or ChannelRateLimiter()
         self.usergroup_ttl = usergroup_ttl
         self._groups: tuple[float, dict[str, tuple[str, ...]] | None] = (float("-inf"), None)
+        self._socket: Any = None  # the Socket Mode client while `run` serves
         self.app = AsyncApp(
             client=client,
             signing_secret=signing_secret or None,
@@ -128,10 +129,17 @@ class SlackAdapter:
         handler = AsyncSocketModeHandler(self.app, app_token)
         await handler.connect_async()
         _log.info("slack: connected over Socket Mode")
+        self._socket = handler.client
         try:
             await asyncio.Event().wait()
         finally:
+            self._socket = None
             await handler.close_async()
+
+    async def is_connected(self) -> bool:
+        """The Socket Mode connection is up (not closed, not stale, answering pings): the status
+        file's probe (issue #26)."""
+        return self._socket is not None and bool(await self._socket.is_connected())
 
     # -- lens inputs -------------------------------------------------------------------------
 

@@ -32,7 +32,7 @@ from liminalis.errors import StoreError
 from liminalis.lens import GM, NOT_GM, visible
 from liminalis.ports import VectorHit, VectorRecord
 
-__all__ = ["MilvusVectorStore", "collection_name"]
+__all__ = ["MilvusVectorStore", "collection_name", "VectorStoreProbe", "probe_milvus"]
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -448,3 +448,96 @@ class MilvusVectorStore:
             await asyncio.get_running_loop().run_in_executor(self._pool, go)
         finally:
             self._pool.shutdown(wait=True)
+
+
+# -- a look without opening the store (issue #26: `liminalis health` and `doctor`) -------------
+
+
+@dataclass(frozen=True, slots=True)
+class VectorStoreProbe:
+    """Whether the store at a URI can be used (``ok``) and what was found, in one line naming
+    the URI (without any credentials in it)."""
+
+    ok: bool
+    detail: str
+
+
+def _safe_uri(uri: str) -> str:
+    """``uri`` without a ``user:password@`` part."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(uri)
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        netloc = f"{host}:{parts.port}" if parts.port else host
+        return urlunsplit(parts._replace(netloc=netloc))
+    return uri
+
+
+def _lite_lock_held(path: Path) -> bool:
+    """Whether another process holds this Milvus Lite directory's lock (a running ``serve``)."""
+    lock = path / "LOCK"
+    if sys.platform == "win32" or not lock.exists():
+        return False
+    import fcntl
+
+    fd = os.open(lock, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return False
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def probe_milvus(
+    uri: str, *, token: str = "", timeout_s: float = 3.0, deep: bool = False
+) -> VectorStoreProbe:
+    """Milvus Lite: the directory is usable (or not made yet) and whether a process has it open;
+    nothing is opened, so a running ``serve`` keeps its lock. A server: a TCP connection within
+    ``timeout_s``; ``deep`` also lists its collections through pymilvus (it speaks Milvus).
+    Blocking."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if "://" not in uri:
+        path = Path(uri)
+        if path.exists() and not path.is_dir():
+            return VectorStoreProbe(False, f"Milvus Lite at {uri} is not a Milvus Lite directory")
+        if not path.exists():
+            return VectorStoreProbe(True, f"Milvus Lite at {uri} (created at the first index)")
+        try:
+            held = _lite_lock_held(path)
+        except OSError as exc:
+            return VectorStoreProbe(
+                False, f"Milvus Lite at {uri} cannot be read ({exc.strerror or exc})"
+            )
+        return VectorStoreProbe(
+            True, f"Milvus Lite at {uri}" + (" (open in a running process)" if held else "")
+        )
+    safe = _safe_uri(uri)
+    parts = urlsplit(uri)
+    host, port = parts.hostname or "localhost", parts.port or 19530
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        return VectorStoreProbe(False, f"Milvus server {safe} is unreachable ({reason})")
+    if not deep:
+        return VectorStoreProbe(True, f"Milvus server {safe} (reachable)")
+    try:
+        from pymilvus import MilvusClient
+
+        client = MilvusClient(uri=uri, token=token, timeout=timeout_s)
+        try:
+            n = len(client.list_collections())
+        finally:
+            client.close()
+    except Exception as exc:
+        return VectorStoreProbe(
+            False, f"Milvus server {safe} answers, but not as Milvus ({type(exc).__name__}: {exc})"
+        )
+    return VectorStoreProbe(True, f"Milvus server {safe} ({n} collections)")

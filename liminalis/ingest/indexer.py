@@ -21,7 +21,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -250,8 +250,16 @@ class Indexer:
             cached.update(fresh)
         return cached, set(missing)
 
-    async def ingest(self, config: CampaignConfig, path: Path | None = None) -> IngestReport:
-        """Ingest ``path`` (default: the whole campaign folder) into ``config.slug``."""
+    async def ingest(
+        self,
+        config: CampaignConfig,
+        path: Path | None = None,
+        *,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> IngestReport:
+        """Ingest ``path`` (default: the whole campaign folder) into ``config.slug``.
+        ``progress(done, total)``: files embedded so far, once the files to embed are known and
+        after each batch (counted by file: a file's views are one document to its GM)."""
         t0 = time.perf_counter()
         report = IngestReport()
         slug = config.slug
@@ -354,6 +362,9 @@ class Indexer:
             from tqdm import tqdm
 
             bar = tqdm(total=len(todo), desc=f"ingest {slug}", unit="doc", file=sys.stderr)
+        todo_files = len({source_of(d.doc_id) for d in todo})
+        if progress is not None:
+            progress(0, todo_files)
         for i in range(0, len(todo), self.options.batch_docs):
             # Chunking, synopses and tokenizing a batch: CPU work, off the event loop.
             batch = await run_cpu(
@@ -426,6 +437,9 @@ class Indexer:
                 existing_vectors.difference_update(superseded)
             if bar is not None:
                 bar.update(len(batch))
+            if progress is not None:
+                end = i + self.options.batch_docs
+                progress(len({source_of(d.doc_id) for d in todo[:end]}), todo_files)
         if bar is not None:
             bar.close()
 

@@ -22,6 +22,7 @@ import logging
 import sqlite3
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -42,7 +43,7 @@ from liminalis.store.schema import LATEST, MIGRATIONS
 from liminalis.store.spend import CreditRepository, SpendRepository
 from liminalis.store.usage import TokenUsageRepository
 
-__all__ = ["Database"]
+__all__ = ["Database", "DatabaseProbe", "probe_database"]
 
 _log = logging.getLogger(__name__)
 
@@ -236,3 +237,50 @@ def _plain(exc: BaseException) -> str:
     if isinstance(exc, OSError):
         return exc.strerror or type(exc).__name__
     return str(exc)
+
+
+# -- a read-only look (issue #26: `liminalis health` and `doctor`) ------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseProbe:
+    """What a read-only look at the database file found: whether it ``exists``, its schema
+    ``version`` and, when it would not open or is damaged, the ``problem`` in one line (no
+    path)."""
+
+    exists: bool
+    version: int = 0
+    problem: str = ""
+
+
+def probe_database(path: Path | str) -> DatabaseProbe:
+    """Open ``path`` read-only (never created, never migrated: a running ``serve`` may hold it),
+    run ``PRAGMA quick_check`` and read its schema version. Blocking: seconds on a large file."""
+    p = Path(path)
+    if not p.exists():
+        return DatabaseProbe(exists=False)
+    try:
+        conn = sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        return DatabaseProbe(exists=True, problem=f"cannot be opened ({_plain(exc)})")
+    try:
+        problems = [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
+        row = conn.execute("PRAGMA user_version").fetchone()
+    except sqlite3.Error as exc:
+        return DatabaseProbe(exists=True, problem=f"cannot be opened ({_plain(exc)})")
+    finally:
+        conn.close()
+    version = int(row[0]) if row else 0
+    if problems != ["ok"]:
+        return DatabaseProbe(
+            exists=True,
+            version=version,
+            problem=f"is damaged (integrity check: {'; '.join(problems[:3])})",
+        )
+    if version > LATEST:
+        return DatabaseProbe(
+            exists=True,
+            version=version,
+            problem=f"was written by a newer release (schema {version}; this one knows {LATEST})",
+        )
+    return DatabaseProbe(exists=True, version=version)

@@ -72,6 +72,7 @@ class FakeDiscordApi(CatchAllServer):
         default_factory=set
     )  # attachment names whose download drops the connection
     missing_guilds: set[int] = field(default_factory=lambda: {999})  # guilds the bot is not in
+    token_ok: bool = True  # GET /users/@me answers 401 when False (a refused bot token)
     _limits: list[tuple[str, str, float, bool]] = field(default_factory=list)
     _ids: Any = field(default_factory=lambda: itertools.count(500000000000000001))
     url: str = ""
@@ -167,6 +168,8 @@ class FakeDiscordApi(CatchAllServer):
                 if name in self.files
                 else web.Response(status=404)
             )
+        if m == "GET" and path == "/users/@me" and not self.token_ok:
+            return _json({"message": "401: Unauthorized", "code": 0}, status=401)
         if m == "GET" and path == "/users/@me":
             return _json(user_payload(BOT_ID, "Liminalis", bot=True))
         if m == "GET" and path == "/oauth2/applications/@me":

@@ -38,6 +38,7 @@ class MockSlackApi(CatchAllServer):
     usergroups: list[dict[str, Any]] | None = field(default_factory=list)
     files: dict[str, bytes] = field(default_factory=dict)
     token_ok: bool = True  # auth.test answers invalid_auth when False
+    app_token_ok: bool = True  # apps.connections.open answers invalid_auth when False
     url: str = ""
     _runner: web.AppRunner | None = None
 
@@ -103,6 +104,10 @@ class MockSlackApi(CatchAllServer):
                     "bot_id": "B0001",
                 }
             )
+        if method == "apps.connections.open":
+            if not self.app_token_ok:
+                return web.json_response({"ok": False, "error": "invalid_auth"})
+            return web.json_response({"ok": True, "url": "wss://localhost/link"})
         if method == "usergroups.list":
             if self.usergroups is None:
                 return web.json_response({"ok": False, "error": "missing_scope"})
