@@ -1,4 +1,4 @@
-"""``liminalis`` command line: ingest, ask, chat, explain, memory, pass, serve. Training is tooling, not
+"""``liminalis`` command line: ingest, ask, chat, explain, memory, pass, log, serve. Training is tooling, not
 the product: ``python -m bench.train_ranker`` (and ``train_reranker``, ``train_query_adapter``,
 ``train_embedder``) from a checkout."""
 
@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 from liminalis.errors import ConfigError, LiminalisError
 
 if TYPE_CHECKING:
+    from liminalis.engine import Engine
     from liminalis.passes import Passes
 
-__all__ = ["main", "pass_command"]
+__all__ = ["log_command", "main", "pass_command"]
 
 _log = logging.getLogger(__name__)
 
@@ -68,6 +69,13 @@ def _parser() -> argparse.ArgumentParser:
     ps.add_argument("action", choices=["list", "show", "run", "save", "pause", "resume"])
     ps.add_argument("name", nargs="?", help="the pass (show, run) or a JSON/TOML file (save)")
     ps.add_argument("--campaign", required=True)
+
+    # issue #25: the GM's view of the table
+    lg = sub.add_parser(
+        "log", help="what players asked, the gaps in the notes, the documents they ask about"
+    )
+    lg.add_argument("--campaign", required=True)
+    lg.add_argument("--days", type=int, default=7, help="how many days back (1-90; default 7)")
 
     sub.add_parser("serve", help="run the Discord and/or Slack bots that have tokens")
 
@@ -139,6 +147,8 @@ async def _run(args: argparse.Namespace) -> int:
             stats = await engine.memory_stats(args.campaign)
             print(json.dumps(stats, indent=2, sort_keys=True))
             return 0
+        if args.command == "log":
+            return await log_command(engine, args.campaign, args.days)
         if args.command == "pass":
             from bot.main import open_passes, open_service
 
@@ -163,6 +173,21 @@ async def _run(args: argparse.Namespace) -> int:
                 raise
             return 0
     return 2
+
+
+async def log_command(
+    engine: Engine, campaign: str, days: int, *, out: Callable[[str], object] = print
+) -> int:
+    """``liminalis log``: the GM's view of the table, as ``/log`` shows it in chat."""
+    from bot.commands.log import DAYS
+
+    if not 1 <= days <= DAYS:
+        print(f"error: --days must be between 1 and {DAYS}", file=sys.stderr)
+        return 2
+    config = await engine.campaign(campaign)  # an unknown campaign fails here, named
+    report = await engine.question_report(config.slug, days=days)
+    out(report.render(name=config.name))
+    return 0
 
 
 async def pass_command(

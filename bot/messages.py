@@ -75,3 +75,5 @@ class Reply:
     lens: str = ""
     error: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: The question log's id of the answer (``/ask``): what a 👍/👎 on it is recorded against.
+    question_id: int | None = None

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from liminalis.campaign import CampaignConfig, load_campaign, validate_slug
-from liminalis.errors import InvalidInput, NotFound, NotReady, UnknownCampaign
+from liminalis.errors import InvalidInput, NotFound, NotReady, StoreError, UnknownCampaign
 from liminalis.ingest.indexer import Indexer, IngestOptions
 from liminalis.ingest.sections import source_of
 from liminalis.lens import GM, Lens, visible
 from liminalis.memory.recall import MemoryModel
-from liminalis.ports import Embedder, Reranker, VectorStore
+from liminalis.ports import Clock, Embedder, Reranker, VectorStore
+from liminalis.questions import QuestionLog, QuestionReport
 from liminalis.recap import Recap, build_recap
 from liminalis.retrieval.catalog import Catalog
 from liminalis.retrieval.learned import DocumentRanker
@@ -87,6 +88,7 @@ class Engine:
         uploads_dir: Path | None = None,
         memory: MemoryModel | None = None,
         memory_enabled: bool = False,
+        clock: Clock | None = None,
     ) -> None:
         self.db = db
         #: The campaign memory (liminalis.memory); it re-ranks retrieval only when enabled.
@@ -97,6 +99,8 @@ class Engine:
         self.embedder = embedder
         self.reranker = reranker
         self.campaigns_dir = campaigns_dir
+        #: What players asked (issue #25): written by :meth:`answer`, read by :meth:`question_report`.
+        self.questions = QuestionLog(db, clock=clock)
         self.indexer = Indexer(db, store, embedder, tokenizer=tokenizer, options=ingest_options)
         self.retriever = Retriever(
             db,
@@ -425,9 +429,35 @@ class Engine:
         """Answer ``question`` for ``lens`` from the campaign's documents, remembering the chat.
         The campaign's scope is resolved here, once, and handed down the pipeline."""
         scope = await self.scope(campaign, lens)
-        return await self.answerer.respond(
+        answer = await self.answerer.respond(
             scope, question, scope.lens, chat=chat, budget_tokens=budget_tokens, forced=forced
         )
+        found = bool(answer.sources) and "no matching passages" not in answer.notes
+        try:
+            question_id = await self.questions.record(
+                scope.slug,
+                clean_text(question).strip(),
+                scope.lens,
+                chat=chat,
+                found=found,
+                cited=[s.doc_id for s in answer.sources],
+            )
+        except StoreError:  # the answer stands; the GM's log misses one line
+            _log.exception("question of %s not logged", scope.slug)
+            return answer
+        return replace(answer, question_id=question_id)
+
+    async def question_report(self, slug: str, *, days: int = 7) -> QuestionReport:
+        """What players asked in ``slug`` over the last ``days`` days, for its GM
+        (:mod:`liminalis.questions`): never shown to a player."""
+        slug = validate_slug(slug)
+        cat = await self.retriever.catalog(slug)
+
+        def title(doc_id: str) -> str:
+            views = cat.views_of(doc_id, Lens({GM}))
+            return cat.documents[views[0]].title if views else doc_id
+
+        return await self.questions.report(slug, days=days, title=title)
 
     async def recap(self, slug: str, sessions: int = 1) -> Recap:
         """A players-lens "previously on…" over the latest ``sessions`` session notes."""

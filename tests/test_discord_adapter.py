@@ -933,8 +933,11 @@ async def test_slash_commands_are_registered_from_the_registry(env):
         "upload",
         "explain",
         "memory",
+        "log",
     }
-    assert all(synced[n]["description"].startswith("GM:") for n in ("upload", "explain", "memory"))
+    assert all(
+        synced[n]["description"].startswith("GM:") for n in ("upload", "explain", "memory", "log")
+    )
     tokens = {o["name"]: o for o in synced["budget"]["options"]}["tokens"]
     assert (tokens["min_value"], tokens["max_value"]) == (500, 200_000)
 
