@@ -14,7 +14,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from liminalis.campaign import CampaignConfig, load_campaign, validate_slug
+from liminalis.campaign import CampaignConfig, load_campaign, parse_campaign, validate_slug
+from liminalis.campaign_file import GmRef, new_campaign_toml, slug_for, write_atomically
 from liminalis.errors import InvalidInput, NotFound, NotReady, StoreError, UnknownCampaign
 from liminalis.ingest.indexer import Indexer, IngestOptions
 from liminalis.ingest.sections import source_of
@@ -88,6 +89,7 @@ class Engine:
         uploads_dir: Path | None = None,
         memory: MemoryModel | None = None,
         memory_enabled: bool = False,
+        created_campaigns_dir: Path | None = None,
         clock: Clock | None = None,
     ) -> None:
         self.db = db
@@ -99,6 +101,9 @@ class Engine:
         self.embedder = embedder
         self.reranker = reranker
         self.campaigns_dir = campaigns_dir
+        #: Where ``/campaign create`` puts a new campaign (the data directory's ``campaigns/``
+        #: in the composition root); ``None``: ``campaigns_dir``.
+        self.created_campaigns_dir = created_campaigns_dir
         #: What players asked (issue #25): written by :meth:`answer`, read by :meth:`question_report`.
         self.questions = QuestionLog(db, clock=clock)
         self.indexer = Indexer(db, store, embedder, tokenizer=tokenizer, options=ingest_options)
@@ -116,6 +121,8 @@ class Engine:
         self._configs: dict[str, tuple[float, CampaignConfig]] = {}
         self._ensured: set[str] = set()
         self._ingesting: dict[str, asyncio.Lock] = {}
+        self._editing: dict[str, asyncio.Lock] = {}
+        self._creating = asyncio.Lock()
         self._answerer: Responder | None = None
         # -- passes (issue #23) --------------------------------------------------------------
         #: Called after every ingest (the scheduler's tick, an upload, the CLI) with the
@@ -168,6 +175,58 @@ class Engine:
         """Register a campaign whose folder lives outside ``campaigns_dir`` (bench, tests)."""
         self._configs[config.slug] = (time.time(), config)
         await self.db.campaigns.upsert(config.slug, str(config.root))
+
+    async def create_campaign(
+        self, name: str, *, gm: GmRef, slug: str | None = None
+    ) -> CampaignConfig:
+        """Make a campaign named ``name`` (its slug from the name unless given) with ``gm`` its
+        first GM: a folder under :attr:`created_campaigns_dir` with a ``campaign.toml``, written
+        atomically and registered; nothing is indexed until its first document.
+
+        Raises:
+            InvalidInput: the name gives no slug, or a campaign of that slug exists (in any
+                folder the engine reads).
+        """
+        name = clean_text(name).strip()
+        slug = validate_slug(slug) if slug else slug_for(name)
+        parent = self.created_campaigns_dir or self.campaigns_dir
+        root = parent / slug
+        async with self._creating:
+            taken = slug in await self.list_campaigns() or await asyncio.to_thread(
+                lambda: (self.campaigns_dir / slug).exists() or root.exists()
+            )
+            if taken:
+                raise InvalidInput(
+                    f"campaign {slug} exists",
+                    user_message=f"A campaign called `{slug}` exists already: give yours another "
+                    "name, or ask its GM to link this channel with `/campaign link "
+                    f"{slug}`.",
+                )
+            text = new_campaign_toml(name or slug, gm)
+            await asyncio.to_thread(write_atomically, root / "campaign.toml", text)
+            await self.db.campaigns.upsert(slug, str(root))
+        self._configs.pop(slug, None)
+        _log.info("campaign %s created at %s", slug, root)
+        return await self.campaign(slug)
+
+    async def edit_campaign(self, slug: str, change: Callable[[str], str]) -> CampaignConfig:
+        """Rewrite ``campaign.toml`` with ``change`` (its text → the new text, or an error),
+        one edit of a campaign at a time, atomically; returns the config as it now reads. The
+        file is read afresh, so an edit by hand since the last message is kept."""
+        config = await self.campaign(slug)
+        path = config.root / "campaign.toml"
+
+        def edit() -> None:
+            old = path.read_text(encoding="utf-8") if path.exists() else ""
+            new = change(old)
+            if new != old:
+                parse_campaign(new, config.root, config.slug)
+                write_atomically(path, new)
+
+        async with self._editing.setdefault(config.slug, asyncio.Lock()):
+            await asyncio.to_thread(edit)
+            self._configs.pop(config.slug, None)  # an mtime may not move within its resolution
+        return await self.campaign(config.slug)
 
     async def list_campaigns(self) -> list[str]:
         slugs = {
