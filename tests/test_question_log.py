@@ -109,7 +109,11 @@ async def test_the_log_is_a_gms_never_a_players(table):
     await service.handle(ask(NOWHERE))
     await service.handle(ask("Who rules Greyhold keep?"))
     player = await service.handle(ask("/log"))
-    assert player.error and "Only a GM" in player.text
+    assert (
+        player.error
+        and "Only a GM" in player.text
+        and "your Discord user id is `222`" in player.text
+    )
     assert "dragon" not in player.text
     pending = await service.begin(gm("/log 14"))
     assert pending.private  # deferred privately: never "thinking…" in the channel
