@@ -84,6 +84,8 @@ async def test_create_then_link_then_ask_without_touching_a_file(fresh, tmp_path
     assert "Linked this channel to **The Salt Road**" in linked.text
     early = await service.handle(msg("/ask who keeps the ferry?", channel="C2"))
     assert "no indexed documents yet" in early.text and "/upload" in early.text
+    empty = await service.handle(owner("/log"))  # a campaign with nothing yet has a log too
+    assert not empty.error and "no questions from players" in empty.text
 
     upload = owner("/upload players", attachments=(Attachment("ferry.md", NOTES),))
     uploaded = await service.handle(upload)
@@ -91,6 +93,8 @@ async def test_create_then_link_then_ask_without_touching_a_file(fresh, tmp_path
     answer = await service.handle(msg("/ask who keeps the ferry?", channel="C2"))
     assert not answer.error and "Maren" in answer.text
     assert [s.title for s in answer.sources] == ["The Ferry"]
+    log = await service.handle(owner("/log"))
+    assert "1 question from players" in log.text and "The Ferry — 1 answer(s)" in log.text
 
     again = await service.handle(owner("/campaign create The salt road!", channel="C3"))
     assert again.error and "exists already" in again.text
