@@ -95,7 +95,9 @@ async def _run(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env()
     configure_logging(
-        "WARNING" if args.command in {"ask", "chat", "ingest", "explain"} else settings.log_level
+        "WARNING"
+        if args.command in {"ask", "chat", "ingest", "explain", "log"}
+        else settings.log_level
     )
     if args.command == "serve":
         from bot.serve import serve
