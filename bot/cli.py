@@ -1,5 +1,5 @@
-"""``liminalis`` command line: ingest, ask, chat, explain, memory, pass, models, credits, spend,
-serve. Training is tooling, not
+"""``liminalis`` command line: ingest, ask, chat, explain, memory, pass, log, models, credits,
+spend, health, doctor, serve. Training is tooling, not
 the product: ``python -m bench.train_ranker`` (and ``train_reranker``, ``train_query_adapter``,
 ``train_embedder``) from a checkout."""
 
@@ -18,9 +18,10 @@ from liminalis.errors import ConfigError, LiminalisError
 
 if TYPE_CHECKING:
     from bot.settings import Settings
+    from liminalis.engine import Engine
     from liminalis.passes import Passes
 
-__all__ = ["main", "pass_command"]
+__all__ = ["log_command", "main", "pass_command"]
 
 _log = logging.getLogger(__name__)
 
@@ -84,6 +85,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     spend.add_argument("--campaign", required=True)
     spend.add_argument("--days", type=int, default=1, help="UTC days back, today included")
+    # issue #25: the GM's view of the table
+    lg = sub.add_parser(
+        "log", help="what players asked, the gaps in the notes, the documents they ask about"
+    )
+    lg.add_argument("--campaign", required=True)
+    lg.add_argument("--days", type=int, default=7, help="how many days back (1-90; default 7)")
 
     sub.add_parser("serve", help="run the Discord and/or Slack bots that have tokens")
 
@@ -124,7 +131,9 @@ async def _run(args: argparse.Namespace) -> int:
 
     settings = Settings.from_env()
     configure_logging(
-        "WARNING" if args.command in {"ask", "chat", "ingest", "explain"} else settings.log_level
+        "WARNING"
+        if args.command in {"ask", "chat", "ingest", "explain", "log"}
+        else settings.log_level
     )
     if args.command == "serve":
         from bot.serve import serve
@@ -191,6 +200,8 @@ async def _run(args: argparse.Namespace) -> int:
             stats = await engine.memory_stats(args.campaign)
             print(json.dumps(stats, indent=2, sort_keys=True))
             return 0
+        if args.command == "log":
+            return await log_command(engine, args.campaign, args.days)
         if args.command == "pass":
             from bot.main import open_passes, open_service
 
@@ -215,6 +226,21 @@ async def _run(args: argparse.Namespace) -> int:
                 raise
             return 0
     return 2
+
+
+async def log_command(
+    engine: Engine, campaign: str, days: int, *, out: Callable[[str], object] = print
+) -> int:
+    """``liminalis log``: the GM's view of the table, as ``/log`` shows it in chat."""
+    from bot.commands.log import DAYS
+
+    if not 1 <= days <= DAYS:
+        print(f"error: --days must be between 1 and {DAYS}", file=sys.stderr)
+        return 2
+    config = await engine.campaign(campaign)  # an unknown campaign fails here, named
+    report = await engine.question_report(config.slug, days=days)
+    out(report.render(name=config.name))
+    return 0
 
 
 async def pass_command(

@@ -19,7 +19,7 @@ from liminalis.campaign import CampaignConfig, split_role_refs, validate_slug
 from liminalis.lens import GM, PLAYERS, Lens
 from liminalis.store.sqlite import Database
 
-__all__ = ["Directory", "lens_for"]
+__all__ = ["Directory", "gm_by_id", "lens_for"]
 
 
 def lens_for(
@@ -78,6 +78,22 @@ def lens_for(
         elif platform == "console" and lens_name in names:
             personal.add(lens_name)
     return Lens({PLAYERS, *personal})
+
+
+def gm_by_id(
+    config: CampaignConfig, *, platform: str, user_id: str, usergroups: Sequence[str] = ()
+) -> bool:
+    """Whether ``user_id`` is a GM of ``config`` by an id that holds anywhere, a DM included: a
+    Discord user id, a Slack user id or Slack user group. (Discord roles do not reach a DM.)
+
+    This picks the campaign a GM's DM upload goes to; it gives no lens: a DM's lens stays the
+    players' (``lens_for``)."""
+    r = config.roles
+    if platform == "discord":
+        return user_id in r.discord_gm_users
+    if platform == "slack":
+        return user_id in r.slack_gm_users or bool(set(usergroups) & set(r.slack_gm_usergroups))
+    return False
 
 
 class Directory:

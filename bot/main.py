@@ -86,6 +86,9 @@ async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
             reranker=reranker,
             ranker=ranker,
             campaigns_dir=settings.campaigns_dir,
+            # `/campaign create` writes here: the data directory is what a host keeps (a
+            # container's volume), the campaigns folder may be a read-only checkout.
+            created_campaigns_dir=settings.data_dir / "campaigns",
             uploads_dir=settings.data_dir / "uploads",
             ingest_options=IngestOptions(
                 contextual=settings.contextual, max_bytes=settings.max_upload_bytes
@@ -226,6 +229,7 @@ def build_service(settings: Settings, engine: Engine, *, owner: str = "serve") -
         responder=build_responder(settings, engine, owner=owner),
         max_upload_bytes=settings.max_upload_bytes,
         default_campaign=settings.default_campaign,
+        campaign_creators=frozenset(settings.campaign_creators),
     )
 
 

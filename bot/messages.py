@@ -52,7 +52,13 @@ class IncomingMessage:
     usergroups: tuple[str, ...] = ()
     roles_known: bool = True
     is_dm: bool = False  # a direct message, by the platform's channel type
+    #: The sender administers where the message came from: Discord's Manage Server permission,
+    #: a Slack workspace admin or owner (what ``/campaign create`` asks of the sender).
+    can_manage: bool = False
     attachments: tuple[Attachment, ...] = ()
+    #: How many files the message carries, known before any is downloaded (an adapter fetches
+    #: them only for a GM: a DM with files is a GM's private upload, ``BotService.begin``).
+    file_count: int = 0
     campaign_override: str | None = None  # console: --campaign
     command: str | None = None  # a typed command's name ("budget"); ``None`` → parse ``text``
     options: Mapping[str, OptionValue] = field(
@@ -75,3 +81,5 @@ class Reply:
     lens: str = ""
     error: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: The question log's id of the answer (``/ask``): what a 👍/👎 on it is recorded against.
+    question_id: int | None = None

@@ -23,16 +23,22 @@ from bot.commands import (
     Scope,
 )
 from bot.commands.budget import effective_budget
-from bot.commands.campaign import DM_NOT_LINKED
+from bot.commands.campaign import DM_NOT_LINKED, your_id
 from bot.commands.recap import recap_text
-from bot.commands.upload import visibility_choices
-from bot.directory import Directory, lens_for
+from bot.commands.upload import looks_like_upload_options, visibility_choices
+from bot.directory import Directory, gm_by_id, lens_for
 from bot.messages import Attachment, IncomingMessage, Reply
 from liminalis.answer import Responder, Source
 from liminalis.campaign import CampaignConfig
 from liminalis.engine import Engine
-from liminalis.errors import ConfigError, LiminalisError, PermissionDenied, UnknownCampaign
-from liminalis.lens import PLAYERS, Lens
+from liminalis.errors import (
+    ConfigError,
+    InvalidInput,
+    LiminalisError,
+    PermissionDenied,
+    UnknownCampaign,
+)
+from liminalis.lens import GM, PLAYERS, Lens
 from liminalis.text import clean_text
 
 __all__ = [
@@ -65,6 +71,7 @@ class BotService:
         default_campaign: str | None = None,
         scheduler: RecapScheduling | None = None,
         registry: Registry = REGISTRY,
+        campaign_creators: frozenset[str] = frozenset(),
     ) -> None:
         self.engine = engine
         self.scheduler = scheduler
@@ -75,6 +82,9 @@ class BotService:
         self.max_upload_bytes = max_upload_bytes
         self.default_campaign = default_campaign
         self.registry = registry
+        #: User ids the host lets ``/campaign create`` besides server managers and workspace
+        #: admins (``LIMINALIS_CAMPAIGN_CREATORS``).
+        self.campaign_creators = campaign_creators
 
     # -- scope -------------------------------------------------------------------------------
 
@@ -111,6 +121,24 @@ class BotService:
         if cfg.roles.discord_guilds:
             return msg.guild_id in cfg.roles.discord_guilds
         return msg.guild_id in await self.directory.homes("discord", cfg.slug)
+
+    async def gm_campaigns(self, msg: IncomingMessage) -> list[CampaignConfig]:
+        """The campaigns ``msg``'s sender is a GM of, where they are (their lens) or by an id
+        that holds anywhere (a DM: ``gm_by_id``). A campaign whose config cannot be read is left
+        out (and logged)."""
+        out: list[CampaignConfig] = []
+        for slug in await self.engine.list_campaigns():
+            try:
+                cfg = await self.config(slug)
+            except LiminalisError as exc:
+                _log.warning("campaign %s left out of a GM's list: %s", slug, exc)
+                continue
+            by_id = gm_by_id(
+                cfg, platform=msg.platform, user_id=msg.user_id, usergroups=msg.usergroups
+            )
+            if by_id or (not msg.is_dm and (await self.lens_of(msg, cfg)).is_gm):
+                out.append(cfg)
+        return out
 
     async def scope_of(self, msg: IncomingMessage, need: Need = "required") -> Scope:
         """The campaign of ``msg``'s channel and the asker's lens in it, loaded once.
@@ -149,6 +177,10 @@ class BotService:
             msg = replace(msg, text=clean_text(msg.text or ""))
             if msg.parent_id and msg.platform != "console":
                 await self.directory.learn_parent(msg.platform, msg.channel_id, msg.parent_id)
+            if msg.is_dm and msg.file_count and msg.command is None:
+                upload = await self._dm_upload(msg)
+                if upload is not None:
+                    return upload
             request = self.registry.request(msg)
             command = self.registry[request.command]
             scope = await self.scope_of(msg, command.needs(request))
@@ -161,6 +193,54 @@ class BotService:
             )
         except Exception as exc:
             return Pending(msg, error=exc)
+
+    async def _dm_upload(self, msg: IncomingMessage) -> Pending | None:
+        """A DM with files, as a GM's private upload: to the one campaign they are a GM of by id,
+        or to the one their message names (``greyhold players session``); the rest of the words
+        are ``/upload``'s. ``None``: not an upload (a player's question with a screenshot, or
+        another command), which goes the usual way and whose files are never fetched. A non-GM
+        who sends files with nothing to ask is refused: nothing is fetched or stored."""
+        words = msg.text.split()
+        if words and words[0].lower() == "/upload":
+            words = words[1:]
+        elif words and words[0].startswith("/"):
+            return None
+        mine = await self.gm_campaigns(msg)
+        if not mine:
+            if not looks_like_upload_options(" ".join(words)):
+                return None
+            return Pending(
+                msg,
+                error=PermissionDenied(
+                    "dm upload by a non-GM",
+                    user_message="Only a GM can upload, and in a direct message I know a GM by "
+                    "user id only. Ask a GM of your campaign to run `/campaign gm add @you` in its "
+                    f"channel ({your_id(msg)}), or upload there with `/upload`. Nothing was stored.",
+                ),
+            )
+        said = {w.lower() for w in words}
+        named = [c for c in mine if c.slug in said]
+        if len(named) > 1 or (not named and len(mine) > 1):
+            slugs = ", ".join(f"`{c.slug}`" for c in (named or mine))
+            return Pending(
+                msg,
+                error=InvalidInput(
+                    "dm upload to which campaign",
+                    user_message=f"You are a GM of several campaigns ({slugs}): name one in the "
+                    f"message with the files, e.g. `{(named or mine)[0].slug} players session`. "
+                    "Nothing was stored.",
+                ),
+            )
+        target = named[0] if named else mine[0]
+        rest = " ".join(w for w in words if w.lower() != target.slug)
+        request = self.registry.request(replace(msg, text=f"/upload {rest}".strip()))
+        return Pending(
+            msg,
+            command=self.registry[request.command],
+            request=request,
+            scope=Scope(self, target, Lens({GM})),  # a GM by id of this campaign: checked above
+            private=True,
+        )
 
     async def handle(self, msg: IncomingMessage) -> Reply:
         """Run one command. Never raises: errors become user-safe replies."""
@@ -199,6 +279,21 @@ class BotService:
             if title not in out:
                 out.append(title[:100])
         return out[: min(limit, 25)]
+
+    async def complete_campaigns(
+        self, msg: IncomingMessage, prefix: str, *, limit: int = 25
+    ) -> list[str]:
+        """The slugs of the campaigns ``msg``'s sender is a GM of (autocomplete of ``/campaign
+        link``): a stranger is offered none, so no campaign's name leaks. Never raises."""
+        try:
+            mine = await self.gm_campaigns(msg)
+        except Exception:
+            _log.debug("campaign autocomplete failed", exc_info=True)
+            return []
+        p = prefix.strip().lower()
+        return [c.slug for c in mine if c.slug.startswith(p) or p in c.name.lower()][
+            : min(limit, 25)
+        ]
 
     async def visibility_choices(self, msg: IncomingMessage) -> list[str]:
         """The visibilities an upload may be given in ``msg``'s campaign (autocomplete)."""
@@ -247,7 +342,11 @@ class Pending:
                 else self.request.with_attachments(tuple(attachments))
             )
             if self.command.is_gm_only(request) and not self.scope.lens.is_gm:
-                raise PermissionDenied(f"players lens tried /{self.command.name}")
+                raise PermissionDenied(
+                    f"players lens tried /{self.command.name}",
+                    user_message="Only a GM can do that. A GM can make you one with "
+                    f"`/campaign gm add @you` ({your_id(self.msg)}).",
+                )
             if request.error is not None:
                 raise request.error
             reply = await self.command.run(request, self.scope)

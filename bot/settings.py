@@ -92,6 +92,9 @@ class Settings:
     context_budget_tokens: int = 6000
     daily_token_budget: int = 2_000_000
     discord_guild_ids: tuple[int, ...] = ()
+    #: Users (Discord or Slack user ids) who may ``/campaign create`` besides a Discord server's
+    #: managers and a Slack workspace's admins and owners.
+    campaign_creators: tuple[str, ...] = ()
     discord_shards: bool = False
     tick_seconds: int = 300
     anthropic_base_url: str = ""
@@ -164,6 +167,8 @@ class Settings:
                     raise ConfigError(f"{name} must be a number, not {raw!r}") from None
             elif f.type == "tuple[int, ...]":
                 kw[f.name] = tuple(_int(name, x.strip()) for x in raw.split(",") if x.strip())
+            elif f.type == "tuple[str, ...]":
+                kw[f.name] = tuple(x.strip() for x in raw.split(",") if x.strip())
             else:
                 kw[f.name] = raw.strip()
         settings = cls(**kw)  # type: ignore[arg-type]

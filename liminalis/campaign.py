@@ -21,6 +21,8 @@ _log = logging.getLogger(__name__)
 __all__ = [
     "CampaignConfig",
     "load_campaign",
+    "parse_campaign",
+    "has_gm",
     "validate_slug",
     "RoleMap",
     "split_role_refs",
@@ -123,6 +125,20 @@ class CampaignConfig:
         return False
 
 
+def has_gm(config: CampaignConfig) -> bool:
+    """Whether ``config`` names any GM (a user, a role or a user group on some platform)."""
+    r = config.roles
+    return any(
+        (
+            r.discord_gm_role_ids,
+            r.discord_gm_role_names,
+            r.discord_gm_users,
+            r.slack_gm_users,
+            r.slack_gm_usergroups,
+        )
+    )
+
+
 def _strs(value: Any, where: str) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -148,12 +164,24 @@ def load_campaign(root: Path, slug: str | None = None) -> CampaignConfig:
             f"campaign folder {root} missing", user_message=f"No campaign named `{slug}`."
         )
     cfg_path = root / "campaign.toml"
-    data: dict[str, Any] = {}
+    text = ""
     if cfg_path.exists():
         try:
-            data = tomllib.loads(cfg_path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            text = cfg_path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as exc:
             raise ConfigError(f"{cfg_path}: {exc}") from exc
+    return parse_campaign(text, root, slug, where=str(cfg_path))
+
+
+def parse_campaign(
+    text: str, root: Path, slug: str, *, where: str = "campaign.toml"
+) -> CampaignConfig:
+    """The config a ``campaign.toml`` text gives (``""``: the defaults); ``ConfigError`` names
+    the key that is wrong (``where`` names the file in the message)."""
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: {exc}") from exc
     roles = _table(data.get("roles"), "roles")
     discord = _table(roles.get("discord"), "roles.discord")
     slack = _table(roles.get("slack"), "roles.slack")

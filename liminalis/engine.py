@@ -14,15 +14,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from liminalis.campaign import CampaignConfig, load_campaign, validate_slug
+from liminalis.campaign import CampaignConfig, load_campaign, parse_campaign, validate_slug
+from liminalis.campaign_file import GmRef, new_campaign_toml, slug_for, write_atomically
 from liminalis.clock import SystemClock
-from liminalis.errors import InvalidInput, NotFound, NotReady, UnknownCampaign
+from liminalis.errors import InvalidInput, NotFound, NotReady, StoreError, UnknownCampaign
 from liminalis.ingest.indexer import Indexer, IngestOptions
 from liminalis.ingest.sections import source_of
 from liminalis.lens import GM, Lens, visible
 from liminalis.memory.recall import MemoryModel
 from liminalis.ports import Clock, Embedder, Reranker, VectorStore
 from liminalis.progress import IndexProgress, ProgressBoard
+from liminalis.questions import QuestionLog, QuestionReport
 from liminalis.recap import Recap, build_recap
 from liminalis.retrieval.catalog import Catalog
 from liminalis.retrieval.learned import DocumentRanker
@@ -89,6 +91,7 @@ class Engine:
         uploads_dir: Path | None = None,
         memory: MemoryModel | None = None,
         memory_enabled: bool = False,
+        created_campaigns_dir: Path | None = None,
         clock: Clock | None = None,
     ) -> None:
         self.db = db
@@ -100,6 +103,11 @@ class Engine:
         self.embedder = embedder
         self.reranker = reranker
         self.campaigns_dir = campaigns_dir
+        #: Where ``/campaign create`` puts a new campaign (the data directory's ``campaigns/``
+        #: in the composition root); ``None``: ``campaigns_dir``.
+        self.created_campaigns_dir = created_campaigns_dir
+        #: What players asked (issue #25): written by :meth:`answer`, read by :meth:`question_report`.
+        self.questions = QuestionLog(db, clock=clock)
         self.indexer = Indexer(db, store, embedder, tokenizer=tokenizer, options=ingest_options)
         self.retriever = Retriever(
             db,
@@ -115,6 +123,8 @@ class Engine:
         self._configs: dict[str, tuple[float, CampaignConfig]] = {}
         self._ensured: set[str] = set()
         self._ingesting: dict[str, asyncio.Lock] = {}
+        self._editing: dict[str, asyncio.Lock] = {}
+        self._creating = asyncio.Lock()
         self._answerer: Responder | None = None
         # -- passes (issue #23) --------------------------------------------------------------
         #: Called after every ingest (the scheduler's tick, an upload, the CLI) with the
@@ -169,6 +179,58 @@ class Engine:
         """Register a campaign whose folder lives outside ``campaigns_dir`` (bench, tests)."""
         self._configs[config.slug] = (time.time(), config)
         await self.db.campaigns.upsert(config.slug, str(config.root))
+
+    async def create_campaign(
+        self, name: str, *, gm: GmRef, slug: str | None = None
+    ) -> CampaignConfig:
+        """Make a campaign named ``name`` (its slug from the name unless given) with ``gm`` its
+        first GM: a folder under :attr:`created_campaigns_dir` with a ``campaign.toml``, written
+        atomically and registered; nothing is indexed until its first document.
+
+        Raises:
+            InvalidInput: the name gives no slug, or a campaign of that slug exists (in any
+                folder the engine reads).
+        """
+        name = clean_text(name).strip()
+        slug = validate_slug(slug) if slug else slug_for(name)
+        parent = self.created_campaigns_dir or self.campaigns_dir
+        root = parent / slug
+        async with self._creating:
+            taken = slug in await self.list_campaigns() or await asyncio.to_thread(
+                lambda: (self.campaigns_dir / slug).exists() or root.exists()
+            )
+            if taken:
+                raise InvalidInput(
+                    f"campaign {slug} exists",
+                    user_message=f"A campaign called `{slug}` exists already: give yours another "
+                    "name, or ask its GM to link this channel with `/campaign link "
+                    f"{slug}`.",
+                )
+            text = new_campaign_toml(name or slug, gm)
+            await asyncio.to_thread(write_atomically, root / "campaign.toml", text)
+            await self.db.campaigns.upsert(slug, str(root))
+        self._configs.pop(slug, None)
+        _log.info("campaign %s created at %s", slug, root)
+        return await self.campaign(slug)
+
+    async def edit_campaign(self, slug: str, change: Callable[[str], str]) -> CampaignConfig:
+        """Rewrite ``campaign.toml`` with ``change`` (its text → the new text, or an error),
+        one edit of a campaign at a time, atomically; returns the config as it now reads. The
+        file is read afresh, so an edit by hand since the last message is kept."""
+        config = await self.campaign(slug)
+        path = config.root / "campaign.toml"
+
+        def edit() -> None:
+            old = path.read_text(encoding="utf-8") if path.exists() else ""
+            new = change(old)
+            if new != old:
+                parse_campaign(new, config.root, config.slug)
+                write_atomically(path, new)
+
+        async with self._editing.setdefault(config.slug, asyncio.Lock()):
+            await asyncio.to_thread(edit)
+            self._configs.pop(config.slug, None)  # an mtime may not move within its resolution
+        return await self.campaign(config.slug)
 
     async def list_campaigns(self) -> list[str]:
         slugs = {
@@ -465,9 +527,35 @@ class Engine:
         """Answer ``question`` for ``lens`` from the campaign's documents, remembering the chat.
         The campaign's scope is resolved here, once, and handed down the pipeline."""
         scope = await self.scope(campaign, lens)
-        return await self.answerer.respond(
+        answer = await self.answerer.respond(
             scope, question, scope.lens, chat=chat, budget_tokens=budget_tokens, forced=forced
         )
+        found = bool(answer.sources) and "no matching passages" not in answer.notes
+        try:
+            question_id = await self.questions.record(
+                scope.slug,
+                clean_text(question).strip(),
+                scope.lens,
+                chat=chat,
+                found=found,
+                cited=[s.doc_id for s in answer.sources],
+            )
+        except StoreError:  # the answer stands; the GM's log misses one line
+            _log.exception("question of %s not logged", scope.slug)
+            return answer
+        return replace(answer, question_id=question_id)
+
+    async def question_report(self, slug: str, *, days: int = 7) -> QuestionReport:
+        """What players asked in ``slug`` over the last ``days`` days, for its GM
+        (:mod:`liminalis.questions`): never shown to a player."""
+        slug = validate_slug(slug)
+        cat = await self.retriever.catalog(slug)
+
+        def title(doc_id: str) -> str:
+            views = cat.views_of(doc_id, Lens({GM}))
+            return cat.documents[views[0]].title if views else doc_id
+
+        return await self.questions.report(slug, days=days, title=title)
 
     async def recap(self, slug: str, sessions: int = 1) -> Recap:
         """A players-lens "previously on…" over the latest ``sessions`` session notes."""

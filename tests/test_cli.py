@@ -53,7 +53,7 @@ def cli(
 def test_help_lists_subcommands(tmp_path):
     r = cli(["--help"], tmp_path)
     assert r.returncode == 0
-    for sub in ("ingest", "ask", "chat", "explain", "serve"):
+    for sub in ("ingest", "ask", "chat", "explain", "log", "serve"):
         assert sub in r.stdout
 
 

@@ -839,12 +839,14 @@ async def test_a_strangers_link_says_the_same_whether_the_campaign_exists(env):
                 "campaign", opts(action="link", slug=slug), user_id=who, iid=1 + i, **where
             ),
         )
-        seen.append(followups(api)[-1]["content"])
+        seen.append(followups(api)[-1]["content"].replace(f"`{who}`", "`<id>`"))
+    # one text, but for the asker's own user id (said so they can pass it to a GM)
     assert (
         len(set(seen)) == 1
         and "Greyhold" not in seen[0]
         and "nosuch" not in seen[0]
         and "Only a GM" in seen[0]
+        and "user id is `<id>`" in seen[0]
     )
 
 
@@ -926,15 +928,21 @@ async def test_slash_commands_are_registered_from_the_registry(env):
             assert got.get("required", False) is spec.required
             assert [c["value"] for c in got.get("choices", [])] == list(spec.choices)
             assert got.get("autocomplete", False) is (spec.autocomplete is not None)
-            assert got["type"] == {"string": 3, "integer": 4, "attachment": 11}[spec.kind]
+            assert (
+                got["type"]
+                == {"string": 3, "integer": 4, "attachment": 11, "mention": 9}[spec.kind]
+            )
         app = adapter.tree.get_command(command.name)
         assert app is not None and app.extras["gm_only"] is (command.gm_only is True)
     assert {n for n in REGISTRY.names if adapter.tree.get_command(n).extras["gm_only"]} == {
         "upload",
         "explain",
         "memory",
+        "log",
     }
-    assert all(synced[n]["description"].startswith("GM:") for n in ("upload", "explain", "memory"))
+    assert all(
+        synced[n]["description"].startswith("GM:") for n in ("upload", "explain", "memory", "log")
+    )
     tokens = {o["name"]: o for o in synced["budget"]["options"]}["tokens"]
     assert (tokens["min_value"], tokens["max_value"]) == (500, 200_000)
 

@@ -5,7 +5,19 @@ whether only a GM may run it, whether its reply is private, and ``async run(requ
 Reply``. :data:`REGISTRY` holds them in the order the help lists them.
 """
 
-from bot.commands import ask, budget, campaign, explain, help, lens, memory, pin, recap, upload
+from bot.commands import (
+    ask,
+    budget,
+    campaign,
+    explain,
+    help,
+    lens,
+    log,
+    memory,
+    pin,
+    recap,
+    upload,
+)
 from bot.commands._base import (
     Command,
     Need,
@@ -41,6 +53,7 @@ REGISTRY = Registry(
         recap.command,
         explain.command,
         memory.command,
+        log.command,
         campaign.command,
         lens.command,
         help.command,

@@ -33,9 +33,11 @@ __all__ = [
     "Services",
 ]
 
-OptionKind = Literal["string", "integer", "attachment"]
+#: ``mention``: a user or a role, as the platform writes a mention in text (``<@id>``,
+#: ``<@&id>``, Slack's ``<@U…>`` and ``<!subteam^S…>``); a typed platform offers a picker.
+OptionKind = Literal["string", "integer", "attachment", "mention"]
 #: Where an option's suggestions come from while it is typed (Discord autocomplete).
-Autocomplete = Literal["titles", "visibilities"]
+Autocomplete = Literal["titles", "visibilities", "campaigns"]
 #: What a request needs resolved before it runs: the channel's campaign (``required``: an
 #: unlinked channel is refused), the campaign if the channel has one (``optional``), or nothing.
 Need = Literal["required", "optional", "none"]
@@ -117,10 +119,14 @@ class Services(Protocol):
     scheduler: RecapScheduling | None
     max_upload_bytes: int
     registry: Registry
+    #: User ids the host lets create campaigns besides server managers and workspace admins.
+    campaign_creators: frozenset[str]
 
     async def config(self, slug: str) -> CampaignConfig: ...
 
     async def lens_of(self, msg: IncomingMessage, cfg: CampaignConfig) -> Lens: ...
+
+    async def gm_campaigns(self, msg: IncomingMessage) -> list[CampaignConfig]: ...
 
 
 @dataclass(frozen=True, slots=True)

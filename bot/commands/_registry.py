@@ -90,7 +90,7 @@ class Registry:
                 continue
             if spec.kind == "integer" and isinstance(value, int) and not isinstance(value, bool):
                 options[name] = value
-            elif spec.kind == "string" and isinstance(value, str):
+            elif spec.kind in {"string", "mention"} and isinstance(value, str):
                 # Platform JSON can carry lone surrogates and control characters, as text can.
                 cleaned = clean_text(value).strip()
                 if cleaned:

@@ -51,6 +51,7 @@ async def run(request: Request, scope: Scope) -> Reply:
         lens=scope.lens.describe(),
         title=cfg.name,
         notes=answer.notes,
+        question_id=answer.question_id,
     )
 
 

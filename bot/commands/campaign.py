@@ -1,17 +1,28 @@
-"""``/campaign link <slug>|unlink|status|release <server id>``: which campaign a channel plays,
-and (for its GMs) the Discord servers where its GM role names count."""
+"""``/campaign``: make a campaign, link channels to it, name its GMs and set its settings, all
+from chat (issue #25, campaigns without a shell); and (for its GMs) the Discord servers where its
+GM role names count.
+
+``create <name>`` (Discord: Manage Server; Slack: a workspace admin or owner; or a user the host
+allows) makes a campaign under the data directory with its creator as GM by user id, and links
+the channel; ``list`` shows the campaigns the asker is a GM of; ``link <slug>|unlink|status|
+release <server id>`` as before; ``gm add|remove @user|@role`` and ``settings`` (GM) write
+``campaign.toml`` (:mod:`liminalis.campaign_file`: atomically, comments kept).
+"""
 
 from __future__ import annotations
 
 import logging
+import re
 
 from bot.commands._base import Command, Need, Option, Request, Scope
-from bot.messages import OptionValue, Reply
+from bot.commands.budget import HIGH, LOW
+from bot.messages import IncomingMessage, OptionValue, Reply
 from liminalis.campaign import CampaignConfig, is_discord_id, validate_slug
+from liminalis.campaign_file import GmRef, add_gm, remove_gm, set_settings
 from liminalis.errors import InvalidInput, LiminalisError, PermissionDenied
 from liminalis.ingest.sections import source_of
 
-__all__ = ["command", "DM_NOT_LINKED"]
+__all__ = ["command", "DM_NOT_LINKED", "parse_gm", "your_id"]
 
 _log = logging.getLogger(__name__)
 
@@ -20,15 +31,67 @@ DM_NOT_LINKED = "Direct messages are not linked to a campaign: ask in your campa
 _LINK_REFUSED = (
     "Only a GM of that campaign can link a channel to it, and only if the name is right. On a server "
     "where no channel is linked to the campaign, a GM role *name* does not count: a GM listed by user id "
-    "or role id in campaign.toml links first, or the host adds the server's id to `[roles.discord] guilds`."
+    "or role id links first. Ask one of its GMs to run `/campaign gm add @you` ({you}), or make a "
+    "campaign of your own with `/campaign create <name>`."
 )
-_ACTIONS = ("status", "link", "unlink", "release")
+_ACTIONS = ("status", "link", "unlink", "release", "create", "list", "gm", "settings")
+_USAGE = (
+    "Usage: `/campaign create <name>`, `/campaign list`, `/campaign link <slug>|unlink|status`, "
+    "`/campaign gm add|remove @user|@role`, `/campaign settings`, `/campaign release <server id>`"
+)
+_GM_USAGE = "Usage: `/campaign gm add @user` or `/campaign gm remove @user` (a user or a role; or a user id)"
+_SETTINGS_USAGE = (
+    "Usage: `/campaign settings recap <cron>|off` (posts here), `/campaign settings uploads "
+    "players|gm`, `/campaign settings budget <tokens>`"
+)
+_SETTING_WORDS = {
+    "recap": "recap",
+    "schedule": "recap",
+    "uploads": "uploads",
+    "upload": "uploads",
+    "upload_visibility": "uploads",
+    "budget": "budget",
+    "length": "budget",
+}
+# A mention is unambiguous whatever its digits; a bare id must look like a Discord id.
+_DISCORD_USER = re.compile(r"<@!?([0-9]{1,22})>|([0-9]{15,22})")
+_DISCORD_ROLE = re.compile(r"<@&([0-9]{1,22})>|role:([0-9]{15,22})")
+_SLACK_USER = re.compile(r"<@([UW][A-Z0-9]{2,})(?:\|[^>]*)?>|([UW][A-Z0-9]{2,})")
+_SLACK_GROUP = re.compile(r"<!subteam\^([A-Z0-9]{2,})(?:\|[^>]*)?>|(S[A-Z0-9]{2,})")
+
+
+def your_id(msg: IncomingMessage) -> str:
+    """ "your Discord user id is `…`": said in every refusal, so the asker can pass it on."""
+    where = {"discord": "Discord ", "slack": "Slack "}.get(msg.platform, "")
+    return f"your {where}user id is `{msg.user_id}`"
+
+
+def parse_gm(text: str, platform: str) -> GmRef:
+    """A user or a role as written in ``platform``'s text (a mention, or a bare id).
+
+    Raises:
+        InvalidInput: nothing there names a user or a role of ``platform``.
+    """
+    t = text.strip()
+    forms: tuple[tuple[re.Pattern[str], str], ...] = (
+        ((_DISCORD_ROLE, "role"), (_DISCORD_USER, "user"))
+        if platform == "discord"
+        else ((_SLACK_GROUP, "usergroup"), (_SLACK_USER, "user"))
+        if platform == "slack"
+        else ()
+    )
+    for pattern, kind in forms:
+        m = pattern.fullmatch(t)
+        if m:
+            return GmRef(platform, kind, m.group(1) or m.group(2))  # type: ignore[arg-type]
+    raise InvalidInput(f"bad gm {t!r}", user_message=_GM_USAGE)
 
 
 def _parse(arg: str) -> dict[str, OptionValue]:
     parts = arg.split()
     action = parts[0].lower() if parts else "status"
     options: dict[str, OptionValue] = {"action": action}
+    rest = arg.strip()[len(parts[0]) :].strip() if parts else ""
     if action == "link":
         if len(parts) != 2:
             raise InvalidInput("bad link", user_message="Usage: `/campaign link <slug>`")
@@ -40,6 +103,30 @@ def _parse(arg: str) -> dict[str, OptionValue]:
                 user_message="Usage: `/campaign release <server id>` (see `/campaign status`)",
             )
         options["server"] = parts[1]
+    elif action == "create":
+        if not rest:
+            raise InvalidInput(
+                "bad create",
+                user_message="Usage: `/campaign create <name>`, e.g. `/campaign create Greyhold`",
+            )
+        options["name"] = rest
+    elif action == "gm" and len(parts) > 1:
+        if len(parts) != 3 or parts[1].lower() not in {"add", "remove"}:
+            raise InvalidInput("bad gm", user_message=_GM_USAGE)
+        options["change"] = parts[1].lower()
+        options["member"] = parts[2]
+    elif action == "settings" and len(parts) > 1:
+        key = _SETTING_WORDS.get(parts[1].lower())
+        value = " ".join(parts[2:])
+        if key is None or not value:
+            raise InvalidInput("bad settings", user_message=_SETTINGS_USAGE)
+        if key == "budget":
+            digits = value.replace(",", "").replace("_", "")
+            if not re.fullmatch(r"[0-9]{1,7}", digits):
+                raise InvalidInput("bad budget", user_message=_SETTINGS_USAGE)
+            options["budget"] = int(digits)
+        else:
+            options[key] = value.lower() if key == "uploads" else value
     return options
 
 
@@ -47,25 +134,106 @@ def _need(request: Request) -> Need:
     action = request.string("action")
     if action == "status":
         return "optional"  # an unlinked channel is told so, not refused
-    return (
-        "required" if action in {"unlink", "release"} else "none"
-    )  # link reads the campaign it names
+    # link and create read the campaign they name (create: none yet); list reads every one
+    return "required" if action in {"unlink", "release", "gm", "settings"} else "none"
 
 
 async def run(request: Request, scope: Scope) -> Reply:
     action = request.string("action", "status")
-    if action == "status":
-        return await _status(request, scope)
-    if action == "link":
-        return await _link(request, scope)
-    if action == "unlink":
-        return await _unlink(request, scope)
-    if action == "release":
-        return await _release(request, scope)
-    raise InvalidInput(
-        "bad campaign sub",
-        user_message="Usage: `/campaign link <slug>|unlink|status|release <server id>`",
+    run_action = {
+        "status": _status,
+        "link": _link,
+        "unlink": _unlink,
+        "release": _release,
+        "create": _create,
+        "list": _list,
+        "gm": _gm,
+        "settings": _settings,
+    }.get(action)
+    if run_action is None:
+        raise InvalidInput("bad campaign sub", user_message=_USAGE)
+    return await run_action(request, scope)
+
+
+async def _create(request: Request, scope: Scope) -> Reply:
+    services, msg = scope.services, request.msg
+    name = request.string("name")
+    if not name:
+        raise InvalidInput(
+            "bad create",
+            user_message="Usage: `/campaign create <name>`, e.g. `/campaign create Greyhold`",
+        )
+    if msg.platform not in {"discord", "slack"}:
+        raise InvalidInput(
+            "create off a platform",
+            user_message="Create a campaign from Discord or Slack; here, make a folder "
+            "`campaigns/<slug>/` with a `campaign.toml`.",
+        )
+    if msg.is_dm:
+        raise InvalidInput(
+            "create in a dm",
+            user_message="Create the campaign in your table's channel: it is linked to the campaign.",
+        )
+    if not (msg.can_manage or msg.user_id in services.campaign_creators):
+        who = (
+            "the Manage Server permission on this server"
+            if msg.platform == "discord"
+            else "a workspace admin or owner"
+        )
+        raise PermissionDenied(
+            "create without the right",
+            user_message=f"Creating a campaign takes {who}, or the host's leave "
+            f"(`LIMINALIS_CAMPAIGN_CREATORS`; {your_id(msg)}). Ask someone who has it to run "
+            "`/campaign create`; they can then make you a GM with `/campaign gm add @you`.",
+        )
+    here = await services.directory.campaign_for(msg.platform, msg.channel_id, msg.parent_id)
+    if here is not None:
+        raise InvalidInput(
+            "create in a linked channel",
+            user_message="This channel plays another campaign: create yours in another channel, "
+            "or have a GM of this one run `/campaign unlink` first.",
+        )
+    slug = request.string("slug") or None
+    cfg = await services.engine.create_campaign(
+        name, gm=GmRef(msg.platform, "user", msg.user_id), slug=slug
     )
+    await services.directory.link(
+        msg.platform,
+        msg.channel_id,
+        cfg.slug,
+        guild_id=msg.guild_id if msg.platform == "discord" else None,
+    )
+    return Reply(
+        text=f"Created **{cfg.name}** (`{cfg.slug}`) and linked this channel to it; you are its GM "
+        f"({your_id(msg)}).\nNext: `/upload` your notes (GM-only unless you say `players`), "
+        "make co-GMs with `/campaign gm add @them`, and see `/campaign settings`."
+    )
+
+
+async def _list(request: Request, scope: Scope) -> Reply:
+    services, msg = scope.services, request.msg
+    mine = await services.gm_campaigns(msg)
+    here = (
+        await services.directory.campaign_for(msg.platform, msg.channel_id, msg.parent_id)
+        if not msg.is_dm
+        else None
+    )
+    lines: list[str] = []
+    for cfg in mine:
+        channels = len(await services.directory.links(cfg.slug))
+        where = " — this channel" if cfg.slug == here else ""
+        lines.append(f"• **{cfg.name}** (`{cfg.slug}`): {channels} linked channel(s){where}")
+    if not lines:
+        text = (
+            "You are a GM of no campaign I know of. Make one with `/campaign create <name>`, or ask "
+            f"a GM to run `/campaign gm add @you` ({your_id(msg)})."
+        )
+    else:
+        text = "Your campaigns (you are a GM):\n" + "\n".join(lines)
+        text += "\nLink a channel with `/campaign link <slug>`."
+    if here is not None and here not in {c.slug for c in mine}:
+        text += f"\nThis channel plays `{here}`."
+    return Reply(text=text)
 
 
 async def _status(request: Request, scope: Scope) -> Reply:
@@ -74,7 +242,8 @@ async def _status(request: Request, scope: Scope) -> Reply:
         return Reply(
             text=DM_NOT_LINKED
             if msg.is_dm
-            else "This channel is not linked to a campaign. A GM can run `/campaign link <slug>`."
+            else "This channel is not linked to a campaign. A GM can run `/campaign link <slug>`, "
+            "or make a new one with `/campaign create <name>`."
         )
     titles = await scope.services.engine.titles(cfg.slug, scope.lens, limit=25)
     files = len({source_of(d) for d, _ in titles})  # a personal view is part of its file
@@ -97,11 +266,14 @@ async def _link(request: Request, scope: Scope) -> Reply:
     except LiminalisError as exc:  # no such campaign, or a broken campaign.toml: said alike
         _log.info("link to %s refused: %s", slug, exc)
         raise PermissionDenied(
-            "link to a campaign that cannot be read", user_message=_LINK_REFUSED
+            "link to a campaign that cannot be read",
+            user_message=_LINK_REFUSED.format(you=your_id(msg)),
         ) from exc
     # The GM wall of the campaign named, not of the channel's: this command resolves no scope.
     if not (await services.lens_of(msg, cfg)).is_gm:
-        raise PermissionDenied("link by a non-GM", user_message=_LINK_REFUSED)
+        raise PermissionDenied(
+            "link by a non-GM", user_message=_LINK_REFUSED.format(you=your_id(msg))
+        )
     await services.directory.link(
         msg.platform,
         msg.channel_id,
@@ -153,6 +325,127 @@ async def _release(request: Request, scope: Scope) -> Reply:
     )
 
 
+async def _gm(request: Request, scope: Scope) -> Reply:
+    cfg, services, msg = scope.config, scope.services, request.msg
+    change = request.string("change")
+    if not change:
+        return Reply(text=_gm_list(cfg))
+    if change not in {"add", "remove"}:
+        raise InvalidInput("bad gm", user_message=_GM_USAGE)
+    member = request.string("member")
+    if not member:
+        raise InvalidInput("bad gm", user_message=_GM_USAGE)
+    ref = parse_gm(member, msg.platform)
+    kind = {"role": "Role", "usergroup": "User group"}.get(ref.kind, "User")
+    what = f"{kind} `{ref.id}`"
+    if change == "add":
+        before = _gm_list(cfg)
+        after = await services.engine.edit_campaign(cfg.slug, lambda t: add_gm(t, ref)[0])
+        if _gm_list(after) == before:
+            return Reply(text=f"{what} is a GM of **{cfg.name}** already.")
+        return Reply(
+            text=f"{what} is a GM of **{after.name}** now"
+            + (
+                ": role ids count on every server, in every channel linked to it."
+                if ref.kind == "role"
+                else "."
+            )
+        )
+    before = _gm_list(cfg)
+    after = await services.engine.edit_campaign(cfg.slug, lambda t: remove_gm(t, ref)[0])
+    if _gm_list(after) == before:
+        return Reply(
+            text=f"{what} is not listed as a GM of **{cfg.name}** by id "
+            "(a GM role *name* is removed in campaign.toml by hand)."
+        )
+    return Reply(text=f"{what} is no longer a GM of **{after.name}**.")
+
+
+def _gm_list(cfg: CampaignConfig) -> str:
+    r = cfg.roles
+    lines = [
+        *(f"• Discord user `{u}`" for u in r.discord_gm_users),
+        *(f"• Discord role `{g}`" for g in r.discord_gm_role_ids),
+        *(f"• Discord role named “{g}” (on its home servers)" for g in r.discord_gm_role_names),
+        *(f"• Slack user `{u}`" for u in r.slack_gm_users),
+        *(f"• Slack user group `{g}`" for g in r.slack_gm_usergroups),
+    ]
+    return f"GMs of **{cfg.name}**:\n" + "\n".join(lines or ["• none"])
+
+
+async def _settings(request: Request, scope: Scope) -> Reply:
+    cfg, services = scope.config, scope.services
+    recap = request.string("recap").strip()
+    uploads = request.string("uploads").strip().lower()
+    budget = request.integer("budget")
+    said: list[str] = []
+    if uploads:
+        if uploads not in {"players", "gm"}:
+            raise InvalidInput("bad uploads", user_message=_SETTINGS_USAGE)
+        cfg = await services.engine.edit_campaign(
+            cfg.slug, lambda t: set_settings(t, upload_visibility=uploads)
+        )
+        said.append(
+            "Uploads that say nothing are now read by "
+            + ("the players." if uploads == "players" else "the GM only.")
+        )
+    if budget is not None:
+        if not LOW <= budget <= HIGH:
+            raise InvalidInput(
+                "budget out of range",
+                user_message=f"Budgets must be between {LOW:,} and {HIGH:,} tokens.",
+            )
+        await services.engine.set_budget(cfg.slug, budget)
+        said.append(f"Answers are built from up to {budget:,} tokens of context.")
+    if recap:
+        said.append(await _set_recap(request, scope, recap))
+        cfg = await services.config(cfg.slug)
+    if said:
+        return Reply(text="\n".join(said))
+    shown = await services.engine.budget(cfg.slug, None, default=services.responder.budget_tokens)
+    schedule = (
+        await services.scheduler.describe(cfg.slug)
+        if services.scheduler is not None
+        else (f"`{cfg.recap_cron}` (UTC) to `{cfg.recap_channel}`" if cfg.recap_cron else "off")
+    )
+    return Reply(
+        text=f"Settings of **{cfg.name}**:\n"
+        f"• recap: {schedule}\n"
+        f"• uploads that say nothing: {'players' if cfg.upload_visibility == 'players' else 'GM-only'}\n"
+        f"• answer length (context budget): {shown:,} tokens\n{_SETTINGS_USAGE}"
+    )
+
+
+async def _set_recap(request: Request, scope: Scope, spec: str) -> str:
+    """``[recap]`` of campaign.toml set to post here on ``spec`` (or cleared by ``off``). A
+    schedule ``/recap schedule`` stored would shadow it: it goes."""
+    cfg, services, msg = scope.config, scope.services, request.msg
+    off = spec.lower() in {"off", "none", "stop"}
+    if not off:
+        if msg.platform not in {"discord", "slack"} or msg.is_dm:
+            raise InvalidInput(
+                "recap off a channel",
+                user_message="Set the recap from the Discord or Slack channel it posts to.",
+            )
+        if msg.parent_id:
+            raise InvalidInput(
+                "recap in a thread",
+                user_message="Set the recap in the channel itself (in a thread, `/recap schedule` "
+                "posts there).",
+            )
+        from bot.scheduler import parse_cron  # the scheduler imports the service, which imports us
+
+        parse_cron(spec)
+    cron, channel = ("", "") if off else (spec, f"{msg.platform}:{msg.channel_id}")
+    await services.engine.edit_campaign(
+        cfg.slug, lambda t: set_settings(t, recap_cron=cron, recap_channel=channel)
+    )
+    if services.scheduler is not None:
+        await services.scheduler.remove_schedule(cfg.slug)  # also re-arms from campaign.toml
+        return await services.scheduler.describe(cfg.slug)
+    return "Recaps are off." if off else f"Recaps will be posted here on `{cron}` (UTC)."
+
+
 async def _homes_report(scope: Scope, cfg: CampaignConfig) -> str:
     """The campaign's Discord homes, for its GMs: where role names count, and why."""
     directory = scope.services.directory
@@ -188,26 +481,59 @@ async def _homes_report(scope: Scope, cfg: CampaignConfig) -> str:
 
 command = Command(
     name="campaign",
-    description="Link this channel to a campaign (GM), unlink it, or show it",
+    description="Create a campaign, link this channel to one, name its GMs, change its settings",
     run=run,
     options=(
         Option(
             "action",
             "string",
-            "status, link, unlink, or release a server",
+            "status, create, list, link, unlink, gm, settings, or release a server",
             choices=_ACTIONS,
             default="status",
         ),
-        Option("slug", "string", "link: the campaign", low=1, high=63),
+        Option(
+            "slug",
+            "string",
+            "link: the campaign; create: its short name (default: from the name)",
+            autocomplete="campaigns",
+            low=1,
+            high=63,
+        ),
+        Option("name", "string", "create: the campaign's name", low=1, high=100),
+        Option("change", "string", "gm: add or remove a GM", choices=("add", "remove")),
+        Option("member", "mention", "gm: the user or role to add or remove"),
+        Option(
+            "recap",
+            "string",
+            "settings: cron (UTC) to post a recap in this channel, or off",
+            low=1,
+            high=100,
+        ),
+        Option(
+            "uploads",
+            "string",
+            "settings: who reads uploaded files that say nothing",
+            choices=("gm", "players"),
+        ),
+        Option(
+            "budget", "integer", "settings: answer length, in tokens of context", low=LOW, high=HIGH
+        ),
         Option("server", "string", "release: the server id (see status)", low=1, high=25),
     ),
     usage=(
+        "`/campaign create <name>` — make a campaign with you as its GM and link this channel "
+        "(Discord: Manage Server; Slack: a workspace admin)",
+        "`/campaign list` — the campaigns you are a GM of",
         "`/campaign link <slug>|unlink|status` — link this channel to a campaign (GM)",
+        "`/campaign gm add|remove @user|@role` — GM: who else is a GM",
+        "`/campaign settings [recap <cron>|off] [uploads players|gm] [budget <tokens>]` — GM",
         "`/campaign release <server id>` — GM: unlink a Discord server, ending its GM role names",
     ),
-    example="/campaign link greyhold",
-    gm_only=lambda request: request.string("action") in {"unlink", "release"},
-    private=lambda request, scope: request.string("action") in {"status", "release"},
+    example="/campaign create Greyhold",
+    gm_only=lambda request: request.string("action") in {"unlink", "release", "gm", "settings"},
+    private=lambda request, scope: (
+        request.string("action") in {"status", "release", "create", "list", "gm", "settings"}
+    ),
     need=_need,
     parse=_parse,
 )

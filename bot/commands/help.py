@@ -16,6 +16,7 @@ TOPICS = (
     "recap",
     "explain",
     "memory",
+    "log",
     "campaign",
     "lens",
     "help",

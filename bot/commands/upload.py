@@ -42,6 +42,7 @@ __all__ = [
     "command",
     "UPLOAD_TYPES",
     "describe_visibility",
+    "looks_like_upload_options",
     "parse_upload_options",
     "resolve_visibility",
     "save_uploads",
@@ -83,6 +84,16 @@ def _parse(arg: str) -> dict[str, OptionValue]:
     if doc_type is not None:
         options["type"] = doc_type
     return options
+
+
+def looks_like_upload_options(arg: str) -> bool:
+    """Whether ``arg`` reads as ``/upload``'s words only (a visibility or a type, or nothing), not
+    as a question: a DM with files and such words is an upload (``BotService.begin``)."""
+    for word in arg.lower().replace(",", " ").split():
+        _, _, value = word.rpartition("=") if "=" in word else word.rpartition(":")
+        if value not in _PLAYER_WORDS | _GM_WORDS | set(UPLOAD_TYPES):
+            return False
+    return True
 
 
 def resolve_visibility(words: str, cfg: CampaignConfig) -> frozenset[str] | None:

@@ -17,7 +17,7 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Literal, Optional, TypeVar
+from typing import Any, Literal, Optional, TypeVar, Union
 
 import aiohttp
 import discord
@@ -171,6 +171,7 @@ class DiscordAdapter:
         guild_id: int | None,
         text: str,
         attachments: Iterable[Attachment] = (),
+        file_count: int = 0,
     ) -> IncomingMessage:
         """Map who and where to an ``IncomingMessage``: role ids and role names apart (names count
         only on the campaign's home servers, ``BotService.at_home``); DMs get no roles.
@@ -183,6 +184,7 @@ class DiscordAdapter:
         names: tuple[str, ...] = ()
         role_ids: tuple[str, ...] = ()
         known = False
+        manage = False
         dm = is_dm_channel(channel)
         if not dm and guild_id is not None and isinstance(user, discord.Member):
             try:
@@ -197,6 +199,7 @@ class DiscordAdapter:
                 )
                 names = tuple(dict.fromkeys(r.name for r in listed))
                 known = True
+                manage = _manages_server(user)
             except Exception:
                 _log.warning(
                     "discord: role lookup failed for %s; players lens", user.id, exc_info=True
@@ -214,7 +217,9 @@ class DiscordAdapter:
             roles_known=known,
             guild_id=str(guild_id) if guild_id is not None and not dm else None,
             is_dm=dm,
+            can_manage=manage,
             attachments=tuple(attachments),
+            file_count=file_count,
         )
 
     def from_interaction(
@@ -320,7 +325,7 @@ class DiscordAdapter:
             text = _MENTION.sub(
                 lambda m: "" if int(m.group(1)) == me.id else m.group(0), message.content
             ).strip()
-            if not text:
+            if not text and not message.attachments:  # files alone: a GM's DM upload
                 text = "/help"
             async with message.channel.typing():
                 msg = self.incoming(
@@ -328,6 +333,7 @@ class DiscordAdapter:
                     channel=message.channel,
                     guild_id=_guild_id(message),
                     text=text,
+                    file_count=len(message.attachments),
                 )
                 pending = await self.service.begin(msg)
                 attachments = (
@@ -437,10 +443,15 @@ class DiscordAdapter:
                 )
             )
         files = [o.name for o in command.options if o.kind == "attachment"]
+        mentions = {o.name for o in command.options if o.kind == "mention"}
         run = self.run_command
 
         async def callback(interaction: discord.Interaction, **values: Any) -> None:
-            options = {k: v for k, v in values.items() if k not in files and v is not None}
+            options = {
+                k: _mention(v) if k in mentions else v
+                for k, v in values.items()
+                if k not in files and v is not None
+            }
             await run(interaction, command.name, options, [values.get(name) for name in files])
 
         callback.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
@@ -460,6 +471,8 @@ class DiscordAdapter:
                 app.autocomplete(option.name)(self._complete_titles)
             elif option.autocomplete == "visibilities":
                 app.autocomplete(option.name)(self._complete_visibilities)
+            elif option.autocomplete == "campaigns":
+                app.autocomplete(option.name)(self._complete_campaigns)
         return app
 
     async def _complete_titles(
@@ -469,6 +482,14 @@ class DiscordAdapter:
             self.from_interaction(interaction), current, limit=25
         )
         return [app_commands.Choice(name=t, value=t) for t in titles[:25]]
+
+    async def _complete_campaigns(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        slugs = await self.service.complete_campaigns(
+            self.from_interaction(interaction), current, limit=25
+        )
+        return [app_commands.Choice(name=s, value=s) for s in slugs]
 
     async def _complete_visibilities(
         self, interaction: discord.Interaction, current: str
@@ -480,12 +501,34 @@ class DiscordAdapter:
 def _annotation(option: Option) -> Any:
     if option.kind == "attachment":
         return discord.Attachment
+    if option.kind == "mention":  # a user or a role: Discord's "mentionable" picker
+        return Union[discord.Member, discord.User, discord.Role]  # noqa: UP007 (discord.py reads typing.Union)
     if option.choices:
         return Literal[option.choices]
     base = int if option.kind == "integer" else str
     if option.low is not None and option.high is not None:
         return app_commands.Range[base, option.low, option.high]
     return base
+
+
+def _manages_server(member: discord.Member) -> bool:
+    """Whether ``member`` may manage the server (``/campaign create``). An interaction carries
+    the member's permissions; a mention's are computed from the cached roles (none cached: no
+    permission, never a guess)."""
+    perms = member.resolved_permissions
+    if perms is None:
+        perms = member.guild_permissions
+    return bool(perms.manage_guild or perms.administrator)
+
+
+def _mention(value: Any) -> Any:
+    """A picked user or role as text writes it (``<@id>``, ``<@&id>``): the one form commands
+    read, typed or written."""
+    if isinstance(value, discord.Role):
+        return f"<@&{value.id}>"
+    if isinstance(value, (discord.Member, discord.User)):
+        return f"<@{value.id}>"
+    return value
 
 
 def is_dm_channel(channel: Any) -> bool:

@@ -99,6 +99,7 @@ class SlackAdapter:
         self.usergroup_ttl = usergroup_ttl
         self._groups: tuple[float, dict[str, tuple[str, ...]] | None] = (float("-inf"), None)
         self._socket: Any = None  # the Socket Mode client while `run` serves
+        self._admins: dict[str, tuple[float, bool]] = {}
         self.app = AsyncApp(
             client=client,
             signing_secret=signing_secret or None,
@@ -165,6 +166,22 @@ class SlackAdapter:
             self._groups = (time.monotonic(), table)
         return table.get(user_id, ())
 
+    async def is_admin(self, user_id: str) -> bool:
+        """Whether ``user_id`` is a workspace admin or owner (``users.info``, ``users:read``);
+        ``False`` when the lookup fails. Cached like the user groups."""
+        at, known = self._admins.get(user_id, (float("-inf"), False))
+        if time.monotonic() - at <= self.usergroup_ttl:
+            return known
+        try:
+            resp = await self.client.users_info(user=user_id)
+            user = resp.get("user") or {}
+            known = bool(user.get("is_admin") or user.get("is_owner"))
+        except Exception as exc:
+            _log.warning("slack: users.info failed (%s); not a workspace admin", exc)
+            known = False
+        self._admins[user_id] = (time.monotonic(), known)
+        return known
+
     async def incoming(
         self,
         *,
@@ -173,6 +190,7 @@ class SlackAdapter:
         text: str,
         is_dm: bool,
         attachments: tuple[Attachment, ...] = (),
+        file_count: int = 0,
     ) -> IncomingMessage:
         # Slack escapes &, < and > in what users type (&amp; &lt; &gt;); commands see the text as typed.
         text = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
@@ -183,7 +201,10 @@ class SlackAdapter:
             text=text,
             usergroups=await self.usergroups_of(user_id),
             is_dm=is_dm,
+            # Asked of Slack only for /campaign (create needs it): one lookup, not one a message.
+            can_manage=text.lower().startswith("/campaign") and await self.is_admin(user_id),
             attachments=attachments,
+            file_count=file_count,
         )
 
     # -- listeners ---------------------------------------------------------------------------
@@ -243,11 +264,15 @@ class SlackAdapter:
             text = _MENTION.sub(
                 lambda m: "" if m.group(1) == bot_user_id else m.group(0), event.get("text", "")
             ).strip()
+            files = event.get("files") or []
             msg = await self.incoming(
-                user_id=user, channel_id=channel, text=text or "/help", is_dm=is_dm
+                user_id=user,
+                channel_id=channel,
+                text=text or ("" if files else "/help"),  # files alone: a GM's DM upload
+                is_dm=is_dm,
+                file_count=len(files),
             )
             pending = await self.service.begin(msg)
-            files = event.get("files") or []
             attachments: list[Attachment] = []
             if files and pending.is_gm:  # past the tenth: named, not downloaded
                 attachments = [await self._download(f) for f in files[:10]] + [

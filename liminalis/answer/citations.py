@@ -36,6 +36,9 @@ class Answer:
     usage: Usage = field(default_factory=Usage)
     notes: tuple[str, ...] = ()
     lens: frozenset[str] = frozenset()
+    #: The question log's id of this answer (``Engine.answer``; see ``liminalis.questions``):
+    #: what a 👍/👎 on it is recorded against.
+    question_id: int | None = None
 
 
 def bundle_sources(bundle: Bundle) -> tuple[Source, ...]:

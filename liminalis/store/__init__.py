@@ -4,7 +4,7 @@ The only package with SQL in it. :class:`Database` opens, checks and migrates th
 (:mod:`liminalis.store.schema`) and carries one repository per concern.
 """
 
-from liminalis.store.rows import CampaignRow, PassageRow, ScheduleRow, TurnRow
+from liminalis.store.rows import CampaignRow, PassageRow, QuestionRow, ScheduleRow, TurnRow
 from liminalis.store.schema import LATEST, MIGRATIONS, Migration
 from liminalis.store.sqlite import Database
 
@@ -15,6 +15,7 @@ __all__ = [
     "Database",
     "Migration",
     "PassageRow",
+    "QuestionRow",
     "ScheduleRow",
     "TurnRow",
 ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CampaignRow", "PassageRow", "ScheduleRow", "TurnRow"]
+__all__ = ["CampaignRow", "PassageRow", "QuestionRow", "ScheduleRow", "TurnRow"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,3 +51,17 @@ class TurnRow:
     role: str  # "user" or "assistant"
     content: str
     lens: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionRow:
+    """One logged question (``question_log``)."""
+
+    id: int
+    campaign: str
+    asked_at: float  # seconds since the epoch, UTC
+    chat: str  # the chat key, ``platform:channel``
+    lens: frozenset[str]
+    question: str
+    found: bool  # the answer cited a document
+    cited: tuple[str, ...]  # the doc ids it cited, in order

@@ -294,6 +294,26 @@ async def _v7_knowledge_tables(conn: aiosqlite.Connection) -> None:
             await conn.execute(statement)
 
 
+# The GM's view of the table (issue #25): one row per question answered, so a GM can see what
+# players ask, which answers found nothing and which documents they keep coming back to. The
+# question's words and the doc ids an answer cited; no user id (the chat is enough to tell tables
+# apart), no answer text. ``found`` is 0 when the answer cited no document.
+_V9_QUESTION_LOG = """
+CREATE TABLE IF NOT EXISTS question_log (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, campaign TEXT NOT NULL, asked_at REAL NOT NULL,
+    chat TEXT NOT NULL, lens TEXT NOT NULL, question TEXT NOT NULL, found INTEGER NOT NULL,
+    cited TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS question_log_campaign ON question_log (campaign, asked_at);
+"""
+
+
+async def _v9_question_log(conn: aiosqlite.Connection) -> None:
+    for statement in _V9_QUESTION_LOG.split(";"):
+        if statement.strip():
+            await conn.execute(statement)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -321,6 +341,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         7,
         "the knowledge layer: entities, mentions, relations, summaries, motifs per document view",
         _v7_knowledge_tables,
+    ),
+    Migration(
+        9,
+        "the question log: what was asked, through which lens, whether an answer found anything",
+        _v9_question_log,
     ),
 )
 

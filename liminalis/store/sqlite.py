@@ -9,7 +9,8 @@ ingest is killed half-way.
 Every SQL statement of Liminalis lives in this package: :class:`Database` owns the connection
 and hands out one repository per concern (``db.campaigns``, ``db.documents``, ``db.pins``,
 ``db.memory``, ``db.usage``, ``db.spend``, ``db.credits``, ``db.links``, ``db.schedules``,
-``db.budgets``, ``db.embeddings``, ``db.passes``, ``db.knowledge``). A ``sqlite3`` error from
+``db.budgets``, ``db.embeddings``, ``db.passes``, ``db.knowledge``, ``db.questions``). A
+``sqlite3`` error from
 any of them reaches the caller as
 :class:`~liminalis.errors.StoreError`.
 """
@@ -39,6 +40,7 @@ from liminalis.store.links import LinkRepository, ScheduleRepository
 from liminalis.store.memory import ChatMemoryRepository
 from liminalis.store.passes import PassRepository
 from liminalis.store.pins import PinRepository
+from liminalis.store.questions import QuestionLogRepository
 from liminalis.store.schema import LATEST, MIGRATIONS
 from liminalis.store.spend import CreditRepository, SpendRepository
 from liminalis.store.usage import TokenUsageRepository
@@ -86,6 +88,7 @@ class Database:
         self.embeddings = EmbeddingCache(self)
         self.passes = PassRepository(self)
         self.knowledge = KnowledgeRepository(self)
+        self.questions = QuestionLogRepository(self)
 
     async def __aenter__(self) -> Database:
         await self.open()

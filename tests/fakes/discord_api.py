@@ -330,7 +330,15 @@ def rogue_guild_payload() -> dict[str, Any]:
     return p
 
 
-def member_payload(uid: int, name: str, roles: list[int]) -> dict[str, Any]:
+#: A member's permissions in the payloads (no Manage Server, no Administrator).
+MEMBER_PERMISSIONS = 2248473465835073
+#: With Manage Server (``1 << 5``): may ``/campaign create``.
+MANAGER_PERMISSIONS = MEMBER_PERMISSIONS | (1 << 5)
+
+
+def member_payload(
+    uid: int, name: str, roles: list[int], *, permissions: int = MEMBER_PERMISSIONS
+) -> dict[str, Any]:
     return {
         "user": user_payload(uid, name),
         "roles": [str(r) for r in roles],
@@ -342,7 +350,7 @@ def member_payload(uid: int, name: str, roles: list[int]) -> dict[str, Any]:
         "avatar": None,
         "premium_since": None,
         "pending": False,
-        "permissions": "2248473465835073",
+        "permissions": str(permissions),
     }
 
 
@@ -358,6 +366,7 @@ def interaction_payload(
     resolved: dict[str, Any] | None = None,
     iid: int = 400000000000000001,
     guild_id: int = GUILD_ID,
+    permissions: int = MEMBER_PERMISSIONS,
 ) -> dict[str, Any]:
     """An INTERACTION_CREATE payload for a chat-input command (type 2) or its autocomplete (type 4)."""
     data: dict[str, Any] = {
@@ -392,7 +401,9 @@ def interaction_payload(
         }
     else:
         p["guild_id"] = str(guild_id)
-        p["member"] = member_payload(user_id, f"user{user_id}", list(roles))
+        p["member"] = member_payload(
+            user_id, f"user{user_id}", list(roles), permissions=permissions
+        )
         p["channel"] = {
             "id": str(channel_id),
             "type": 11 if channel_id == THREAD_ID else 0,

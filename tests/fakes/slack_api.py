@@ -2,7 +2,8 @@
 
 ``AsyncWebClient(token=..., base_url=server.api_url)`` sends every Web API call here; slash
 command ``response_url``s and file downloads point here too. Calls are recorded with their parsed
-arguments; ``usergroups`` sets what ``usergroups.list`` returns (``None`` → an error response).
+arguments; ``usergroups`` sets what ``usergroups.list`` returns (``None`` → an error response),
+``users`` what ``users.info`` says of a user (``is_admin``, ``is_owner``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class MockSlackApi(CatchAllServer):
     files: dict[str, bytes] = field(default_factory=dict)
     token_ok: bool = True  # auth.test answers invalid_auth when False
     app_token_ok: bool = True  # apps.connections.open answers invalid_auth when False
+    users: dict[str, dict[str, Any]] = field(default_factory=dict)  # users.info by id
     url: str = ""
     _runner: web.AppRunner | None = None
 
@@ -112,6 +114,11 @@ class MockSlackApi(CatchAllServer):
             if self.usergroups is None:
                 return web.json_response({"ok": False, "error": "missing_scope"})
             return web.json_response({"ok": True, "usergroups": self.usergroups})
+        if method == "users.info":
+            user = self.users.get(str(args.get("user")))
+            if user is None:
+                return web.json_response({"ok": False, "error": "user_not_found"})
+            return web.json_response({"ok": True, "user": {"id": args.get("user"), **user}})
         if method in {"chat.postMessage", "chat.postEphemeral"}:
             return web.json_response(
                 {"ok": True, "channel": args.get("channel"), "ts": f"{time.time():.6f}"}

@@ -1,0 +1,343 @@
+"""Campaigns without a shell and private GM uploads (issue #25) through the real platform
+clients: discord.py against the local fake REST API (a server manager's `/campaign create`, the
+slug autocomplete, a GM picked with Discord's mentionable option, a DM with files), and
+slack-bolt against the local mock Web API (a workspace admin's `/campaign create`, DM uploads)."""
+
+from __future__ import annotations
+
+import json
+
+import discord
+import pytest
+from conftest import close_engine, make_engine
+from fakes.discord_api import (
+    CHANNEL_ID,
+    GUILD_ID,
+    MANAGER_PERMISSIONS,
+    FakeDiscordApi,
+    guild_payload,
+    interaction_payload,
+    member_payload,
+    message_payload,
+    role_payload,
+    user_payload,
+)
+from fakes.slack_api import (
+    SIGNING_SECRET,
+    MockSlackApi,
+    command_body,
+    event_body,
+    signed_headers,
+)
+from fakes.tiny_campaign import SLACK_GM, make_tiny_campaign
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.discord_adapter import DiscordAdapter
+from bot.service import BotService
+from bot.slack_adapter import ChannelRateLimiter, SlackAdapter
+from liminalis.lens import PLAYERS
+
+OWNER = 333  # manages the Discord server
+PLAYER = 222
+NOTES = (
+    b"---\ntitle: The Ferry\nvisibility: players\n---\n# The Ferry\n\nOld Maren keeps the ferry.\n"
+)
+
+
+def all_text(body) -> str:
+    return json.dumps(body, ensure_ascii=False)
+
+
+def followups(api: FakeDiscordApi) -> list[dict]:
+    return [c.json for c in api.find("POST", "/webhooks/") if isinstance(c.json, dict)]
+
+
+def opts(**values) -> list[dict]:
+    return [{"name": k, "type": 3, "value": v} for k, v in values.items()]
+
+
+async def invoke(adapter: DiscordAdapter, payload: dict) -> None:
+    interaction = discord.Interaction(data=payload, state=adapter.client._connection)
+    await adapter.tree._call(interaction)
+
+
+@pytest.fixture
+async def discord_env(tmp_path, monkeypatch):
+    """A fresh data directory (no campaign) behind the real discord.py client."""
+    api = FakeDiscordApi()
+    url = await api.start()
+    monkeypatch.setattr(discord.http.Route, "BASE", f"{url}/api/v10")
+    engine = await make_engine(
+        tmp_path, milvus=False, created_campaigns_dir=tmp_path / "data" / "campaigns"
+    )
+    service = BotService(engine)
+    adapter = DiscordAdapter(service, guild_ids=(123,))
+    await adapter.client.login("fake-token")
+    adapter.client._connection._add_guild_from_data(guild_payload())
+    yield api, adapter, service
+    await adapter.client.close()
+    await close_engine(engine)
+    await api.close()
+
+
+async def test_a_server_manager_creates_a_campaign_from_discord(discord_env, tmp_path):
+    api, adapter, service = discord_env
+    create = opts(action="create", name="The Salt Road")
+    await invoke(adapter, interaction_payload("campaign", create, user_id=PLAYER, iid=1))
+    refused = followups(api)[-1]
+    assert refused["flags"] & 64 and "Manage Server" in refused["content"]
+    assert f"your Discord user id is `{PLAYER}`" in refused["content"]
+    assert await service.engine.list_campaigns() == []
+    await invoke(
+        adapter,
+        interaction_payload(
+            "campaign", create, user_id=OWNER, permissions=MANAGER_PERMISSIONS, iid=2
+        ),
+    )
+    made = followups(api)[-1]
+    assert made["flags"] & 64 and "Created **The Salt Road**" in made["content"]
+    assert await service.directory.campaign_for("discord", str(CHANNEL_ID)) == "the-salt-road"
+    assert await service.directory.homes("discord", "the-salt-road") == {str(GUILD_ID)}
+    cfg = await service.config("the-salt-road")
+    assert cfg.roles.discord_gm_users == (str(OWNER),)
+    assert cfg.root == tmp_path / "data" / "campaigns" / "the-salt-road"
+    # the channel answers at once: not "not linked", but "nothing indexed yet, /upload"
+    question = [{"name": "question", "type": 3, "value": "Who keeps the ferry?"}]
+    await invoke(adapter, interaction_payload("ask", question, user_id=PLAYER, iid=3))
+    assert "no indexed documents yet" in all_text(followups(api)[-1])
+
+
+async def test_link_autocompletes_a_gms_own_campaigns_only(discord_env):
+    api, adapter, service = discord_env
+    await invoke(
+        adapter,
+        interaction_payload(
+            "campaign",
+            opts(action="create", name="Salt Road"),
+            user_id=OWNER,
+            permissions=MANAGER_PERMISSIONS,
+            iid=1,
+        ),
+    )
+    typing = [
+        {"name": "action", "type": 3, "value": "link"},
+        {"name": "slug", "type": 3, "value": "sa", "focused": True},
+    ]
+    for iid, who in ((2, OWNER), (3, PLAYER)):
+        await invoke(
+            adapter,
+            interaction_payload("campaign", typing, user_id=who, autocomplete=True, iid=iid),
+        )
+    owner_cb, player_cb = [c.json for c in api.find("POST", "/callback") if c.json["type"] == 8]
+    assert [c["value"] for c in owner_cb["data"]["choices"]] == ["salt-road"]
+    assert player_cb["data"]["choices"] == []
+
+
+async def test_a_gm_is_picked_with_discords_mentionable_option(discord_env):
+    api, adapter, service = discord_env
+    await invoke(
+        adapter,
+        interaction_payload(
+            "campaign",
+            opts(action="create", name="Salt Road"),
+            user_id=OWNER,
+            permissions=MANAGER_PERMISSIONS,
+            iid=1,
+        ),
+    )
+    member = member_payload(PLAYER, "player", [])
+    member.pop("user")
+    pick_user = [
+        *opts(action="gm", change="add"),
+        {"name": "member", "type": 9, "value": str(PLAYER)},
+    ]
+    await invoke(
+        adapter,
+        interaction_payload(
+            "campaign",
+            pick_user,
+            user_id=OWNER,
+            iid=2,
+            resolved={
+                "users": {str(PLAYER): user_payload(PLAYER, "player")},
+                "members": {str(PLAYER): member},
+            },
+        ),
+    )
+    assert f"User `{PLAYER}` is a GM of **Salt Road** now." in all_text(followups(api)[-1])
+    role_id = 600000000000000042
+    pick_role = [
+        *opts(action="gm", change="add"),
+        {"name": "member", "type": 9, "value": str(role_id)},
+    ]
+    await invoke(
+        adapter,
+        interaction_payload(
+            "campaign",
+            pick_role,
+            user_id=PLAYER,  # a GM now: by user id
+            iid=3,
+            resolved={"roles": {str(role_id): role_payload(role_id, "Co-GMs")}},
+        ),
+    )
+    assert f"Role `{role_id}` is a GM" in all_text(followups(api)[-1])
+    cfg = await service.config("salt-road")
+    assert cfg.roles.discord_gm_users == (str(OWNER), str(PLAYER))
+    assert cfg.roles.discord_gm_role_ids == (str(role_id),)
+
+
+async def test_a_gm_uploads_by_discord_dm_and_a_players_file_is_never_fetched(
+    discord_env, tmp_path
+):
+    api, adapter, service = discord_env
+    make_tiny_campaign(service.engine.campaigns_dir)  # GM by user id "111"
+    await service.engine.ingest("greyhold")
+    api.files["ferry.md"] = NOTES
+    state = adapter.client._connection
+
+    def dm(user_id: int, mid: int, text: str = "") -> discord.Message:
+        data = message_payload(
+            text, user_id=user_id, channel_id=user_id + 1, mentions_bot=False, mid=mid
+        )
+        data.pop("guild_id")
+        data.pop("member")
+        data["attachments"] = [
+            {
+                "id": str(mid),
+                "filename": "ferry.md",
+                "size": len(NOTES),
+                "url": f"{api.url}/attachments/ferry.md",
+                "proxy_url": f"{api.url}/attachments/ferry.md",
+                "content_type": "text/markdown",
+            }
+        ]
+        channel, _ = state._get_guild_channel(data)
+        return discord.Message(state=state, channel=channel, data=data)
+
+    await adapter.on_message(dm(PLAYER, 1))
+    refused = api.find("POST", f"/channels/{PLAYER + 1}/messages")
+    assert refused and "Only a GM can upload" in all_text(refused[-1].json)
+    assert f"your Discord user id is `{PLAYER}`" in all_text(refused[-1].json)
+    assert not api.find("GET", "/attachments/ferry.md")  # never downloaded
+    assert not (tmp_path / "uploads").exists()
+
+    await adapter.on_message(dm(111, 2))
+    posted = api.find("POST", "/channels/112/messages")
+    assert posted and "Ingested 1 file(s) into **Greyhold**" in all_text(posted[-1].json)
+    assert len(api.find("GET", "/attachments/ferry.md")) == 1
+    titles = [t for _, t in await service.engine.titles("greyhold", frozenset({PLAYERS}))]
+    assert "The Ferry" in titles  # the file's own front matter says players
+    assert not api.find(
+        "POST", f"/channels/{CHANNEL_ID}/messages"
+    )  # nothing in the table's channel
+
+
+# -- Slack -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+async def slack_env(tmp_path):
+    api = MockSlackApi()
+    await api.start()
+    make_tiny_campaign(tmp_path / "campaigns")  # Slack GM by user id: SLACK_GM
+    engine = await make_engine(
+        tmp_path, milvus=False, created_campaigns_dir=tmp_path / "data" / "campaigns"
+    )
+    await engine.ingest("greyhold")
+    service = BotService(engine, campaign_creators=frozenset({"UALLOWED1"}))
+    client = AsyncWebClient(token="xoxb-test", base_url=api.api_url)
+    adapter = SlackAdapter(
+        service,
+        client=client,
+        signing_secret=SIGNING_SECRET,
+        limiter=ChannelRateLimiter(interval=0),
+    )
+    yield api, adapter, service
+    await close_engine(engine)
+    await api.close()
+
+
+async def slash(
+    adapter: SlackAdapter, api: MockSlackApi, name: str, text: str, *, user: str, channel: str
+):
+    body = command_body(
+        name, text, user_id=user, channel_id=channel, response_url=f"{api.url}/respond/{name[1:]}"
+    )
+    headers = signed_headers(body, content_type="application/x-www-form-urlencoded")
+    return await adapter.app.async_dispatch(AsyncBoltRequest(body=body, headers=headers))
+
+
+async def event(adapter: SlackAdapter, ev: dict):
+    body = event_body(ev)
+    headers = signed_headers(body, content_type="application/json")
+    return await adapter.app.async_dispatch(AsyncBoltRequest(body=body, headers=headers))
+
+
+async def test_a_workspace_admin_or_an_allowed_user_creates_a_campaign_from_slack(slack_env):
+    api, adapter, service = slack_env
+    api.users["UADMIN01"] = {"is_admin": True}
+    api.users["UPLAYER1"] = {"is_admin": False}
+    await slash(adapter, api, "/campaign", "create Salt Road", user="UPLAYER1", channel="C0NEW1")
+    refused = (await api.wait_for("/respond/campaign"))[-1]
+    assert refused.args["response_type"] == "ephemeral"
+    assert "workspace admin" in refused.args["text"] and "`UPLAYER1`" in refused.args["text"]
+    await slash(adapter, api, "/campaign", "create Salt Road", user="UADMIN01", channel="C0NEW1")
+    made = (await api.wait_for("/respond/campaign", 2))[-1]
+    assert "Created **Salt Road**" in made.args["text"], made.args
+    assert await service.directory.campaign_for("slack", "C0NEW1") == "salt-road"
+    assert (await service.config("salt-road")).roles.slack_gm_users == ("UADMIN01",)
+    await slash(adapter, api, "/campaign", "create Friends", user="UALLOWED1", channel="C0NEW2")
+    assert "Created **Friends**" in (await api.wait_for("/respond/campaign", 3))[-1].args["text"]
+    # the admin lookup is made for /campaign only, and cached
+    assert len(api.find("users.info")) == 3
+    await slash(adapter, api, "/lens", "", user="UADMIN01", channel="C0NEW1")
+    await api.wait_for("/respond/lens")
+    assert len(api.find("users.info")) == 3
+    # a GM adds another by the mention Slack escapes for /campaign (should_escape)
+    await slash(
+        adapter, api, "/campaign", "gm add <@UPLAYER1|player>", user="UADMIN01", channel="C0NEW1"
+    )
+    assert (
+        "User `UPLAYER1` is a GM" in (await api.wait_for("/respond/campaign", 4))[-1].args["text"]
+    )
+
+
+async def test_a_gm_uploads_by_slack_dm_and_a_players_file_is_refused(slack_env, tmp_path):
+    api, adapter, service = slack_env
+    api.files["ferry.md"] = NOTES
+    f = {
+        "id": "F1",
+        "name": "ferry.md",
+        "size": len(NOTES),
+        "url_private_download": f"{api.url}/files/ferry.md",
+    }
+
+    def dm(user: str, ts: str) -> dict:
+        return {
+            "type": "message",
+            "subtype": "file_share",
+            "channel_type": "im",
+            "user": user,
+            "text": "",
+            "channel": f"D{user}",
+            "ts": ts,
+            "event_ts": ts,
+            "files": [f],
+        }
+
+    await event(adapter, dm("UPLAYER1", "1.1"))
+    (refused,) = await api.wait_for("chat.postMessage")
+    assert refused.args["channel"] == "DUPLAYER1" and "Only a GM can upload" in json.dumps(
+        refused.args
+    )
+    assert not api.find("/files/ferry.md") and not (tmp_path / "uploads").exists()
+    await event(adapter, dm(SLACK_GM, "2.1"))
+    posted = await api.wait_for("chat.postMessage", 2)
+    assert posted[-1].args["channel"] == f"D{SLACK_GM}"
+    assert "Ingested 1 file(s) into **Greyhold**" in json.dumps(posted[-1].args, ensure_ascii=False)
+    assert len(api.find("/files/ferry.md")) == 1
+    assert not api.find("chat.postEphemeral")  # nothing went near the table's channel
+    assert "The Ferry" in [
+        t for _, t in await service.engine.titles("greyhold", frozenset({PLAYERS}))
+    ]
