@@ -32,6 +32,7 @@ from liminalis.types import Bundle, IngestReport, StageTrace
 
 if TYPE_CHECKING:
     from liminalis.answer import Answer, Responder
+    from liminalis.transfer import ExportReport, ImportReport
 
 __all__ = ["Engine", "Explanation", "CAMPAIGN_SCOPE", "MAX_QUERY_CHARS"]
 
@@ -554,6 +555,20 @@ class Engine:
         if doc is None or not visible(doc.visibility, lens):
             raise NotFound(f"{doc_id} not visible")
         return doc.title, doc.text
+
+    # -- export and import (issue #26): liminalis.transfer -----------------------------------
+
+    async def export_campaign(self, slug: str, out: Path) -> ExportReport:
+        """Write the campaign, everything the store holds of it, and its files to zip ``out``."""
+        from liminalis.transfer import export_campaign
+
+        return await export_campaign(self, slug, out)
+
+    async def import_campaign(self, archive: Path, slug: str | None = None) -> ImportReport:
+        """Import an export as a new campaign (``slug``, default the exported one's) and index it."""
+        from liminalis.transfer import import_campaign
+
+        return await import_campaign(self, archive, slug)
 
     async def close(self) -> None:
         await self.store.close()

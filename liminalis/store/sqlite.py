@@ -9,9 +9,9 @@ ingest is killed half-way.
 Every SQL statement of Liminalis lives in this package: :class:`Database` owns the connection
 and hands out one repository per concern (``db.campaigns``, ``db.documents``, ``db.pins``,
 ``db.memory``, ``db.usage``, ``db.links``, ``db.schedules``, ``db.budgets``,
-``db.embeddings``, ``db.passes``, ``db.knowledge``). A ``sqlite3`` error from any of them
-reaches the caller as
-:class:`~liminalis.errors.StoreError`.
+``db.embeddings``, ``db.passes``, ``db.knowledge``, and ``db.transfer``: a campaign's rows
+out for an export and back in for an import). A ``sqlite3`` error from any of them reaches the
+caller as :class:`~liminalis.errors.StoreError`.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from liminalis.store.memory import ChatMemoryRepository
 from liminalis.store.passes import PassRepository
 from liminalis.store.pins import PinRepository
 from liminalis.store.schema import LATEST, MIGRATIONS
+from liminalis.store.transfer import TransferRepository
 from liminalis.store.usage import TokenUsageRepository
 
 __all__ = ["Database"]
@@ -82,6 +83,7 @@ class Database:
         self.embeddings = EmbeddingCache(self)
         self.passes = PassRepository(self)
         self.knowledge = KnowledgeRepository(self)
+        self.transfer = TransferRepository(self)
 
     async def __aenter__(self) -> Database:
         await self.open()
