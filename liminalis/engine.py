@@ -549,6 +549,14 @@ class Engine:
         cat = await self.retriever.catalog(validate_slug(slug))
         return cat.titles_for(lens, prefix, limit=min(limit, 25))
 
+    async def list_documents(
+        self, slug: str, lens: Lens, prefix: str = ""
+    ) -> list[tuple[str, str]]:
+        """Every ``(doc_id, title)`` ``lens`` may see whose title, alias or id holds ``prefix``,
+        by title (``titles`` is the autocomplete's first 25)."""
+        cat = await self.retriever.catalog(validate_slug(slug))
+        return cat.titles_for(lens, prefix, limit=max(len(cat.documents), 1))
+
     async def document_text(self, slug: str, doc_id: str, lens: Lens) -> tuple[str, str]:
         cat = await self.retriever.catalog(validate_slug(slug))
         doc = cat.documents.get(doc_id)
