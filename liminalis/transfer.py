@@ -353,9 +353,10 @@ def _extract(
     return len(members)
 
 
-def _unpack(archive: Path, parsed: _Archive, root: Path, uploads: Path) -> int:
+def _unpack(archive: Path, parsed: _Archive, root: Path, uploads: Path) -> tuple[int, list[Path]]:
     """Unpack the campaign folder to ``root`` and the uploads to ``uploads``, each through a
-    staging folder renamed into place; on failure nothing is left behind."""
+    staging folder renamed into place; returns the files and the folders placed. On failure
+    nothing is left behind, and a folder that was there before is never touched."""
     placed: list[Path] = []
     try:
         n = 0
@@ -377,9 +378,9 @@ def _unpack(archive: Path, parsed: _Archive, root: Path, uploads: Path) -> int:
                 if staged.exists():
                     shutil.rmtree(staged)
             placed.append(final)
-        return n
+        return n, placed
     except BaseException:
-        for p in placed:
+        for p in reversed(placed):
             shutil.rmtree(p, ignore_errors=True)
         raise
 
@@ -408,7 +409,7 @@ async def import_campaign(
     # campaign folder's uploads/, which ingest reads under the same document ids.
     uploads = engine.uploads_dir / slug if engine.uploads_dir is not None else root / "uploads"
     notes: list[str] = []
-    files = await asyncio.to_thread(_unpack, archive, parsed, root, uploads)
+    files, placed = await asyncio.to_thread(_unpack, archive, parsed, root, uploads)
     try:
         model = manifest["embedder"]
         await engine.db.embeddings.put(model, parsed.vectors)
@@ -419,7 +420,7 @@ async def import_campaign(
             root=str(root),
         )
     except BaseException:
-        for p in (root, uploads):
+        for p in reversed(placed):
             await asyncio.to_thread(shutil.rmtree, p, True)
         raise
     if done.unknown_tables:

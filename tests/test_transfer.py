@@ -18,7 +18,7 @@ import pytest
 from conftest import SAMPLE, close_engine, make_engine
 
 from liminalis.engine import Engine
-from liminalis.errors import InvalidInput
+from liminalis.errors import InvalidInput, StoreError
 from liminalis.knowledge.service import Knowledge
 from liminalis.lens import Lens
 from liminalis.memory.recall import MemoryModel, MemoryParams
@@ -235,10 +235,15 @@ async def test_another_embedder_re_embeds(archive, tmp_path):
 # -- refusals ----------------------------------------------------------------------------------
 
 
-def rewrite(src: Path, dest: Path, *, manifest: dict[str, Any] | None = None, extra=()) -> Path:
-    """A copy of the archive ``src`` with its manifest changed and members added."""
+def rewrite(
+    src: Path, dest: Path, *, manifest: dict[str, Any] | None = None, extra=(), drop: str = "\0"
+) -> Path:
+    """A copy of the archive ``src`` with its manifest changed, members under ``drop`` left out
+    and members added."""
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dest, "w") as zout:
         for info in zin.infolist():
+            if info.filename.startswith(drop):
+                continue
             data = zin.read(info)
             if info.filename == "manifest.json" and manifest is not None:
                 data = json.dumps({**json.loads(data), **manifest}).encode()
@@ -305,5 +310,40 @@ async def test_not_a_zip_and_an_existing_campaign_are_refused(archive, tmp_path)
         with pytest.raises(InvalidInput) as err:
             await target.import_campaign(archive)
         assert "already exists" in err.value.user_message and "--campaign" in err.value.user_message
+    finally:
+        await close_engine(target)
+
+
+async def test_a_failed_import_leaves_nothing_behind_and_touches_no_folder_it_did_not_make(
+    archive, tmp_path, monkeypatch
+):
+    target = await engine_at(tmp_path / "b")
+    try:
+
+        async def broken(*args: Any, **kwargs: Any) -> Any:
+            raise StoreError("disk full")
+
+        monkeypatch.setattr(target.db.transfer, "import_rows", broken)
+        with pytest.raises(StoreError):
+            await target.import_campaign(archive)
+        assert not (tmp_path / "b" / "campaigns" / SLUG).exists()
+        assert not (tmp_path / "b" / "uploads" / SLUG).exists()
+        assert await target.list_campaigns() == []
+        # a folder already there is never removed: an archive without uploads fails the same way
+        keep = tmp_path / "b" / "uploads" / SLUG / "keep.md"
+        keep.parent.mkdir(parents=True)
+        keep.write_text("mine")
+        bare = rewrite(archive, tmp_path / "bare.zip", drop="files/uploads/")
+        with pytest.raises(StoreError):
+            await target.import_campaign(bare)
+        assert keep.read_text() == "mine"
+        assert not (tmp_path / "b" / "campaigns" / SLUG).exists()
+        monkeypatch.undo()
+        # nor replaced: an archive with uploads is refused
+        with pytest.raises(InvalidInput) as err:
+            await target.import_campaign(archive)
+        assert "already exists" in err.value.user_message
+        assert keep.read_text() == "mine"
+        assert not (tmp_path / "b" / "campaigns" / SLUG).exists()
     finally:
         await close_engine(target)
