@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from liminalis.errors import ConfigError, LiminalisError
+from liminalis.lens import Lens
 
 if TYPE_CHECKING:
     from bot.settings import Settings
     from liminalis.engine import Engine
     from liminalis.passes import Passes
 
-__all__ = ["log_command", "main", "pass_command"]
+__all__ = ["log_command", "main", "pass_command", "transfer_command"]
 
 _log = logging.getLogger(__name__)
 
@@ -114,6 +115,24 @@ def _parser() -> argparse.ArgumentParser:
         "--offline", action="store_true", help="do not ask Discord or Slack to accept the tokens"
     )
     doc.add_argument("--deep", action="store_true", help="also load the models (seconds of torch)")
+
+    # issue #26: reach (MCP, export/import)
+    mcp = sub.add_parser(
+        "mcp", help="serve a campaign to MCP clients (stdio, or streamable HTTP with --http)"
+    )
+    mcp.add_argument("--campaign", required=True)
+    mcp.add_argument(
+        "--lens", default="players", help="fixed for the server: gm, players, players,<lens>"
+    )
+    mcp.add_argument("--http", metavar="HOST:PORT", help="serve http://HOST:PORT/mcp")
+
+    exp = sub.add_parser("export", help="write a campaign and all its state to one zip file")
+    exp.add_argument("--campaign", required=True)
+    exp.add_argument("--out", required=True, type=Path)
+
+    imp = sub.add_parser("import", help="add a campaign from an export (and index it)")
+    imp.add_argument("file", type=Path)
+    imp.add_argument("--campaign", default=None, help="its slug here (default: the exported one)")
 
     return p
 
@@ -211,6 +230,18 @@ async def _run(args: argparse.Namespace) -> int:
                 open_passes(engine, service.responder.router) as passes,
             ):
                 return await pass_command(passes, args.action, args.campaign, args.name)
+        if args.command == "mcp":
+            from bot.mcp import serve as serve_mcp
+
+            return await serve_mcp(
+                settings,
+                engine,
+                campaign=args.campaign,
+                lens=Lens(_lens(args.lens)),
+                http=args.http,
+            )
+        if args.command in {"export", "import"}:
+            return await transfer_command(engine, args)
         if args.command == "chat":
             from bot.console import ConsoleAdapter
             from bot.main import open_service
@@ -240,6 +271,35 @@ async def log_command(
     config = await engine.campaign(campaign)  # an unknown campaign fails here, named
     report = await engine.question_report(config.slug, days=days)
     out(report.render(name=config.name))
+    return 0
+
+
+async def transfer_command(
+    engine: Engine, args: argparse.Namespace, *, out: Callable[[str], object] = print
+) -> int:
+    """``liminalis export`` and ``liminalis import``: say what was written."""
+    if args.command == "export":
+        ex = await engine.export_campaign(args.campaign, args.out)
+        out(
+            f"exported {ex.campaign} to {ex.path}: {ex.rows.get('documents', 0)} documents, "
+            f"{sum(ex.rows.values())} rows in {len(ex.rows)} tables, {ex.embeddings} cached "
+            f"vectors, {ex.files} files"
+        )
+        for s in ex.skipped:
+            out(f"  left out {s}")
+        return 0
+    im = await engine.import_campaign(args.file, args.campaign)
+    how = (
+        "every vector from the export's cache"
+        if im.same_embedder
+        else f"re-embedded {im.embedded} texts with this bot's embedder"
+    )
+    out(
+        f"imported {im.campaign}: {im.rows.get('documents', 0)} documents, "
+        f"{sum(im.rows.values())} rows, {im.files} files; indexed with {how}"
+    )
+    for note in im.notes:
+        out(f"  {note}")
     return 0
 
 

@@ -36,6 +36,7 @@ from liminalis.types import Bundle, IngestReport, StageTrace
 
 if TYPE_CHECKING:
     from liminalis.answer import Answer, Responder
+    from liminalis.transfer import ExportReport, ImportReport
 
 __all__ = ["Engine", "Explanation", "CAMPAIGN_SCOPE", "MAX_QUERY_CHARS"]
 
@@ -692,12 +693,34 @@ class Engine:
         cat = await self.retriever.catalog(validate_slug(slug))
         return cat.titles_for(lens, prefix, limit=min(limit, 25))
 
+    async def list_documents(
+        self, slug: str, lens: Lens, prefix: str = ""
+    ) -> list[tuple[str, str]]:
+        """Every ``(doc_id, title)`` ``lens`` may see whose title, alias or id holds ``prefix``,
+        by title (``titles`` is the autocomplete's first 25)."""
+        cat = await self.retriever.catalog(validate_slug(slug))
+        return cat.titles_for(lens, prefix, limit=max(len(cat.documents), 1))
+
     async def document_text(self, slug: str, doc_id: str, lens: Lens) -> tuple[str, str]:
         cat = await self.retriever.catalog(validate_slug(slug))
         doc = cat.documents.get(doc_id)
         if doc is None or not visible(doc.visibility, lens):
             raise NotFound(f"{doc_id} not visible")
         return doc.title, doc.text
+
+    # -- export and import (issue #26): liminalis.transfer -----------------------------------
+
+    async def export_campaign(self, slug: str, out: Path) -> ExportReport:
+        """Write the campaign, everything the store holds of it, and its files to zip ``out``."""
+        from liminalis.transfer import export_campaign
+
+        return await export_campaign(self, slug, out)
+
+    async def import_campaign(self, archive: Path, slug: str | None = None) -> ImportReport:
+        """Import an export as a new campaign (``slug``, default the exported one's) and index it."""
+        from liminalis.transfer import import_campaign
+
+        return await import_campaign(self, archive, slug)
 
     async def close(self, *, models: bool = True) -> None:
         """Close the vector store and, unless ``models`` is false (an embedder shared with

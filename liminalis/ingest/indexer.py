@@ -502,6 +502,15 @@ class Indexer:
         }
         return stored_visibility[source] if now - was else frozenset()
 
+    async def embedded_hashes(self, slug: str) -> set[str]:
+        """The content hashes of every text the campaign's stored documents embed under the
+        current options (passages, windows, titles): the embedding-cache rows an export carries
+        so that an import re-embeds nothing."""
+        docs = await self.db.documents.all(slug)
+        tokens = {r.passage_id: r.tokens for r in await self.db.documents.passages(slug)}
+        prepared = await run_cpu(self._prepare_batch, docs, tokens)
+        return {h for prep in prepared for *_, h in prep.records}
+
     def profile(self) -> str:
         """What the campaign's index was built with: embedder, embedding options, tokenizer."""
         return (

@@ -9,9 +9,9 @@ ingest is killed half-way.
 Every SQL statement of Liminalis lives in this package: :class:`Database` owns the connection
 and hands out one repository per concern (``db.campaigns``, ``db.documents``, ``db.pins``,
 ``db.memory``, ``db.usage``, ``db.spend``, ``db.credits``, ``db.links``, ``db.schedules``,
-``db.budgets``, ``db.embeddings``, ``db.passes``, ``db.knowledge``, ``db.questions``). A
-``sqlite3`` error from
-any of them reaches the caller as
+``db.budgets``, ``db.embeddings``, ``db.passes``, ``db.knowledge``, ``db.questions``, and
+``db.transfer``: a campaign's rows out for an export and back in for an import). A
+``sqlite3`` error from any of them reaches the caller as
 :class:`~liminalis.errors.StoreError`.
 """
 
@@ -43,6 +43,7 @@ from liminalis.store.pins import PinRepository
 from liminalis.store.questions import QuestionLogRepository
 from liminalis.store.schema import LATEST, MIGRATIONS
 from liminalis.store.spend import CreditRepository, SpendRepository
+from liminalis.store.transfer import TransferRepository
 from liminalis.store.usage import TokenUsageRepository
 
 __all__ = ["Database", "DatabaseProbe", "probe_database"]
@@ -89,6 +90,7 @@ class Database:
         self.passes = PassRepository(self)
         self.knowledge = KnowledgeRepository(self)
         self.questions = QuestionLogRepository(self)
+        self.transfer = TransferRepository(self)
 
     async def __aenter__(self) -> Database:
         await self.open()

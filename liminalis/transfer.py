@@ -1,0 +1,453 @@
+"""Campaign export and import: one zip file a host keeps as a backup or moves to another bot.
+
+Layout (format 1)::
+
+    manifest.json           format, version, schema (user_version), campaign, embedder, index
+                            profile, and counts of what follows
+    tables/<table>.jsonl    one JSON object per row of each of the campaign's tables
+                            (:mod:`liminalis.store.transfer` decides which); bytes as {"$b64": …}
+    embeddings.jsonl        {"hash", "vector"} for every text the documents embed, so that an
+                            import with the same embedder embeds nothing
+    files/campaign/<path>   the campaign folder, campaign.toml included (dot files left out,
+                            as ingest leaves them out)
+    files/uploads/<path>    the campaign's uploads
+
+An import reads and checks the whole archive before it writes anything: another format, a newer
+format version or a newer schema is refused with a message that says so, and so is a member
+that is absolute, climbs out (``..``), is a link, or lies outside those folders. Then the files
+go into a new campaign folder, the rows into the store (one transaction) and the vectors into
+the embedding cache, and the campaign is re-indexed from its files: the vector index is derived,
+rebuilt here from the cache when the embedder is the archive's, re-embedded when it is not.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import os
+import re
+import secrets
+import shutil
+import stat
+import zipfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from liminalis.campaign import validate_slug
+from liminalis.errors import InvalidInput
+from liminalis.store.schema import LATEST
+
+if TYPE_CHECKING:
+    from liminalis.engine import Engine
+
+__all__ = [
+    "FORMAT",
+    "FORMAT_VERSION",
+    "ExportReport",
+    "ImportReport",
+    "export_campaign",
+    "import_campaign",
+]
+
+_log = logging.getLogger(__name__)
+
+FORMAT = "liminalis-campaign"
+#: Bumped when a reader of the previous version could not read the new one.
+FORMAT_VERSION = 1
+#: The most an import unpacks (declared sizes, checked before anything is written).
+MAX_IMPORT_BYTES = 4 * 1024**3
+_MANIFEST = "manifest.json"
+_EMBEDDINGS = "embeddings.jsonl"
+_TABLE = re.compile(r"^tables/([a-z_][a-z0-9_]*)\.jsonl$")
+_FILE_ROOTS = ("campaign", "uploads")
+
+
+@dataclass(frozen=True, slots=True)
+class ExportReport:
+    """What an export wrote."""
+
+    campaign: str
+    path: Path
+    rows: dict[str, int]
+    embeddings: int
+    files: int
+    #: Files left out, with why (a name another system could not unpack safely).
+    skipped: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ImportReport:
+    """What an import wrote, and what its re-index had to embed."""
+
+    campaign: str
+    rows: dict[str, int]
+    files: int
+    embeddings: int
+    #: The archive's embedder is this bot's: the re-index took every vector from the cache.
+    same_embedder: bool
+    #: Texts the re-index embedded (0 when ``same_embedder``).
+    embedded: int
+    ignored: dict[str, int] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+# -- export ------------------------------------------------------------------------------------
+
+
+def _encode(value: object) -> object:
+    if isinstance(value, bytes):
+        return {"$b64": base64.b64encode(value).decode("ascii")}
+    raise TypeError(f"cannot export a {type(value).__name__}")
+
+
+def _decode(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: base64.b64decode(v["$b64"]) if isinstance(v, dict) and "$b64" in v else v
+        for k, v in row.items()
+    }
+
+
+def _safe_member(name: str) -> PurePosixPath | None:
+    """``name`` as a relative path every system unpacks inside its folder, else ``None``."""
+    if not name or "\\" in name or "\x00" in name or name.startswith("/"):
+        return None
+    path = PurePosixPath(name)
+    if any(part in {"", ".", ".."} or ":" in part for part in path.parts):
+        return None
+    return path
+
+
+def _files(root: Path) -> Iterator[tuple[Path, str]]:
+    """The files under ``root`` as ingest walks them (dot names left out, linked files read)."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            if name.startswith(".") or not path.is_file():
+                continue
+            yield path, path.relative_to(root).as_posix()
+
+
+def _write_archive(
+    out: Path,
+    manifest: dict[str, Any],
+    tables: dict[str, list[dict[str, Any]]],
+    vectors: dict[str, np.ndarray],
+    roots: list[tuple[str, Path]],
+) -> tuple[int, list[str]]:
+    """Write the zip beside ``out`` and move it into place; returns (files, skipped)."""
+    part = out.with_name(f".{out.name}.{secrets.token_hex(4)}.part")
+    files, skipped = 0, []
+    counts: dict[str, int] = {}
+    try:
+        with zipfile.ZipFile(part, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            for table, rows in tables.items():
+                zf.writestr(
+                    f"tables/{table}.jsonl",
+                    "".join(
+                        json.dumps(r, ensure_ascii=False, default=_encode) + "\n" for r in rows
+                    ),
+                )
+            zf.writestr(
+                _EMBEDDINGS,
+                "".join(
+                    json.dumps(
+                        {
+                            "hash": h,
+                            "vector": base64.b64encode(
+                                np.asarray(v, dtype=np.float32).tobytes()
+                            ).decode("ascii"),
+                        }
+                    )
+                    + "\n"
+                    for h, v in sorted(vectors.items())
+                ),
+            )
+            for label, root in roots:
+                counts[label] = 0
+                for path, rel in _files(root):
+                    if _safe_member(rel) is None:
+                        skipped.append(f"{label}/{rel}: a name that cannot be unpacked safely")
+                        continue
+                    zf.write(path, f"files/{label}/{rel}")
+                    counts[label] += 1
+                    files += 1
+            manifest["files"] = counts
+            zf.writestr(_MANIFEST, json.dumps(manifest, indent=2, sort_keys=True))
+        os.replace(part, out)
+    finally:
+        part.unlink(missing_ok=True)
+    return files, skipped
+
+
+async def export_campaign(engine: Engine, slug: str, out: Path) -> ExportReport:
+    """Write campaign ``slug`` (documents and files, config, pins, links, budgets, chat and
+    campaign memory, derived knowledge and pass facts, the embedding cache of its texts) to
+    the zip file ``out``."""
+    config = await engine.campaign(slug)
+    slug = config.slug
+    tables = await engine.db.transfer.export_rows(slug)
+    model = engine.embedder.model_id
+    hashes = await engine.indexer.embedded_hashes(slug)
+    vectors = await engine.db.embeddings.get(model, sorted(hashes))
+    roots = [("campaign", config.root)]
+    if config.uploads_root is not None and config.uploads_root.is_dir():  # noqa: ASYNC240
+        roots.append(("uploads", config.uploads_root))
+    manifest: dict[str, Any] = {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "schema": await engine.db.version(),
+        "campaign": slug,
+        "name": config.name,
+        "embedder": model,
+        "profile": engine.indexer.profile(),
+        "tables": {t: len(rows) for t, rows in tables.items()},
+        "embeddings": len(vectors),
+    }
+    files, skipped = await asyncio.to_thread(_write_archive, out, manifest, tables, vectors, roots)
+    return ExportReport(
+        campaign=slug,
+        path=out,
+        rows=manifest["tables"],
+        embeddings=len(vectors),
+        files=files,
+        skipped=tuple(skipped),
+    )
+
+
+# -- import ------------------------------------------------------------------------------------
+
+
+def _refuse(detail: str, message: str) -> InvalidInput:
+    return InvalidInput(detail, user_message=message)
+
+
+@dataclass(slots=True)
+class _Archive:
+    manifest: dict[str, Any]
+    tables: dict[str, list[dict[str, Any]]]
+    vectors: list[tuple[str, np.ndarray]]
+    files: dict[str, list[tuple[zipfile.ZipInfo, PurePosixPath]]]
+
+
+def _read_manifest(zf: zipfile.ZipFile) -> dict[str, Any]:
+    try:
+        manifest = json.loads(zf.read(_MANIFEST))
+    except (KeyError, ValueError) as exc:
+        raise _refuse(
+            f"no readable manifest: {exc}", "That file is not a Liminalis campaign export."
+        ) from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise _refuse("unknown format", "That file is not a Liminalis campaign export.")
+    version = manifest.get("version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise _refuse(f"unknown format version {version!r}", "That export's format is unknown.")
+    if version > FORMAT_VERSION:
+        raise _refuse(
+            f"format version {version} > {FORMAT_VERSION}",
+            f"That export was written by a newer release (format {version}; this release "
+            f"reads format {FORMAT_VERSION}). Upgrade Liminalis to import it.",
+        )
+    schema = manifest.get("schema")
+    if not isinstance(schema, int) or isinstance(schema, bool) or schema < 0:
+        raise _refuse(f"unknown schema {schema!r}", "That export's format is unknown.")
+    if schema > LATEST:
+        raise _refuse(
+            f"schema {schema} > {LATEST}",
+            f"That export was written by a newer release (database schema {schema}; this "
+            f"release knows {LATEST}). Upgrade Liminalis to import it.",
+        )
+    for key in ("campaign", "embedder"):
+        if not isinstance(manifest.get(key), str):
+            raise _refuse(f"manifest lacks {key}", "That export's manifest is damaged.")
+    return manifest
+
+
+def _jsonl(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> list[dict[str, Any]]:
+    rows = []
+    for n, line in enumerate(zf.read(info).decode("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if not isinstance(row, dict):
+            raise ValueError(f"{info.filename}:{n}: not an object")
+        rows.append(row)
+    return rows
+
+
+def _read_archive(path: Path, max_bytes: int) -> _Archive:
+    """Read and check everything but the files' contents; raise before anything is written."""
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError) as exc:
+        raise _refuse(
+            f"cannot open {path}: {exc}", "That file is not a Liminalis campaign export."
+        ) from exc
+    with zf:
+        manifest = _read_manifest(zf)
+        infos = zf.infolist()
+        if sum(i.file_size for i in infos) > max_bytes:
+            raise _refuse("archive too large", "That export is larger than an import may unpack.")
+        tables: dict[str, list[dict[str, Any]]] = {}
+        vectors: list[tuple[str, np.ndarray]] = []
+        files: dict[str, list[tuple[zipfile.ZipInfo, PurePosixPath]]] = {r: [] for r in _FILE_ROOTS}
+        seen: set[str] = set()
+        try:
+            for info in infos:
+                name = info.filename
+                if info.is_dir():
+                    continue
+                if stat.S_ISLNK(info.external_attr >> 16) or name in seen:
+                    raise _refuse(f"link or duplicate {name!r}", "That export is damaged.")
+                seen.add(name)
+                rel = _safe_member(name)
+                if rel is None:
+                    raise _refuse(f"unsafe member {name!r}", "That export holds an unsafe path.")
+                if name == _MANIFEST:
+                    continue
+                if name == _EMBEDDINGS:
+                    for row in _jsonl(zf, info):
+                        vectors.append(
+                            (
+                                str(row["hash"]),
+                                np.frombuffer(base64.b64decode(row["vector"]), dtype=np.float32),
+                            )
+                        )
+                    continue
+                if m := _TABLE.match(name):
+                    tables[m.group(1)] = [_decode(r) for r in _jsonl(zf, info)]
+                    continue
+                parts = rel.parts
+                if len(parts) >= 3 and parts[0] == "files" and parts[1] in _FILE_ROOTS:
+                    files[parts[1]].append((info, PurePosixPath(*parts[2:])))
+                    continue
+                raise _refuse(f"unexpected member {name!r}", "That export holds an unknown file.")
+        except (KeyError, ValueError, TypeError, zipfile.BadZipFile, zlib.error) as exc:
+            raise _refuse(f"damaged archive: {exc}", "That export is damaged.") from exc
+    return _Archive(manifest=manifest, tables=tables, vectors=vectors, files=files)
+
+
+def _extract(
+    archive: Path, members: list[tuple[zipfile.ZipInfo, PurePosixPath]], dest: Path
+) -> int:
+    """Unpack ``members`` (names checked by :func:`_read_archive`) under ``dest``."""
+    real = dest.resolve()
+    with zipfile.ZipFile(archive) as zf:
+        for info, rel in members:
+            target = dest.joinpath(*rel.parts)
+            if not target.resolve().is_relative_to(real):  # a folder of the archive's own making
+                raise _refuse(f"member escapes: {info.filename!r}", "That export is damaged.")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                with zf.open(info) as src, target.open("xb") as dst:
+                    shutil.copyfileobj(src, dst)
+            except (zipfile.BadZipFile, zlib.error, FileExistsError) as exc:
+                raise _refuse(f"{info.filename!r}: {exc}", "That export is damaged.") from exc
+    return len(members)
+
+
+def _unpack(archive: Path, parsed: _Archive, root: Path, uploads: Path) -> tuple[int, list[Path]]:
+    """Unpack the campaign folder to ``root`` and the uploads to ``uploads``, each through a
+    staging folder renamed into place; returns the files and the folders placed. On failure
+    nothing is left behind, and a folder that was there before is never touched."""
+    placed: list[Path] = []
+    try:
+        n = 0
+        for label, final in (("campaign", root), ("uploads", uploads)):
+            members = parsed.files[label]
+            if not members and label == "uploads":
+                continue
+            if final.exists():
+                raise _refuse(
+                    f"{final} exists", "That campaign's folder already exists here; not replaced."
+                )
+            final.parent.mkdir(parents=True, exist_ok=True)
+            staged = final.with_name(f".import-{final.name}-{secrets.token_hex(4)}")
+            staged.mkdir()
+            try:
+                n += _extract(archive, members, staged)
+                os.replace(staged, final)
+            finally:
+                if staged.exists():
+                    shutil.rmtree(staged)
+            placed.append(final)
+        return n, placed
+    except BaseException:
+        for p in reversed(placed):
+            shutil.rmtree(p, ignore_errors=True)
+        raise
+
+
+async def import_campaign(
+    engine: Engine,
+    archive: Path,
+    slug: str | None = None,
+    *,
+    max_bytes: int = MAX_IMPORT_BYTES,
+) -> ImportReport:
+    """Import an export as campaign ``slug`` (default: the exported campaign's slug), then
+    re-index it. Refuses a slug this bot already has."""
+    parsed = await asyncio.to_thread(_read_archive, archive, max_bytes)
+    manifest = parsed.manifest
+    old = validate_slug(manifest["campaign"])
+    slug = validate_slug(slug or old)
+    if slug in await engine.list_campaigns():
+        raise _refuse(
+            f"campaign {slug} exists",
+            f"A campaign named `{slug}` already exists here. Import under another name "
+            "with `--campaign NEWSLUG`.",
+        )
+    root = engine.campaigns_dir / slug
+    # Uploads go where this bot keeps them; a bot without an uploads folder keeps them in the
+    # campaign folder's uploads/, which ingest reads under the same document ids.
+    uploads = engine.uploads_dir / slug if engine.uploads_dir is not None else root / "uploads"
+    notes: list[str] = []
+    files, placed = await asyncio.to_thread(_unpack, archive, parsed, root, uploads)
+    try:
+        model = manifest["embedder"]
+        await engine.db.embeddings.put(model, parsed.vectors)
+        done = await engine.db.transfer.import_rows(
+            slug,
+            {t: rows for t, rows in parsed.tables.items()},
+            renamed_from=old,
+            root=str(root),
+        )
+    except BaseException:
+        for p in reversed(placed):
+            await asyncio.to_thread(shutil.rmtree, p, True)
+        raise
+    if done.unknown_tables:
+        notes.append(
+            "left out tables this release does not have: " + ", ".join(done.unknown_tables)
+        )
+    if done.ignored:
+        notes.append(
+            "kept out rows whose key is taken here (e.g. a channel linked to another campaign): "
+            + ", ".join(f"{t} {n}" for t, n in sorted(done.ignored.items()))
+        )
+    same = model == engine.embedder.model_id
+    if not same:
+        notes.append(
+            f"re-embedded: the export used {model}, this bot uses {engine.embedder.model_id}"
+        )
+    # Every document re-prepared from its file into the vector index (from the cache if `same`).
+    await engine.db.documents.mark_for_rebuild(slug)
+    report = await engine.ingest(slug)
+    notes += [f"skipped {s.path}: {s.reason}" for s in report.skipped]
+    return ImportReport(
+        campaign=slug,
+        rows=done.rows,
+        files=files,
+        embeddings=len(parsed.vectors),
+        same_embedder=same,
+        embedded=report.embedded + report.windows_embedded,
+        ignored=done.ignored,
+        notes=tuple(notes),
+    )

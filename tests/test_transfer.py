@@ -1,0 +1,352 @@
+"""Export and import (issue #26): a campaign exported and imported into a fresh data directory
+retrieves and answers exactly as before, for every lens, without embedding anything again; an
+archive of another format, a newer release or with an unsafe member is refused before anything
+is written.
+
+Real SQLite, the hash embedder, the in-memory vector store, the sample campaign."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import SAMPLE, close_engine, make_engine
+
+from liminalis.engine import Engine
+from liminalis.errors import InvalidInput, StoreError
+from liminalis.knowledge.service import Knowledge
+from liminalis.lens import Lens
+from liminalis.memory.recall import MemoryModel, MemoryParams
+from liminalis.passes import Passes
+from liminalis.ports import Usage
+from liminalis.store.graph import MemoryStore
+from liminalis.store.schema import LATEST
+from liminalis.store.sqlite import Database
+from liminalis.testing import FrozenClock, HashEmbedder
+from liminalis.transfer import FORMAT_VERSION
+
+SLUG = "emberfall"
+QUESTIONS = json.loads((Path(__file__).parent / "data" / "emberfall_questions.json").read_text())
+ASKED = [q["question"] for q in QUESTIONS["questions"][:6]] + [
+    q["question"] for q in QUESTIONS["gm_secret_questions"]
+]
+LENSES = (Lens({"players"}), Lens({"gm"}), Lens({"players", "mirel"}))
+CHAT = "discord:77"
+UPLOAD = "---\ntitle: Harbour Rumours\nvisibility: players\n---\n# Harbour\n\nThe ferryman owes the Lantern Court three bells.\n"
+
+
+class TitleModel:
+    """The pass model of these tests: every document is "calm"."""
+
+    async def complete(self, role: str, system: str, prompt: str, **_: Any) -> tuple[str, Usage]:
+        title = prompt.split(" for ", 1)[1].split(":", 1)[0]
+        return json.dumps({"name": title, "mood": "calm"}), Usage(input_tokens=3, output_tokens=2)
+
+
+MOODS = {
+    "name": "moods",
+    "triggers": ["changed"],
+    "caps": {"model_calls": 100},
+    "nodes": [
+        {"id": "docs", "type": "select-documents", "params": {"views": "shared"}},
+        {"id": "whole", "type": "split", "params": {"by": "whole"}},
+        {"id": "ask", "type": "prompt-model", "params": {"prompt": "Mood for $title:\n$text"}},
+        {"id": "parse", "type": "parse-json"},
+        {"id": "write", "type": "write-facts", "params": {"key_field": "name"}},
+    ],
+    "edges": [
+        {"from": "docs", "to": "whole", "input": "views"},
+        {"from": "whole", "to": "ask", "input": "items"},
+        {"from": "ask", "to": "parse", "input": "items"},
+        {"from": "parse", "to": "write", "input": "records"},
+    ],
+}
+
+
+async def engine_at(root: Path, embedder: HashEmbedder | None = None) -> Engine:
+    engine = await make_engine(root, milvus=False, embedder=embedder or HashEmbedder())
+    # The campaign memory on, over a clock that never moves: its state is part of the export.
+    engine.memory = MemoryModel(MemoryStore(engine.db), clock=FrozenClock(), params=MemoryParams())
+    engine.memory_enabled = True
+    return engine
+
+
+async def lived_in(root: Path) -> Engine:
+    """The sample campaign with everything a campaign gathers: an upload, pins, a budget, a
+    channel link, chat memory, campaign memory, knowledge, a pass's facts and trace."""
+    shutil.copytree(SAMPLE, root / "campaigns" / SLUG)
+    (root / "uploads" / SLUG).mkdir(parents=True)
+    (root / "uploads" / SLUG / "harbour.md").write_text(UPLOAD, encoding="utf-8")
+    engine = await engine_at(root)
+    await engine.ingest(SLUG)
+    await engine.add_pin(SLUG, "Vessa Coldwater", Lens({"gm"}))
+    await engine.add_pin(SLUG, "The Drowned Bell", Lens({"gm"}), scope=CHAT)
+    await engine.set_budget(SLUG, 4321, chat=CHAT)
+    await engine.db.links.link("discord", "555", SLUG, guild_id="9")
+    for q in ("Who is Vessa Coldwater?", "Where is the Copper Kettle?"):
+        answer = await engine.answer(SLUG, q, Lens({"players"}), chat=CHAT)
+        await engine.remember_turn(
+            await engine.scope(SLUG, Lens({"players"})), q, [s.doc_id for s in answer.sources]
+        )
+    await Knowledge(engine.db).refresh(SLUG, await engine.retriever.catalog(SLUG))
+    passes = Passes(engine.db, clock=FrozenClock(), model=TitleModel())
+    await passes.save(SLUG, json.dumps(MOODS))
+    assert (await passes.run(SLUG, "moods")).status == "done"
+    await passes.close()
+    return engine
+
+
+async def outcomes(engine: Engine, slug: str) -> list[Any]:
+    """Ranked documents, rendered bundles and offline answers for every question and lens, and a
+    follow-up in the remembered chat."""
+    seen: list[Any] = []
+    for lens in LENSES:
+        for n, q in enumerate(ASKED):
+            bundle = await engine.retrieve(slug, q, lens, chat=CHAT)
+            seen.append((q, sorted(lens), bundle.ranked_doc_ids, bundle.text))
+            if n % 2 == 0:  # the offline answerer: slower, and the bundle decides it
+                answer = await engine.answer(slug, q, lens)
+                seen.append((answer.text, answer.sources))
+    follow = await engine.answer(
+        slug, "and what does she sell there?", Lens({"players"}), chat=CHAT
+    )
+    seen.append((follow.text, follow.sources))
+    return seen
+
+
+def comparable(tables: dict[str, list[dict[str, Any]]], slug: str) -> dict[str, list[Any]]:
+    """An export's rows, the campaign's own name taken out and the registry row left aside."""
+
+    def norm(row: dict[str, Any]) -> Any:
+        row = {
+            k: (SLUG if v == slug else v)
+            if k == "campaign"
+            else (v.replace(f"{slug}:", f"{SLUG}:", 1) if k == "chat_key" else v)
+            for k, v in row.items()
+        }
+        return sorted(row.items())
+
+    return {t: sorted(map(norm, rows)) for t, rows in tables.items() if t != "campaigns"}
+
+
+@pytest.fixture
+async def source(tmp_path):
+    engine = await lived_in(tmp_path / "a")
+    yield engine
+    await close_engine(engine)
+
+
+@pytest.fixture(scope="module")
+async def archive(tmp_path_factory):
+    """One export of the lived-in campaign, for the tests that only read it."""
+    root = tmp_path_factory.mktemp("export")
+    engine = await lived_in(root / "a")
+    try:
+        await engine.export_campaign(SLUG, root / "emberfall.zip")
+    finally:
+        await close_engine(engine)
+    return root / "emberfall.zip"
+
+
+async def test_every_table_of_the_schema_is_placed(tmp_path):
+    """A new table with no ``campaign`` column must be declared (a child, or shared) in
+    liminalis/store/transfer.py, or it would silently stay behind in every export."""
+    async with Database(tmp_path / "db.sqlite3") as db:
+        assert await db.transfer.unplaced() == []
+
+
+async def test_export_then_import_into_a_fresh_data_directory_changes_nothing(source, tmp_path):
+    archive = tmp_path / "emberfall.zip"
+    before = await source.db.transfer.export_rows(SLUG)
+    assert all(before[t] for t in ("documents", "pins", "channel_links", "budgets", "chat_turns"))
+    assert all(before[t] for t in ("memory_chunks", "knowledge_entities", "pass_facts"))
+    assert before["pass_trace"] and before["memory_activation"]
+    exported = await source.export_campaign(SLUG, archive)
+    assert exported.embeddings > 0 and exported.files > 30
+
+    embedder = HashEmbedder()
+    target = await engine_at(tmp_path / "b", embedder)
+    try:
+        report = await target.import_campaign(archive)
+        assert report.campaign == SLUG and report.same_embedder
+        assert (report.embedded, embedder.texts_embedded, embedder.calls) == (0, 0, 0)
+        assert report.ignored == {} and report.notes == ()
+        # the rows, as they were (the registry row aside: a new root, a new generation)
+        after = await target.db.transfer.export_rows(SLUG)
+        assert comparable(after, SLUG) == comparable(before, SLUG)
+        # the files: campaign folder (campaign.toml included) and uploads
+        assert (tmp_path / "b" / "campaigns" / SLUG / "campaign.toml").read_text() == (
+            SAMPLE / "campaign.toml"
+        ).read_text()
+        assert (tmp_path / "b" / "uploads" / SLUG / "harbour.md").read_text() == UPLOAD
+        assert (await target.campaign(SLUG)).name == "Emberfall"
+        assert await target.is_indexed(SLUG)
+        # and the same answers, for every lens, memory included
+        assert await outcomes(target, SLUG) == await outcomes(source, SLUG)
+        assert embedder.texts_embedded == 0
+    finally:
+        await close_engine(target)
+
+
+async def test_import_under_a_new_name_beside_the_original(source, tmp_path):
+    archive = tmp_path / "emberfall.zip"
+    await source.export_campaign(SLUG, archive)
+    before = await source.db.transfer.export_rows(SLUG)
+    report = await source.import_campaign(archive, "emberfall-copy")
+    # the channel stays with the campaign it speaks for here; the copy gets everything else
+    assert report.ignored == {"channel_links": 1}
+    assert any("channel" in n for n in report.notes)
+    copy = await source.db.transfer.export_rows("emberfall-copy")
+    assert copy["channel_links"] == []
+    before["channel_links"] = []
+    assert comparable(copy, "emberfall-copy") != comparable(before, SLUG)  # run ids renumbered
+    old_runs = {r["run_id"] for r in before["pass_runs"]}
+    new_runs = {r["run_id"] for r in copy["pass_runs"]}
+    assert old_runs.isdisjoint(new_runs)
+    assert {r["run_id"] for r in copy["pass_trace"]} == new_runs
+    for rows in (before, copy):
+        for table in ("pass_runs", "pass_trace"):
+            for r in rows[table]:
+                r["run_id"] = 0
+        for table in ("question_log", "model_calls"):  # numbered by the database too
+            for r in rows.get(table, []):
+                r["id"] = 0
+    assert comparable(copy, "emberfall-copy") == comparable(before, SLUG)
+    assert all(r["chat_key"].startswith("emberfall-copy:") for r in copy["chat_state"])
+    assert await outcomes(source, "emberfall-copy") == await outcomes(source, SLUG)
+
+
+async def test_another_embedder_re_embeds(archive, tmp_path):
+    embedder = HashEmbedder(dim=64, model_id="hash-64")
+    target = await engine_at(tmp_path / "b", embedder)
+    try:
+        report = await target.import_campaign(archive)
+        assert not report.same_embedder and report.embedded > 0
+        assert embedder.texts_embedded >= report.embedded
+        assert any("re-embedded" in n for n in report.notes)
+        bundle = await target.retrieve(SLUG, "Who carried the Vigil Key?", Lens({"players"}))
+        assert bundle.ranked_doc_ids
+    finally:
+        await close_engine(target)
+
+
+# -- refusals ----------------------------------------------------------------------------------
+
+
+def rewrite(
+    src: Path, dest: Path, *, manifest: dict[str, Any] | None = None, extra=(), drop: str = "\0"
+) -> Path:
+    """A copy of the archive ``src`` with its manifest changed, members under ``drop`` left out
+    and members added."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dest, "w") as zout:
+        for info in zin.infolist():
+            if info.filename.startswith(drop):
+                continue
+            data = zin.read(info)
+            if info.filename == "manifest.json" and manifest is not None:
+                data = json.dumps({**json.loads(data), **manifest}).encode()
+            zout.writestr(info, data)
+        for item in extra:
+            if isinstance(item, zipfile.ZipInfo):
+                zout.writestr(item, b"x")
+            else:
+                zout.writestr(item, b"x")
+    return dest
+
+
+def link_member(name: str) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(name)
+    info.external_attr = (stat.S_IFLNK | 0o777) << 16
+    return info
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"manifest": {"version": FORMAT_VERSION + 1}}, "newer release (format"),
+        ({"manifest": {"schema": LATEST + 1}}, "newer release (database schema"),
+        ({"manifest": {"format": "something-else"}}, "not a Liminalis campaign export"),
+        ({"manifest": {"version": "one"}}, "format is unknown"),
+        ({"extra": ["files/campaign/../../../escaped.md"]}, "unsafe path"),
+        ({"extra": ["/etc/escaped.md"]}, "unsafe path"),
+        ({"extra": ["files/campaign/..\\..\\escaped.md"]}, "unsafe path"),
+        ({"extra": ["files/campaign/C:/escaped.md"]}, "unsafe path"),
+        ({"extra": [link_member("files/campaign/lore/link.md")]}, "damaged"),
+        ({"extra": ["elsewhere/file.md"]}, "unknown file"),
+        ({"extra": ["tables/Robert'); DROP TABLE documents;--.jsonl"]}, "unknown file"),
+    ],
+)
+async def test_a_foreign_newer_or_unsafe_archive_is_refused_before_anything_is_written(
+    archive, tmp_path, change, says
+):
+    bad = rewrite(archive, tmp_path / "bad.zip", **change)
+    target = await engine_at(tmp_path / "b")
+    try:
+        with pytest.raises(InvalidInput) as err:
+            await target.import_campaign(bad, "fresh")
+        assert says in err.value.user_message
+        assert str(tmp_path) not in err.value.user_message
+        assert await target.list_campaigns() == []
+        assert not (tmp_path / "b" / "campaigns").exists() or not any(
+            (tmp_path / "b" / "campaigns").iterdir()
+        )
+        assert not list(tmp_path.rglob("escaped.md"))
+        assert await target.db.documents.all("fresh") == []
+    finally:
+        await close_engine(target)
+
+
+async def test_not_a_zip_and_an_existing_campaign_are_refused(archive, tmp_path):
+    junk = tmp_path / "junk.zip"
+    junk.write_text("not a zip")
+    target = await engine_at(tmp_path / "b")
+    try:
+        with pytest.raises(InvalidInput) as err:
+            await target.import_campaign(junk, "fresh")
+        assert "not a Liminalis campaign export" in err.value.user_message
+        await target.import_campaign(archive)
+        with pytest.raises(InvalidInput) as err:
+            await target.import_campaign(archive)
+        assert "already exists" in err.value.user_message and "--campaign" in err.value.user_message
+    finally:
+        await close_engine(target)
+
+
+async def test_a_failed_import_leaves_nothing_behind_and_touches_no_folder_it_did_not_make(
+    archive, tmp_path, monkeypatch
+):
+    target = await engine_at(tmp_path / "b")
+    try:
+
+        async def broken(*args: Any, **kwargs: Any) -> Any:
+            raise StoreError("disk full")
+
+        monkeypatch.setattr(target.db.transfer, "import_rows", broken)
+        with pytest.raises(StoreError):
+            await target.import_campaign(archive)
+        assert not (tmp_path / "b" / "campaigns" / SLUG).exists()
+        assert not (tmp_path / "b" / "uploads" / SLUG).exists()
+        assert await target.list_campaigns() == []
+        # a folder already there is never removed: an archive without uploads fails the same way
+        keep = tmp_path / "b" / "uploads" / SLUG / "keep.md"
+        keep.parent.mkdir(parents=True)
+        keep.write_text("mine")
+        bare = rewrite(archive, tmp_path / "bare.zip", drop="files/uploads/")
+        with pytest.raises(StoreError):
+            await target.import_campaign(bare)
+        assert keep.read_text() == "mine"
+        assert not (tmp_path / "b" / "campaigns" / SLUG).exists()
+        monkeypatch.undo()
+        # nor replaced: an archive with uploads is refused
+        with pytest.raises(InvalidInput) as err:
+            await target.import_campaign(archive)
+        assert "already exists" in err.value.user_message
+        assert keep.read_text() == "mine"
+        assert not (tmp_path / "b" / "campaigns" / SLUG).exists()
+    finally:
+        await close_engine(target)
