@@ -18,10 +18,11 @@ from liminalis.campaign import CampaignConfig, load_campaign, validate_slug
 from liminalis.errors import InvalidInput, NotFound, NotReady, UnknownCampaign
 from liminalis.ingest.indexer import Indexer, IngestOptions
 from liminalis.ingest.sections import source_of
+from liminalis.knowledge.service import Knowledge
 from liminalis.lens import GM, Lens, visible
 from liminalis.memory.recall import MemoryModel
-from liminalis.ports import Embedder, Reranker, VectorStore
-from liminalis.recap import Recap, build_recap
+from liminalis.ports import Embedder, LanguageModel, Reranker, VectorStore
+from liminalis.recap import Recap, build_model_recap, build_recap
 from liminalis.retrieval.catalog import Catalog
 from liminalis.retrieval.learned import DocumentRanker
 from liminalis.retrieval.retriever import RetrievalParams, Retriever, Trace
@@ -119,6 +120,8 @@ class Engine:
         #: starts the campaign's ``changed`` passes in the background. A listener must not
         #: block: the ingest's caller is waiting.
         self.ingest_listeners: list[Callable[[str, IngestReport], None]] = []
+        #: The knowledge layer's read API over this engine's store (written by the passes).
+        self.knowledge = Knowledge(db)
 
     # -- campaigns ---------------------------------------------------------------------------
 
@@ -422,9 +425,18 @@ class Engine:
             scope, question, scope.lens, chat=chat, budget_tokens=budget_tokens, forced=forced
         )
 
-    async def recap(self, slug: str, sessions: int = 1) -> Recap:
-        """A players-lens "previously on…" over the latest ``sessions`` session notes."""
-        return build_recap(await self.retriever.catalog(validate_slug(slug)), sessions)
+    async def recap(
+        self, slug: str, sessions: int = 1, *, model: LanguageModel | None = None
+    ) -> Recap:
+        """A players-lens "previously on…" over the latest ``sessions`` session notes: from the
+        stored session summaries once the summaries pass has written them, else from the
+        documents; written by ``model`` (role ``summarize``) when one is given."""
+        slug = validate_slug(slug)
+        stored = await self.knowledge.recap_sessions(slug, sessions)
+        source = stored or await self.retriever.catalog(slug)
+        if model is None:
+            return build_recap(source, sessions)
+        return await build_model_recap(source, model, sessions)
 
     async def budget(self, slug: str, chat: str | None = None, *, default: int = 6000) -> int:
         """The context budget of ``chat``, else of the campaign, else ``default``."""
