@@ -163,9 +163,12 @@ async def open_passes(
     ``model``: the answer path's model, through the pass port (``None`` offline: passes that
     prompt a model wait with their documents pending; the others run). The credit gate allows
     all until the router's credits exist; each definition's caps still bound every run.
-    ``listen``: run the campaigns' ``changed`` passes after every ingest (``serve``). Background
-    runs are cancelled on exit; what they had not finished stays pending."""
+    The knowledge passes (:mod:`liminalis.knowledge.passes`) are seeded on every campaign's
+    first trigger, model-backed when there is a model, and keep the campaign overviews.
+    ``listen``: run the campaigns' ``changed`` passes after every ingest (``serve``, ``chat``).
+    Background runs are cancelled on exit; what they had not finished stays pending."""
     from liminalis.clock import SystemClock
+    from liminalis.knowledge.passes import KnowledgePasses
     from liminalis.passes import LanguageModelPassModel, Passes
 
     passes = Passes(
@@ -173,6 +176,7 @@ async def open_passes(
         clock=SystemClock(),
         model=LanguageModelPassModel(model) if model is not None else None,
     )
+    knowledge = KnowledgePasses(passes, model=model is not None).attach()
     if listen:
         engine.ingest_listeners.append(passes.on_ingested)
     try:
@@ -181,6 +185,7 @@ async def open_passes(
         if listen:
             engine.ingest_listeners.remove(passes.on_ingested)
         await passes.close()
+        knowledge.detach()
 
 
 def build_service(settings: Settings, engine: Engine) -> BotService:

@@ -75,3 +75,6 @@ class Reply:
     lens: str = ""
     error: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
+    #: Files posted with the reply (the relationship map's PNG). Discord attaches them, the
+    #: console writes them and prints their paths; Slack says where to get them instead.
+    files: tuple[Attachment, ...] = ()

@@ -83,11 +83,15 @@ async def _serve_enabled(settings: Settings, enabled: set[str], out: Callable[[s
     from bot.main import build_engine, open_passes, open_service
 
     async with build_engine(settings) as engine:
-        await index_campaigns(engine, out)
+        ready = await index_campaigns(engine, out)
         async with (
             open_service(settings, engine) as service,
             open_passes(engine, service.responder.model, listen=True) as passes,  # issue #23
         ):
+            # What the passes have not processed yet (a first index just now, a pause, a cap,
+            # a stop mid-run) runs in the background while the platforms come up.
+            for slug in ready:
+                passes.on_ingested(slug)
             return await _run_platforms(settings, service, enabled, out, passes)
 
 

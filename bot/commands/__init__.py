@@ -5,7 +5,22 @@ whether only a GM may run it, whether its reply is private, and ``async run(requ
 Reply``. :data:`REGISTRY` holds them in the order the help lists them.
 """
 
-from bot.commands import ask, budget, campaign, explain, help, lens, memory, pin, recap, upload
+from bot.commands import (
+    ask,
+    budget,
+    campaign,
+    entities,
+    entity,
+    explain,
+    help,
+    lens,
+    map,
+    memory,
+    pin,
+    recap,
+    summary,
+    upload,
+)
 from bot.commands._base import (
     Command,
     Need,
@@ -39,6 +54,10 @@ REGISTRY = Registry(
         budget.command,
         upload.command,
         recap.command,
+        entities.command,
+        entity.command,
+        summary.command,
+        map.command,
         explain.command,
         memory.command,
         campaign.command,

@@ -1,9 +1,11 @@
-"""``/recap [sessions]``: "previously on…" from the latest session notes; ``/recap schedule
-<cron>|off``: GM: post one in this channel on a schedule."""
+"""``/recap [sessions]``: "previously on…" from the latest session notes' summaries (players-
+visible only; written by the language model when one is configured and today's budget allows);
+``/recap schedule <cron>|off``: GM: post one in this channel on a schedule."""
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from bot.commands._base import Command, Option, Request, Scope
 from bot.messages import OptionValue, Reply
@@ -11,16 +13,31 @@ from liminalis.answer import Source
 from liminalis.engine import Engine
 from liminalis.errors import InvalidInput
 
+if TYPE_CHECKING:
+    from liminalis.answer import Responder
+
 __all__ = ["command", "recap_text"]
 
 _USAGE = "Usage: `/recap [sessions 1-10]`"
 
 
+#: What a model recap is booked at against the daily budget before it is written.
+_RECAP_ESTIMATE = 2000
+
+
 async def recap_text(
-    engine: Engine, slug: str, sessions: int = 1
+    engine: Engine, slug: str, sessions: int = 1, *, responder: Responder | None = None
 ) -> tuple[str, tuple[Source, ...]]:
-    """The players-lens "previously on…" (:meth:`Engine.recap`) with its sources."""
-    recap = await engine.recap(slug, sessions)
+    """The players-lens "previously on…" (:meth:`Engine.recap`) with its sources: written by
+    ``responder``'s model when it has one and its daily gate lets the call through (booked and
+    settled like an answer), else the offline recap."""
+    model = responder.model if responder is not None else None
+    gate = responder.gate if responder is not None else None
+    if model is not None and gate is not None and not await gate.reserve(_RECAP_ESTIMATE):
+        model = None
+    recap = await engine.recap(slug, sessions, model=model)
+    if model is not None and gate is not None:
+        await gate.settle(_RECAP_ESTIMATE, recap.usage)
     return recap.text, tuple(Source(doc_id, title) for doc_id, title in recap.sources)
 
 
@@ -48,7 +65,9 @@ async def run(request: Request, scope: Scope) -> Reply:
     sessions = 1 if sessions is None else sessions
     if not 1 <= sessions <= 10:
         raise InvalidInput("bad recap", user_message=_USAGE)
-    text, sources = await recap_text(services.engine, cfg.slug, sessions)
+    text, sources = await recap_text(
+        services.engine, cfg.slug, sessions, responder=services.responder
+    )
     return Reply(text=text, sources=sources, title=f"Previously on {cfg.name}")
 
 

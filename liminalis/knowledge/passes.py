@@ -272,8 +272,10 @@ def merge_model_entities(
             clash = next((i for i, (s, e) in enumerate(taken) if s < end and start < e), None)
             if clash is not None:
                 m = mentions[clash]
-                if m.key == key or name_key(m.surface) == key:
-                    mentions[clash] = replace(m, initial=False, hint=m.hint or kind)
+                # The very span the offline pass found: the model names whose it is (an alias
+                # "Vessa" becomes Vessa Coldwater's); an overlapping other span stays as found.
+                if (m.start, m.end) == (start, end) or m.key == key:
+                    mentions[clash] = replace(m, key=key, initial=False, hint=m.hint or kind)
                 continue
             mentions.append(
                 Mention(key, text[start:end], start, end, _passage_of(spans, start), False, kind)
@@ -308,13 +310,14 @@ def merge_model_entities(
         if kind not in _RELATION_KINDS or src not in keys or dst not in keys or src == dst:
             dropped.append(f"relation {item.get('source')!r} {kind} {item.get('target')!r}")
             continue
-        a = _occurrences(text, str(item["source"]))
-        b = _occurrences(text, str(item["target"]))
+        # Where each end stands: its mentions (a re-keyed alias counts: "Vessa trusts …").
+        a = [m.start for m in mentions if m.key == src]
+        b = [m.start for m in mentions if m.key == dst]
         stated = next(
             (
                 (s, e)
                 for s, e in sentences
-                if any(s <= x < e for x, _ in a) and any(s <= y < e for y, _ in b)
+                if any(s <= x < e for x in a) and any(s <= y < e for y in b)
             ),
             None,
         )

@@ -33,6 +33,7 @@ from liminalis.knowledge.entities import (
 from liminalis.knowledge.facts import EntityDef, Mention, RelationFact, ViewFacts
 from liminalis.knowledge.motifs import extract_motifs, rank_themes
 from liminalis.knowledge.overview import OverviewEntity, OverviewSession, build_overview
+from liminalis.knowledge.relmap import RelationMap, build_map
 from liminalis.knowledge.sessions import (
     SessionInfo,
     order_sessions,
@@ -253,6 +254,10 @@ class Knowledge:
                 "knowledge of %s: %d views extracted, %d forgotten", campaign, len(facts), len(gone)
             )
         return RefreshReport(len(facts), len(docs) - len(facts), len(gone))
+
+    async def built(self, campaign: str) -> bool:
+        """Whether any facts of the campaign are stored yet (the passes have run)."""
+        return bool(await self.db.knowledge.hashes(campaign))
 
     async def _views(self, campaign: str, lens: frozenset[str]) -> list[ViewFacts]:
         return lens_views(await self.db.knowledge.views(campaign), frozenset(lens))
@@ -483,6 +488,18 @@ class Knowledge:
             for s in latest
         ]
         return out if out and all(r.summary for r in out) else []
+
+    async def relation_map(
+        self,
+        campaign: str,
+        lens: frozenset[str],
+        *,
+        centre: str | None = None,
+        max_nodes: int = 30,
+    ) -> RelationMap | None:
+        """The relationship map of the entities ``lens`` knows (:mod:`liminalis.knowledge.relmap`),
+        centred on the entity ``centre`` names; ``None`` when ``lens`` knows no such entity."""
+        return build_map(await self._views(campaign, lens), centre=centre, max_nodes=max_nodes)
 
     # -- overviews ---------------------------------------------------------------------------
 
