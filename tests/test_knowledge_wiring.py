@@ -617,3 +617,37 @@ def test_the_seeded_definitions_validate_and_ask_for_json():
                     "summarize",
                 }
                 assert d.node("parse").params["schema"]["type"] == "object"
+
+
+async def test_a_part_never_outlives_the_visibility_it_was_extracted_under(tmp_path):
+    """A document made GM-only (or public) under the same id: the parts not written yet for its
+    new content are cleared, so its old summary is not read under its new visibility."""
+    from liminalis.store.sqlite import Database
+
+    def doc(text: str, vis: set[str]) -> Document:
+        return Document(
+            "lore/tower", "lore/tower.md", "The Tower", text, frozenset(vis), content_hash=text
+        )
+
+    async with Database(tmp_path / "db.sqlite3") as db:
+        secret = doc(
+            "# The Tower\n\nCorvina Coldwater hid the key in the tower. It is cold.", {"gm"}
+        )
+        await db.knowledge.write_parts(
+            SLUG,
+            [extract_parts(secret, parts={"summary", "motifs", "entities"})],
+            parts={"summary", "motifs", "entities"},
+        )
+        public = doc("# The Tower\n\nThe tower is old and cold. Gulls nest in it.", {"players"})
+        await db.knowledge.write_parts(
+            SLUG, [extract_parts(public, parts={"entities"})], parts={"entities"}
+        )
+        [view] = await db.knowledge.views(SLUG)
+        assert view.visibility == {"players"} and view.summary == "" and view.motifs == ()
+        assert "Corvina" not in repr(view)
+        # the same content written part by part keeps the parts already there
+        await db.knowledge.write_parts(
+            SLUG, [extract_parts(public, parts={"summary"})], parts={"summary"}
+        )
+        [view] = await db.knowledge.views(SLUG)
+        assert view.summary and view.mentions == extract_parts(public, parts={"entities"}).mentions
