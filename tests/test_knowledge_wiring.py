@@ -651,3 +651,33 @@ async def test_a_part_never_outlives_the_visibility_it_was_extracted_under(tmp_p
         )
         [view] = await db.knowledge.views(SLUG)
         assert view.summary and view.mentions == extract_parts(public, parts={"entities"}).mentions
+
+
+async def test_a_model_recap_reads_players_summaries_only_and_books_its_spend(wired):
+    from liminalis.spend import DailyTokenGate
+
+    engine, _ = wired
+    model = ScriptedModel(replies=["Previously: the market burned."])
+    gate = DailyTokenGate(engine.database, 1_000_000, clock=FrozenClock())
+    service = BotService(
+        engine, responder=Responder(engine, model=model, gate=gate), default_campaign=SLUG
+    )
+    try:
+        reply = await service.handle(console("/recap 3"))
+        assert reply.text == "Previously: the market burned."
+        assert [s.doc_id for s in reply.sources][-1] == "sessions/session-07"
+        [request] = model.requests
+        material = request["messages"][0].content
+        assert request["role"] == "summarize" and "## Session 7" in material
+        for canary in [*DATA["gm_canaries"], *GM_ONLY_NAMES, *LENS_ONLY_NAMES]:
+            assert canary.lower() not in material.lower(), canary
+        assert await gate.spent_today() > 0
+        # a spent budget: the offline recap, from the same stored summaries
+        tight = DailyTokenGate(engine.database, 1, clock=FrozenClock())
+        offline = BotService(
+            engine, responder=Responder(engine, model=model, gate=tight), default_campaign=SLUG
+        )
+        again = await offline.handle(console("/recap 3"))
+        assert len(model.requests) == 1 and "**Session 7" in again.text
+    finally:
+        engine.use_answerer(Responder(engine))
