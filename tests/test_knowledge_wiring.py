@@ -681,3 +681,24 @@ async def test_a_model_recap_reads_players_summaries_only_and_books_its_spend(wi
         assert len(model.requests) == 1 and "**Session 7" in again.text
     finally:
         engine.use_answerer(Responder(engine))
+
+
+async def test_a_document_made_gm_only_keeps_no_public_facts_while_its_passes_wait(fresh, tmp_path):
+    engine, passes, _ = fresh
+    path = tmp_path / "campaigns" / SLUG / "lore" / "the-quiet-gods.md"
+    before = {e.name for e in await engine.knowledge.entities(SLUG, PLAYERS)}
+    await passes.pause(SLUG)  # the passes wait (as they would for a model, or for credits)
+    path.write_text(path.read_text().replace("visibility: players", "visibility: gm", 1))
+    await engine.ingest(SLUG)
+    await passes.idle()
+    assert (await engine.db.passes.runs(SLUG, "entities"))[0].run_id == 1  # nothing ran
+    heads = {v.doc_id: v for v in await engine.db.knowledge.heads(SLUG)}
+    assert "lore/the-quiet-gods" not in heads  # forgotten, not left public
+    assert "lore/ 3," in await engine.knowledge.stored_overview(SLUG, PLAYERS)  # was lore/ 4
+    summary = await engine.knowledge.summary(SLUG, PLAYERS, "lore/the-quiet-gods")
+    assert summary is None
+    await passes.resume(SLUG)
+    await passes.run_triggered(SLUG, "changed")
+    [view] = [v for v in await engine.db.knowledge.heads(SLUG) if v.path.endswith("quiet-gods.md")]
+    assert view.visibility == {"gm"}
+    assert {e.name for e in await engine.knowledge.entities(SLUG, PLAYERS)} <= before

@@ -24,8 +24,10 @@ facts, so a bad reply costs the model's improvement, never the facts.
 :class:`KnowledgePasses` seeds per campaign the passes ``entities``, ``summaries`` and
 ``motifs`` (:func:`seeded_definitions`: offline, or ``prompt-model`` → ``parse-json`` → node when
 a model is configured), idempotently: an unchanged definition is not saved again, so nothing is
-reset. After every trigger it forgets the views of removed documents and rebuilds the per-lens
-campaign overview when the facts it is built from changed
+reset. Before and after every trigger it forgets the facts of views that are gone or whose
+visibility moved (a document made GM-only keeps no public facts while its passes wait, for a
+model, say); after, it rebuilds the per-lens campaign overview when the facts it is built from
+changed
 (:meth:`liminalis.knowledge.service.Knowledge.refresh_overviews`). The overview is stored apart
 from every document, so it is never read back as an input of a pass or of itself.
 """
@@ -522,15 +524,24 @@ class KnowledgePasses:
         self.knowledge = Knowledge(passes.db)
         self.definitions = seeded_definitions(model=model)
         self.overview_chars = overview_chars
+        self._moved: set[str] = set()
 
     def attach(self) -> KnowledgePasses:
-        self.passes.before_runs.append(self.seed)
+        self.passes.before_runs.append(self.before)
         self.passes.after_runs.append(self.after)
         return self
 
     def detach(self) -> None:
-        self.passes.before_runs.remove(self.seed)
+        self.passes.before_runs.remove(self.before)
         self.passes.after_runs.remove(self.after)
+
+    async def before(self, campaign: str) -> None:
+        """Before a trigger's runs: seed the passes, and forget the facts of views gone or
+        whose visibility moved (they are pending, and written anew by the runs)."""
+        await self.seed(campaign)
+        current = await self.passes.db.documents.visibilities(campaign)
+        if await self.knowledge.prune(campaign, current):
+            self._moved.add(campaign)  # the overview no longer matches: rebuilt after the runs
 
     async def seed(self, campaign: str) -> list[str]:
         """Save the campaign's knowledge passes where they are missing or differ; returns the
@@ -548,13 +559,15 @@ class KnowledgePasses:
     async def after(self, campaign: str, results: Sequence[RunResult]) -> None:
         """Forget the facts of views that no longer exist, then rebuild the overviews whose
         inputs changed (see :meth:`Knowledge.refresh_overviews`)."""
-        present = await self.passes.db.documents.hashes(campaign)
-        pruned = await self.knowledge.prune(campaign, present)
+        current = await self.passes.db.documents.visibilities(campaign)
+        pruned = await self.knowledge.prune(campaign, current)
         worked = any(
             r.pass_id in KNOWLEDGE_PASSES and (r.documents_done or r.documents_failed)
             for r in results
         )
-        if pruned or worked or not await self.passes.db.knowledge.overview_keys(campaign):
+        moved = campaign in self._moved
+        self._moved.discard(campaign)
+        if pruned or moved or worked or not await self.passes.db.knowledge.overview_keys(campaign):
             await self.knowledge.refresh_overviews(campaign, max_chars=self.overview_chars)
 
     async def pending(self, campaign: str) -> int:

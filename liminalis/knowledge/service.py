@@ -19,7 +19,7 @@ import json
 import logging
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -437,10 +437,16 @@ class Knowledge:
             campaign, views, parts=parts, source=source, current=current
         )
 
-    async def prune(self, campaign: str, present: Iterable[str]) -> int:
-        """Forget the views not in ``present`` (the campaign's view ids now); returns how many."""
-        keep = set(present)
-        gone = sorted(set(await self.db.knowledge.hashes(campaign)) - keep)
+    async def prune(self, campaign: str, current: Mapping[str, frozenset[str]]) -> int:
+        """Forget the views not in ``current`` (view id → its visibility now), and those whose
+        visibility is not what their facts were extracted under (a document made GM-only must
+        not keep its public facts until a pass reaches it; the pass writes them anew). Returns
+        how many were forgotten."""
+        gone = sorted(
+            v.doc_id
+            for v in await self.db.knowledge.heads(campaign)
+            if current.get(v.doc_id) != v.visibility
+        )
         await self.db.knowledge.remove(campaign, gone)
         return len(gone)
 
