@@ -20,7 +20,7 @@ from liminalis.lens import Lens
 if TYPE_CHECKING:
     from bot.settings import Settings
     from liminalis.engine import Engine
-    from liminalis.passes import Passes
+    from liminalis.passes import Passes, RunResult
 
 __all__ = ["log_command", "main", "pass_command", "transfer_command"]
 
@@ -39,6 +39,11 @@ def _parser() -> argparse.ArgumentParser:
         "path", nargs="?", type=Path, help="file or folder inside the campaign (default: all)"
     )
     ing.add_argument("--json", action="store_true", help="print one JSON report")
+    ing.add_argument(
+        "--no-passes",
+        action="store_true",
+        help="do not wait for the analysis passes (entities, summaries, motifs) after ingesting",
+    )
 
     ask = sub.add_parser("ask", help="ask one question and print the answer with sources")
     ask.add_argument("--campaign", required=True)
@@ -177,33 +182,41 @@ async def _run(args: argparse.Namespace) -> int:
         if args.command == "ingest":
             path = args.path.resolve() if args.path else None
             report = await engine.ingest(args.campaign, path)
+            d = report.as_dict()
+            ran = [] if args.no_passes else await _knowledge_passes(settings, engine, args.campaign)
             if args.json:
-                print(json.dumps(report.as_dict()))
+                print(json.dumps({**d, "passes": [_run_dict(r) for r in ran]}))
             else:
-                d = report.as_dict()
                 print(
                     f"{d['documents']} documents: +{d['passages_added']} -{d['passages_removed']} ={d['passages_unchanged']} passages; "
                     f"embedded {d['embedded']} passages and {d['windows_embedded']} windows in {d['seconds']:.1f}s"
                 )
                 for s in report.skipped:
                     print(f"  skipped {s.path}: {s.reason}")
+                if ran:
+                    print(_passes_line(ran))
             return 0
         if args.command == "ask":
             lens = _lens(args.lens)
-            await engine.ensure_indexed(args.campaign, announce=_announce)
-            if args.passages:
-                bundle = await engine.retrieve(args.campaign, args.question, lens)
-                for d in bundle.documents:
-                    print(f"## {d.title}{' (pinned)' if d.pinned else ''}\n{d.text}\n")
-                return 0
-            from bot.console import ConsoleAdapter, format_reply
-            from bot.main import open_service
+            from bot.console import ConsoleAdapter, format_reply, save_files
+            from bot.main import open_passes, open_service
 
-            async with open_service(settings, engine, owner="cli") as service:
+            async with (
+                open_service(settings, engine, owner="cli") as service,
+                open_passes(engine, service.responder.router, listen=True) as passes,
+            ):
+                if await engine.ensure_indexed(args.campaign, announce=_announce):
+                    await passes.idle()  # a first index: its knowledge too, before answering
+                if args.passages:
+                    bundle = await engine.retrieve(args.campaign, args.question, lens)
+                    for doc in bundle.documents:
+                        print(f"## {doc.title}{' (pinned)' if doc.pinned else ''}\n{doc.text}\n")
+                    return 0
                 reply = await ConsoleAdapter(service, campaign=args.campaign, lens=args.lens).ask(
                     args.question
                 )
-            print(format_reply(reply))
+            saved = await asyncio.to_thread(save_files, reply, settings.data_dir / "files")
+            print(format_reply(reply, saved))
             return 1 if reply.error else 0
         if args.command == "explain":
             ex = await engine.explain(
@@ -244,14 +257,25 @@ async def _run(args: argparse.Namespace) -> int:
             return await transfer_command(engine, args)
         if args.command == "chat":
             from bot.console import ConsoleAdapter
-            from bot.main import open_service
+            from bot.main import open_passes, open_service
 
             campaign = args.campaign or settings.default_campaign
-            await engine.ensure_indexed(campaign, announce=_announce)
             try:
-                async with open_service(settings, engine, owner="cli") as service:
+                async with (
+                    open_service(settings, engine, owner="cli") as service,
+                    open_passes(engine, service.responder.router, listen=True) as passes,
+                ):
+                    # A first index starts the passes itself; otherwise what is still pending
+                    # (an interrupted `liminalis ingest`, a pause lifted) runs in the background.
+                    if not await engine.ensure_indexed(campaign, announce=_announce):
+                        passes.on_ingested(campaign)
                     service.default_campaign = campaign
-                    await ConsoleAdapter(service, campaign=campaign, lens=args.lens).run()
+                    await ConsoleAdapter(
+                        service,
+                        campaign=campaign,
+                        lens=args.lens,
+                        files_dir=settings.data_dir / "files",
+                    ).run()
             except asyncio.CancelledError:  # Ctrl-C
                 _exit_within(_EXIT_GRACE_S, 130)
                 raise
@@ -391,6 +415,48 @@ async def _ledger(args: argparse.Namespace, settings: Settings) -> int:
         )
         print(report.render())
         return 0
+
+
+async def _knowledge_passes(settings: Settings, engine: Engine, campaign: str) -> list[RunResult]:
+    """Run the campaign's passes now and wait for them (after ``liminalis ingest``), so the
+    console that follows has its entities, summaries and overview: model-backed when a model is
+    configured, each run within its definition's caps."""
+    from bot.main import open_passes, open_service
+
+    async with (
+        open_service(settings, engine, owner="cli") as service,
+        open_passes(engine, service.responder.router) as passes,
+    ):
+        return await passes.run_triggered(campaign, "changed")
+
+
+def _run_dict(r: RunResult) -> dict[str, object]:
+    return {
+        "pass": r.pass_id,
+        "status": r.status,
+        "documents_done": r.documents_done,
+        "documents_failed": r.documents_failed,
+        "documents_left": r.documents_left,
+        "model_calls": r.model_calls,
+        "tokens": r.tokens,
+    }
+
+
+def _passes_line(ran: list[RunResult]) -> str:
+    """One line for the passes an ingest waited for: each pass's documents, and the spend."""
+    parts = [
+        f"{r.pass_id} {r.documents_done} done"
+        + (f", {r.documents_failed} failed" if r.documents_failed else "")
+        + (f", {r.documents_left} left ({r.reason})" if r.documents_left else "")
+        if r.status != "idle"
+        else f"{r.pass_id} up to date"
+        for r in ran
+    ]
+    calls = sum(r.model_calls for r in ran)
+    tokens = sum(r.tokens for r in ran)
+    return f"passes: {'; '.join(parts)}" + (
+        f" ({calls} model calls, {tokens} tokens)" if calls else ""
+    )
 
 
 #: After Ctrl-C in the chat, the seconds the engine has to close before the process leaves

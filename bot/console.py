@@ -2,7 +2,8 @@
 
 Same commands as Discord and Slack (``/ask …``, ``/pin …``); a bare line is a question.
 ``--lens gm`` (or ``players,mirel``) tries the other views. Goes through ``BotService.handle``
-exactly like the platform adapters.
+exactly like the platform adapters. A reply's files (``/map``'s picture) are written to
+``files_dir`` and their paths printed.
 """
 
 from __future__ import annotations
@@ -10,14 +11,15 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from bot.service import BotService, IncomingMessage, Reply
 from liminalis.errors import LiminalisError
 from liminalis.lens import GM, PLAYERS
 
-__all__ = ["ConsoleAdapter", "format_reply"]
+__all__ = ["ConsoleAdapter", "format_reply", "save_files"]
 
 
 async def _blocking(fn: Callable[..., Any], *args: Any) -> Any:
@@ -45,18 +47,40 @@ async def _blocking(fn: Callable[..., Any], *args: Any) -> Any:
     return await done
 
 
-def format_reply(reply: Reply) -> str:
+def format_reply(reply: Reply, saved: Sequence[Path] = ()) -> str:
     out = [reply.text]
     if reply.sources:
         out.append("Sources: " + "; ".join(s.label() for s in reply.sources))
+    out += [f"File: {p}" for p in saved]
     return "\n".join(out)
+
+
+def save_files(reply: Reply, folder: Path) -> list[Path]:
+    """Write ``reply``'s files into ``folder`` (created), each under its own name made safe."""
+    if not reply.files:
+        return []
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for f in reply.files:
+        name = Path(f.filename).name.lstrip(".") or "file"
+        path = folder / name
+        path.write_bytes(f.data)
+        out.append(path.resolve())
+    return out
 
 
 class ConsoleAdapter:
     def __init__(
-        self, service: BotService, *, campaign: str, lens: str = "players", user: str = "console"
+        self,
+        service: BotService,
+        *,
+        campaign: str,
+        lens: str = "players",
+        user: str = "console",
+        files_dir: Path = Path("data") / "files",
     ) -> None:
         self.service = service
+        self.files_dir = files_dir
         self.campaign = campaign
         self.roles = tuple(x.strip().lower() for x in lens.split(",") if x.strip())
         self.user = user
@@ -116,5 +140,6 @@ class ConsoleAdapter:
             if line in {"/quit", "/exit"}:
                 break
             reply = await self.ask(line)
-            stdout.write(format_reply(reply) + "\n\n")
+            saved = await asyncio.to_thread(save_files, reply, self.files_dir)
+            stdout.write(format_reply(reply, saved) + "\n\n")
             stdout.flush()

@@ -168,9 +168,12 @@ async def open_passes(
     their documents pending; the others run). Every model call of a pass goes through it, so its
     one gate throttles a background fan-out behind the players' replies and its credits, daily
     share and pauses bound what passes spend; each definition's caps bound every run as well.
-    ``listen``: run the campaigns' ``changed`` passes after every ingest (``serve``). Background
-    runs are cancelled on exit; what they had not finished stays pending."""
+    The knowledge passes (:mod:`liminalis.knowledge.passes`) are seeded on every campaign's
+    first trigger, model-backed when there is a model, and keep the campaign overviews.
+    ``listen``: run the campaigns' ``changed`` passes after every ingest (``serve``, ``chat``).
+    Background runs are cancelled on exit; what they had not finished stays pending."""
     from liminalis.clock import SystemClock
+    from liminalis.knowledge.passes import KnowledgePasses
     from liminalis.passes import Passes
     from liminalis.passes.ports import RouterCreditGate, RouterPassModel
 
@@ -180,6 +183,7 @@ async def open_passes(
         model=RouterPassModel(router) if router is not None else None,
         gate=RouterCreditGate(router) if router is not None else None,
     )
+    knowledge = KnowledgePasses(passes, model=router is not None).attach()
     if listen:
         engine.ingest_listeners.append(passes.on_ingested)
     try:
@@ -188,6 +192,7 @@ async def open_passes(
         if listen:
             engine.ingest_listeners.remove(passes.on_ingested)
         await passes.close()
+        knowledge.detach()
 
 
 def build_router(

@@ -295,6 +295,28 @@ class BotService:
             : min(limit, 25)
         ]
 
+    async def complete_entities(
+        self, msg: IncomingMessage, prefix: str, *, limit: int = 25
+    ) -> list[str]:
+        """Entity names for autocomplete, from the entities the caller's lens knows (never a
+        GM-only name for players): names, or other names, starting with ``prefix`` first, then
+        containing it. Never raises: a failure offers no choices."""
+        try:
+            scope = await self.scope_of(msg)
+            known = await self.engine.knowledge.entities(scope.config.slug, scope.lens)
+        except Exception:
+            _log.debug("entity autocomplete failed", exc_info=True)
+            return []
+        p = prefix.strip().lower()[:100]
+        starts, contains = [], []
+        for e in known:
+            names = [e.name.lower(), *(a.lower() for a in e.aliases)]
+            if not p or any(n.startswith(p) for n in names):
+                starts.append(e.name[:100])
+            elif any(p in n for n in names):
+                contains.append(e.name[:100])
+        return list(dict.fromkeys(starts + contains))[: min(limit, 25)]
+
     async def visibility_choices(self, msg: IncomingMessage) -> list[str]:
         """The visibilities an upload may be given in ``msg``'s campaign (autocomplete)."""
         try:
@@ -309,8 +331,11 @@ class BotService:
         return await effective_budget(self.engine, slug, chat_key, default)
 
     async def recap(self, slug: str, sessions: int = 1) -> tuple[str, tuple[Source, ...]]:
-        """An extractive "previously on" over the latest session notes — players lens only."""
-        return await recap_text(self.engine, slug, sessions)
+        """A "previously on" over the latest session notes — players lens only (the scheduler's
+        post: nobody waits on it, so a model writes it as background work)."""
+        return await recap_text(
+            self.engine, slug, sessions, responder=self.responder, foreground=False
+        )
 
 
 @dataclass(frozen=True, slots=True)

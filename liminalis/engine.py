@@ -20,12 +20,13 @@ from liminalis.clock import SystemClock
 from liminalis.errors import InvalidInput, NotFound, NotReady, StoreError, UnknownCampaign
 from liminalis.ingest.indexer import Indexer, IngestOptions
 from liminalis.ingest.sections import source_of
+from liminalis.knowledge.service import Knowledge
 from liminalis.lens import GM, Lens, visible
 from liminalis.memory.recall import MemoryModel
-from liminalis.ports import Clock, Embedder, Reranker, VectorStore
+from liminalis.ports import Clock, Embedder, LanguageModel, Reranker, VectorStore
 from liminalis.progress import IndexProgress, ProgressBoard
 from liminalis.questions import QuestionLog, QuestionReport
-from liminalis.recap import Recap, build_recap
+from liminalis.recap import Recap, build_model_recap, build_recap
 from liminalis.retrieval.catalog import Catalog
 from liminalis.retrieval.learned import DocumentRanker
 from liminalis.retrieval.retriever import RetrievalParams, Retriever, Trace
@@ -135,6 +136,8 @@ class Engine:
         self.ingest_listeners: list[Callable[[str, IngestReport], None]] = []
         # -- index progress (issue #26) ------------------------------------------------------
         self._progress = ProgressBoard(clock or SystemClock())
+        #: The knowledge layer's read API over this engine's store (written by the passes).
+        self.knowledge = Knowledge(db)
 
     # -- campaigns ---------------------------------------------------------------------------
 
@@ -558,9 +561,18 @@ class Engine:
 
         return await self.questions.report(slug, days=days, title=title)
 
-    async def recap(self, slug: str, sessions: int = 1) -> Recap:
-        """A players-lens "previously on…" over the latest ``sessions`` session notes."""
-        return build_recap(await self.retriever.catalog(validate_slug(slug)), sessions)
+    async def recap(
+        self, slug: str, sessions: int = 1, *, model: LanguageModel | None = None
+    ) -> Recap:
+        """A players-lens "previously on…" over the latest ``sessions`` session notes: from the
+        stored session summaries once the summaries pass has written them, else from the
+        documents; written by ``model`` (role ``summarize``) when one is given."""
+        slug = validate_slug(slug)
+        stored = await self.knowledge.recap_sessions(slug, sessions)
+        source = stored or await self.retriever.catalog(slug)
+        if model is None:
+            return build_recap(source, sessions)
+        return await build_model_recap(source, model, sessions)
 
     async def budget(self, slug: str, chat: str | None = None, *, default: int = 6000) -> int:
         """The context budget of ``chat``, else of the campaign, else ``default``."""

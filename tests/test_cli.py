@@ -76,17 +76,27 @@ def test_ingest_json_then_ask_and_chat_by_lens(tmp_path):
     # a passage a file's views share is embedded once
     assert report["documents"] >= 25 and 0 < report["embedded"] <= report["passages_added"]
     assert report["hidden_sections"] == 5 and report["warnings"] == []
+    # the ingest waited for the knowledge passes (offline: no key), so the console has them
+    passes = {p["pass"]: p for p in report["passes"]}
+    assert set(passes) == {"entities", "summaries", "motifs"}
+    assert all(p["status"] == "done" and p["documents_done"] >= 25 for p in passes.values())
+    assert all(p["model_calls"] == 0 for p in passes.values())
     q = QUESTIONS["gm_secret_questions"][0]["question"]
     canaries = [c.lower() for c in QUESTIONS["gm_canaries"]]
     chat = cli(
         ["chat", "--campaign", "emberfall", "--lens", "players"],
         tmp_path,
-        stdin=f"/lens\n{q}\n/pin add Secrets\n/bogus\n\n/quit\n",
+        stdin=f"/lens\n{q}\n/pin add Secrets\n/bogus\n\n/entities\n/entity Mirel\n"
+        "What happened in the last session?\n/map Mirel\n/quit\n",
     )
     assert chat.returncode == 0, chat.stderr
     out = chat.stdout.lower()
     assert "players view" in out and "sources:" in out
     assert "only a gm can do that" in out and "unknown command" in out
+    assert "**characters**" in out and "mirel ashcombe" in out
+    assert "session 7 — the night market burns" in out
+    png = tmp_path / "data" / "files" / "emberfall-map-mirel-ashcombe.png"
+    assert f"file: {png}".lower() in out and png.read_bytes().startswith(b"\x89PNG")
     assert not [c for c in canaries if c in out]
     gm = cli(["ask", "--campaign", "emberfall", "--lens", "gm", "--passages", q], tmp_path)
     assert gm.returncode == 0 and any(c in gm.stdout.lower() for c in canaries)

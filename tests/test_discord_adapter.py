@@ -1029,3 +1029,43 @@ async def test_a_slash_ask_loads_the_campaign_config_once(env):
     )  # the GM's answer: deferred privately
     assert "baron" in all_text(followups(api)[-1]).lower()
     assert calls == {"config": 1, "lens": 1}
+
+
+async def test_the_relationship_map_is_attached_and_entity_autocomplete_keeps_the_wall(
+    env, tmp_path
+):
+    from liminalis.knowledge.passes import KnowledgePasses
+    from liminalis.passes import Passes
+    from liminalis.testing import FrozenClock
+
+    api, adapter, service = env
+    root = tmp_path / "campaigns" / "greyhold"
+    (root / "watch.md").write_text(
+        "# Ilsa Marsh\n\nIlsa Marsh trusts Dobbin Reed. Ilsa Marsh commands the Greyhold Watch.\n"
+        "Later Dobbin Reed and Ilsa Marsh walked the walls.\n"
+    )
+    (root / "gm" / "villain.md").write_text(
+        "# Morwen Black\n\nMorwen Black trusts Corvin Ash. Morwen Black commands the Red Hand.\n"
+        "Later Corvin Ash and Morwen Black burned the mill.\n"
+    )
+    passes = Passes(service.engine.database, clock=FrozenClock())
+    KnowledgePasses(passes).attach()
+    await service.engine.ingest("greyhold")
+    await passes.run_triggered("greyhold", "changed")
+    opts = [{"name": "name", "type": 3, "value": "", "focused": True}]
+    await invoke(adapter, interaction_payload("entity", opts, user_id=PLAYER, autocomplete=True))
+    await invoke(
+        adapter,
+        interaction_payload(
+            "entity", opts, user_id=GM, roles=[GM_ROLE_ID], autocomplete=True, iid=2
+        ),
+    )
+    player_cb, gm_cb = [c.json for c in api.find("POST", "/callback")]
+    player_names = [c["name"] for c in player_cb["data"]["choices"]]
+    gm_names = [c["name"] for c in gm_cb["data"]["choices"]]
+    assert "Ilsa Marsh" in player_names and "Morwen Black" not in player_names
+    assert "Morwen Black" in gm_names
+    await invoke(adapter, interaction_payload("map", [], user_id=PLAYER, iid=3))
+    [sent] = [c for c in api.find("POST", "/webhooks/") if b"filename=" in c.raw]
+    assert b'filename="greyhold-map.png"' in sent.raw and b"\x89PNG" in sent.raw
+    assert b"Ilsa Marsh" in sent.raw and b"Morwen" not in sent.raw

@@ -336,6 +336,8 @@ def test_time_expressions_resolve_to_sessions_in_order():
         "What happened last session?": ["s/7"],
         "in the previous session": ["s/7"],
         "previously, who did we meet": ["s/7"],
+        "What happened previously?": ["s/7"],
+        "Who previously ruled the city?": [],
         "what did we learn in session 4": ["s/4"],
         "session four": ["s/4"],
         "the first session": ["s/1"],

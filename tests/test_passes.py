@@ -22,11 +22,13 @@ from liminalis.passes import (
     RECORDS,
     TEXTS,
     NodeContext,
+    NodeRegistry,
     Passes,
     Record,
     default_registry,
     parse_definition,
 )
+from liminalis.passes.nodes import install as install_builtins
 from liminalis.ports import Usage
 from liminalis.store.sqlite import Database
 from liminalis.testing import FrozenClock
@@ -163,7 +165,11 @@ async def test_a_bad_definition_is_refused_at_save_naming_the_node(db, nodes, no
         if nodes[0]["id"] == "ask"
         else []
     )
-    passes = make(db)
+    # The built-in node types alone: importing liminalis.knowledge.passes (another test may
+    # have) registers the reserved knowledge types in the process's registry.
+    builtins = NodeRegistry()
+    install_builtins(builtins)
+    passes = make(db, registry=builtins)
     with pytest.raises(InvalidInput) as info:
         await passes.save(SLUG, graph(*nodes, edges=edges))
     assert f"node `{node}`" in info.value.user_message

@@ -31,13 +31,15 @@ __all__ = [
     "Request",
     "Scope",
     "Services",
+    "private_in_shared_channels",
 ]
 
 #: ``mention``: a user or a role, as the platform writes a mention in text (``<@id>``,
 #: ``<@&id>``, Slack's ``<@U…>`` and ``<!subteam^S…>``); a typed platform offers a picker.
 OptionKind = Literal["string", "integer", "attachment", "mention"]
-#: Where an option's suggestions come from while it is typed (Discord autocomplete).
-Autocomplete = Literal["titles", "visibilities", "campaigns"]
+#: Where an option's suggestions come from while it is typed (Discord autocomplete): document
+#: titles, upload visibilities, campaign slugs, or the entities the asker's lens knows.
+Autocomplete = Literal["titles", "visibilities", "campaigns", "entities"]
 #: What a request needs resolved before it runs: the channel's campaign (``required``: an
 #: unlinked channel is refused), the campaign if the channel has one (``optional``), or nothing.
 Need = Literal["required", "optional", "none"]
@@ -143,6 +145,14 @@ class Scope:
         if self.campaign is None:
             raise UnknownCampaign("channel not linked")
         return self.campaign
+
+
+def private_in_shared_channels(request: Request, scope: Scope) -> bool:
+    """Whether a reply drawn from the asker's lens must be private: a GM's or a personal lens's
+    may hold what others in a shared channel must not read (a GM secret, one player's
+    backstory), so there only its asker reads it; a DM and the console are private anyway."""
+    shared = not request.msg.is_dm and request.msg.platform != "console"
+    return scope.lens.is_private and shared
 
 
 Run = Callable[[Request, Scope], Awaitable[Reply]]

@@ -1,15 +1,21 @@
-"""``/recap [sessions]``: "previously on…" from the latest session notes; ``/recap schedule
-<cron>|off``: GM: post one in this channel on a schedule."""
+"""``/recap [sessions]``: "previously on…" from the latest session notes' summaries (players-
+visible only; written by the language model when one is configured and today's budget allows);
+``/recap schedule <cron>|off``: GM: post one in this channel on a schedule."""
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from bot.commands._base import Command, Option, Request, Scope
 from bot.messages import OptionValue, Reply
 from liminalis.answer import Source
 from liminalis.engine import Engine
 from liminalis.errors import InvalidInput
+from liminalis.routing import RoutedModel
+
+if TYPE_CHECKING:
+    from liminalis.answer import Responder
 
 __all__ = ["command", "recap_text"]
 
@@ -17,10 +23,19 @@ _USAGE = "Usage: `/recap [sessions 1-10]`"
 
 
 async def recap_text(
-    engine: Engine, slug: str, sessions: int = 1
+    engine: Engine,
+    slug: str,
+    sessions: int = 1,
+    *,
+    responder: Responder | None = None,
+    foreground: bool = True,
 ) -> tuple[str, tuple[Source, ...]]:
-    """The players-lens "previously on…" (:meth:`Engine.recap`) with its sources."""
-    recap = await engine.recap(slug, sessions)
+    """The players-lens "previously on…" (:meth:`Engine.recap`) with its sources: written by the
+    ``summarize`` role through ``responder``'s router when it has one (booked, logged, refused
+    past the day's budget or, for a scheduled post, a campaign's credits), else offline."""
+    router = responder.router if responder is not None else None
+    model = RoutedModel(router, slug, foreground=foreground) if router is not None else None
+    recap = await engine.recap(slug, sessions, model=model)
     return recap.text, tuple(Source(doc_id, title) for doc_id, title in recap.sources)
 
 
@@ -48,7 +63,9 @@ async def run(request: Request, scope: Scope) -> Reply:
     sessions = 1 if sessions is None else sessions
     if not 1 <= sessions <= 10:
         raise InvalidInput("bad recap", user_message=_USAGE)
-    text, sources = await recap_text(services.engine, cfg.slug, sessions)
+    text, sources = await recap_text(
+        services.engine, cfg.slug, sessions, responder=services.responder
+    )
     return Reply(text=text, sources=sources, title=f"Previously on {cfg.name}")
 
 

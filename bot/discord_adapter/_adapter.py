@@ -292,6 +292,7 @@ class DiscordAdapter:
                     embeds=list(out.embeds),
                     ephemeral=ephemeral,
                     allowed_mentions=NO_MENTIONS,
+                    **out.file_kwargs(),
                 )
             )
 
@@ -362,6 +363,7 @@ class DiscordAdapter:
                             content=out.content,
                             embeds=list(out.embeds),
                             allowed_mentions=NO_MENTIONS,
+                            **out.file_kwargs(),
                         )
                     )
                 note = "I sent you the answer in a direct message."
@@ -372,12 +374,17 @@ class DiscordAdapter:
         for i, out in enumerate(outs):
             if i == 0:
                 await send_with_retry(
-                    lambda out=out: _reply(message, out.content, embeds=list(out.embeds))
+                    lambda out=out: _reply(
+                        message, out.content, embeds=list(out.embeds), **out.file_kwargs()
+                    )
                 )  # type: ignore[misc]
             else:
                 await send_with_retry(
                     lambda out=out: message.channel.send(  # type: ignore[misc]
-                        content=out.content, embeds=list(out.embeds), allowed_mentions=NO_MENTIONS
+                        content=out.content,
+                        embeds=list(out.embeds),
+                        allowed_mentions=NO_MENTIONS,
+                        **out.file_kwargs(),
                     )
                 )
 
@@ -407,7 +414,10 @@ class DiscordAdapter:
         for out in render_reply(reply):
             await send_with_retry(
                 lambda out=out: channel.send(  # type: ignore[misc]
-                    content=out.content, embeds=list(out.embeds), allowed_mentions=NO_MENTIONS
+                    content=out.content,
+                    embeds=list(out.embeds),
+                    allowed_mentions=NO_MENTIONS,
+                    **out.file_kwargs(),
                 )
             )
 
@@ -473,6 +483,8 @@ class DiscordAdapter:
                 app.autocomplete(option.name)(self._complete_visibilities)
             elif option.autocomplete == "campaigns":
                 app.autocomplete(option.name)(self._complete_campaigns)
+            elif option.autocomplete == "entities":
+                app.autocomplete(option.name)(self._complete_entities)
         return app
 
     async def _complete_titles(
@@ -490,6 +502,14 @@ class DiscordAdapter:
             self.from_interaction(interaction), current, limit=25
         )
         return [app_commands.Choice(name=s, value=s) for s in slugs]
+
+    async def _complete_entities(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        names = await self.service.complete_entities(
+            self.from_interaction(interaction), current, limit=25
+        )
+        return [app_commands.Choice(name=n, value=n) for n in names[:25]]
 
     async def _complete_visibilities(
         self, interaction: discord.Interaction, current: str

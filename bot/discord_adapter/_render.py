@@ -3,19 +3,29 @@
 Limits (Discord API docs, "Message" and "Embed limits"): content 2,000 characters; an embed's
 title 256, description 4,096, field name 256, field value 1,024, 25 fields, footer 2,048, and all
 embeds of one message 6,000 characters together. Replies with a title or sources become one
-embed per message (sources as fields); plain replies are split at 2,000 characters.
+embed per message (sources as fields); plain replies are split at 2,000 characters. A reply's
+files (the relationship map) go with its first message (up to 10, Discord's limit).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import io
+from dataclasses import dataclass, replace
+from typing import Any
 
 import discord
 
-from bot.messages import Reply
+from bot.messages import Attachment, Reply
 from bot.render import sanitize, split_text, truncate
 
-__all__ = ["Outgoing", "render_reply", "CONTENT_LIMIT", "DESCRIPTION_LIMIT", "EMBED_TOTAL_LIMIT"]
+__all__ = [
+    "Outgoing",
+    "render_reply",
+    "CONTENT_LIMIT",
+    "DESCRIPTION_LIMIT",
+    "EMBED_TOTAL_LIMIT",
+    "FILES_LIMIT",
+]
 
 CONTENT_LIMIT = 2000
 DESCRIPTION_LIMIT = 4096
@@ -24,15 +34,26 @@ TITLE_LIMIT = 256
 FIELD_NAME_LIMIT = 256
 FIELD_VALUE_LIMIT = 1024
 FIELDS_LIMIT = 25
+FILES_LIMIT = 10
 _COLOUR = discord.Colour(0xC8702A)
 
 
 @dataclass(frozen=True, slots=True)
 class Outgoing:
-    """One Discord message: content and/or embeds."""
+    """One Discord message: content and/or embeds, and files."""
 
     content: str | None = None
     embeds: tuple[discord.Embed, ...] = ()
+    files: tuple[Attachment, ...] = ()
+
+    def file_kwargs(self) -> dict[str, Any]:
+        """``files=`` for a send, fresh ``discord.File`` s each time (one is consumed by the
+        send that reads it, and a retried send needs its own); nothing when there are none."""
+        if not self.files:
+            return {}
+        return {
+            "files": [discord.File(io.BytesIO(f.data), filename=f.filename) for f in self.files]
+        }
 
 
 def _embed(title: str, description: str) -> discord.Embed:
@@ -41,6 +62,13 @@ def _embed(title: str, description: str) -> discord.Embed:
 
 def render_reply(reply: Reply) -> list[Outgoing]:
     """The messages to send for ``reply``; every one within Discord's limits, mentions neutralized."""
+    outs = _render(reply)
+    if reply.files and outs:
+        outs[0] = replace(outs[0], files=tuple(reply.files[:FILES_LIMIT]))
+    return outs
+
+
+def _render(reply: Reply) -> list[Outgoing]:
     text = sanitize(reply.text, platform="discord") or "(no answer)"
     if not reply.title and not reply.sources:
         return [Outgoing(content=chunk) for chunk in split_text(text, CONTENT_LIMIT)]

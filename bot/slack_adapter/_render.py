@@ -4,6 +4,10 @@ Limits (Slack docs, "Block Kit" reference): a section block's text is at most 3,
 message holds at most 50 blocks, a header's plain text at most 150. Text is converted from the
 Markdown the service writes (``**bold**``, ``*italic*``) to mrkdwn (``*bold*``, ``_italic_``) and
 escaped (``&``, ``<``, ``>``), which disarms every ``<!here>``/``<@U…>``/``<!subteam^…>`` token.
+
+A reply's files (the relationship map's picture) are not uploaded: a slash command's response
+URL cannot carry one, Slack has no private file for a private reply, and the reply's text
+already holds what the picture shows. The reply says where to get the picture instead.
 """
 
 from __future__ import annotations
@@ -15,7 +19,14 @@ from typing import Any
 from bot.messages import Reply
 from bot.render import sanitize, split_text, truncate
 
-__all__ = ["SlackMessage", "render_blocks", "to_mrkdwn", "SECTION_LIMIT", "BLOCKS_LIMIT"]
+__all__ = [
+    "SlackMessage",
+    "render_blocks",
+    "to_mrkdwn",
+    "SECTION_LIMIT",
+    "BLOCKS_LIMIT",
+    "FILES_NOTE",
+]
 
 SECTION_LIMIT = 3000
 BLOCKS_LIMIT = 50
@@ -23,6 +34,11 @@ HEADER_LIMIT = 150
 _ITALIC = re.compile(r"(?<![*\w])\*(?!\*)([^*\n]+?)(?<!\*)\*(?![*\w])")
 _BOLD = re.compile(r"\*\*([^*\n]+?)\*\*")
 _QUOTE = re.compile(r"^&gt;", re.MULTILINE)
+#: Said where a reply has files (the relationship map): Slack gets the text, not the picture.
+FILES_NOTE = (
+    "The picture of this map is posted on Discord, and the console (`liminalis chat`) writes it "
+    "to a file; here it is in words."
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +75,8 @@ def render_blocks(reply: Reply) -> list[SlackMessage]:
         )
         blocks.append({"type": "divider"})
         blocks.extend(_section(chunk) for chunk in split_text(f"*Sources*\n{lines}", SECTION_LIMIT))
+    if reply.files:
+        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": FILES_NOTE}]})
     if reply.lens:
         blocks.append(
             {

@@ -6,6 +6,10 @@ by idf over the material's sentences, plainly labelled as quotes and each with i
     score(s) = Σ_{t ∈ q ∩ s} ln(1 + n / df_t) / (1 + 0.1·rank(doc)) · (1.15 if recalled else 1)
 
 where ``n`` is the number of candidate sentences and ``df_t`` the sentences holding term ``t``.
+
+A question that names a time ("what happened last session?") shares few terms with the notes it
+means, so :meth:`OfflineAnswerer.sessions` answers it with those sessions' summaries, in session
+order, then the sentences of those notes that share the question's other terms.
 """
 
 from __future__ import annotations
@@ -19,6 +23,14 @@ from liminalis.text import Tokenizer, split_sentences
 from liminalis.types import SUMMARY, TEXT
 
 __all__ = ["OfflineAnswerer"]
+
+#: What a time question says of time, not of its topic (as the tokenizer folds them).
+_TIME_TERMS = frozenset(
+    Tokenizer()(
+        "last latest previous previously recent session sessions time times far whole campaign "
+        "first second third before happened happen happening game week"
+    )
+)
 
 
 class OfflineAnswerer:
@@ -80,3 +92,33 @@ class OfflineAnswerer:
             if src not in used:
                 used.append(src)
         return Answer(text="\n".join(lines), sources=tuple(used), lens=lens)
+
+    def sessions(
+        self,
+        question: str,
+        notes: Sequence[tuple[str, str, str]],
+        documents: Sequence[ContextDoc],
+        *,
+        lens: frozenset[str] = frozenset(),
+    ) -> Answer:
+        """The answer to a time question: the summaries of the session ``notes`` it names
+        (``(doc_id, title, summary)`` in session order; the latest ``max_quotes`` when more),
+        then what those notes' own sentences say to the question's other terms."""
+        shown = list(notes)[-self.max_quotes :]
+        if not shown:
+            return self.answer(question, documents, lens=lens)
+        head = "Here is what the session notes say (each note's summary)"
+        if len(shown) < len(notes):
+            head += f", the last {len(shown)} of {len(notes)} sessions"
+        lines = [head + ":", ""]
+        sources = [Source(doc_id, title) for doc_id, title, _ in shown]
+        for _, title, summary in shown:
+            lines += [f"**{title}**", f"> {summary}", ""]
+        ids = {doc_id for doc_id, _, _ in notes}
+        rest = " ".join(t for t in self.tokenizer(question) if t not in _TIME_TERMS)
+        docs = [d for d in documents if d.doc_id in ids]
+        quoted = OfflineAnswerer(max_quotes=2, tokenizer=self.tokenizer).answer(rest, docs)
+        if rest and quoted.sources:
+            lines += ["From the notes themselves:", *quoted.text.splitlines()[2:]]
+            sources += [s for s in quoted.sources if s not in sources]
+        return Answer(text="\n".join(lines).rstrip(), sources=tuple(sources), lens=lens)

@@ -2,9 +2,16 @@
 
 ``Responder`` is the one call adapters use for a question::
 
-    memory (chat, lens) → follow-up? reuse loaded material : engine.retrieve(lens)
+    memory (chat, lens) → time words? force those session notes (knowledge: session order)
+      → follow-up? reuse loaded material : engine.retrieve(lens)
       → split (standing docs | recalled) → tier → budget → prompt (stable | breakpoint | volatile)
       → language model, or the offline extractive answerer → record the turn → Answer
+
+The knowledge layer (filled by the seeded passes, read through the lens) adds three things, each
+only once the passes have written it, so an engine whose passes never ran (the benchmarks)
+builds the very prompts it built before: the lens's campaign overview in the stable half, the
+stored per-view summaries for tiering, and for a question that names a time ("last session",
+"session 4", "so far") those sessions' notes forced into retrieval with their summaries.
 
 The model is called through the :class:`~liminalis.routing.Router` (role ``reply``,
 foreground), the one gate of every model call. Without a model (or past the day's token budget)
@@ -37,14 +44,15 @@ from liminalis.context.prompt import (
 )
 from liminalis.context.rolling import ChatMemory, RollingMemory
 from liminalis.context.tiering import TierParams
-from liminalis.context.tokens import default_counter
+from liminalis.context.tokens import TokenCounter, at_most, default_counter
 from liminalis.errors import BudgetSpent, ConfigError, ModelUnavailable, SpendRefused, StoreError
+from liminalis.ingest.sections import source_of
 from liminalis.lens import Lens
 from liminalis.ports import Clock, LanguageModel
 from liminalis.routing import Router
 from liminalis.scope import CampaignScope
 from liminalis.spend import DailyTokenGate
-from liminalis.text import clean_text
+from liminalis.text import clean_text, split_sentences
 from liminalis.types import Span
 from liminalis.workers import run_cpu
 
@@ -82,6 +90,8 @@ class Responder:
         gate: DailyTokenGate | None = None,
         answer_deadline_s: float | None = 90.0,
         router: Router | None = None,
+        knowledge_enabled: bool = True,
+        overview_tokens: int = 1000,
     ) -> None:
         from liminalis.engine import Engine
 
@@ -113,6 +123,10 @@ class Responder:
         self.offline = offline or OfflineAnswerer()
         #: The router's daily token limit; one assigned later is the router's from the next call.
         self.gate = router.daily if router is not None else gate
+        #: Read the knowledge layer (overview, summaries, session order) into the prompt.
+        self.knowledge_enabled = knowledge_enabled
+        #: The most the campaign overview may take of the cached prefix.
+        self.overview_tokens = overview_tokens
         self.last_prompt: Prompt | None = None
 
     async def respond(
@@ -135,6 +149,13 @@ class Responder:
         catalog = scope.catalog
         notes: list[str] = []
         counter = default_counter()
+        knowledge = self.engine.knowledge
+        # "What happened last session?": the session order says which notes; they are forced
+        # into retrieval (so never a follow-up's reused material) and briefed by their summaries.
+        times = await knowledge.resolve_time(slug, lens, question) if self.knowledge_enabled else []
+        if times:
+            forced = tuple(dict.fromkeys([*forced, *(source_of(d) for d in times)]))
+            notes.append(f"time words: {len(times)} session note(s) forced")
 
         # With the campaign memory on, every question is retrieved: memory re-ranks it.
         reuse = (
@@ -186,12 +207,21 @@ class Responder:
             clip_query = question
             notes.extend(bundle.notes)
 
+        overview, summaries = "", None
+        sessions: list[tuple[str, str, str]] = []
+        if self.knowledge_enabled:
+            overview, summaries, sessions = await self._knowledge(
+                slug, lens, volatile, times, counter
+            )
+        briefing = "\n".join(f"- {title}: {summary}" for _, title, summary in sessions)
         # Tiering and clipping to the budget count tokens over the whole material: tens of
         # milliseconds a question, which a burst of questions must not spend on the event loop.
         prompt = await run_cpu(
             functools.partial(
                 build_prompt,
-                instructions=instructions_for(config.name, config.description),
+                instructions=instructions_for(
+                    config.name, config.description, campaign_overview=overview
+                ),
                 stable=stable,
                 volatile=volatile,
                 question=question,
@@ -202,6 +232,8 @@ class Responder:
                 budget=budget,
                 tier=self.tier,
                 budget_params=self.budget_params,
+                summaries=summaries,
+                briefing=briefing,
                 clip_query=clip_query,
                 counter=counter,
             )
@@ -210,7 +242,10 @@ class Responder:
         notes.extend(prompt.notes)
 
         def offline(why: str = "", note: str = "") -> Answer:
-            quoted = self.offline.answer(clip_query, prompt.all_documents, lens=lens)
+            if sessions:  # a time question: the sessions it names, by their summaries
+                quoted = self.offline.sessions(question, sessions, prompt.all_documents, lens=lens)
+            else:
+                quoted = self.offline.answer(clip_query, prompt.all_documents, lens=lens)
             return Answer(
                 text=f"_{why}_\n\n{quoted.text}" if why else quoted.text,
                 sources=quoted.sources,
@@ -244,6 +279,32 @@ class Responder:
                     "chat memory %s not recorded; the answer is returned without it", mem.key
                 )
         return answer
+
+    async def _knowledge(
+        self,
+        slug: str,
+        lens: Lens,
+        volatile: Sequence[ContextDoc],
+        times: Sequence[str],
+        counter: TokenCounter,
+    ) -> tuple[str, dict[str, str] | None, list[tuple[str, str, str]]]:
+        """What the knowledge layer holds for this prompt, each part read through ``lens``: the
+        campaign overview (capped to ``overview_tokens`` by whole lines), the stored summaries of
+        the volatile documents (cut to whole sentences within the tier's summary size; ``None``
+        when there are none, so tiering makes its own), and ``(doc_id, title, summary)`` of the
+        sessions the question's time words named."""
+        knowledge = self.engine.knowledge
+        overview = _cap_lines(
+            await knowledge.stored_overview(slug, lens), self.overview_tokens, counter
+        )
+        stored = await knowledge.summaries_for(slug, lens, [d.doc_id for d in volatile])
+        summaries = {
+            d: cut
+            for d, text in stored.items()
+            if (cut := _cap_sentences(text, self.tier.summary_tokens, counter))
+        }
+        sessions = await knowledge.session_notes(slug, lens, times) if times else []
+        return overview, summaries or None, sessions
 
     async def _model_answer(
         self,
@@ -371,3 +432,36 @@ class Responder:
             notes=tuple(notes),
             lens=lens,
         )
+
+
+def _cap_lines(text: str, tokens: int, counter: TokenCounter) -> str:
+    """``text`` cut to the whole lines that fit ``tokens`` (an overview's parts are lines)."""
+    if not text or tokens <= 0:
+        return ""
+    if at_most(counter, text, tokens):
+        return text
+    kept: list[str] = []
+    used = 0
+    for line in text.splitlines():
+        n = counter.count(line) + 1
+        if used + n > tokens:
+            break
+        kept.append(line)
+        used += n
+    return "\n".join(kept).rstrip()
+
+
+def _cap_sentences(text: str, tokens: int, counter: TokenCounter) -> str:
+    """The leading whole sentences of ``text`` within ``tokens`` ("" when the first is over)."""
+    if tokens <= 0:
+        return ""
+    out: list[str] = []
+    used = 0
+    for s, e, _ in split_sentences(text):
+        sentence = text[s:e].strip()
+        n = counter.count(sentence)
+        if used + n > tokens:
+            break
+        out.append(sentence)
+        used += n
+    return " ".join(out)

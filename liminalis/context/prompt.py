@@ -2,12 +2,14 @@
 
 ``system`` blocks, in order::
 
-    [0] instructions + campaign overview       ┐ stable half: byte-identical across the turns
+    [0] instructions + campaign description    ┐ stable half: byte-identical across the turns
+        + the lens's campaign overview          │ (the knowledge layer's, when it holds one)
     [1] standing documents (always-include and  │ of a chat while the campaign and its pins are
         /pin pins), whole, deterministically    ┘ unchanged → cache_control breakpoint after [1]
         capped
-    [2] recalled material (tiered, budgeted),   ─ volatile half (on-demand material: forced,
-        the story so far                          @-mentioned and named documents go here)
+    [2] briefing (the sessions a time question  ─ volatile half (on-demand material: forced,
+        names), recalled material (tiered,          @-mentioned and named documents go here)
+        budgeted), the story so far
 
 then ``messages``: the recent turns verbatim, then the question. ``Prompt.cache_upto`` counts
 the stable blocks; a provider without breakpoints receives the identical blocks and ignores it.
@@ -60,10 +62,18 @@ cover if that helps.
 - Be concise: a few sentences, or a short list for lists."""
 
 
-def instructions_for(name: str, overview: str = "") -> str:
+def instructions_for(name: str, overview: str = "", *, campaign_overview: str = "") -> str:
+    """The first stable block: the rules, the campaign's own description (``overview``), and
+    the knowledge layer's overview for the asker's lens (``campaign_overview``), each omitted
+    when empty. Nothing in it depends on the question, so it stays cached."""
     text = INSTRUCTIONS.format(name=name)
     if overview.strip():
         text += f"\n\n# Campaign overview\n\n{overview.strip()}"
+    if campaign_overview.strip():
+        text += (
+            "\n\n# What the campaign's documents hold (an index built from them; quote the "
+            f"documents, not this)\n\n{campaign_overview.strip()}"
+        )
     return text
 
 
@@ -218,6 +228,7 @@ def build_prompt(
     tier: TierParams = TierParams(),
     budget_params: BudgetParams = BudgetParams(),
     summaries: Mapping[str, str] | None = None,
+    briefing: str = "",
     clip_query: str | None = None,
     counter: TokenCounter | None = None,
 ) -> Prompt:
@@ -228,6 +239,9 @@ def build_prompt(
         stable: standing documents (never tiered, dropped or clipped by the budget).
         volatile: the turn's other documents in retrieval order.
         budget: total tokens for the whole prompt; ``None`` means no budget (full fidelity).
+        summaries: stored summaries by doc id for tiering (else it makes extractive ones).
+        briefing: read before the material (the summaries of the sessions a time question
+            names); volatile, and counted against the budget.
         clip_query: what budget clipping keeps close to (default: the question).
     """
     c = counter or default_counter()
@@ -235,10 +249,14 @@ def build_prompt(
     if stable:
         stable_blocks.append("# Standing documents\n\n" + _material(stable))
     story_block = f"# The story so far\n\n{story.strip()}" if story.strip() else ""
+    brief_block = (
+        f"# The sessions this question refers to\n\n{briefing.strip()}" if briefing.strip() else ""
+    )
     messages = [*recent, Message("user", question)]
     reserved = 0
     if budget is not None:
         reserved = sum(c.count(b) for b in stable_blocks) + c.count(story_block)
+        reserved += c.count(brief_block) if brief_block else 0
         reserved += sum(c.count(m.content) for m in messages) + 16
     docs, report = _tier_to_fit(
         volatile,
@@ -262,7 +280,7 @@ def build_prompt(
             matched=matched,
         )
         docs = list(fitted.documents)
-    volatile_parts = []
+    volatile_parts = [brief_block] if brief_block else []
     if docs:
         volatile_parts.append("# Retrieved material\n\n" + _material(docs))
     else:

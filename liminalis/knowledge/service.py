@@ -14,10 +14,12 @@ Typical use, from a command or a pass::
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,9 +30,10 @@ from liminalis.knowledge.entities import (
     extract_entities,
     extract_relations,
 )
-from liminalis.knowledge.facts import Mention, ViewFacts
+from liminalis.knowledge.facts import EntityDef, Mention, RelationFact, ViewFacts
 from liminalis.knowledge.motifs import extract_motifs, rank_themes
 from liminalis.knowledge.overview import OverviewEntity, OverviewSession, build_overview
+from liminalis.knowledge.relmap import RelationMap, build_map
 from liminalis.knowledge.sessions import (
     SessionInfo,
     order_sessions,
@@ -38,8 +41,9 @@ from liminalis.knowledge.sessions import (
     session_mark,
 )
 from liminalis.knowledge.summaries import MODEL, summarize, summarize_with_model
-from liminalis.lens import visible
+from liminalis.lens import GM, NOT_GM, PLAYERS, players_lens, visible
 from liminalis.ports import LanguageModel
+from liminalis.recap import RecapSession
 from liminalis.retrieval.catalog import Catalog
 from liminalis.text import split_sentences
 from liminalis.types import Document
@@ -56,6 +60,8 @@ __all__ = [
     "DocSummary",
     "Motifs",
     "extract_view",
+    "extract_parts",
+    "lens_key",
     "lens_views",
 ]
 
@@ -146,6 +152,52 @@ def extract_view(doc: Document, passages: Sequence[tuple[str, int, int]] = ()) -
     )
 
 
+def extract_parts(
+    doc: Document, passages: Sequence[tuple[str, int, int]] = (), *, parts: Iterable[str]
+) -> ViewFacts:
+    """The facts of one view for ``parts`` alone (``entities``, ``summary``, ``motifs``), with the
+    view's row (title, visibility, hash, session mark): what one seeded pass writes."""
+    wanted = set(parts)
+    defined: tuple[EntityDef, ...] = ()
+    mentions: tuple[Mention, ...] = ()
+    relations: tuple[RelationFact, ...] = ()
+    if "entities" in wanted:
+        defined, mentions = extract_entities(doc, passages)
+        relations = extract_relations(doc, mentions, defined[0].key if defined else None)
+    summary = summarize(doc) if "summary" in wanted else None
+    return ViewFacts(
+        doc_id=doc.doc_id,
+        path=doc.path,
+        title=doc.title,
+        type=doc.type,
+        visibility=doc.visibility,
+        content_hash=doc.content_hash,
+        summary=summary.text if summary else "",
+        summary_method=summary.method if summary else "",
+        session=session_mark(doc),
+        entities=defined,
+        mentions=mentions,
+        relations=relations,
+        motifs=extract_motifs(doc) if "motifs" in wanted else (),
+    )
+
+
+def lens_key(lens: Iterable[str]) -> str:
+    """The key a lens's overview is stored under: ``gm`` for any GM, else its names sorted
+    (``players``, ``mirel,players``)."""
+    names = set(lens)
+    return GM if GM in names else ",".join(sorted(names))
+
+
+def _key_visibility(key: str) -> frozenset[str]:
+    """Who may read the overview of lens ``key``: the GM's only the GM; the players' every
+    player; a personal lens's only that lens (``mirel,players`` → ``{mirel}``)."""
+    if key == GM:
+        return frozenset({GM})
+    personal = set(key.split(",")) - {PLAYERS}
+    return frozenset(personal or {PLAYERS})
+
+
 def lens_views(views: Iterable[ViewFacts], lens: frozenset[str]) -> list[ViewFacts]:
     """The views ``lens`` reads: those :func:`visible` allows. The views of one file never
     overlap for a reader (the GM reads ``X//gm`` alone; a player the shared view plus the
@@ -202,6 +254,10 @@ class Knowledge:
                 "knowledge of %s: %d views extracted, %d forgotten", campaign, len(facts), len(gone)
             )
         return RefreshReport(len(facts), len(docs) - len(facts), len(gone))
+
+    async def built(self, campaign: str) -> bool:
+        """Whether any facts of the campaign are stored yet (the passes have run)."""
+        return bool(await self.db.knowledge.hashes(campaign))
 
     async def _views(self, campaign: str, lens: frozenset[str]) -> list[ViewFacts]:
         return lens_views(await self.db.knowledge.views(campaign), frozenset(lens))
@@ -347,7 +403,11 @@ class Knowledge:
 
     async def sessions(self, campaign: str, lens: frozenset[str]) -> list[SessionInfo]:
         """The session notes ``lens`` reads, in campaign order."""
-        return self._sessions(await self._views(campaign, lens))
+        return self._sessions(await self._heads(campaign, lens))
+
+    async def _heads(self, campaign: str, lens: frozenset[str]) -> list[ViewFacts]:
+        """The rows of the views ``lens`` reads, without their mentions (cheap: per question)."""
+        return lens_views(await self.db.knowledge.heads(campaign), frozenset(lens))
 
     async def resolve_time(self, campaign: str, lens: frozenset[str], question: str) -> list[str]:
         """The session doc ids the time words of ``question`` point at ("last session", …)."""
@@ -359,6 +419,146 @@ class Knowledge:
         """The campaign overview for ``lens`` (:mod:`liminalis.knowledge.overview`), built from
         the facts of the views it reads only."""
         views = await self._views(campaign, lens)
+        return self._overview(campaign, views, title=title, max_chars=max_chars)
+
+    # -- what the seeded passes write, and what the answer path reads -------------------------
+
+    async def write(
+        self,
+        campaign: str,
+        views: Sequence[ViewFacts],
+        *,
+        parts: Iterable[str],
+        source: str | None = None,
+        current: Iterable[str] = (),
+    ) -> None:
+        """Store ``parts`` of ``views`` (see :meth:`KnowledgeRepository.write_parts`)."""
+        await self.db.knowledge.write_parts(
+            campaign, views, parts=parts, source=source, current=current
+        )
+
+    async def prune(self, campaign: str, current: Mapping[str, frozenset[str]]) -> int:
+        """Forget the views not in ``current`` (view id → its visibility now), and those whose
+        visibility is not what their facts were extracted under (a document made GM-only must
+        not keep its public facts until a pass reaches it; the pass writes them anew). Returns
+        how many were forgotten."""
+        gone = sorted(
+            v.doc_id
+            for v in await self.db.knowledge.heads(campaign)
+            if current.get(v.doc_id) != v.visibility
+        )
+        await self.db.knowledge.remove(campaign, gone)
+        return len(gone)
+
+    async def summaries_for(
+        self, campaign: str, lens: frozenset[str], doc_ids: Iterable[str]
+    ) -> dict[str, str]:
+        """The stored summaries of the views among ``doc_ids`` that ``lens`` reads, by view id
+        (the summarization pass's output, for :func:`liminalis.context.tiering.tier_documents`)."""
+        wanted = set(doc_ids)
+        if not wanted:
+            return {}
+        return {
+            v.doc_id: v.summary
+            for v in await self._heads(campaign, lens)
+            if v.doc_id in wanted and v.summary
+        }
+
+    async def session_notes(
+        self, campaign: str, lens: frozenset[str], doc_ids: Sequence[str]
+    ) -> list[tuple[str, str, str]]:
+        """``(doc_id, title, summary)`` of the session views among ``doc_ids`` that ``lens``
+        reads, in campaign order."""
+        heads = {v.doc_id: v for v in await self._heads(campaign, lens)}
+        order = [s.doc_id for s in self._sessions(list(heads.values()))]
+        return [
+            (d, heads[d].title, heads[d].summary)
+            for d in order
+            if d in doc_ids and heads[d].summary
+        ]
+
+    async def recap_sessions(self, campaign: str, sessions: int = 1) -> list[RecapSession]:
+        """The latest ``sessions`` session notes every player may read, each with its stored
+        summary, and the open threads of the latest; ``[]`` while a summary is missing (the
+        passes have not reached it: the caller recaps from the documents instead)."""
+        views = await self._views(campaign, players_lens())
+        latest = self._sessions(views)[-sessions:] if sessions > 0 else []
+        by_id = {v.doc_id: v for v in views}
+        out = [
+            RecapSession(
+                s.doc_id,
+                s.title,
+                by_id[s.doc_id].summary,
+                tuple(m.text for m in by_id[s.doc_id].motifs if m.kind == "thread"),
+            )
+            for s in latest
+        ]
+        return out if out and all(r.summary for r in out) else []
+
+    async def relation_map(
+        self,
+        campaign: str,
+        lens: frozenset[str],
+        *,
+        centre: str | None = None,
+        max_nodes: int = 30,
+    ) -> RelationMap | None:
+        """The relationship map of the entities ``lens`` knows (:mod:`liminalis.knowledge.relmap`),
+        centred on the entity ``centre`` names; ``None`` when ``lens`` knows no such entity."""
+        return build_map(await self._views(campaign, lens), centre=centre, max_nodes=max_nodes)
+
+    # -- overviews ---------------------------------------------------------------------------
+
+    async def lenses(self, campaign: str) -> list[frozenset[str]]:
+        """The lenses an overview is kept for: the GM, the players, and each personal lens with
+        the players (the names the stored views' visibilities hold)."""
+        names: set[str] = set()
+        for v in await self.db.knowledge.heads(campaign):
+            names |= set(v.visibility)
+        personal = sorted(names - {GM, PLAYERS, NOT_GM})
+        return [frozenset({GM}), frozenset({PLAYERS})] + [frozenset({PLAYERS, p}) for p in personal]
+
+    async def refresh_overviews(
+        self, campaign: str, *, title: str = "", max_chars: int = 4000
+    ) -> list[str]:
+        """Rebuild the stored overview of every lens (:meth:`lenses`) whose inputs changed;
+        returns the lens keys rebuilt. The inputs are the facts of the views the lens reads
+        (their digest decides); an overview is never one of them."""
+        views = await self.db.knowledge.views(campaign)
+        rebuilt: list[str] = []
+        keys = set()
+        for lens in await self.lenses(campaign):
+            key = lens_key(lens)
+            keys.add(key)
+            seen = lens_views(views, lens)
+            digest = _digest(seen, title, max_chars)
+            stored = await self.db.knowledge.overview(campaign, key)
+            if stored is not None and stored[0] == digest:
+                continue
+            text = self._overview(campaign, seen, title=title, max_chars=max_chars)
+            await self.db.knowledge.keep_overview(
+                campaign, key, digest=digest, text=text, visibility=_key_visibility(key)
+            )
+            rebuilt.append(key)
+        for key in set(await self.db.knowledge.overview_keys(campaign)) - keys:
+            await self.db.knowledge.forget_overview(campaign, key)
+        if rebuilt:
+            _log.info("overview of %s rebuilt for %s", campaign, ", ".join(rebuilt))
+        return rebuilt
+
+    async def stored_overview(self, campaign: str, lens: frozenset[str]) -> str:
+        """The overview kept for ``lens`` (for a lens none was kept for, the players'); ``""``
+        when none is kept. Read through :func:`visible` as every fact is."""
+        key = lens_key(lens)
+        for k in dict.fromkeys([key] if key == GM else [key, PLAYERS]):
+            found = await self.db.knowledge.overview(campaign, k)
+            if found is not None and visible(found[2], lens):
+                return found[1]
+        return ""
+
+    def _overview(
+        self, campaign: str, views: Sequence[ViewFacts], *, title: str, max_chars: int
+    ) -> str:
         idx = EntityIndex(views)
         by_id = {v.doc_id: v for v in views}
         ents = [
@@ -382,6 +582,30 @@ class Knowledge:
             documents=[files[k] for k in sorted(files)],
             max_chars=max_chars,
         )
+
+
+def _digest(views: Sequence[ViewFacts], title: str, max_chars: int) -> str:
+    """What an overview is built from, hashed: each view's hash and summary, and the size of
+    each part (a part rewritten under the same hash changes a count or the summary)."""
+    raw = json.dumps(
+        [
+            title,
+            max_chars,
+            [
+                (
+                    v.doc_id,
+                    v.content_hash,
+                    v.summary,
+                    len(v.entities),
+                    len(v.mentions),
+                    len(v.relations),
+                    len(v.motifs),
+                )
+                for v in views
+            ],
+        ]
+    )
+    return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
 def _info(e: Entity) -> EntityInfo:

@@ -131,7 +131,8 @@ def _int(word: str) -> int:
 def resolve_sessions(question: str, sessions: Sequence[SessionInfo]) -> list[str]:
     """Session doc ids (in campaign order) that the time words of ``question`` point at.
 
-    * "last/latest/most recent/previous session", "last time", "previously" → the latest;
+    * "last/latest/most recent/previous session", "last time", "previously" (opening or closing
+      the question) → the latest;
     * "the session before last" → the one before the latest;
     * "last N sessions" / "past three sessions" → the latest N;
     * "session 4", "session four", "sessions 2 to 4", "the fourth session" → by number;
@@ -164,9 +165,11 @@ def resolve_sessions(question: str, sessions: Sequence[SessionInfo]) -> list[str
             return ids[:1]
         n = _ORDINALS[word]
         return [by_number[n]] if n in by_number else ([ids[n - 1]] if n <= len(ids) else [])
+    # "previously" names a time where it opens or closes the question ("Previously, who…",
+    # "what happened previously?"); inside one it is an adverb ("who previously ruled the city").
     if re.search(
         r"\b(?:last|latest|most recent|previous|recent)\s+(?:game\s+)?session\b|\blast time\b"
-        r"|\blast game\b|\bpreviously\b",
+        r"|\blast game\b|^\W*previously\b|\bpreviously on\b|\bpreviously\W*$",
         q,
     ):
         return ids[-1:]

@@ -46,6 +46,7 @@ __all__ = [
     "SECTION",
     "EXTRACTIVE",
     "MODEL",
+    "SUMMARY_SYSTEM",
 ]
 
 _log = logging.getLogger(__name__)
@@ -192,7 +193,8 @@ def summarize(doc: Document, *, max_sentences: int = 4, max_chars: int = 700) ->
     )
 
 
-_SYSTEM = (
+#: What a model is asked for a view's summary (here and by the seeded summaries pass).
+SUMMARY_SYSTEM = (
     "You summarise one document of a tabletop roleplaying campaign for the people playing it. "
     'Reply with JSON only: {"summary": "<at most 4 sentences>"}. Name the people, places and '
     "things that matter, say what happened or what the document establishes, and invent nothing."
@@ -208,7 +210,7 @@ async def summarize_with_model(
     body = doc.text if len(doc.text) <= max_input_chars else doc.text[:max_input_chars]
     try:
         reply = await model.complete(
-            system=[_SYSTEM],
+            system=[SUMMARY_SYSTEM],
             messages=[Message("user", f"# {doc.title}\n\n{body}")],
             max_tokens=400,
             role="summarize",

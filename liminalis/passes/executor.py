@@ -351,6 +351,7 @@ class Executor:
                 document=document,
                 complete=self._metered(run, node_id),
                 registry=self.registry,
+                db=self.db,
             )
             started = self.clock.now()
             failure: BaseException | None = None

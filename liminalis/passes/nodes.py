@@ -7,7 +7,8 @@ type                inputs                     output    params
 ``split``           ``views``: views           texts     ``by``: sentences | sections | whole
 ``prompt-model``    ``items``: texts           texts     ``prompt`` ($text $title $doc_id $type
                                                          $heading $path), ``system``, ``role``,
-                                                         ``max_tokens``
+                                                         ``max_tokens``, ``max_chars`` (cuts
+                                                         $text to its head)
 ``parse-json``      ``items``: texts           records   ``schema`` (a small JSON Schema subset)
 ``write-facts``     ``records``: records       facts     ``key`` or ``key_field``,
                                                          ``value_field``
@@ -148,9 +149,10 @@ def _check_prompt(params: Mapping[str, Any]) -> None:
             f"params.role must be a background role ({', '.join(sorted(BACKGROUND_ROLES))}), "
             f"not {role!r}"
         )
-    max_tokens = params.get("max_tokens", 400)
-    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
-        raise ValueError("params.max_tokens must be a positive integer")
+    for name in ("max_tokens", "max_chars"):
+        value = params.get(name, 400)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"params.{name} must be a positive integer")
 
 
 async def _prompt_model(ctx: NodeContext, inputs: Mapping[str, Any]) -> tuple[Piece, ...]:
@@ -158,10 +160,13 @@ async def _prompt_model(ctx: NodeContext, inputs: Mapping[str, Any]) -> tuple[Pi
     system = str(ctx.params.get("system", ""))
     role = str(ctx.params.get("role", "extract"))
     max_tokens = int(ctx.params.get("max_tokens", 400))
+    # A whole transcript would blow a call's tokens cap: the head is what a bounded call reads.
+    max_chars = ctx.params.get("max_chars")
     out: list[Piece] = []
     for piece in inputs["items"]:
+        text = piece.text if max_chars is None else piece.text[: int(max_chars)]
         prompt = template.safe_substitute(
-            text=piece.text,
+            text=text,
             title=piece.view.title,
             doc_id=piece.view.doc_id,
             type=piece.view.type,

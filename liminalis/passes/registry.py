@@ -31,10 +31,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from liminalis.ports import Usage
 from liminalis.store.passes import Fact
+
+if TYPE_CHECKING:
+    from liminalis.store.sqlite import Database
 
 __all__ = [
     "ANY",
@@ -123,7 +126,12 @@ Complete = Callable[[str, str, str, int], Awaitable[tuple[str, Usage]]]
 class NodeContext:
     """What a node's ``run`` may touch: its params, the document, a metered model call, and a
     place for soft errors and facts. The executor makes one per node execution and reads its
-    counters into the trace."""
+    counters into the trace.
+
+    ``db`` is the store the run reads documents from: a node type that keeps its results in its
+    own tables (the knowledge layer's) writes them there, replacing what it wrote for the same
+    views before, so a document run twice (a run halted before marking it done) writes the same
+    rows again. Marking the document done stays the executor's."""
 
     def __init__(
         self,
@@ -135,8 +143,10 @@ class NodeContext:
         document: SourceDocument,
         complete: Complete,
         registry: NodeRegistry,
+        db: Database | None = None,
     ) -> None:
         self.campaign = campaign
+        self.db = db
         self.pass_id = pass_id
         self.node_id = node_id
         self.params = params
@@ -173,6 +183,8 @@ class NodeContext:
 NodeRun = Callable[[NodeContext, Mapping[str, Any]], Awaitable[Any]]
 #: Checks a node's params when a definition is saved; raises ``ValueError`` naming the problem.
 ParamsCheck = Callable[[Mapping[str, Any]], None]
+#: A node type's inputs as its params choose them (``{"from": "model"}`` adds a records input).
+InputsFor = Callable[[Mapping[str, Any]], Mapping[str, str]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +197,9 @@ class NodeType:
     run: NodeRun
     check: ParamsCheck | None = None
     description: str = ""
+    #: Inputs that depend on the params (validated at save like any others); ``inputs`` is the
+    #: signature when this is ``None``.
+    inputs_for: InputsFor | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +229,7 @@ class NodeRegistry:
         check: ParamsCheck | None = None,
         description: str = "",
         replace: bool = False,
+        inputs_for: InputsFor | None = None,
     ) -> NodeType:
         """Add a node type. Raises ``ValueError`` for an unknown tag or a name taken (unless
         ``replace``); a :data:`PLACEHOLDERS` name may be taken once."""
@@ -227,6 +243,7 @@ class NodeRegistry:
             run=run,
             check=check,
             description=description or PLACEHOLDERS.get(name, ""),
+            inputs_for=inputs_for,
         )
         self.types[name] = node
         return node
@@ -261,6 +278,10 @@ class NodeRegistry:
             ValueError: a ``callable`` node names no hook, or one not registered.
         """
         if node_type.name != CALLABLE:
+            if node_type.inputs_for is not None:
+                inputs = node_type.inputs_for(params)
+                _check_tags(node_type.name, inputs, node_type.output)
+                return inputs, node_type.output
             return node_type.inputs, node_type.output
         name = params.get("hook")
         hook = self.hooks.get(name) if isinstance(name, str) else None
@@ -302,10 +323,18 @@ def register_node_type(
     check: ParamsCheck | None = None,
     description: str = "",
     replace: bool = False,
+    inputs_for: InputsFor | None = None,
 ) -> NodeType:
     """Register a node type in :func:`default_registry` (see the module docstring)."""
     return default_registry().register(
-        name, inputs, output, run, check=check, description=description, replace=replace
+        name,
+        inputs,
+        output,
+        run,
+        check=check,
+        description=description,
+        replace=replace,
+        inputs_for=inputs_for,
     )
 
 

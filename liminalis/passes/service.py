@@ -6,12 +6,18 @@ the engine calls :meth:`Passes.on_ingested` after every ingest (the scheduler's 
 uploads alike), the scheduler calls :meth:`Passes.run` for a ``cron``, and ``liminalis pass run``
 calls it on request. Background runs are supervised tasks: one per campaign at a time, a trigger
 arriving meanwhile runs once more after it, and a failure is logged, never lost silently.
+
+Two hook lists let a subsystem keep its own passes in step without the executor knowing it
+(:class:`liminalis.knowledge.passes.KnowledgePasses`): ``before_runs`` (``await hook(campaign)``,
+before a trigger reads the definitions: seeding) and ``after_runs`` (``await hook(campaign,
+results)``, once they have run: the campaign-level overview).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from liminalis.errors import InvalidInput, NotFound
@@ -24,7 +30,13 @@ from liminalis.store.passes import Fact, RunRow, TraceRow
 from liminalis.store.sqlite import Database
 from liminalis.types import IngestReport
 
-__all__ = ["NodeSummary", "PassReport", "Passes"]
+__all__ = ["AfterRuns", "BeforeRuns", "NodeSummary", "PassReport", "Passes"]
+
+#: ``await hook(campaign)`` before a trigger or a requested run reads the definitions (what it
+#: returns is ignored).
+BeforeRuns = Callable[[str], Awaitable[object]]
+#: ``await hook(campaign, results)`` after the runs a trigger (or a request) started.
+AfterRuns = Callable[[str, Sequence[RunResult]], Awaitable[None]]
 
 _log = logging.getLogger(__name__)
 
@@ -140,6 +152,22 @@ class Passes:
         self._tasks: set[asyncio.Task[None]] = set()
         self._busy: set[str] = set()
         self._again: set[str] = set()
+        self.before_runs: list[BeforeRuns] = []
+        self.after_runs: list[AfterRuns] = []
+
+    async def _before(self, campaign: str) -> None:
+        for hook in self.before_runs:
+            try:
+                await hook(campaign)
+            except Exception:
+                _log.exception("a before-runs hook failed for %s; the runs go on", campaign)
+
+    async def _after(self, campaign: str, results: Sequence[RunResult]) -> None:
+        for hook in self.after_runs:
+            try:
+                await hook(campaign, results)
+            except Exception:
+                _log.exception("an after-runs hook failed for %s", campaign)
 
     # -- definitions -------------------------------------------------------------------------
 
@@ -200,11 +228,15 @@ class Passes:
         """Run one pass now over its pending documents (``requested`` runs even when paused)."""
         if trigger not in TRIGGERS:
             raise InvalidInput(f"trigger {trigger!r}")
-        return await self.executor.run(campaign, await self.get(campaign, name), trigger=trigger)
+        await self._before(campaign)
+        result = await self.executor.run(campaign, await self.get(campaign, name), trigger=trigger)
+        await self._after(campaign, [result])
+        return result
 
     async def run_triggered(self, campaign: str, trigger: str) -> list[RunResult]:
         """Run every pass of ``campaign`` that ``trigger`` starts; one failing does not stop
         the others."""
+        await self._before(campaign)
         results: list[RunResult] = []
         for row in await self.db.passes.definitions(campaign):
             try:
@@ -214,6 +246,7 @@ class Passes:
                 results.append(await self.executor.run(campaign, definition, trigger=trigger))
             except Exception:
                 _log.exception("pass %s on %s (%s) failed", row.pass_id, campaign, trigger)
+        await self._after(campaign, results)
         return results
 
     def on_ingested(self, campaign: str, report: IngestReport | None = None) -> None:

@@ -7,7 +7,14 @@ log back as a campaign's spend by role, pass and node.
 
 from liminalis.routing.report import SpendReport
 from liminalis.routing.roles import BACKGROUND_ROLES, FOREGROUND_ROLES, ROLES, RoleTable
-from liminalis.routing.router import Limits, Router, Streamed, estimate_tokens, spend_report
+from liminalis.routing.router import (
+    Limits,
+    RoutedModel,
+    Router,
+    Streamed,
+    estimate_tokens,
+    spend_report,
+)
 
 __all__ = [
     "BACKGROUND_ROLES",
@@ -15,6 +22,7 @@ __all__ = [
     "ROLES",
     "Limits",
     "RoleTable",
+    "RoutedModel",
     "Router",
     "SpendReport",
     "Streamed",

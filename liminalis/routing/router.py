@@ -65,7 +65,7 @@ from liminalis.spend import DailyTokenGate
 from liminalis.store.spend import CallRecord, Ledger
 from liminalis.store.sqlite import Database
 
-__all__ = ["Limits", "Router", "Streamed", "estimate_tokens", "spend_report"]
+__all__ = ["Limits", "RoutedModel", "Router", "Streamed", "estimate_tokens", "spend_report"]
 
 _log = logging.getLogger(__name__)
 
@@ -603,3 +603,62 @@ class Streamed:
             usage = getattr(r.model, "last_usage", None)
             ticket.done(ticket.model, usage if isinstance(usage, Usage) else Usage())
         self.model, self.usage = ticket.model, ticket.usage
+
+
+class RoutedModel:
+    """A :class:`~liminalis.ports.LanguageModel` whose every call goes through ``router`` for
+    ``campaign``: for code written against the plain port (the model recap) that must still
+    pass the one gate, be booked and logged. ``foreground``: a person is waiting on it (a
+    ``/recap``); a scheduled post is background work. A refusal raises
+    :class:`~liminalis.errors.SpendRefused`, which such callers treat as "answer offline"."""
+
+    def __init__(self, router: Router, campaign: str, *, foreground: bool) -> None:
+        self.router = router
+        self.campaign = campaign
+        self.foreground = foreground
+
+    @property
+    def name(self) -> str:
+        return self.router.model.name
+
+    async def complete(
+        self,
+        *,
+        system: Sequence[str],
+        messages: Sequence[Message],
+        cache_upto: int = 0,
+        max_tokens: int = 800,
+        role: str = "reply",
+        model: str | None = None,
+    ) -> Completion:
+        return await self.router.complete(
+            role,
+            system=system,
+            messages=messages,
+            campaign=self.campaign,
+            foreground=self.foreground,
+            cache_upto=cache_upto,
+            max_tokens=max_tokens,
+        )
+
+    def stream(
+        self,
+        *,
+        system: Sequence[str],
+        messages: Sequence[Message],
+        cache_upto: int = 0,
+        max_tokens: int = 800,
+        role: str = "reply",
+        model: str | None = None,
+    ) -> AsyncIterator[str]:
+        return aiter(
+            self.router.stream(
+                role,
+                system=system,
+                messages=messages,
+                campaign=self.campaign,
+                foreground=self.foreground,
+                cache_upto=cache_upto,
+                max_tokens=max_tokens,
+            )
+        )

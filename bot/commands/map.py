@@ -1,0 +1,79 @@
+"""``/map [entity]``: a picture of how the people, places and factions the asker knows relate."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+from bot.commands._base import Command, Option, Request, Scope, private_in_shared_channels
+from bot.commands.entities import NOT_BUILT
+from bot.messages import Attachment, OptionValue, Reply
+from liminalis.errors import NotFound
+
+__all__ = ["command"]
+
+_LISTED = 25
+
+
+def _parse(arg: str) -> dict[str, OptionValue]:
+    return {"entity": arg.strip()} if arg.strip() else {}
+
+
+def _filename(slug: str, centre: str) -> str:
+    tail = re.sub(r"[^a-z0-9]+", "-", centre.lower()).strip("-")
+    return f"{slug}-map{'-' + tail if tail else ''}.png"
+
+
+async def run(request: Request, scope: Scope) -> Reply:
+    from liminalis.adapters.relmap_png import render_png
+
+    cfg, engine = scope.config, scope.services.engine
+    centre = request.string("entity") or None
+    knowledge = engine.knowledge
+    if not await knowledge.built(cfg.slug):
+        return Reply(text=NOT_BUILT)
+    rel = await knowledge.relation_map(cfg.slug, scope.lens, centre=centre)
+    if rel is None:
+        raise NotFound(
+            f"no entity {centre!r} for lens {sorted(scope.lens)}",
+            user_message="I know of nobody and nothing by that name in the documents you can read.",
+        )
+    title = f"{cfg.name}: " + (f"around {rel.name(rel.centre)}" if rel.centre else "relations")
+    if not rel.edges:
+        return Reply(
+            text="The documents you can read state no relations for that yet.", title=title
+        )
+    # Drawing is blocking (matplotlib): off the event loop.
+    png = await asyncio.to_thread(render_png, rel, title=title)
+    lines = rel.lines()
+    listed = "\n".join(f"- {line}" for line in lines[:_LISTED])
+    if len(lines) > _LISTED:
+        listed += f"\n- … {len(lines) - _LISTED} more"
+    text = f"{len(rel.nodes)} names, {len(rel.edges)} relations.\n\n{listed}"
+    return Reply(
+        text=text,
+        title=title,
+        lens=scope.lens.describe(),
+        files=(Attachment(_filename(cfg.slug, rel.name(rel.centre) if rel.centre else ""), png),),
+    )
+
+
+command = Command(
+    name="map",
+    description="A relationship map of who and what the documents name",
+    run=run,
+    options=(
+        Option(
+            "entity",
+            "string",
+            "Centre the map on this one",
+            autocomplete="entities",
+            low=1,
+            high=200,
+        ),
+    ),
+    usage=("`/map [entity]` — a picture of how they relate (centred on one if named)",),
+    example="/map Mirel",
+    private=private_in_shared_channels,
+    parse=_parse,
+)
