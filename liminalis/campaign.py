@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from liminalis.errors import ConfigError, UnknownCampaign
+from liminalis.ingest.ids import LENS_NAME_BYTES
 
 _log = logging.getLogger(__name__)
 
@@ -167,11 +168,18 @@ def load_campaign(root: Path, slug: str | None = None) -> CampaignConfig:
         for lens in _strs(data.get("lenses"), "lenses")
         if lens.lower() not in {"gm", "players"}
     ]
-    lenses = tuple(lens for lens in named if re.fullmatch(r"[a-z0-9][\w-]*", lens))
+    # A lens name is an element of the vector store's visibility array and part of a personal
+    # view's id (liminalis.ingest.ids): a longer one would fail every document it could read.
+    lenses = tuple(
+        lens
+        for lens in named
+        if re.fullmatch(r"[a-z0-9][\w-]*", lens) and len(lens.encode()) <= LENS_NAME_BYTES
+    )
     if len(lenses) < len(named):
         _log.warning(
-            "%s: lens names are letters, digits, - and _ only; ignored: %s",
+            "%s: lens names are letters, digits, - and _ only, at most %d bytes; ignored: %s",
             slug,
+            LENS_NAME_BYTES,
             ", ".join(sorted(set(named) - set(lenses))),
         )
     recap = _table(data.get("recap"), "recap")

@@ -16,6 +16,7 @@ import yaml
 
 from liminalis.campaign import CampaignConfig
 from liminalis.ingest.chunking import content_hash
+from liminalis.ingest.ids import bound_doc_id
 from liminalis.ingest.sections import find_hidden_sections, source_of, split_views, view_id
 from liminalis.ingest.synopsis import extractive_synopsis
 from liminalis.lens import GM, NOT_GM, PLAYERS, narrowest, parse_visibility
@@ -130,9 +131,12 @@ def normalize_text(text: str) -> str:
 
 
 def doc_id_for(rel_path: str) -> str:
-    """Document id: the campaign-relative POSIX path without its suffix."""
+    """Document id: the campaign-relative POSIX path without its suffix, bounded so every id
+    built on it fits the vector store (:func:`liminalis.ingest.ids.bound_doc_id`)."""
     p = PurePosixPath(rel_path)
-    return str(p.with_suffix("")) if p.suffix.lower() in SUPPORTED_SUFFIXES else str(p)
+    return bound_doc_id(
+        str(p.with_suffix("")) if p.suffix.lower() in SUPPORTED_SUFFIXES else str(p)
+    )
 
 
 def needs_escaped_ids(doc_id: str) -> bool:
