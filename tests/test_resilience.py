@@ -10,14 +10,22 @@ edit (the last good one serves), the store's rows (refilled from the embedding c
 
 from __future__ import annotations
 
+import pytest
+from conftest import close_engine, make_engine, upgraded_engine
+from fakes.hostile_campaign import GM_CANARY, make_hostile_campaign
+from fakes.limited_store import LimitedStore
+from fakes.tiny_campaign import CANARY, make_tiny_campaign
+
+import liminalis.ingest.indexer as indexer_module
 from bot.scheduler import RecapScheduler
 from bot.service import BotService, IncomingMessage
 from liminalis.campaign import load_campaign
+from liminalis.errors import StoreError
 from liminalis.ingest.ids import DOC_ID_BYTES, STORE_ID_BYTES, id_bytes
-from liminalis.ingest.indexer import vector_doc, vector_id, vector_owner
+from liminalis.ingest.indexer import KEPT_NOTE, vector_doc, vector_id, vector_owner
 from liminalis.ingest.loaders import doc_id_for
 from liminalis.ingest.sections import source_of, view_id
-from liminalis.testing import FrozenClock
+from liminalis.testing import FrozenClock, HashEmbedder
 
 PLAYERS = frozenset({"players"})
 GM = frozenset({"gm"})
@@ -69,3 +77,158 @@ def test_ids_are_bounded_stable_and_distinct():
 def test_a_lens_name_longer_than_the_store_holds_is_ignored(tmp_path):
     (tmp_path / "campaign.toml").write_text(f'lenses = ["mirel", "{"m" * 49}"]\n')
     assert load_campaign(tmp_path, "c").lenses == ("mirel",)
+
+
+# -- one bad file ----------------------------------------------------------------------------
+
+
+async def test_two_thousand_hostile_files_never_stop_a_campaign(tmp_path):
+    """Binaries, files over the size limit, invalid UTF-8, empty files, broken front matter,
+    unsupported types, a symlink loop, two files with one id: each is reported with its reason;
+    every good file beside them, however deep, long-named, oddly named or unpunctuated, is
+    indexed within the store's limits and answers a question only it can answer."""
+    c = make_hostile_campaign(tmp_path / "campaigns", files=2000)
+    store = LimitedStore()  # Milvus's limits on a row
+    engine = await make_engine(tmp_path, milvus=False, store=store)
+    try:
+        report = await engine.ingest("hostile")
+        assert len(c.good) + len(c.bad) == 2000 and len(c.bad) >= 1500
+        reasons = {s.path: s.reason for s in report.skipped}
+        assert set(reasons) == set(c.bad)  # every bad file said, no good one
+        assert [p for p, why in c.bad.items() if why not in reasons[p]] == []
+        assert not store.refused and await engine.is_indexed("hostile")
+        assert max(len(v.encode()) for v in await store.ids("hostile")) <= STORE_ID_BYTES
+        missed = []
+        for path, word in c.good.items():
+            bundle = await engine.retrieve("hostile", f"where is the {word}?", GM)
+            if doc_id_for(path) not in {source_of(d.doc_id) for d in bundle.documents[:3]}:
+                missed.append(path)
+        assert missed == []
+        hidden = f"{DEEP}/hidden.md"
+        for path in sorted(c.gm_only) + [hidden]:
+            bundle = await engine.retrieve("hostile", f"where is the {c.good[path]}?", PLAYERS)
+            assert all(GM_CANARY not in d.text for d in bundle.documents), path
+        assert any(
+            doc_id_for(hidden) == d.doc_id
+            for d in (
+                await engine.retrieve("hostile", f"the {c.good[hidden]} ferry", PLAYERS)
+            ).documents
+        )
+        again = await engine.ingest("hostile")
+        assert again.embedded == 0 and {s.path for s in again.skipped} == set(c.bad)
+    finally:
+        await close_engine(engine)
+
+
+async def test_a_file_whose_rows_the_store_refuses_is_skipped_and_the_rest_serve(tmp_path):
+    """A store whose ids hold 120 bytes (a stand-in for any per-row limit we did not foresee):
+    the file whose rows it refuses is skipped with that reason, the others index and answer, and
+    an edit the store refuses keeps the file's previous version searchable."""
+    root = make_tiny_campaign(tmp_path / "campaigns")
+    rel = f"{'n' * 100}/tower.md"
+    (root / rel).parent.mkdir()
+    secret = "\n\n> [!gm]\n> The cellar of the tower hides the baron's coffin.\n"
+    (root / rel).write_text(
+        "# Tower\n\nThe white tower of Greyhold watches the river fords." + secret
+    )
+    store = LimitedStore(max_id_bytes=120)
+    engine = await make_engine(tmp_path, milvus=False, store=store)
+    try:
+        report = await engine.ingest("greyhold")
+        assert [(s.path, s.reason) for s in report.skipped] == [(rel, REFUSED)]
+        assert store.refused and await engine.is_indexed("greyhold")
+        assert rel not in {f.path for f in report.files} and report.documents == 4
+        assert doc_id_for(rel) not in await engine.db.documents.hashes("greyhold")
+        bundle = await engine.retrieve("greyhold", "who rules Greyhold keep", PLAYERS)
+        assert bundle.documents[0].title == "Baron Aldric"
+        # Taken once (a store with room), then an edit it refuses: the old version stays.
+        store.max_id_bytes = 512
+        await engine.ingest("greyhold")
+        (root / rel).write_text("# Tower\n\nThe white tower fell in the spring floods." + secret)
+        store.max_id_bytes = 120
+        report = await engine.ingest("greyhold")
+        assert [(s.path, s.reason) for s in report.skipped] == [(rel, f"{REFUSED}; {KEPT_NOTE}")]
+        bundle = await engine.retrieve("greyhold", "the white tower of Greyhold", PLAYERS)
+        assert "watches the river fords" in bundle.documents[0].text
+        assert all("coffin" not in d.text for d in bundle.documents)
+        assert await engine.is_indexed("greyhold")
+    finally:
+        await close_engine(engine)
+
+
+async def test_a_file_the_store_refuses_during_a_rebuild_never_holds_the_campaign_rebuilding(
+    tmp_path,
+):
+    """The field failure: a rebuild (a new embedder) that one file fails used to leave the whole
+    campaign "being rebuilt" for good. The file goes (it cannot be brought to the new profile),
+    the campaign is ready, and the report says why."""
+    root = make_tiny_campaign(tmp_path / "campaigns")
+    rel = f"{'n' * 100}/tower.md"
+    (root / rel).parent.mkdir()
+    (root / rel).write_text("# Tower\n\nThe white tower of Greyhold watches the river fords.\n")
+    upgraded = await upgraded_engine(
+        tmp_path, HashEmbedder(model_id="hash-256-v2"), store=LimitedStore(max_id_bytes=120)
+    )
+    try:
+        report = await upgraded.ingest("greyhold")
+        assert [(s.path, s.reason) for s in report.skipped] == [(rel, REFUSED)]
+        assert await upgraded.is_indexed("greyhold")
+        assert doc_id_for(rel) not in await upgraded.db.documents.hashes("greyhold")
+        bundle = await upgraded.retrieve("greyhold", "who rules Greyhold keep", PLAYERS)
+        assert bundle.documents and all(CANARY not in d.text for d in bundle.documents)
+    finally:
+        await close_engine(upgraded)
+
+
+async def test_a_store_failing_as_a_whole_fails_the_ingest_and_removes_nothing(tmp_path):
+    """Told apart from a file the store refuses: when no row goes in, not even a probe row, the
+    store is failing and the ingest raises; no file is skipped or removed for it, and the next
+    ingest, with the store back, completes the rebuild."""
+    store = LimitedStore()
+    upgraded = await upgraded_engine(tmp_path, HashEmbedder(model_id="hash-256-v2"), store=store)
+    try:
+        before = await upgraded.db.documents.hashes("greyhold")
+        store.down = True
+        with pytest.raises(StoreError):
+            await upgraded.ingest("greyhold")
+        assert set(await upgraded.db.documents.hashes("greyhold")) == set(before)
+        store.down = False
+        report = await upgraded.ingest("greyhold")
+        assert not report.skipped and await upgraded.is_indexed("greyhold")
+    finally:
+        await close_engine(upgraded)
+
+
+async def test_a_parser_or_chunker_crash_skips_only_its_file(tmp_path, monkeypatch):
+    """A parser's own exception (a format's library, a bug) is that file's failure. Injected
+    here, as no file we know of crashes them any more; the reason names the error's type only,
+    never its message, which may quote the file."""
+    root = make_tiny_campaign(tmp_path / "campaigns")
+    (root / "crash-parse.md").write_text("# Parse\n\nA file the parser chokes on.\n")
+    (root / "crash-chunk.md").write_text("# Chunk\n\nCRASH a file the chunker chokes on.\n")
+    real_load, real_chunk = indexer_module.load_file, indexer_module.chunk_document
+
+    def load_file(path, rel, config, **kw):
+        if rel == "crash-parse.md":
+            raise ValueError(f"cannot parse: {CANARY}")
+        return real_load(path, rel, config, **kw)
+
+    def chunk_document(doc_id, text, **kw):
+        if "CRASH" in text:
+            raise RecursionError(CANARY)
+        return real_chunk(doc_id, text, **kw)
+
+    monkeypatch.setattr(indexer_module, "load_file", load_file)
+    monkeypatch.setattr(indexer_module, "chunk_document", chunk_document)
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        report = await engine.ingest("greyhold")
+        assert sorted((s.path, s.reason) for s in report.skipped) == [
+            ("crash-chunk.md", "could not be split into passages (RecursionError)"),
+            ("crash-parse.md", "could not be parsed (ValueError)"),
+        ]
+        assert report.documents == 4 and await engine.is_indexed("greyhold")
+        bundle = await engine.retrieve("greyhold", "who rules Greyhold keep", PLAYERS)
+        assert bundle.documents[0].title == "Baron Aldric"
+    finally:
+        await close_engine(engine)
