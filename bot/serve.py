@@ -132,8 +132,14 @@ async def index_campaigns(engine: Any, out: Callable[[str], None]) -> list[str]:
         try:
             await engine.ensure_indexed(slug, announce=lambda s: out(f"indexing {s} …"))
         except LiminalisError as exc:
-            out(f"{slug}: skipped ({exc.user_message})")
+            # The detail, not the players' message: the host reads this, and a campaign.toml
+            # error says which line to fix.
+            out(f"{slug}: skipped ({exc.detail or exc.user_message})")
             _log.warning("campaign %s not indexed at start: %s", slug, exc)
+            continue
+        except Exception:  # one campaign's surprise must not stop the start of the others
+            out(f"{slug}: skipped (an unexpected error; see the log)")
+            _log.exception("campaign %s not indexed at start", slug)
             continue
         ready.append(slug)
     if not ready:

@@ -152,9 +152,36 @@ def load_campaign(root: Path, slug: str | None = None) -> CampaignConfig:
     data: dict[str, Any] = {}
     if cfg_path.exists():
         try:
-            data = tomllib.loads(cfg_path.read_text(encoding="utf-8"))
+            # utf-8-sig: an editor on Windows may begin the file with a byte-order mark, which
+            # TOML itself refuses ("Invalid statement" on line 1 of a file that looks right).
+            data = tomllib.loads(cfg_path.read_text(encoding="utf-8-sig"))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{cfg_path}: {exc}") from exc
+            raise _toml_error(slug, str(exc)) from exc
+        except RecursionError:  # tomllib recurses once per nested array or inline table
+            raise _toml_error(slug, "values nested too deeply") from None
+        except OSError as exc:
+            raise _toml_error(slug, f"unreadable ({exc.strerror or 'I/O error'})") from None
+    try:
+        return _config(data, root, slug)
+    except ConfigError as exc:
+        raise _toml_error(slug, exc.detail) from exc
+    except (RecursionError, OverflowError, ValueError, TypeError) as exc:
+        # A value of a shape no key expects (nested hundreds deep, an infinite number): the
+        # campaign's config, not the bot, is at fault, and one campaign's must not stop the rest.
+        raise _toml_error(slug, f"a value cannot be read ({type(exc).__name__})") from exc
+
+
+def _toml_error(slug: str, reason: str) -> ConfigError:
+    """A campaign.toml a GM must fix: ``detail`` names the campaign and the reason (a TOML
+    position or a key, never a path or a value), which the GM is shown by ``/campaign status``."""
+    return ConfigError(
+        f"campaign.toml of {slug}: {reason}",
+        user_message="This campaign's settings file (campaign.toml) has an error; a GM can fix it.",
+    )
+
+
+def _config(data: dict[str, Any], root: Path, slug: str) -> CampaignConfig:
+    """The config ``data`` (parsed campaign.toml) describes; raises :class:`ConfigError`."""
     roles = _table(data.get("roles"), "roles")
     discord = _table(roles.get("discord"), "roles.discord")
     slack = _table(roles.get("slack"), "roles.slack")

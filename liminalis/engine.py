@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from liminalis.campaign import CampaignConfig, load_campaign, validate_slug
-from liminalis.errors import InvalidInput, NotFound, NotReady, UnknownCampaign
+from liminalis.errors import ConfigError, InvalidInput, NotFound, NotReady, UnknownCampaign
 from liminalis.ingest.indexer import Indexer, IngestOptions
 from liminalis.ingest.sections import source_of
 from liminalis.lens import GM, Lens, visible
@@ -110,6 +110,9 @@ class Engine:
             ranker=ranker,
         )
         self._configs: dict[str, tuple[float, CampaignConfig]] = {}
+        #: slug → why its campaign.toml as it is now cannot be read, while the last good version
+        #: serves (``campaign``); shown to the campaign's GMs by ``/campaign status``.
+        self.config_errors: dict[str, str] = {}
         self._ensured: set[str] = set()
         self._ingesting: dict[str, asyncio.Lock] = {}
         self._answerer: Responder | None = None
@@ -142,7 +145,19 @@ class Engine:
         cached = self._configs.get(slug)
         if cached and cached[0] == mtime and cached[1].root == root:
             return cached[1]
-        cfg = load_campaign(root, slug)
+        try:
+            cfg = load_campaign(root, slug)
+        except ConfigError as exc:
+            if not cached or cached[1].root != root:
+                raise
+            # A file caught mid-edit (or a typo saved): the last good config goes on serving,
+            # rather than the campaign going offline for every player until the GM notices. The
+            # GM sees the error in /campaign status; it is logged once per version of the file.
+            self.config_errors[slug] = exc.detail
+            self._configs[slug] = (mtime, cached[1])
+            _log.warning("%s; the last good version of the file stays in use", exc.detail)
+            return cached[1]
+        self.config_errors.pop(slug, None)
         if self.uploads_dir is not None:
             cfg = replace(cfg, uploads_root=self.uploads_dir / slug)
         self._configs[slug] = (mtime, cfg)

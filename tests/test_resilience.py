@@ -10,6 +10,8 @@ edit (the last good one serves), the store's rows (refilled from the embedding c
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from conftest import close_engine, make_engine, upgraded_engine
 from fakes.hostile_campaign import GM_CANARY, make_hostile_campaign
@@ -18,9 +20,10 @@ from fakes.tiny_campaign import CANARY, make_tiny_campaign
 
 import liminalis.ingest.indexer as indexer_module
 from bot.scheduler import RecapScheduler
+from bot.serve import index_campaigns
 from bot.service import BotService, IncomingMessage
 from liminalis.campaign import load_campaign
-from liminalis.errors import StoreError
+from liminalis.errors import ConfigError, StoreError
 from liminalis.ingest.ids import DOC_ID_BYTES, STORE_ID_BYTES, id_bytes
 from liminalis.ingest.indexer import KEPT_NOTE, vector_doc, vector_id, vector_owner
 from liminalis.ingest.loaders import doc_id_for
@@ -230,5 +233,70 @@ async def test_a_parser_or_chunker_crash_skips_only_its_file(tmp_path, monkeypat
         assert report.documents == 4 and await engine.is_indexed("greyhold")
         bundle = await engine.retrieve("greyhold", "who rules Greyhold keep", PLAYERS)
         assert bundle.documents[0].title == "Baron Aldric"
+    finally:
+        await close_engine(engine)
+
+
+# -- one bad campaign.toml -------------------------------------------------------------------
+
+
+def test_a_campaign_toml_nested_too_deep_infinite_or_with_a_bom(tmp_path):
+    root = tmp_path / "c"
+    root.mkdir()
+    toml = root / "campaign.toml"
+    toml.write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError, match="nested too deeply") as caught:
+        load_campaign(root)
+    assert str(tmp_path) not in caught.value.user_message
+    toml.write_text("whole_document_chars = inf\n")
+    with pytest.raises(ConfigError):
+        load_campaign(root)
+    toml.write_text('\ufeffname = "Marked"\n', encoding="utf-8")  # saved by a Windows editor
+    assert load_campaign(root).name == "Marked"
+
+
+async def test_a_bad_campaign_toml_never_stops_the_start_of_the_others(tmp_path):
+    make_tiny_campaign(tmp_path / "campaigns")
+    deep = make_tiny_campaign(tmp_path / "campaigns", slug="deep")
+    (deep / "campaign.toml").write_text("x = " + "[" * 5000 + "]" * 5000 + "\n")
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        lines: list[str] = []
+        assert await index_campaigns(engine, lines.append) == ["greyhold"]
+        assert "deep: skipped (campaign.toml of deep: values nested too deeply)" in lines
+    finally:
+        await close_engine(engine)
+
+
+async def test_a_campaign_toml_caught_mid_edit_keeps_the_last_good_config_serving(tmp_path):
+    """Invalid TOML saved over a good file: players go on being answered under the last good
+    config (not "misconfigured" for everyone), the GM is told in /campaign status, players are
+    not, and the next good save takes over."""
+    root = make_tiny_campaign(tmp_path / "campaigns")
+    toml = root / "campaign.toml"
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        await engine.ingest("greyhold")
+        svc = BotService(engine)
+        await svc.directory.link("discord", "C1", "greyhold")
+        assert not (await svc.handle(msg("/ask who rules Greyhold keep?"))).error
+        good = toml.read_text()
+        toml.write_text(good.replace('name = "Greyhold"', 'name = "Greyhold'))  # mid-edit
+        stamp = toml.stat().st_mtime + 10
+        os.utime(toml, (stamp, stamp))
+        reply = await svc.handle(msg("/ask who rules Greyhold keep?"))
+        assert not reply.error and "Baron" in reply.text
+        assert (await engine.campaign("greyhold")).name == "Greyhold"
+        status = (await svc.handle(msg("/campaign status", gm=True))).text
+        assert "⚠ campaign.toml of greyhold:" in status and "line 2" in status
+        assert "last good version" in status
+        player = (await svc.handle(msg("/campaign status"))).text
+        assert "campaign.toml" not in player and "Greyhold" in player
+        await tick(engine)  # the tick goes on with the last good config too
+        assert await engine.is_indexed("greyhold")
+        toml.write_text(good.replace('name = "Greyhold"', 'name = "Greyhold Keep"'))
+        os.utime(toml, (stamp + 10, stamp + 10))
+        assert (await engine.campaign("greyhold")).name == "Greyhold Keep"
+        assert "⚠" not in (await svc.handle(msg("/campaign status", gm=True))).text
     finally:
         await close_engine(engine)

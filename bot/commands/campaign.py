@@ -8,6 +8,7 @@ import logging
 from bot.commands._base import Command, Need, Option, Request, Scope
 from bot.messages import OptionValue, Reply
 from liminalis.campaign import CampaignConfig, is_discord_id, validate_slug
+from liminalis.engine import Engine
 from liminalis.errors import InvalidInput, LiminalisError, PermissionDenied
 from liminalis.ingest.sections import source_of
 
@@ -81,7 +82,19 @@ async def _status(request: Request, scope: Scope) -> Reply:
     text = f"This channel plays **{cfg.name}** (`{cfg.slug}`); {files}{'+' if len(titles) == 25 else ''} documents visible to you."
     if scope.lens.is_gm:
         text += "\n" + await _homes_report(scope, cfg)
+        text += _health_report(scope.services.engine, cfg.slug)
     return Reply(text=text)
+
+
+def _health_report(engine: Engine, slug: str) -> str:
+    """For the campaign's GMs: a campaign.toml that cannot be read now (the last good version
+    serves)."""
+    lines: list[str] = []
+    if error := engine.config_errors.get(slug):
+        lines.append(
+            f"⚠ {error}. The last good version of campaign.toml is in use until it is fixed."
+        )
+    return "".join("\n" + line for line in lines)
 
 
 async def _link(request: Request, scope: Scope) -> Reply:
