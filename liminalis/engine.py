@@ -217,11 +217,13 @@ class Engine:
     async def ensure_indexed(
         self, slug: str, *, announce: Callable[[str], object] | None = None
     ) -> bool:
-        """Ingest ``slug`` unless it is indexed under the current profile (the start of ``serve``
-        and of the console commands), calling ``announce(slug)`` first; returns whether it
-        ingested. An unknown campaign raises :class:`UnknownCampaign` before anything is indexed."""
+        """Ingest ``slug`` unless it is indexed under the current profile and the vector store
+        holds its vectors (the start of ``serve`` and of the console commands), calling
+        ``announce(slug)`` first; returns whether it ingested. A store that lost rows (emptied,
+        or damaged and recreated) is refilled from the embedding cache. An unknown campaign
+        raises :class:`UnknownCampaign` before anything is indexed."""
         await self.campaign(slug)
-        if await self.is_indexed(slug):
+        if await self.is_indexed(slug) and not await self.indexer.unbacked(slug):
             return False
         if announce is not None:
             announce(slug)

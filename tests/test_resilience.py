@@ -11,6 +11,8 @@ edit (the last good one serves), the store's rows (refilled from the embedding c
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 from conftest import close_engine, make_engine, upgraded_engine
@@ -298,5 +300,109 @@ async def test_a_campaign_toml_caught_mid_edit_keeps_the_last_good_config_servin
         os.utime(toml, (stamp + 10, stamp + 10))
         assert (await engine.campaign("greyhold")).name == "Greyhold Keep"
         assert "⚠" not in (await svc.handle(msg("/campaign status", gm=True))).text
+    finally:
+        await close_engine(engine)
+
+
+# -- a damaged vector store ------------------------------------------------------------------
+
+
+async def test_vectors_the_store_lost_are_refilled_at_start_and_on_the_tick_from_the_cache(
+    tmp_path,
+):
+    """Rows gone from the store (an emptied collection, a few lost rows): the start's check and
+    the tick refill them from the embedding cache, nothing is embedded again, and the campaign
+    answers all along (never "being rebuilt")."""
+    make_tiny_campaign(tmp_path / "campaigns")
+    embedder = HashEmbedder()
+    engine = await make_engine(tmp_path, milvus=False, embedder=embedder)
+    try:
+        await engine.ingest("greyhold")
+        before = await engine.store.ids("greyhold")
+        embedded = embedder.texts_embedded
+        lost = sorted(v for v in before if vector_doc(v) == "baron" or v.startswith("t:"))
+        await engine.store.delete("greyhold", lost)
+        assert await engine.is_indexed("greyhold")
+        assert await engine.ensure_indexed("greyhold")  # the start's check refilled them
+        assert await engine.store.ids("greyhold") == before
+        await engine.store.drop("greyhold")  # the whole collection
+        bundle = await engine.retrieve("greyhold", "who rules Greyhold keep", PLAYERS)
+        assert bundle.documents[0].title == "Baron Aldric"  # the lexical arm answers meanwhile
+        await tick(engine)
+        assert await engine.store.ids("greyhold") == before
+        assert embedder.texts_embedded == embedded
+        assert not await engine.ensure_indexed("greyhold")  # nothing left to refill
+    finally:
+        await close_engine(engine)
+
+
+def _damage(db: Path, how: str) -> None:
+    if how == "store":  # the whole .db path overwritten with garbage
+        shutil.rmtree(db)
+        db.write_bytes(os.urandom(4096))
+    else:  # one collection's segment truncated, its index garbled
+        col = next((db / "collections").iterdir())
+        for sub, keep in (("data", 100), ("indexes", 10)):
+            for f in (col / "partitions" / "_default" / sub).iterdir():
+                f.write_bytes(f.read_bytes()[:keep])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["store", "segment"])
+async def test_a_damaged_milvus_lite_store_is_set_aside_and_refilled_across_restarts(tmp_path, how):
+    """Milvus Lite's files damaged between two runs: the next start does not tell every question
+    "unavailable, try again" (as it did, run after run): the damaged part is moved aside, the
+    collection recreated, and the start's check refills it from the embedding cache."""
+    make_tiny_campaign(tmp_path / "campaigns")
+    embedder = HashEmbedder()
+    engine = await make_engine(tmp_path, embedder=embedder)
+    try:
+        await engine.ingest("greyhold")
+        before = await engine.store.ids("greyhold")
+    finally:
+        await close_engine(engine)
+    embedded = embedder.texts_embedded
+    _damage(tmp_path / "milvus.db", how)
+    engine = await make_engine(tmp_path, embedder=embedder)
+    try:
+        svc = BotService(engine)
+        await svc.directory.link("discord", "C1", "greyhold")
+        reply = await svc.handle(msg("/ask who rules Greyhold keep?"))
+        assert not reply.error and "Baron" in reply.text  # before any refill: lexical
+        assert engine.store.repairs
+        assert await engine.ensure_indexed("greyhold")
+        assert await engine.store.ids("greyhold") == before
+        assert embedder.texts_embedded == embedded  # from the cache, nothing re-embedded
+        assert (tmp_path / "milvus.db.damaged").exists()
+    finally:
+        await close_engine(engine)
+    engine = await make_engine(tmp_path, embedder=embedder)  # and the next start is clean
+    try:
+        assert not await engine.ensure_indexed("greyhold")
+        assert await engine.store.ids("greyhold") == before and not engine.store.repairs
+        vec = await embedder.embed_query("who rules Greyhold keep")
+        hits = await engine.store.search("greyhold", vec, lens=PLAYERS, top_k=3)
+        assert hits and hits[0].doc_id == "baron"
+    finally:
+        await close_engine(engine)
+
+
+@pytest.mark.slow
+async def test_hostile_files_and_a_600_character_path_on_milvus_lite(tmp_path):
+    """The 2,000-file campaign's kinds, smaller, on real Milvus Lite (whose VARCHAR limit the
+    646-character id broke), with a good 5 MB file written on one line."""
+    c = make_hostile_campaign(tmp_path / "campaigns", files=160, big_line=True)
+    assert max(len(p) for p in c.good) > 600
+    engine = await make_engine(tmp_path)
+    try:
+        report = await engine.ingest("hostile")
+        assert {s.path for s in report.skipped} == set(c.bad)
+        assert await engine.is_indexed("hostile")
+        missed = []
+        for path, word in c.good.items():
+            bundle = await engine.retrieve("hostile", f"where is the {word}?", GM)
+            if doc_id_for(path) not in {source_of(d.doc_id) for d in bundle.documents[:3]}:
+                missed.append(path)
+        assert missed == []
     finally:
         await close_engine(engine)
