@@ -125,6 +125,7 @@ async def index_campaigns(engine: Any, out: Callable[[str], None]) -> list[str]:
     """Index every campaign of the campaigns folder that is not indexed yet (the bot serves all
     of them; LIMINALIS_DEFAULT_CAMPAIGN is the console's). One that fails to load is reported and
     skipped, not a failed start. Returns the campaigns that are ready."""
+    from bot.render import skipped_lines
     from liminalis.errors import LiminalisError
 
     ready = []
@@ -142,6 +143,8 @@ async def index_campaigns(engine: Any, out: Callable[[str], None]) -> list[str]:
             _log.exception("campaign %s not indexed at start", slug)
             continue
         ready.append(slug)
+        for line in skipped_lines(engine.skipped_files(slug)):
+            out(f"{slug}: {line}")
     if not ready:
         out(
             "No campaign could be indexed: add one under the campaigns folder (see campaigns/emberfall)."

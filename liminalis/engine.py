@@ -28,7 +28,7 @@ from liminalis.retrieval.retriever import RetrievalParams, Retriever, Trace
 from liminalis.scope import CampaignScope
 from liminalis.store.sqlite import Database
 from liminalis.text import Tokenizer, clean_text
-from liminalis.types import Bundle, IngestReport, StageTrace
+from liminalis.types import Bundle, IngestReport, SkippedFile, StageTrace
 
 if TYPE_CHECKING:
     from liminalis.answer import Answer, Responder
@@ -113,6 +113,7 @@ class Engine:
         #: slug → why its campaign.toml as it is now cannot be read, while the last good version
         #: serves (``campaign``); shown to the campaign's GMs by ``/campaign status``.
         self.config_errors: dict[str, str] = {}
+        self._skipped: dict[str, dict[str, str]] = {}  # slug → path → why (skipped_files)
         self._ensured: set[str] = set()
         self._ingesting: dict[str, asyncio.Lock] = {}
         self._answerer: Responder | None = None
@@ -207,12 +208,27 @@ class Engine:
         async with self._ingesting.setdefault(config.slug, asyncio.Lock()):
             report = await self.indexer.ingest(config, path)
         self._ensured.add(config.slug)
+        self._note_skipped(config.slug, report, whole=path is None)
         for listener in self.ingest_listeners:  # passes (issue #23): see __init__
             try:
                 listener(config.slug, report)
             except Exception:
                 _log.exception("ingest listener %r failed; the ingest stands", listener)
         return report
+
+    def _note_skipped(self, slug: str, report: IngestReport, *, whole: bool) -> None:
+        """Remember the files an ingest could not index, for the host (``skipped_files``): a
+        whole-campaign ingest says what is skipped now; a one-file ingest updates its file."""
+        held = {} if whole else dict(self._skipped.get(slug, {}))
+        for f in report.files:
+            held.pop(f.path, None)
+        held.update((s.path, s.reason) for s in report.skipped)
+        self._skipped[slug] = held
+
+    def skipped_files(self, slug: str) -> list[SkippedFile]:
+        """The files of ``slug`` the latest ingests (the tick, an upload, the start) skipped, with
+        why: GM-facing (``/campaign status``), as they name GM-only files."""
+        return [SkippedFile(p, r) for p, r in sorted(self._skipped.get(slug, {}).items())]
 
     async def ensure_indexed(
         self, slug: str, *, announce: Callable[[str], object] | None = None

@@ -121,6 +121,7 @@ async def test_two_thousand_hostile_files_never_stop_a_campaign(tmp_path):
         )
         again = await engine.ingest("hostile")
         assert again.embedded == 0 and {s.path for s in again.skipped} == set(c.bad)
+        assert engine.skipped_files("hostile") == sorted(again.skipped, key=lambda s: s.path)
     finally:
         await close_engine(engine)
 
@@ -300,6 +301,38 @@ async def test_a_campaign_toml_caught_mid_edit_keeps_the_last_good_config_servin
         os.utime(toml, (stamp + 10, stamp + 10))
         assert (await engine.campaign("greyhold")).name == "Greyhold Keep"
         assert "⚠" not in (await svc.handle(msg("/campaign status", gm=True))).text
+    finally:
+        await close_engine(engine)
+
+
+# -- the host hears what was skipped ---------------------------------------------------------
+
+
+async def test_files_skipped_at_start_and_on_the_tick_are_shown_to_the_gm_not_to_players(
+    tmp_path,
+):
+    root = make_tiny_campaign(tmp_path / "campaigns")
+    (root / "gm" / "broken.md").write_bytes(b"The secret \xff plan")
+    (root / "lore.md").write_bytes(b"\x00\x01binary")
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        lines: list[str] = []
+        await index_campaigns(engine, lines.append)
+        assert "greyhold: 2 file(s) not indexed:" in lines
+        assert any("gm/broken.md: not valid UTF-8" in line for line in lines)
+        svc = BotService(engine)
+        await svc.directory.link("discord", "C1", "greyhold")
+        status = (await svc.handle(msg("/campaign status", gm=True))).text
+        assert "gm/broken.md: not valid UTF-8" in status and "lore.md: binary" in status
+        player = (await svc.handle(msg("/campaign status"))).text
+        assert "not indexed" not in player and "gm/" not in player
+        # The tick's ingest says what is skipped now.
+        (root / "lore.md").write_text("# Lore\n\nThe fords are shallow in summer.\n")
+        (root / "notes.md").write_text("")
+        await tick(engine)
+        status = (await svc.handle(msg("/campaign status", gm=True))).text
+        assert "notes.md: empty" in status and "lore.md" not in status
+        assert "gm/broken.md" in status
     finally:
         await close_engine(engine)
 

@@ -7,6 +7,7 @@ import logging
 
 from bot.commands._base import Command, Need, Option, Request, Scope
 from bot.messages import OptionValue, Reply
+from bot.render import skipped_lines
 from liminalis.campaign import CampaignConfig, is_discord_id, validate_slug
 from liminalis.engine import Engine
 from liminalis.errors import InvalidInput, LiminalisError, PermissionDenied
@@ -88,12 +89,13 @@ async def _status(request: Request, scope: Scope) -> Reply:
 
 def _health_report(engine: Engine, slug: str) -> str:
     """For the campaign's GMs: a campaign.toml that cannot be read now (the last good version
-    serves)."""
+    serves), and the files the latest ingests skipped, with why (they may name GM-only files)."""
     lines: list[str] = []
     if error := engine.config_errors.get(slug):
         lines.append(
             f"⚠ {error}. The last good version of campaign.toml is in use until it is fixed."
         )
+    lines += skipped_lines(engine.skipped_files(slug))
     return "".join("\n" + line for line in lines)
 
 
