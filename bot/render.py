@@ -7,8 +7,11 @@ Every adapter runs outgoing text through :func:`sanitize` (for its platform) and
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-__all__ = ["sanitize", "split_text", "truncate", "ZWSP"]
+from liminalis.types import SkippedFile
+
+__all__ = ["sanitize", "split_text", "truncate", "skipped_lines", "ZWSP"]
 
 ZWSP = "\u200b"  # zero-width space: breaks a mention token without changing what a reader sees
 
@@ -33,6 +36,18 @@ def sanitize(text: str, *, platform: str = "discord") -> str:
         return _SLACK_MASS.sub(lambda m: f"@{ZWSP}{m.group(1)}", out)
     out = _DISCORD_MASS.sub(lambda m: f"@{ZWSP}{m.group(1)}", text)
     return _DISCORD_TOKEN.sub(lambda m: f"<{m.group(1)}{ZWSP}{m.group(2)}>", out)
+
+
+def skipped_lines(skipped: Sequence[SkippedFile], *, limit: int = 10) -> list[str]:
+    """The files an ingest could not index, for the host or a GM: a count, then up to ``limit``
+    files with their reasons. They may name GM-only files: never for a player's eyes."""
+    if not skipped:
+        return []
+    lines = [f"{len(skipped)} file(s) not indexed:"]
+    lines += [f"• {s.path}: {s.reason}" for s in skipped[:limit]]
+    if len(skipped) > limit:
+        lines.append(f"… and {len(skipped) - limit} more (`liminalis ingest` lists them all)")
+    return lines
 
 
 def truncate(text: str, limit: int, *, marker: str = "…") -> str:

@@ -143,6 +143,7 @@ async def index_campaigns(engine: Any, out: Callable[[str], None]) -> list[str]:
     """Index every campaign of the campaigns folder that is not indexed yet (the bot serves all
     of them; LIMINALIS_DEFAULT_CAMPAIGN is the console's). One that fails to load is reported and
     skipped, not a failed start. Returns the campaigns that are ready."""
+    from bot.render import skipped_lines
     from liminalis.errors import LiminalisError
 
     ready = []
@@ -150,7 +151,9 @@ async def index_campaigns(engine: Any, out: Callable[[str], None]) -> list[str]:
         try:
             await engine.ensure_indexed(slug, announce=lambda s: out(f"indexing {s} …"))
         except LiminalisError as exc:
-            out(f"{slug}: skipped ({exc.user_message})")
+            # The detail, not the players' message: the host reads this, and a campaign.toml
+            # error says which line to fix.
+            out(f"{slug}: skipped ({exc.detail or exc.user_message})")
             _log.warning("campaign %s not indexed at start: %s", slug, exc)
             continue
         except Exception:  # in the background: the others go on, the tick retries this one
@@ -158,6 +161,8 @@ async def index_campaigns(engine: Any, out: Callable[[str], None]) -> list[str]:
             _log.exception("campaign %s not indexed at start", slug)
             continue
         ready.append(slug)
+        for line in skipped_lines(engine.skipped_files(slug)):
+            out(f"{slug}: {line}")
     if not ready:
         out(
             "No campaign could be indexed: add one under the campaigns folder (see campaigns/emberfall)."

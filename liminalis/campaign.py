@@ -15,6 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from liminalis.errors import ConfigError, UnknownCampaign
+from liminalis.ingest.ids import LENS_NAME_BYTES
 
 _log = logging.getLogger(__name__)
 
@@ -167,21 +168,46 @@ def load_campaign(root: Path, slug: str | None = None) -> CampaignConfig:
     text = ""
     if cfg_path.exists():
         try:
-            text = cfg_path.read_text(encoding="utf-8")
+            # utf-8-sig: an editor on Windows may begin the file with a byte-order mark, which
+            # TOML itself refuses ("Invalid statement" on line 1 of a file that looks right).
+            text = cfg_path.read_text(encoding="utf-8-sig")
         except UnicodeDecodeError as exc:
-            raise ConfigError(f"{cfg_path}: {exc}") from exc
-    return parse_campaign(text, root, slug, where=str(cfg_path))
+            raise _toml_error(slug, str(exc)) from exc
+        except OSError as exc:
+            raise _toml_error(slug, f"unreadable ({exc.strerror or 'I/O error'})") from None
+    return parse_campaign(text, root, slug)
 
 
-def parse_campaign(
-    text: str, root: Path, slug: str, *, where: str = "campaign.toml"
-) -> CampaignConfig:
-    """The config a ``campaign.toml`` text gives (``""``: the defaults); ``ConfigError`` names
-    the key that is wrong (``where`` names the file in the message)."""
+def parse_campaign(text: str, root: Path, slug: str) -> CampaignConfig:
+    """The config a ``campaign.toml`` text gives (``""``: the defaults). A text a GM must fix
+    raises :class:`ConfigError` naming the campaign and the reason (a TOML position or a key)."""
     try:
-        data: dict[str, Any] = tomllib.loads(text)
+        data: dict[str, Any] = tomllib.loads(text.removeprefix("\ufeff"))
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{where}: {exc}") from exc
+        raise _toml_error(slug, str(exc)) from exc
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise _toml_error(slug, "values nested too deeply") from None
+    try:
+        return _config(data, root, slug)
+    except ConfigError as exc:
+        raise _toml_error(slug, exc.detail) from exc
+    except (RecursionError, OverflowError, ValueError, TypeError) as exc:
+        # A value of a shape no key expects (nested hundreds deep, an infinite number): the
+        # campaign's config, not the bot, is at fault, and one campaign's must not stop the rest.
+        raise _toml_error(slug, f"a value cannot be read ({type(exc).__name__})") from exc
+
+
+def _toml_error(slug: str, reason: str) -> ConfigError:
+    """A campaign.toml a GM must fix: ``detail`` names the campaign and the reason (a TOML
+    position or a key, never a path or a value), which the GM is shown by ``/campaign status``."""
+    return ConfigError(
+        f"campaign.toml of {slug}: {reason}",
+        user_message="This campaign's settings file (campaign.toml) has an error; a GM can fix it.",
+    )
+
+
+def _config(data: dict[str, Any], root: Path, slug: str) -> CampaignConfig:
+    """The config ``data`` (parsed campaign.toml) describes; raises :class:`ConfigError`."""
     roles = _table(data.get("roles"), "roles")
     discord = _table(roles.get("discord"), "roles.discord")
     slack = _table(roles.get("slack"), "roles.slack")
@@ -195,11 +221,18 @@ def parse_campaign(
         for lens in _strs(data.get("lenses"), "lenses")
         if lens.lower() not in {"gm", "players"}
     ]
-    lenses = tuple(lens for lens in named if re.fullmatch(r"[a-z0-9][\w-]*", lens))
+    # A lens name is an element of the vector store's visibility array and part of a personal
+    # view's id (liminalis.ingest.ids): a longer one would fail every document it could read.
+    lenses = tuple(
+        lens
+        for lens in named
+        if re.fullmatch(r"[a-z0-9][\w-]*", lens) and len(lens.encode()) <= LENS_NAME_BYTES
+    )
     if len(lenses) < len(named):
         _log.warning(
-            "%s: lens names are letters, digits, - and _ only; ignored: %s",
+            "%s: lens names are letters, digits, - and _ only, at most %d bytes; ignored: %s",
             slug,
+            LENS_NAME_BYTES,
             ", ".join(sorted(set(named) - set(lenses))),
         )
     recap = _table(data.get("recap"), "recap")

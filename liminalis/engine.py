@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 from liminalis.campaign import CampaignConfig, load_campaign, parse_campaign, validate_slug
 from liminalis.campaign_file import GmRef, new_campaign_toml, slug_for, write_atomically
 from liminalis.clock import SystemClock
-from liminalis.errors import InvalidInput, NotFound, NotReady, StoreError, UnknownCampaign
+from liminalis.errors import (
+    ConfigError,
+    InvalidInput,
+    NotFound,
+    NotReady,
+    StoreError,
+    UnknownCampaign,
+)
 from liminalis.ingest.indexer import Indexer, IngestOptions
 from liminalis.ingest.sections import source_of
 from liminalis.knowledge.service import Knowledge
@@ -33,7 +40,7 @@ from liminalis.retrieval.retriever import RetrievalParams, Retriever, Trace
 from liminalis.scope import CampaignScope
 from liminalis.store.sqlite import Database
 from liminalis.text import Tokenizer, clean_text
-from liminalis.types import Bundle, IngestReport, StageTrace
+from liminalis.types import Bundle, IngestReport, SkippedFile, StageTrace
 
 if TYPE_CHECKING:
     from liminalis.answer import Answer, Responder
@@ -123,6 +130,10 @@ class Engine:
             ranker=ranker,
         )
         self._configs: dict[str, tuple[float, CampaignConfig]] = {}
+        #: slug → why its campaign.toml as it is now cannot be read, while the last good version
+        #: serves (``campaign``); shown to the campaign's GMs by ``/campaign status``.
+        self.config_errors: dict[str, str] = {}
+        self._skipped: dict[str, dict[str, str]] = {}  # slug → path → why (skipped_files)
         self._ensured: set[str] = set()
         self._ingesting: dict[str, asyncio.Lock] = {}
         self._editing: dict[str, asyncio.Lock] = {}
@@ -161,7 +172,19 @@ class Engine:
         cached = self._configs.get(slug)
         if cached and cached[0] == mtime and cached[1].root == root:
             return cached[1]
-        cfg = load_campaign(root, slug)
+        try:
+            cfg = load_campaign(root, slug)
+        except ConfigError as exc:
+            if not cached or cached[1].root != root:
+                raise
+            # A file caught mid-edit (or a typo saved): the last good config goes on serving,
+            # rather than the campaign going offline for every player until the GM notices. The
+            # GM sees the error in /campaign status; it is logged once per version of the file.
+            self.config_errors[slug] = exc.detail
+            self._configs[slug] = (mtime, cached[1])
+            _log.warning("%s; the last good version of the file stays in use", exc.detail)
+            return cached[1]
+        self.config_errors.pop(slug, None)
         if self.uploads_dir is not None:
             cfg = replace(cfg, uploads_root=self.uploads_dir / slug)
         self._configs[slug] = (mtime, cfg)
@@ -282,6 +305,7 @@ class Engine:
             finally:
                 self._progress.finish(config.slug)
         self._ensured.add(config.slug)
+        self._note_skipped(config.slug, report, whole=path is None)
         for listener in self.ingest_listeners:  # passes (issue #23): see __init__
             try:
                 listener(config.slug, report)
@@ -289,14 +313,30 @@ class Engine:
                 _log.exception("ingest listener %r failed; the ingest stands", listener)
         return report
 
+    def _note_skipped(self, slug: str, report: IngestReport, *, whole: bool) -> None:
+        """Remember the files an ingest could not index, for the host (``skipped_files``): a
+        whole-campaign ingest says what is skipped now; a one-file ingest updates its file."""
+        held = {} if whole else dict(self._skipped.get(slug, {}))
+        for f in report.files:
+            held.pop(f.path, None)
+        held.update((s.path, s.reason) for s in report.skipped)
+        self._skipped[slug] = held
+
+    def skipped_files(self, slug: str) -> list[SkippedFile]:
+        """The files of ``slug`` the latest ingests (the tick, an upload, the start) skipped, with
+        why: GM-facing (``/campaign status``), as they name GM-only files."""
+        return [SkippedFile(p, r) for p, r in sorted(self._skipped.get(slug, {}).items())]
+
     async def ensure_indexed(
         self, slug: str, *, announce: Callable[[str], object] | None = None
     ) -> bool:
-        """Ingest ``slug`` unless it is indexed under the current profile (the start of ``serve``
-        and of the console commands), calling ``announce(slug)`` first; returns whether it
-        ingested. An unknown campaign raises :class:`UnknownCampaign` before anything is indexed."""
+        """Ingest ``slug`` unless it is indexed under the current profile and the vector store
+        holds its vectors (the start of ``serve`` and of the console commands), calling
+        ``announce(slug)`` first; returns whether it ingested. A store that lost rows (emptied,
+        or damaged and recreated) is refilled from the embedding cache. An unknown campaign
+        raises :class:`UnknownCampaign` before anything is indexed."""
         await self.campaign(slug)
-        if await self.is_indexed(slug):
+        if await self.is_indexed(slug) and not await self.indexer.unbacked(slug):
             return False
         if announce is not None:
             announce(slug)

@@ -158,6 +158,8 @@ class IngestReport:
     documents_removed: int = 0
     #: Hidden sections (secrets inside documents) in the files read this run.
     hidden_sections: int = 0
+    #: Documents whose vectors the store had lost, refilled from the embedding cache.
+    documents_repaired: int = 0
     skipped: list[SkippedFile] = field(default_factory=list)
     files: list[FileReport] = field(default_factory=list)
     seconds: float = 0.0
@@ -172,6 +174,7 @@ class IngestReport:
             "windows_embedded": self.windows_embedded,
             "documents_removed": self.documents_removed,
             "hidden_sections": self.hidden_sections,
+            "documents_repaired": self.documents_repaired,
             "warnings": [{"path": f.path, "warning": w} for f in self.files for w in f.warnings],
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
             "seconds": round(self.seconds, 3),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
 
 import pytest
 from conftest import close_engine, make_engine, upgraded_engine
@@ -326,22 +327,44 @@ def test_cron_keeps_crontabs_either_day_rule_and_refuses_a_date_that_never_comes
 
 
 async def test_a_recap_that_cannot_be_built_is_retried_not_lost(setup):
-    """A campaign.toml mid-edit at recap time: the slot is not claimed, so the next tick (the
-    file fixed, within the grace window) posts it."""
-    tmp_path, engine = setup
-    rec = Recorder()
-    clock = FrozenClock(FRIDAY_18)
-    service = BotService(engine)
-    s = RecapScheduler(service, posters={"discord": rec}, clock=clock, tick_seconds=0)
-    await s.set_schedule("greyhold", cron="0 19 * * 5", platform="discord", channel_id="4242")
+    """A campaign.toml mid-edit at recap time, in a process that never read a good version of it
+    (restarted meanwhile): the slot is not claimed, so the next tick (the file fixed, within the
+    grace window) posts it."""
+    tmp_path, _ = setup
     toml = tmp_path / "campaigns" / "greyhold" / "campaign.toml"
     good = toml.read_text()
     toml.write_text(good + "\nname = [unclosed\n")
+    restarted = await make_engine(tmp_path, milvus=False)
+    try:
+        rec = Recorder()
+        clock = FrozenClock(FRIDAY_18)
+        service = BotService(restarted)
+        s = RecapScheduler(service, posters={"discord": rec}, clock=clock, tick_seconds=0)
+        await s.set_schedule("greyhold", cron="0 19 * * 5", platform="discord", channel_id="4242")
+        clock.advance(hours=1)
+        assert await s.run_due() == [] and rec.posts == []
+        toml.write_text(good)
+        clock.advance(minutes=20)
+        assert await s.run_due() == [("greyhold", "2026-01-02T19:00Z")]
+    finally:
+        await close_engine(restarted)
+
+
+async def test_a_recap_due_while_campaign_toml_is_mid_edit_is_posted_on_time(setup):
+    """A process that read a good campaign.toml goes on with it while the file is mid-edit
+    (#26): the recap is posted on time, not held until the GM saves a valid file."""
+    tmp_path, engine = setup
+    rec = Recorder()
+    clock = FrozenClock(FRIDAY_18)
+    s = RecapScheduler(BotService(engine), posters={"discord": rec}, clock=clock, tick_seconds=0)
+    await s.set_schedule("greyhold", cron="0 19 * * 5", platform="discord", channel_id="4242")
+    toml = tmp_path / "campaigns" / "greyhold" / "campaign.toml"
+    stamp = toml.stat().st_mtime + 10  # a later version of the file, however coarse the clock
+    toml.write_text(toml.read_text() + "\nname = [unclosed\n")
+    os.utime(toml, (stamp, stamp))
     clock.advance(hours=1)
-    assert await s.run_due() == [] and rec.posts == []
-    toml.write_text(good)
-    clock.advance(minutes=20)
-    assert await s.run_due() == [("greyhold", "2026-01-02T19:00Z")]
+    assert await s.run_due() == [("greyhold", "2026-01-02T19:00Z")] and rec.posts
+    assert "campaign.toml of greyhold" in engine.config_errors["greyhold"]
 
 
 async def test_relinking_a_channel_drops_the_other_campaigns_recap_schedule(setup):

@@ -17,8 +17,10 @@ import re
 from bot.commands._base import Command, Need, Option, Request, Scope
 from bot.commands.budget import HIGH, LOW
 from bot.messages import IncomingMessage, OptionValue, Reply
+from bot.render import skipped_lines
 from liminalis.campaign import CampaignConfig, is_discord_id, validate_slug
 from liminalis.campaign_file import GmRef, add_gm, remove_gm, set_settings
+from liminalis.engine import Engine
 from liminalis.errors import InvalidInput, LiminalisError, PermissionDenied
 from liminalis.ingest.sections import source_of
 
@@ -252,7 +254,20 @@ async def _status(request: Request, scope: Scope) -> Reply:
         text += f"\nIndexing: {progress.describe()}."
     if scope.lens.is_gm:
         text += "\n" + await _homes_report(scope, cfg)
+        text += _health_report(scope.services.engine, cfg.slug)
     return Reply(text=text)
+
+
+def _health_report(engine: Engine, slug: str) -> str:
+    """For the campaign's GMs: a campaign.toml that cannot be read now (the last good version
+    serves), and the files the latest ingests skipped, with why (they may name GM-only files)."""
+    lines: list[str] = []
+    if error := engine.config_errors.get(slug):
+        lines.append(
+            f"⚠ {error}. The last good version of campaign.toml is in use until it is fixed."
+        )
+    lines += skipped_lines(engine.skipped_files(slug))
+    return "".join("\n" + line for line in lines)
 
 
 async def _link(request: Request, scope: Scope) -> Reply:

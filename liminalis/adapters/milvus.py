@@ -8,11 +8,20 @@ embedding model id, so two campaigns never share rows and a changed embedder sta
 collection (never a mix of vectors from two models). Every search also carries the lens filter
 ``array_contains_any(vis, [...])`` inside the store, and the engine re-checks before rendering.
 All pymilvus calls run on one worker thread: Milvus Lite is blocking and not thread-safe.
+
+Repair: the store is derived data (SQLite holds the documents, its embedding cache the vectors).
+A Milvus Lite store that cannot be opened, or a collection that cannot be loaded or read (a
+truncated or garbled file), is moved aside to ``<uri>.damaged`` and recreated empty, instead of
+failing every question until someone deletes it by hand; the indexer then finds the documents
+whose vectors are missing and refills them from the cache (``liminalis.ingest.indexer``). Only
+what failed is moved: the collection, or the whole store when it cannot be opened at all. A
+Milvus server is never touched: its errors are reported, as they may well pass.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -96,6 +105,10 @@ _TS_FILTER = _LiteIteratorTsFilter()
 _ITERATOR_LOGGER = "pymilvus.client.iterator.query_iterator"
 
 
+class _StoreLocked(StoreError):
+    """Another process holds the Milvus Lite store: never a sign of damage (nothing is moved)."""
+
+
 def _check_lite_lock(uri: str) -> None:
     """Fail with an explanation when another process has this Milvus Lite store open.
 
@@ -118,7 +131,7 @@ def _check_lite_lock(uri: str) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         fcntl.flock(fd, fcntl.LOCK_UN)
     except OSError:
-        raise StoreError(
+        raise _StoreLocked(
             f"Milvus Lite store {uri} is open in another process",
             user_message=(
                 "The campaign index is open in another Liminalis process (the bot?). Milvus Lite allows "
@@ -148,6 +161,10 @@ class MilvusVectorStore:
         self._client: Any = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="milvus")
         self._collections: dict[str, str] = {}
+        #: campaign → (dim, model id) it was ensured with: a repair recreates its collection.
+        self._specs: dict[str, tuple[int, str]] = {}
+        #: What repairs moved aside (for the host's logs and tests): "store" or a collection name.
+        self.repairs: list[str] = []
         #: collection → doc id → its rows (ids, passage ids, kinds, visibilities, unit vectors),
         #: for restricted searches. Touched only on the store's one worker thread. A collection's
         #: entries are dropped on every write through this store, and on ``invalidate`` (the
@@ -193,34 +210,121 @@ class MilvusVectorStore:
         except KeyError:
             raise StoreError(f"collection for campaign {campaign!r} not ensured") from None
 
+    @property
+    def _lite(self) -> bool:
+        return "://" not in self._uri
+
+    def _create(self, name: str, dim: int) -> bool:
+        """Open collection ``name``, or create it empty; ``True`` when created (worker thread)."""
+        from pymilvus import DataType
+
+        c = self._client
+        if c.has_collection(name):
+            c.load_collection(name)
+            return False
+        schema = c.create_schema(auto_id=False)
+        schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=512)
+        schema.add_field("passage_id", DataType.VARCHAR, max_length=512)
+        schema.add_field("doc_id", DataType.VARCHAR, max_length=512)
+        schema.add_field("kind", DataType.VARCHAR, max_length=16)
+        schema.add_field(
+            "vis", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=64, max_length=64
+        )
+        # Scalar copy of ``vis`` for filtering: Milvus Lite evaluates array_contains_any in
+        # Python row by row (1.8 s at 25k rows) but ``vkey in [...]`` vectorised (~+15 ms).
+        schema.add_field("vkey", DataType.VARCHAR, max_length=1024)
+        schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
+        index = c.prepare_index_params()
+        index.add_index(field_name="vector", index_type="AUTOINDEX", metric_type="IP")
+        c.create_collection(name, schema=schema, index_params=index)
+        return True
+
+    async def _repairing(self, fn: Callable[[], T], *, collection: str | None) -> T:
+        """``fn`` on the worker; on a Milvus Lite store that fails it, move the damaged part
+        aside (``collection``, else the whole store; the whole store too when moving the
+        collection did not help), recreate, and run ``fn`` once more."""
+        try:
+            return await self._run(fn)
+        except _StoreLocked:
+            raise
+        except StoreError as exc:
+            if not self._lite:
+                raise
+            first: StoreError = exc
+        for part in ([collection] if collection else []) + [None]:
+            try:
+                await self._on_worker(functools.partial(self._set_aside, part, first))
+                return await self._run(fn)
+            except _StoreLocked:
+                raise
+            except StoreError as exc:
+                first = exc
+        raise first
+
+    async def _on_worker(self, fn: Callable[[], T]) -> T:
+        """``fn`` on the store's worker thread without connecting first (a repair connects)."""
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, fn)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"milvus repair failed: {exc}") from exc
+
+    def _set_aside(self, collection: str | None, cause: Exception) -> None:
+        """Move a damaged collection (or the whole Milvus Lite store) to ``<uri>.damaged``,
+        replacing what an earlier repair left there, and recreate every collection this store
+        has opened, empty (worker thread). Refuses while another process holds the store."""
+        import shutil
+
+        root = Path(self._uri)
+        self._release()
+        _check_lite_lock(self._uri)  # a store another process holds is not ours to move
+        aside = root.with_name(root.name + ".damaged")
+        if collection is None:
+            moving, target = root, aside
+        else:
+            moving = root / "collections" / collection
+            target = aside / "collections" / collection
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        elif target.exists() or target.is_symlink():
+            target.unlink()
+        if moving.exists() or moving.is_symlink():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(moving, target)
+        _log.error(
+            "Milvus Lite %s is damaged (%s): moved aside to %s and recreated empty; its campaigns "
+            "refill from the embedding cache",
+            f"collection {collection}" if collection else f"store {root}",
+            cause,
+            target,
+        )
+        self.repairs.append(collection or "store")
+        self._doc_rows.clear()
+        self._connect()
+        for campaign, (dim, model_id) in self._specs.items():
+            self._create(collection_name(campaign, model_id), dim)
+
+    def _release(self) -> None:
+        """Close the client and release Milvus Lite's in-process server and its file lock."""
+        if self._client is not None:
+            try:
+                self._client.close()
+            except Exception as exc:  # a client of a damaged store may fail to close
+                _log.debug("milvus client close failed: %s", exc)
+            self._client = None
+        if self._lite:
+            try:
+                from milvus_lite.server_manager import server_manager_instance
+
+                server_manager_instance.release_server(str(Path(self._uri).resolve()))
+            except Exception as exc:  # best effort; process exit releases it anyway
+                _log.debug("milvus lite release failed: %s", exc)
+
     async def ensure(self, campaign: str, *, dim: int, model_id: str) -> bool:
         name = collection_name(campaign, model_id)
-
-        def create() -> bool:
-            from pymilvus import DataType
-
-            c = self._client
-            if c.has_collection(name):
-                c.load_collection(name)
-                return False
-            schema = c.create_schema(auto_id=False)
-            schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=512)
-            schema.add_field("passage_id", DataType.VARCHAR, max_length=512)
-            schema.add_field("doc_id", DataType.VARCHAR, max_length=512)
-            schema.add_field("kind", DataType.VARCHAR, max_length=16)
-            schema.add_field(
-                "vis", DataType.ARRAY, element_type=DataType.VARCHAR, max_capacity=64, max_length=64
-            )
-            # Scalar copy of ``vis`` for filtering: Milvus Lite evaluates array_contains_any in
-            # Python row by row (1.8 s at 25k rows) but ``vkey in [...]`` vectorised (~+15 ms).
-            schema.add_field("vkey", DataType.VARCHAR, max_length=1024)
-            schema.add_field("vector", DataType.FLOAT_VECTOR, dim=dim)
-            index = c.prepare_index_params()
-            index.add_index(field_name="vector", index_type="AUTOINDEX", metric_type="IP")
-            c.create_collection(name, schema=schema, index_params=index)
-            return True
-
-        created = await self._run(create)
+        self._specs[campaign] = (dim, model_id)
+        created = await self._repairing(lambda: self._create(name, dim), collection=name)
         self._collections[campaign] = name
         return created
 
@@ -264,12 +368,15 @@ class MilvusVectorStore:
         await self._run(go)
 
     async def ids(self, campaign: str) -> set[str]:
+        """Every row id of the campaign's collection. The indexer reads these at every ingest to
+        find what the store lacks; a collection that cannot be read is repaired here (see the
+        module docstring) and reads empty, so its documents are refilled."""
         name = self._name(campaign)
 
         def go() -> set[str]:
             return {row["id"] for row in self._scan(name, ["id"])}
 
-        return await self._run(go)
+        return await self._repairing(go, collection=name)
 
     def _scan(
         self, name: str, fields: list[str], *, where: str = 'id != ""', batch: int = 4000
@@ -432,17 +539,9 @@ class MilvusVectorStore:
     async def close(self) -> None:
         def go() -> None:
             if self._client is not None:
-                self._client.close()
-                self._client = None
-                if "://" not in self._uri:
-                    # Milvus Lite keeps its file lock until the in-process server is released;
-                    # release it so another process (a re-run, the CLI) can open the path.
-                    try:
-                        from milvus_lite.server_manager import server_manager_instance
-
-                        server_manager_instance.release_server(str(Path(self._uri).resolve()))
-                    except Exception as exc:  # best effort; process exit releases it anyway
-                        _log.debug("milvus lite release failed: %s", exc)
+                # Milvus Lite keeps its file lock until the in-process server is released;
+                # release it so another process (a re-run, the CLI) can open the path.
+                self._release()
 
         try:
             await asyncio.get_running_loop().run_in_executor(self._pool, go)

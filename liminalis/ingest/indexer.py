@@ -21,7 +21,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -29,6 +29,7 @@ import numpy as np
 
 from liminalis.campaign import CampaignConfig
 from liminalis.context.rolling import forget_hidden
+from liminalis.errors import StoreError
 from liminalis.ingest.chunking import ChunkingParams, chunk_document, content_hash, make_windows
 from liminalis.ingest.loaders import (
     SUPPORTED_SUFFIXES,
@@ -115,6 +116,44 @@ def vector_doc(vid: str) -> str:
     return vector_owner(vid).rsplit("#", 1)[0]
 
 
+#: The id of the row that probes whether the store takes rows at all (``Indexer._write``).
+_PROBE_ID = "x:probe:0000000000"
+
+
+def unbacked_documents(passages_by_doc: dict[str, list[str]], vectors: set[str]) -> set[str]:
+    """Documents (with passages) that lack a passage vector or their title vector among
+    ``vectors``: what a store emptied, damaged or recreated no longer holds. Sentence windows are
+    not checked: a document that lost only those keeps its passage vectors."""
+    passages: set[str] = set()
+    titled: set[str] = set()
+    for vid in vectors:
+        kind = vid[:2].lower()
+        if kind == "p:":
+            passages.add(vector_owner(vid))
+        elif kind == "t:":
+            titled.add(vector_doc(vid))
+    return {
+        doc
+        for doc, pids in passages_by_doc.items()
+        if pids and (doc not in titled or not passages.issuperset(pids))
+    }
+
+
+def _batches(files: list[list[Document]], size: int) -> Iterator[list[list[Document]]]:
+    """Files in batches of about ``size`` documents, a file's views never split across two (a
+    file is indexed, or skipped, whole)."""
+    batch: list[list[Document]] = []
+    count = 0
+    for views in files:
+        batch.append(views)
+        count += len(views)
+        if count >= size:
+            yield batch
+            batch, count = [], 0
+    if batch:
+        yield batch
+
+
 @dataclass(slots=True)
 class _Prepared:
     doc: Document
@@ -160,10 +199,13 @@ class Indexer:
                     continue
                 fpath = Path(dirpath) / name
                 try:
-                    yield fpath, prefix + fpath.resolve().relative_to(real_root).as_posix()
-                except ValueError:  # outside the campaign
+                    rel = fpath.resolve().relative_to(real_root).as_posix()
+                except (ValueError, OSError, RuntimeError):
+                    # Outside the campaign; or a link loop, or a path too long to resolve (the
+                    # file then fails to load, alone, instead of failing the whole walk).
                     rel = fpath.relative_to(scope).as_posix()
-                    yield fpath, prefix + (rel if base == "." else f"{base}/{rel}")
+                    rel = rel if base == "." else f"{base}/{rel}"
+                yield fpath, prefix + rel
 
     def _scope(
         self, config: CampaignConfig, path: Path | None
@@ -186,11 +228,6 @@ class Indexer:
                 scope_rel = (prefix + rel).rstrip("/")
                 return list(self._walk(root, path, prefix)), scope_rel
         raise ValueError("path outside the campaign folder")
-
-    def _prepare_batch(
-        self, docs: list[Document], stored_tokens: dict[str, str]
-    ) -> list[_Prepared]:
-        return [self._prepare(d, stored_tokens) for d in docs]
 
     def _prepare(self, doc: Document, stored_tokens: dict[str, str]) -> _Prepared:
         opts = self.options
@@ -259,7 +296,12 @@ class Indexer:
     ) -> IngestReport:
         """Ingest ``path`` (default: the whole campaign folder) into ``config.slug``.
         ``progress(done, total)``: files embedded so far, once the files to embed are known and
-        after each batch (counted by file: a file's views are one document to its GM)."""
+        after each batch (counted by file: a file's views are one document to its GM).
+
+        One file's failure (unreadable, unparsable, refused by the vector store) skips that file
+        with its reason in the report and lets the rest index; only a failure of the store or
+        the embedder as a whole stops the run (:meth:`_write`). Documents whose vectors the store
+        lacks are re-prepared as if edited: their vectors come back from the embedding cache."""
         t0 = time.perf_counter()
         report = IngestReport()
         slug = config.slug
@@ -268,9 +310,7 @@ class Indexer:
         dim = await asyncio.to_thread(lambda: self.embedder.dim)
         await self.store.ensure(slug, dim=dim, model_id=self.embedder.model_id)
         existing_vectors = await self.store.ids(slug)
-        # An empty collection beside stored passages (new schema, wiped store) needs a re-index.
-        empty_store = not existing_vectors and bool(await self.db.documents.passage_ids(slug))
-        await self._reset_if_model_changed(slug, force=empty_store)
+        await self._reset_if_model_changed(slug)
         stored = await self.db.documents.hashes(slug)
         stored_visibility = await self.db.documents.visibilities(slug)
         stored_rows = await self.db.documents.passages(slug)
@@ -279,9 +319,19 @@ class Indexer:
         for r in stored_rows:
             stored_by_doc.setdefault(r.doc_id, []).append(r.passage_id)
             stored_tokens[r.passage_id] = r.tokens
+        # The store is derived data: rows it lost (emptied, damaged and recreated, a new
+        # collection) are refilled, document by document, without the campaign going offline.
+        unbacked = unbacked_documents(stored_by_doc, existing_vectors)
+        if unbacked:
+            _log.warning(
+                "%s: %d document(s) lack vectors in the store; refilling them from the embedding "
+                "cache",
+                slug,
+                len(unbacked),
+            )
 
         seen: set[str] = set()
-        todo: list[Document] = []
+        todo: list[list[Document]] = []  # per file: the views to (re-)index
         scope_rel = ""
         files: list[tuple[Path, str]] = []
         if path is not None and not path.exists():  # noqa: ASYNC240 (one stat; the walk runs in a worker)
@@ -298,6 +348,7 @@ class Indexer:
         for stored_id in stored:
             views_of.setdefault(source_of(stored_id), []).append(stored_id)
         loaded: set[str] = set()  # files read this run: a stored view they no longer have goes
+        loaded_paths: set[str] = set()  # … and a stored document of their path under another id
         file_reports: dict[str, FileReport] = {}
         for fpath, rel in files:
             doc_id = doc_id_for(rel)
@@ -320,21 +371,31 @@ class Indexer:
                 parsed = await run_cpu(
                     load_file, fpath, rel, config, max_bytes=self.options.max_bytes
                 )
-            except LoadError as exc:
+            except Exception as exc:
+                if isinstance(exc, LoadError):
+                    reason = exc.reason
+                else:  # a parser's own failure: that file's, never the campaign's
+                    _log.warning("%s: %s could not be parsed", slug, rel, exc_info=True)
+                    reason = f"could not be parsed ({type(exc).__name__})"
                 # Tell the GM nothing was lost: the last good version stays searchable.
                 kept_views = views_of.get(doc_id, [])
                 seen.update(kept_views)
                 kept_note = f"; {KEPT_NOTE}" if kept_views else ""
-                report.skipped.append(SkippedFile(rel, exc.reason + kept_note))
+                report.skipped.append(SkippedFile(rel, reason + kept_note))
+                kept_docs: list[Document] = []
                 for view in kept_views:
-                    if not stored[view][1]:
-                        # Awaiting a rebuild (new embedder or tokenizer): rebuild the kept version
-                        # from its stored text, or it would have no vectors and no BM25 tokens.
+                    if not stored[view][1] or view in unbacked:
+                        # Awaiting a rebuild (new embedder or tokenizer), or its vectors lost:
+                        # rebuild the kept version from its stored text, or it would have no
+                        # vectors (nor BM25 tokens) under the current profile.
                         kept = await self.db.documents.get(slug, view)
                         if kept is not None:
-                            todo.append(replace(kept, content_hash=_KEPT))
+                            kept_docs.append(replace(kept, content_hash=stored[view][1] or _KEPT))
+                if kept_docs:
+                    todo.append(kept_docs)
                 continue
             loaded.add(doc_id)
+            loaded_paths.add(rel)
             report.documents += 1
             report.hidden_sections += parsed.hidden_sections
             whole = parsed.views[0]
@@ -348,74 +409,121 @@ class Indexer:
             )
             if whole.doc_id in stored and stored[whole.doc_id][1] == whole.content_hash:
                 file_reports[whole.doc_id].unchanged = len(stored_by_doc.get(whole.doc_id, []))
+            changed: list[Document] = []
             for doc in parsed.views:
                 seen.add(doc.doc_id)
-                if doc.doc_id in stored and stored[doc.doc_id][1] == doc.content_hash:
+                if (
+                    doc.doc_id in stored
+                    and stored[doc.doc_id][1] == doc.content_hash
+                    and doc.doc_id not in unbacked
+                ):
                     report.passages_unchanged += len(stored_by_doc.get(doc.doc_id, []))
                     continue
-                todo.append(doc)
-        report.files = list(file_reports.values())
+                changed.append(doc)
+            if changed:
+                todo.append(changed)
+
+        async def skip(views: Sequence[Document], reason: str) -> None:
+            """One file that could not be indexed: its previous version stays (or, awaiting a
+            rebuild, goes: it cannot be brought to the current profile, and would hold the
+            whole campaign "being rebuilt"), and the report says why."""
+            file_id, rel = source_of(views[0].doc_id), views[0].path
+            previous = views_of.get(file_id, [])
+            seen.update(previous)
+            loaded.discard(file_id)
+            loaded_paths.discard(rel)
+            kept = False
+            for view in previous:
+                if stored[view][1]:
+                    kept = True
+                else:
+                    report.passages_removed += await self.db.documents.remove(slug, view)
+            for key in [k for k, fr in file_reports.items() if fr.path == rel]:
+                del file_reports[key]  # keyed by the file's first view (``X//gm`` if it hides)
+                report.documents -= 1
+            # A kept version that failed again keeps the reason its file failed to load.
+            said = [s.reason for s in report.skipped if s.path == rel]
+            if said:
+                reason = said[0].removesuffix(f"; {KEPT_NOTE}")
+                report.skipped[:] = [s for s in report.skipped if s.path != rel]
+            report.skipped.append(SkippedFile(rel, reason + (f"; {KEPT_NOTE}" if kept else "")))
+            _log.warning("%s: %s not indexed: %s", slug, rel, reason)
 
         show = self.options.progress if self.options.progress is not None else sys.stderr.isatty()
         bar = None
         if show and todo:
             from tqdm import tqdm
 
-            bar = tqdm(total=len(todo), desc=f"ingest {slug}", unit="doc", file=sys.stderr)
-        todo_files = len({source_of(d.doc_id) for d in todo})
-        if progress is not None:
-            progress(0, todo_files)
-        for i in range(0, len(todo), self.options.batch_docs):
-            # Chunking, synopses and tokenizing a batch: CPU work, off the event loop.
-            batch = await run_cpu(
-                self._prepare_batch, todo[i : i + self.options.batch_docs], stored_tokens
+            bar = tqdm(
+                total=sum(map(len, todo)), desc=f"ingest {slug}", unit="doc", file=sys.stderr
             )
-            texts = {h: text for prep in batch for (_, _, _, text, h) in prep.records}
+        files_done = 0
+        if progress is not None:
+            progress(0, len(todo))
+        for group in _batches(todo, self.options.batch_docs):
+            # Chunking, synopses and tokenizing a batch: CPU work, off the event loop.
+            prepared = await run_cpu(self._prepare_files, group, stored_tokens)
+            ready: list[list[_Prepared]] = []
+            for views, outcome in zip(group, prepared, strict=True):
+                if isinstance(outcome, str):
+                    await skip(views, outcome)
+                else:
+                    ready.append(outcome)
+            texts = {h: text for f in ready for prep in f for (_, _, _, text, h) in prep.records}
             vectors, fresh = await self._embed(texts)
-            new_records: list[VectorRecord] = []
             # Documents whose visibility changed: their vector rows are rewritten (same text, same
             # ids, or the store would go on filtering them by the old visibility), and the chat
             # memories of lenses that lost them forget.
             moved = {
                 prep.doc.doc_id: was
-                for prep in batch
+                for f in ready
+                for prep in f
                 if (was := stored_visibility.get(prep.doc.doc_id)) is not None
                 and was != prep.doc.visibility
             }
+            rows = [
+                [
+                    VectorRecord(
+                        id=vid,
+                        passage_id=pid,
+                        doc_id=prep.doc.doc_id,
+                        kind=kind,
+                        visibility=prep.doc.visibility,
+                        vector=vectors[h],
+                    )
+                    for prep in f
+                    for vid, kind, pid, _text, h in prep.records
+                    if vid not in existing_vectors or prep.doc.doc_id in moved
+                ]
+                for f in ready
+            ]
+            written = await self._write(slug, rows, dim=dim)
+            await self.store.flush(slug)
+            batch: list[_Prepared] = []
+            for f, file_rows, refused in zip(ready, rows, written, strict=True):
+                if refused:
+                    await skip([p.doc for p in f], refused)
+                    continue
+                batch.extend(f)
+                existing_vectors.update(r.id for r in file_rows)
             for prep in batch:
-                revisit = prep.doc.doc_id in moved
                 old = set(stored_by_doc.get(prep.doc.doc_id, []))
                 new = {p.passage_id for p in prep.passages}
                 report.passages_added += len(new - old)
                 report.passages_removed += len(old - new)
                 report.passages_unchanged += len(new & old)
+                report.documents_repaired += prep.doc.doc_id in unbacked
                 if (fr := file_reports.get(prep.doc.doc_id)) is not None:
                     fr.changed = min(len(new - old), len(old - new))
                     fr.added, fr.removed = len(new - old) - fr.changed, len(old - new) - fr.changed
                     fr.unchanged = len(new & old)
-                for vid, kind, pid, _text, h in prep.records:
+                for _vid, kind, _pid, _text, h in prep.records:
                     if h in fresh:
                         fresh.discard(h)  # count each computed vector once
                         if kind == "passage":
                             report.embedded += 1
                         elif kind == "window":
                             report.windows_embedded += 1
-                    if vid in existing_vectors and not revisit:
-                        continue
-                    new_records.append(
-                        VectorRecord(
-                            id=vid,
-                            passage_id=pid,
-                            doc_id=prep.doc.doc_id,
-                            kind=kind,
-                            visibility=prep.doc.visibility,
-                            vector=vectors[h],
-                        )
-                    )
-            await self.store.upsert(slug, new_records)
-            await self.store.flush(slug)
-            existing_vectors.update(r.id for r in new_records)
-            for prep in batch:
                 newly_hidden = await self._newly_hidden(slug, prep.doc, config, stored_visibility)
                 await self.db.documents.replace(slug, prep.doc, prep.passages, prep.tokens)
                 if prep.doc.doc_id in moved:
@@ -436,12 +544,13 @@ class Indexer:
                 await self.store.delete(slug, superseded)
                 existing_vectors.difference_update(superseded)
             if bar is not None:
-                bar.update(len(batch))
+                bar.update(sum(map(len, group)))
+            files_done += len(group)
             if progress is not None:
-                end = i + self.options.batch_docs
-                progress(len({source_of(d.doc_id) for d in todo[:end]}), todo_files)
+                progress(files_done, len(todo))
         if bar is not None:
             bar.close()
+        report.files = list(file_reports.values())
 
         # Deletions: only documents inside the ingested scope that vanished from disk, and views a
         # file read this run no longer has (its hidden sections went, or it became GM-only).
@@ -452,7 +561,11 @@ class Indexer:
             if (
                 in_scope
                 and doc_id not in seen
-                and (source_of(doc_id) in loaded or not config.path_of(rel).exists())
+                and (
+                    source_of(doc_id) in loaded
+                    or rel in loaded_paths
+                    or not config.path_of(rel).exists()
+                )
             ):
                 report.passages_removed += await self.db.documents.remove(slug, doc_id)
                 report.documents_removed += doc_id == source_of(doc_id)
@@ -469,6 +582,65 @@ class Indexer:
             await self.db.campaigns.set_model(slug, self.profile())
         report.seconds = time.perf_counter() - t0
         return report
+
+    def _prepare_files(
+        self, files: list[list[Document]], stored_tokens: dict[str, str]
+    ) -> list[list[_Prepared] | str]:
+        """Each file's views prepared, or why that file could not be (a text the chunker or the
+        tokenizer cannot take fails its file, not the batch)."""
+        out: list[list[_Prepared] | str] = []
+        for views in files:
+            try:
+                out.append([self._prepare(d, stored_tokens) for d in views])
+            except Exception as exc:
+                _log.warning("%s could not be split into passages", views[0].path, exc_info=True)
+                out.append(f"could not be split into passages ({type(exc).__name__})")
+        return out
+
+    async def _write(self, slug: str, files: list[list[VectorRecord]], *, dim: int) -> list[str]:
+        """Upsert each file's rows; returns, per file, why the store refused them ("" if it took
+        them). One upsert for the batch; when it fails, one per file, so a file whose rows the
+        store refuses (an id or a value over a limit) is told apart from the rest. When no file's
+        rows go in, a probe row says whether the store takes any row at all: if not, the store
+        itself is failing and the error is raised (nothing is skipped, nothing removed)."""
+        try:
+            await self.store.upsert(slug, [r for rows in files for r in rows])
+            return [""] * len(files)
+        except StoreError as exc:
+            first = exc
+        refused: list[str] = []
+        took = False  # a file with rows had them taken: the store works
+        for rows in files:
+            try:
+                await self.store.upsert(slug, rows)
+                refused.append("")
+                took = took or bool(rows)
+            except StoreError as exc:
+                _log.warning("%s: the vector store refused a file's rows: %s", slug, exc)
+                refused.append("the vector store refused its rows")
+        if not took and not await self._store_takes_rows(slug, dim):
+            raise first
+        return refused
+
+    async def _store_takes_rows(self, slug: str, dim: int) -> bool:
+        """Whether the store takes a plain row now (written, then deleted; a leftover is never
+        searched, as no passage names it, and the next garbage collection drops it)."""
+        vector = np.zeros(dim, dtype=np.float32)
+        vector[0] = 1.0
+        probe = VectorRecord(
+            id=_PROBE_ID,
+            passage_id="",
+            doc_id="",
+            kind="probe",
+            visibility=frozenset({GM}),
+            vector=vector,
+        )
+        try:
+            await self.store.upsert(slug, [probe])
+            await self.store.delete(slug, [_PROBE_ID])
+        except StoreError:
+            return False
+        return True
 
     async def _newly_hidden(
         self,
@@ -508,8 +680,20 @@ class Indexer:
         so that an import re-embeds nothing."""
         docs = await self.db.documents.all(slug)
         tokens = {r.passage_id: r.tokens for r in await self.db.documents.passages(slug)}
-        prepared = await run_cpu(self._prepare_batch, docs, tokens)
-        return {h for prep in prepared for *_, h in prep.records}
+        prepared = await run_cpu(self._prepare_files, [[d] for d in docs], tokens)
+        return {
+            h for f in prepared if not isinstance(f, str) for prep in f for *_, h in prep.records
+        }
+
+    async def unbacked(self, slug: str) -> set[str]:
+        """Documents of ``slug`` whose vectors the store lacks (:func:`unbacked_documents`): what
+        the next ingest refills. Opens the campaign's collection, which repairs a damaged one."""
+        dim = await asyncio.to_thread(lambda: self.embedder.dim)
+        await self.store.ensure(slug, dim=dim, model_id=self.embedder.model_id)
+        by_doc: dict[str, list[str]] = {}
+        for pid in await self.db.documents.passage_ids(slug):
+            by_doc.setdefault(pid.rsplit("#", 1)[0], []).append(pid)
+        return unbacked_documents(by_doc, await self.store.ids(slug))
 
     def profile(self) -> str:
         """What the campaign's index was built with: embedder, embedding options, tokenizer."""
@@ -520,7 +704,9 @@ class Indexer:
 
     async def _reset_if_model_changed(self, slug: str, *, force: bool = False) -> None:
         """Mark every document for re-preparing when the profile changed (or ``force``). The
-        campaign's recorded profile is cleared until no document awaits re-preparing."""
+        campaign's recorded profile is cleared until no document awaits re-preparing. (A store
+        that lost rows is no reason: those documents are refilled one by one, and the campaign
+        keeps answering meanwhile.)"""
         row = await self.db.campaigns.get(slug)
         # The index profile: the embedder and the options that decide what gets embedded. Any
         # change re-prepares every document (vectors come from the cache where the text is the

@@ -35,6 +35,7 @@ from liminalis.ingest.formats import (
     extract_pdf,
     plain_wikilinks,
 )
+from liminalis.ingest.ids import bound_doc_id
 from liminalis.ingest.sections import (
     HiddenSection,
     View,
@@ -155,9 +156,12 @@ def normalize_text(text: str) -> str:
 
 
 def doc_id_for(rel_path: str) -> str:
-    """Document id: the campaign-relative POSIX path without its suffix."""
+    """Document id: the campaign-relative POSIX path without its suffix, bounded so every id
+    built on it fits the vector store (:func:`liminalis.ingest.ids.bound_doc_id`)."""
     p = PurePosixPath(rel_path)
-    return str(p.with_suffix("")) if p.suffix.lower() in SUPPORTED_SUFFIXES else str(p)
+    return bound_doc_id(
+        str(p.with_suffix("")) if p.suffix.lower() in SUPPORTED_SUFFIXES else str(p)
+    )
 
 
 def needs_escaped_ids(doc_id: str) -> bool:
