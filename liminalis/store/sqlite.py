@@ -9,7 +9,7 @@ ingest is killed half-way.
 Every SQL statement of Liminalis lives in this package: :class:`Database` owns the connection
 and hands out one repository per concern (``db.campaigns``, ``db.documents``, ``db.pins``,
 ``db.memory``, ``db.usage``, ``db.links``, ``db.schedules``, ``db.budgets``,
-``db.embeddings``, ``db.passes``, ``db.knowledge``). A ``sqlite3`` error from any of them
+``db.embeddings``, ``db.passes``, ``db.knowledge``, ``db.cards``). A ``sqlite3`` error from any of them
 reaches the caller as
 :class:`~liminalis.errors.StoreError`.
 """
@@ -31,6 +31,7 @@ import aiosqlite
 from liminalis.errors import StoreError
 from liminalis.store.budgets import BudgetRepository
 from liminalis.store.campaigns import CampaignRepository
+from liminalis.store.cards import CardRepository
 from liminalis.store.documents import DocumentRepository
 from liminalis.store.embeddings import EmbeddingCache
 from liminalis.store.knowledge import KnowledgeRepository
@@ -82,6 +83,7 @@ class Database:
         self.embeddings = EmbeddingCache(self)
         self.passes = PassRepository(self)
         self.knowledge = KnowledgeRepository(self)
+        self.cards = CardRepository(self)
 
     async def __aenter__(self) -> Database:
         await self.open()
