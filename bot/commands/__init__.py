@@ -5,9 +5,23 @@ whether only a GM may run it, whether its reply is private, and ``async run(requ
 Reply``. :data:`REGISTRY` holds them in the order the help lists them.
 """
 
-from bot.commands import ask, budget, campaign, explain, help, lens, memory, pin, recap, upload
+from bot.commands import (
+    ask,
+    budget,
+    campaign,
+    explain,
+    help,
+    memory,
+    pin,
+    recap,
+    search,
+    show,
+    upload,
+    view,
+)
 from bot.commands._base import (
     Command,
+    Group,
     Need,
     Option,
     OptionKind,
@@ -21,6 +35,7 @@ from bot.commands._registry import Registry
 __all__ = [
     "COMMANDS",
     "Command",
+    "Group",
     "Need",
     "Option",
     "OptionKind",
@@ -34,16 +49,20 @@ __all__ = [
 
 REGISTRY = Registry(
     [
+        # /lore: for everyone
         ask.command,
+        search.command,
+        show.command,
+        recap.command,
+        view.command,
+        help.command,
+        # /gm: the GM's work
+        upload.command,
         pin.command,
         budget.command,
-        upload.command,
-        recap.command,
         explain.command,
         memory.command,
         campaign.command,
-        lens.command,
-        help.command,
     ]
 )
 COMMANDS = REGISTRY.names

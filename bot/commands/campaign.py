@@ -196,7 +196,7 @@ command = Command(
             choices=_ACTIONS,
             default="status",
         ),
-        Option("slug", "string", "link: the campaign", low=1, high=63),
+        Option("slug", "string", "link: the campaign", autocomplete="campaigns", low=1, high=63),
         Option("server", "string", "release: the server id (see status)", low=1, high=25),
     ),
     usage=(
@@ -208,4 +208,5 @@ command = Command(
     private=lambda request, scope: request.string("action") in {"status", "release"},
     need=_need,
     parse=_parse,
+    group="gm",
 )

@@ -29,7 +29,7 @@ command = Command(
     run=run,
     options=(
         Option(
-            "lens", "string", "Whose history: players (default), gm, or a player's lens", high=100
+            "lens", "string", "Whose history: players (default), gm, or one player's name", high=100
         ),
     ),
     usage=(
@@ -39,4 +39,5 @@ command = Command(
     gm_only=True,
     private=True,
     parse=_parse,
+    group="gm",
 )

@@ -285,7 +285,7 @@ command = Command(
         Option(
             "visibility",
             "string",
-            "Who may read it: players, gm (the default), or one player's lens",
+            "Who may read it: players, gm (GM-only, the default), or one player's name",
             autocomplete="visibilities",
             low=1,
             high=40,
@@ -302,4 +302,5 @@ command = Command(
     gm_only=True,
     private=True,
     parse=_parse,
+    group="gm",
 )
