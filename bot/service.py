@@ -276,6 +276,20 @@ class BotService:
             ephemeral=True,
         )
 
+    async def home(self, msg: IncomingMessage) -> list[tuple[Seat, str]]:
+        """What a member's home page shows (Slack's App Home): each campaign they play, their
+        view there and its recap schedule in words. Never raises."""
+        out: list[tuple[Seat, str]] = []
+        for slug, seat in sorted((await self.seats(msg)).items()):
+            recaps = ""
+            if self.scheduler is not None:
+                try:
+                    recaps = await self.scheduler.describe(slug)
+                except Exception:
+                    _log.exception("recap schedule of %s unreadable for the home page", slug)
+            out.append((seat, recaps))
+        return out
+
     # -- buttons -----------------------------------------------------------------------------
 
     async def press(self, msg: IncomingMessage, action: str, value: str = "") -> Reply:

@@ -649,9 +649,9 @@ class DiscordAdapter:
         and that they can read, as a message of theirs there with their roles. A server that
         cannot be asked counts as none."""
         by_guild: dict[int, list[int]] = {}
-        for channel_id, guild_id in channels:
-            if guild_id and guild_id.isdigit() and channel_id.isdigit():
-                by_guild.setdefault(int(guild_id), []).append(int(channel_id))
+        for linked, server in channels:
+            if server and server.isdigit() and linked.isdigit():
+                by_guild.setdefault(int(server), []).append(int(linked))
         out: list[IncomingMessage] = []
         for guild_id, channel_ids in by_guild.items():
             guild = self.client.get_guild(guild_id)
@@ -660,8 +660,8 @@ class DiscordAdapter:
             member = await self._member(guild, int(msg.user_id))
             if member is None:
                 continue
-            for channel_id in channel_ids:
-                channel = guild.get_channel_or_thread(channel_id)
+            for cid in channel_ids:
+                channel = guild.get_channel_or_thread(cid)
                 if channel is None or not channel.permissions_for(member).read_messages:
                     continue
                 out.append(

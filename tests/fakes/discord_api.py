@@ -329,7 +329,7 @@ def rogue_guild_payload() -> dict[str, Any]:
         name="Not the table",
         threads=[],
         roles=[
-            role_payload(ROGUE_GUILD_ID, "@everyone", 0),
+            role_payload(ROGUE_GUILD_ID, "@everyone", 0, permissions=str(1024 | 2048 | 65536)),
             role_payload(ROGUE_GM_ROLE_ID, "GM", 1),
         ],
         channels=[
