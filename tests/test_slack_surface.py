@@ -311,3 +311,26 @@ def test_the_home_tab_and_messages_stay_within_block_kit_limits():
     last = messages[-1].blocks[-1]
     assert last["type"] == "actions" and len(last["elements"]) == 25
     assert all(len(e["text"]["text"]) <= 75 for e in last["elements"])
+
+
+def test_the_manifest_declares_what_the_adapter_listens_to():
+    """One slash command (the adapter's), interactivity for the buttons and forms, the Home tab
+    and its event, and the scopes the DM lookup needs."""
+    from pathlib import Path
+
+    import yaml
+
+    from bot.slack_adapter._adapter import COMMAND
+
+    manifest = yaml.safe_load((Path(__file__).parent.parent / "slack_manifest.yaml").read_text())
+    features, settings = manifest["features"], manifest["settings"]
+    assert [c["command"] for c in features["slash_commands"]] == [COMMAND]
+    assert all(len(c["description"]) <= 100 for c in features["slash_commands"])
+    assert settings["interactivity"]["is_enabled"] is True
+    assert features["app_home"]["home_tab_enabled"] is True
+    assert {"app_home_opened", "app_mention", "message.im"} <= set(
+        settings["event_subscriptions"]["bot_events"]
+    )
+    assert {"channels:read", "groups:read", "chat:write", "commands"} <= set(
+        manifest["oauth_config"]["scopes"]["bot"]
+    )
