@@ -20,6 +20,7 @@ from fakes.discord_api import (
     component_payload,
     guild_payload,
     interaction_payload,
+    message_payload,
     modal_payload,
     rogue_guild_payload,
 )
@@ -259,6 +260,27 @@ async def test_a_streamed_answer_is_edited_in_place_and_ends_whole_with_its_sour
     embed = final.json["embeds"][0]
     assert embed["description"] == reply.strip() and embed["fields"][0]["name"] == "1. Baron Aldric"
     assert embed["author"]["name"] == "❓ Who rules the keep?" and buttons(final.json)
+
+
+async def test_a_streamed_mention_is_one_message_edited_until_whole(env):
+    api, adapter, service = env
+    reply = "The baron rules Greyhold keep from the river tower [Baron Aldric]. " * 8
+    service.engine.use_answerer(Responder(service.engine, model=ScriptedModel([reply])))
+    adapter.clock = Ticks(0.3)
+    state = adapter.client._connection
+    data = message_payload("<@900000000000000002> who rules the keep?", user_id=PLAYER)
+    await adapter.on_message(
+        discord.Message(state=state, channel=adapter.client.get_channel(CHANNEL_ID), data=data)
+    )
+    (posted,) = api.find("POST", f"/channels/{CHANNEL_ID}/messages")
+    assert posted.json["content"].endswith("▌")
+    assert posted.json["message_reference"]["fail_if_not_exists"] is False
+    edits = api.find("PATCH", f"/channels/{CHANNEL_ID}/messages/")
+    assert len(edits) >= 2 and len({e.path for e in edits}) == 1  # one message, edited
+    final = edits[-1].json
+    assert final["content"] is None and final["embeds"][0]["description"] == reply.strip()
+    assert final["embeds"][0]["fields"] and buttons(final)
+    assert final["allowed_mentions"]["parse"] == []
 
 
 async def test_search_lists_documents_with_snippets_a_page_at_a_time(env, tmp_path):

@@ -387,14 +387,65 @@ class DiscordAdapter:
                     if message.attachments and pending.is_gm
                     else []
                 )
-                reply = await pending.finish(tuple(attachments))
-            await self.reply_to_message(message, reply)
+                # A public answer (or any in a DM) is written in place as it streams; a private
+                # one in a shared channel goes to the author's DMs whole.
+                posted: list[discord.Message] = []
+                stream = None
+                if not pending.private or is_dm_channel(message.channel):
+                    stream = self._stream_reply(message, posted)
+                reply = await pending.finish(tuple(attachments), progress=stream)
+            if posted:
+                await self._finish_streamed(message, posted[0], reply)
+            else:
+                await self.reply_to_message(message, reply)
         except Exception:
             _log.exception("discord mention failed")
             try:
                 await _reply(message, NEUTRAL)
             except discord.HTTPException:
                 pass
+
+    def _stream_reply(
+        self, message: discord.Message, posted: list[discord.Message]
+    ) -> StreamedEdits:
+        async def edit(content: str) -> None:
+            if not posted:
+                posted.append(await _reply(message, content))
+            else:
+                await posted[0].edit(content=content, allowed_mentions=NO_MENTIONS)
+
+        return StreamedEdits(
+            edit, render=render_partial, interval=self.edit_interval, clock=self.clock
+        )
+
+    async def _finish_streamed(
+        self, message: discord.Message, streamed: discord.Message, reply: Reply
+    ) -> None:
+        """The streamed reply becomes the answer's first message, whole, with its sources and
+        buttons. A reply that turned private (an error) takes the partial text down and goes
+        the private way."""
+        if reply.ephemeral and not is_dm_channel(message.channel):
+            await send_with_retry(streamed.delete)
+            await self.reply_to_message(message, reply)
+            return
+        first, *rest = render_reply(reply)
+        await send_with_retry(
+            lambda: streamed.edit(
+                content=first.content,
+                embeds=list(first.embeds),
+                view=_view(first.actions) if first.actions else None,
+                allowed_mentions=NO_MENTIONS,
+            )
+        )
+        for out in rest:
+            await send_with_retry(
+                lambda out=out: message.channel.send(  # type: ignore[misc]
+                    content=out.content,
+                    embeds=list(out.embeds),
+                    view=_view(out.actions),
+                    allowed_mentions=NO_MENTIONS,
+                )
+            )
 
     async def reply_to_message(self, message: discord.Message, reply: Reply) -> None:
         """Reply in channel; a private (GM, personal lens) reply goes to the author's DMs with a

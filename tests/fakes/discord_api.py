@@ -234,6 +234,9 @@ class FakeDiscordApi(CatchAllServer):
             return _json(self.message(str(CHANNEL_ID), body if isinstance(body, dict) else None))
         if m == "POST" and path.startswith("/channels/") and path.endswith("/messages"):
             return _json(self.message(path.split("/")[2], body if isinstance(body, dict) else None))
+        if m == "PATCH" and path.startswith("/channels/") and "/messages/" in path:
+            edited = self.message(path.split("/")[2], body if isinstance(body, dict) else None)
+            return _json({**edited, "id": path.split("/")[4]})
         return _json({"message": f"fake: unhandled {m} {path}", "code": 0}, status=404)
 
 
