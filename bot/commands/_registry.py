@@ -65,7 +65,7 @@ class Registry:
         """
         t = (text or "").strip()
         if not t:
-            raise InvalidInput("empty message", user_message="Ask a question, or try `/help`.")
+            raise InvalidInput("empty message", user_message="Ask a question, or try `/lore help`.")
         head, rest = _first_word(t)
         if head.lower().lstrip("/") in GROUPS:
             following = _first_word(rest)[0].lower().lstrip("/")
@@ -88,7 +88,7 @@ class Registry:
         if command is None:
             raise InvalidInput(
                 f"unknown command {head!r}",
-                user_message=f"Unknown command `/{head[:40]}`. Try `/help`.",
+                user_message=f"Unknown command `/{head[:40]}`. Try `/lore help`.",
             )
         return command.name, rest.strip()
 
@@ -115,7 +115,8 @@ class Registry:
         command = self.get(msg.command)
         if command is None:
             raise InvalidInput(
-                f"unknown command {msg.command!r}", user_message="Unknown command. Try `/help`."
+                f"unknown command {msg.command!r}",
+                user_message="Unknown command. Try `/lore help`.",
             )
         options: dict[str, OptionValue] = {}
         for name, value in msg.options.items():

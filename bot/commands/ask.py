@@ -41,7 +41,8 @@ async def run(request: Request, scope: Scope) -> Reply:
     question = request.string("question")
     if not question.strip():
         raise InvalidInput(
-            "empty question", user_message="Ask a question, e.g. `/ask who is the Lantern Queen?`"
+            "empty question",
+            user_message="Ask a question, e.g. `/lore ask who is the Lantern Queen?`",
         )
     budget = await effective_budget(
         services.engine, cfg.slug, msg.chat_key, services.responder.budget_tokens

@@ -1,4 +1,4 @@
-"""``/memory [gm|players|<lens>]``: GM: the campaign memory's most active chunks and strongest
+"""``/memory [gm|players|<player>]``: GM: the campaign memory's most active chunks and strongest
 associations, as one lens's history built them."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ command = Command(
         ),
     ),
     usage=(
-        "`/memory [gm|players|<lens>]` — GM: the campaign memory's most active chunks and associations",
+        "`/memory [gm|players|<player>]` — GM: the campaign memory's most active chunks and associations",
     ),
     example="/memory players",
     gm_only=True,

@@ -39,7 +39,7 @@ __all__ = [
 UPLOAD_TYPES = ("session", "lore", "character", "place", "faction", "item", "note")
 MAX_FILES = 10
 _USAGE = (
-    "Usage: `/upload [players|gm|<player lens>] [session|lore|character|place|faction|item|note]` "
+    "Usage: `/upload [players|gm|<player>] [session|lore|character|place|faction|item|note]` "
     "with the files attached."
 )
 _PLAYER_WORDS = frozenset({PLAYERS, "player", "public", "all", "table"})
@@ -86,7 +86,7 @@ def resolve_visibility(words: str, cfg: CampaignConfig) -> frozenset[str] | None
         if visibility is not None and visibility != given:  # "gm players": never pick the wider
             raise InvalidInput(
                 "two visibilities",
-                user_message="Give one visibility: players, gm or a player's lens.",
+                user_message="Say who may read it once: players, gm, or one player's name.",
             )
         visibility = given
     return visibility
@@ -224,7 +224,7 @@ async def run(request: Request, scope: Scope) -> Reply:
     if not request.attachments:
         how = (
             "Slack commands cannot carry files: mention me with the files attached, "
-            "`@Liminalis /upload [players|gm|<lens>] [session|lore|…]`."
+            "`@Liminalis /upload [players|gm|<player>] [session|lore|…]`."
             if msg.platform == "slack"
             else "Attach one or more .md or .txt files to `/upload`."
         )
