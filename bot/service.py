@@ -129,7 +129,7 @@ class BotService:
         #: Per platform, how its adapter finds where a DM's author sits (``use_seating``).
         self.seating: dict[str, Seating] = {}
         self._monotonic = monotonic
-        self._seats: dict[tuple[str, str], tuple[float, dict[str, Seat]]] = {}
+        self._seats: dict[tuple[str, str], tuple[float, list[IncomingMessage]]] = {}
 
     def use_seating(self, platform: str, seating: Seating) -> None:
         """Let DMs on ``platform`` be answered for the campaigns their author plays."""
@@ -208,16 +208,9 @@ class BotService:
         seating = self.seating.get(msg.platform)
         if seating is None:
             return {}
-        key = (msg.platform, msg.user_id)
-        now = self._monotonic()
-        cached = self._seats.get(key)
-        if cached is not None and now - cached[0] < SEATS_TTL_S:
-            return cached[1]
         found: dict[str, Seat] = {}
         try:
-            linked = await self.directory.linked(msg.platform)
-            theres = await seating(msg, [(c, g) for c, _, g in linked[:MAX_SEAT_CHANNELS]])
-            for there in theres:
+            for there in await self._theres(msg, seating):
                 slug = await self.directory.campaign_for(
                     there.platform, there.channel_id, there.parent_id
                 )
@@ -228,6 +221,7 @@ class BotService:
                 except LiminalisError:
                     _log.info("dm seats: campaign %s cannot be read; skipped", slug)
                     continue
+                # Resolved now, never cached: a GM removed from campaign.toml is a player at once.
                 lens = await self.lens_of(there, cfg)
                 old = found.get(slug)
                 if old is not None and not lens.is_gm:
@@ -236,8 +230,20 @@ class BotService:
         except Exception:
             _log.exception("dm seats of %s on %s failed; none", msg.user_id, msg.platform)
             return {}
-        self._seats[key] = (now, found)
         return found
+
+    async def _theres(self, msg: IncomingMessage, seating: Seating) -> list[IncomingMessage]:
+        """The adapter's lookups of where ``msg``'s author sits (each may cost a platform call),
+        reused for :data:`SEATS_TTL_S` seconds."""
+        key = (msg.platform, msg.user_id)
+        now = self._monotonic()
+        cached = self._seats.get(key)
+        if cached is not None and now - cached[0] < SEATS_TTL_S:
+            return cached[1]
+        linked = await self.directory.linked(msg.platform)
+        theres = await seating(msg, [(c, g) for c, _, g in linked[:MAX_SEAT_CHANNELS]])
+        self._seats[key] = (now, theres)
+        return theres
 
     async def dm_seat(self, msg: IncomingMessage) -> Seat | None:
         """The campaign a DM is about and the author's view there: their only campaign, else

@@ -223,6 +223,13 @@ async def test_a_dm_is_answered_for_the_members_campaign_or_asks_which(env, tmp_
     assert "Greyhold" in dump(answered) and CANARY not in dump(answered)
     gm = await dm("what is the truth about the baron?", SLACK_GM, "3.1")
     assert CANARY in dump(gm)  # the GM's view at their table, in their own DM
+    # a GM removed from campaign.toml is a player in their DM at once (nothing cached)
+    toml = tmp_path / "campaigns" / "greyhold" / "campaign.toml"
+    original = toml.read_text()
+    toml.write_text(original.replace(f'gm_users = ["{SLACK_GM}"]', "gm_users = []"))
+    demoted = await dm("what is the truth about the baron?", SLACK_GM, "3.2")
+    assert "baron" in dump(demoted).lower() and CANARY not in dump(demoted)
+    toml.write_text(original)
     salt = make_tiny_campaign(tmp_path / "campaigns", slug="saltmarsh")
     toml = salt / "campaign.toml"
     toml.write_text(toml.read_text().replace('name = "Greyhold"', 'name = "Saltmarsh"'))
