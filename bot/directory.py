@@ -175,3 +175,8 @@ class Directory:
 
     async def links(self, campaign: str) -> list[tuple[str, str]]:
         return await self.db.links.of_campaign(campaign)
+
+    async def linked(self, platform: str) -> list[tuple[str, str, str | None]]:
+        """(channel id, campaign, server id) of every channel linked on ``platform`` (where a
+        DM's author may sit)."""
+        return await self.db.links.on_platform(platform)

@@ -7,15 +7,27 @@ knows a platform.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 from liminalis.answer import Source
 
-__all__ = ["Attachment", "IncomingMessage", "OptionValue", "Reply"]
+__all__ = [
+    "Action",
+    "Attachment",
+    "Delivery",
+    "Form",
+    "IncomingMessage",
+    "OptionValue",
+    "Progress",
+    "Reply",
+]
 
 #: A typed option value: a string, or an integer (a token budget, a number of sessions).
 OptionValue = str | int
+#: Receives the text of a reply written as it goes (a streamed answer), the whole text so far.
+Progress = Callable[[str], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +83,40 @@ class IncomingMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class Action:
+    """A button under a reply. ``id`` is what a press sends back (``lm:<verb>:<card>…``): it names
+    a stored card and carries no secret; ``BotService.press`` checks the presser against it."""
+
+    label: str
+    id: str
+    style: Literal["primary", "secondary", "success", "danger"] = "secondary"
+
+
+@dataclass(frozen=True, slots=True)
+class Form:
+    """A one-line question the adapter asks in a modal (a 👎's reason); its answer comes back
+    as a press of ``id`` with the text as the value."""
+
+    id: str
+    title: str
+    label: str
+    placeholder: str = ""
+    max_length: int = 300
+
+
+#: How the reply to a button press is delivered: to the presser only, to the whole channel, or
+#: in place of the message whose button was pressed.
+Delivery = Literal["private", "public", "replace"]
+
+
+@dataclass(frozen=True, slots=True)
 class Reply:
-    """A platform-neutral response; adapters split and format it for their limits."""
+    """A platform-neutral response; adapters split and format it for their limits.
+
+    ``question`` is shown above an answer; ``actions`` are its buttons (the last message of a
+    split reply carries them); ``footer`` is a line under it (a page number). ``form`` asks the
+    presser a question instead of replying; ``delivery`` says where a press's reply goes.
+    """
 
     text: str
     sources: tuple[Source, ...] = ()
@@ -86,3 +130,8 @@ class Reply:
     #: Files posted with the reply (the relationship map's PNG). Discord attaches them, the
     #: console writes them and prints their paths; Slack says where to get them instead.
     files: tuple[Attachment, ...] = ()
+    question: str = ""
+    actions: tuple[Action, ...] = ()
+    footer: str = ""
+    form: Form | None = None
+    delivery: Delivery = "private"

@@ -11,7 +11,17 @@ from collections.abc import Sequence
 
 from liminalis.types import SkippedFile
 
-__all__ = ["sanitize", "split_text", "truncate", "skipped_lines", "ZWSP"]
+__all__ = [
+    "PAGE_CHARS",
+    "ZWSP",
+    "describe_view",
+    "page_of",
+    "pages_of",
+    "sanitize",
+    "skipped_lines",
+    "split_text",
+    "truncate",
+]
 
 ZWSP = "\u200b"  # zero-width space: breaks a mention token without changing what a reader sees
 
@@ -112,3 +122,31 @@ def _split(text: str, limit: int) -> list[str]:
     if text:
         chunks.append(text)
     return chunks
+
+
+#: One page of a document or a list: short enough to read in one screen on either platform
+#: (Discord's message is 2,000 characters, a Slack section 3,000).
+PAGE_CHARS = 1800
+
+
+def pages_of(text: str, size: int = PAGE_CHARS) -> list[str]:
+    """``text`` in pages of at most ``size`` characters (at least one page)."""
+    return split_text(text, size) or ["(empty)"]
+
+
+def page_of(page: int, pages: int) -> int:
+    """``page`` kept within ``1..pages``."""
+    return max(1, min(page, max(pages, 1)))
+
+
+def describe_view(lens: str) -> str:
+    """A view (``Lens.describe()``: ``gm``, ``players``, ``mirel, players``) in a player's words:
+    what a reply was read from."""
+    if not lens:
+        return ""
+    if lens == "gm":
+        return "GM view: may include GM-only notes"
+    own = [n.strip() for n in lens.split(",") if n.strip() and n.strip() != "players"]
+    if not own:
+        return "What every player can see"
+    return f"What you can see: the table's documents and {' and '.join(own)}'s notes"

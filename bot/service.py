@@ -9,9 +9,13 @@ turns errors into user-safe replies, so Discord, Slack and the console behave id
 
 from __future__ import annotations
 
+import json
 import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
+from bot.cards import Cards, action_id
 from bot.commands import (
     COMMANDS,
     REGISTRY,
@@ -27,7 +31,7 @@ from bot.commands.campaign import DM_NOT_LINKED, your_id
 from bot.commands.recap import recap_text
 from bot.commands.upload import looks_like_upload_options, visibility_choices
 from bot.directory import Directory, gm_by_id, lens_for
-from bot.messages import Attachment, IncomingMessage, Reply
+from bot.messages import Action, Attachment, IncomingMessage, Progress, Reply
 from liminalis.answer import Responder, Source
 from liminalis.campaign import CampaignConfig
 from liminalis.engine import Engine
@@ -47,15 +51,58 @@ __all__ = [
     "Reply",
     "BotService",
     "COMMANDS",
+    "ChooseCampaign",
     "HELP",
     "Pending",
     "RecapScheduling",
+    "Seat",
+    "Seating",
 ]
 
 _log = logging.getLogger(__name__)
 
 HELP = REGISTRY.help_text()
 NEUTRAL = "Sorry, something went wrong on my side. The error has been logged."
+#: Recap schedules offered while one is typed (``/recap schedule``'s autocomplete), in UTC.
+CRON_PRESETS = (
+    ("Fridays 18:00 UTC", "0 18 * * 5"),
+    ("Saturdays 17:00 UTC", "0 17 * * 6"),
+    ("Sundays 16:00 UTC", "0 16 * * 0"),
+    ("Every day 09:00 UTC", "0 9 * * *"),
+    ("Mondays 12:00 UTC", "0 12 * * 1"),
+    ("Stop posting recaps here", "off"),
+)
+#: The most linked channels a DM's author is looked for in (each may cost the adapter a lookup).
+MAX_SEAT_CHANNELS = 50
+#: How long a DM author's campaigns and views are reused before they are looked up again.
+SEATS_TTL_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class Seat:
+    """A campaign a DM's author plays, with the view they hold at its table."""
+
+    config: CampaignConfig
+    lens: Lens
+
+
+#: How an adapter finds where the author of a DM sits: given the DM and the linked channels of
+#: its platform (``(channel id, server id)``), the author's message as if written in each
+#: channel they can read (their roles there filled in); none where they cannot, or on any doubt.
+Seating = Callable[
+    [IncomingMessage, Sequence[tuple[str, str | None]]], Awaitable[list[IncomingMessage]]
+]
+
+
+class ChooseCampaign(UnknownCampaign):
+    """A DM from a member of several campaigns who has not picked one: they are asked which."""
+
+    def __init__(self, seats: dict[str, Seat]) -> None:
+        super().__init__(
+            "dm: several campaigns",
+            user_message="You play in several campaigns: ask in your campaign's channel.",
+        )
+        self.seats = seats
 
 
 class BotService:
@@ -72,6 +119,8 @@ class BotService:
         scheduler: RecapScheduling | None = None,
         registry: Registry = REGISTRY,
         campaign_creators: frozenset[str] = frozenset(),
+        cards: Cards | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.engine = engine
         self.scheduler = scheduler
@@ -85,6 +134,16 @@ class BotService:
         #: User ids the host lets ``/campaign create`` besides server managers and workspace
         #: admins (``LIMINALIS_CAMPAIGN_CREATORS``).
         self.campaign_creators = campaign_creators
+        #: Replies with buttons, feedback, DM choices (``bot.cards``).
+        self.cards = cards or Cards(engine.database)
+        #: Per platform, how its adapter finds where a DM's author sits (``use_seating``).
+        self.seating: dict[str, Seating] = {}
+        self._monotonic = monotonic
+        self._seats: dict[tuple[str, str], tuple[float, list[IncomingMessage]]] = {}
+
+    def use_seating(self, platform: str, seating: Seating) -> None:
+        """Let DMs on ``platform`` be answered for the campaigns their author plays."""
+        self.seating[platform] = seating
 
     # -- scope -------------------------------------------------------------------------------
 
@@ -153,6 +212,10 @@ class BotService:
         )
         if slug is None and msg.platform == "console":
             slug = self.default_campaign
+        if slug is None and msg.is_dm:
+            seat = await self.dm_seat(msg)
+            if seat is not None:
+                return Scope(self, seat.config, seat.lens)
         if slug is None:
             if need == "optional":
                 return Scope(self, None, Lens({PLAYERS}))
@@ -161,6 +224,124 @@ class BotService:
             raise UnknownCampaign("channel not linked")
         cfg = await self.config(slug)
         return Scope(self, cfg, await self.lens_of(msg, cfg))
+
+    # -- direct messages ---------------------------------------------------------------------
+
+    async def seats(self, msg: IncomingMessage) -> dict[str, Seat]:
+        """The campaigns ``msg``'s author plays on its platform (by slug), each with the view
+        they hold at its table: found by the platform's adapter in the linked channels they can
+        read, their lens there resolved as it would be there (roles count only at home). Where
+        several channels give one campaign, the GM view wins, else their views join. ``{}``
+        without an adapter's seating or on any failure."""
+        seating = self.seating.get(msg.platform)
+        if seating is None:
+            return {}
+        found: dict[str, Seat] = {}
+        try:
+            for there in await self._theres(msg, seating):
+                slug = await self.directory.campaign_for(
+                    there.platform, there.channel_id, there.parent_id
+                )
+                if slug is None:
+                    continue
+                try:
+                    cfg = await self.config(slug)
+                except LiminalisError:
+                    _log.info("dm seats: campaign %s cannot be read; skipped", slug)
+                    continue
+                # Resolved now, never cached: a GM removed from campaign.toml is a player at once.
+                lens = await self.lens_of(there, cfg)
+                old = found.get(slug)
+                if old is not None and not lens.is_gm:
+                    lens = old.lens if old.lens.is_gm else Lens(old.lens | lens)
+                found[slug] = Seat(cfg, lens)
+        except Exception:
+            _log.exception("dm seats of %s on %s failed; none", msg.user_id, msg.platform)
+            return {}
+        return found
+
+    async def _theres(self, msg: IncomingMessage, seating: Seating) -> list[IncomingMessage]:
+        """The adapter's lookups of where ``msg``'s author sits (each may cost a platform call),
+        reused for :data:`SEATS_TTL_S` seconds."""
+        key = (msg.platform, msg.user_id)
+        now = self._monotonic()
+        cached = self._seats.get(key)
+        if cached is not None and now - cached[0] < SEATS_TTL_S:
+            return cached[1]
+        linked = await self.directory.linked(msg.platform)
+        theres = await seating(msg, [(c, g) for c, _, g in linked[:MAX_SEAT_CHANNELS]])
+        self._seats[key] = (now, theres)
+        return theres
+
+    async def dm_seat(self, msg: IncomingMessage) -> Seat | None:
+        """The campaign a DM is about and the author's view there: their only campaign, else
+        the one they picked. ``None`` when they play none.
+
+        Raises:
+            ChooseCampaign: they play several and have picked none of them.
+        """
+        seats = await self.seats(msg)
+        if not seats:
+            return None
+        if len(seats) == 1:
+            return next(iter(seats.values()))
+        chosen = await self.cards.dm_choice(msg.platform, msg.user_id)
+        if chosen in seats:
+            return seats[chosen]
+        raise ChooseCampaign(seats)
+
+    async def choose_campaign(self, msg: IncomingMessage, seats: dict[str, Seat]) -> Reply:
+        """Ask a DM's author which of their campaigns ``msg`` is about; picking one answers it
+        there (``bot.presses``) and is remembered for their next DMs."""
+        request = json.dumps(
+            {"text": msg.text, "command": msg.command, "options": dict(msg.options)}
+        )
+        card = await self.cards.save(
+            kind="dm", msg=msg, campaign="", lens=(PLAYERS,), question=request
+        )
+        actions = tuple(
+            Action(seat.config.name[:80], action_id("pick", card.card_id, slug))
+            for slug, seat in sorted(seats.items())[:20]
+        )
+        return Reply(
+            text="You play in several campaigns. Which one is this about? "
+            "I will remember it for your next messages.",
+            actions=actions,
+            ephemeral=True,
+        )
+
+    async def home(self, msg: IncomingMessage) -> list[tuple[Seat, str]]:
+        """What a member's home page shows (Slack's App Home): each campaign they play, their
+        view there and its recap schedule in words. Never raises."""
+        out: list[tuple[Seat, str]] = []
+        for slug, seat in sorted((await self.seats(msg)).items()):
+            recaps = ""
+            if self.scheduler is not None:
+                try:
+                    recaps = await self.scheduler.describe(slug)
+                except Exception:
+                    _log.exception("recap schedule of %s unreadable for the home page", slug)
+            out.append((seat, recaps))
+        return out
+
+    # -- buttons -----------------------------------------------------------------------------
+
+    async def press(self, msg: IncomingMessage, action: str, value: str = "") -> Reply:
+        """A button pressed (``action``, its id) or a form sent (``value``, its text) by
+        ``msg``'s author, where ``msg`` says. Never raises: errors become user-safe replies."""
+        from bot.presses import press
+
+        try:
+            msg = replace(msg, text=clean_text(msg.text or ""))
+            return await press(self, msg, action, clean_text(value or "").strip())
+        except ChooseCampaign as exc:
+            return await self.choose_campaign(msg, exc.seats)
+        except LiminalisError as exc:
+            _log.info("press %s on %s refused: %s", action[:40], msg.platform, exc)
+            return Reply(text=exc.user_message, ephemeral=True, error=True)
+        except Exception:
+            _log.exception("unhandled error handling a %s button", msg.platform)
+            return Reply(text=NEUTRAL, ephemeral=True, error=True)
 
     # -- entry point -------------------------------------------------------------------------
 
@@ -190,9 +371,10 @@ class BotService:
                 request=request,
                 scope=scope,
                 private=command.is_private(request, scope),
+                service=self,
             )
         except Exception as exc:
-            return Pending(msg, error=exc)
+            return Pending(msg, error=exc, service=self)
 
     async def _dm_upload(self, msg: IncomingMessage) -> Pending | None:
         """A DM with files, as a GM's private upload: to the one campaign they are a GM of by id,
@@ -283,17 +465,8 @@ class BotService:
     async def complete_campaigns(
         self, msg: IncomingMessage, prefix: str, *, limit: int = 25
     ) -> list[str]:
-        """The slugs of the campaigns ``msg``'s sender is a GM of (autocomplete of ``/campaign
-        link``): a stranger is offered none, so no campaign's name leaks. Never raises."""
-        try:
-            mine = await self.gm_campaigns(msg)
-        except Exception:
-            _log.debug("campaign autocomplete failed", exc_info=True)
-            return []
-        p = prefix.strip().lower()
-        return [c.slug for c in mine if c.slug.startswith(p) or p in c.name.lower()][
-            : min(limit, 25)
-        ]
+        """The slugs of :meth:`campaign_choices` (the console and Slack offer bare slugs)."""
+        return [slug for slug, _ in await self.campaign_choices(msg, prefix)][: min(limit, 25)]
 
     async def complete_entities(
         self, msg: IncomingMessage, prefix: str, *, limit: int = 25
@@ -316,6 +489,47 @@ class BotService:
             elif any(p in n for n in names):
                 contains.append(e.name[:100])
         return list(dict.fromkeys(starts + contains))[: min(limit, 25)]
+
+    def command_choices(self, prefix: str, *, platform: str) -> list[tuple[str, str]]:
+        """``(shown, value)`` of the commands whose name starts with ``prefix`` (``/help``'s
+        autocomplete), written as ``platform`` calls them."""
+        p = prefix.strip().lstrip("/").lower()
+        out = []
+        for command in self.registry:
+            if command.name.startswith(p) or command.group.startswith(p):
+                call = f"/{command.group} {command.name}" if platform == "discord" else command.name
+                out.append((f"{call} — {command.description}"[:100], command.name))
+        return out[:25]
+
+    @staticmethod
+    def cron_choices(prefix: str) -> list[tuple[str, str]]:
+        """``(shown, value)`` of the recap schedules offered while one is typed: the presets,
+        then what is typed, as it is (the scheduler checks it)."""
+        typed = prefix.strip()
+        out = [
+            (f"{label} — {cron}", cron)
+            for label, cron in CRON_PRESETS
+            if typed in cron or typed.lower() in label.lower()
+        ]
+        if typed and typed not in {cron for _, cron in CRON_PRESETS}:
+            out.insert(0, (typed[:100], typed[:100]))
+        return out[:25]
+
+    async def campaign_choices(self, msg: IncomingMessage, prefix: str) -> list[tuple[str, str]]:
+        """``(slug, "name (slug)")`` of the campaigns ``msg``'s author is a GM of
+        (:meth:`gm_campaigns`; ``/campaign link``'s autocomplete): a stranger is offered none, so
+        it tells nobody which campaigns exist. Never raises."""
+        try:
+            mine = await self.gm_campaigns(msg)
+        except Exception:
+            _log.debug("campaign autocomplete failed", exc_info=True)
+            return []
+        p = prefix.strip().lower()
+        return [
+            (c.slug, f"{c.name} ({c.slug})")
+            for c in mine
+            if c.slug.startswith(p) or p in c.slug or p in c.name.lower()
+        ][:25]
 
     async def visibility_choices(self, msg: IncomingMessage) -> list[str]:
         """The visibilities an upload may be given in ``msg``'s campaign (autocomplete)."""
@@ -349,14 +563,21 @@ class Pending:
     scope: Scope | None = None
     private: bool = True
     error: Exception | None = None
+    service: BotService | None = None
 
     @property
     def is_gm(self) -> bool:
         """Whether the asker holds the GM lens in the request's campaign (adapters fetch files only then)."""
         return self.scope is not None and self.scope.campaign is not None and self.scope.lens.is_gm
 
-    async def finish(self, attachments: tuple[Attachment, ...] | None = None) -> Reply:
-        """Run the command (with ``attachments`` when the adapter fetched them); never raises."""
+    async def finish(
+        self,
+        attachments: tuple[Attachment, ...] | None = None,
+        *,
+        progress: Progress | None = None,
+    ) -> Reply:
+        """Run the command (with ``attachments`` when the adapter fetched them; ``progress``
+        shows a streamed answer's text so far); never raises."""
         try:
             if self.error is not None:
                 raise self.error
@@ -366,6 +587,8 @@ class Pending:
                 if attachments is None
                 else self.request.with_attachments(tuple(attachments))
             )
+            if progress is not None:
+                request = replace(request, progress=progress)
             if self.command.is_gm_only(request) and not self.scope.lens.is_gm:
                 raise PermissionDenied(
                     f"players lens tried /{self.command.name}",
@@ -376,6 +599,13 @@ class Pending:
                 raise request.error
             reply = await self.command.run(request, self.scope)
             return replace(reply, ephemeral=reply.ephemeral or self.private)
+        except ChooseCampaign as exc:
+            if self.service is not None:
+                try:
+                    return await self.service.choose_campaign(self.msg, exc.seats)
+                except Exception:
+                    _log.exception("asking which campaign a DM is about failed")
+            return Reply(text=exc.user_message, ephemeral=True, error=True)
         except LiminalisError as exc:
             # A host's misconfiguration is an error to act on; a user's mistake is not.
             _log.log(

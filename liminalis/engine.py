@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +34,7 @@ from liminalis.ports import Clock, Embedder, LanguageModel, Reranker, VectorStor
 from liminalis.progress import IndexProgress, ProgressBoard
 from liminalis.questions import QuestionLog, QuestionReport
 from liminalis.recap import Recap, build_model_recap, build_recap
+from liminalis.retrieval.browse import Match, cited_passage, richest_view, search_documents
 from liminalis.retrieval.catalog import Catalog
 from liminalis.retrieval.learned import DocumentRanker
 from liminalis.retrieval.retriever import RetrievalParams, Retriever, Trace
@@ -41,12 +42,13 @@ from liminalis.scope import CampaignScope
 from liminalis.store.sqlite import Database
 from liminalis.text import Tokenizer, clean_text
 from liminalis.types import Bundle, IngestReport, SkippedFile, StageTrace
+from liminalis.workers import run_cpu
 
 if TYPE_CHECKING:
     from liminalis.answer import Answer, Responder
     from liminalis.transfer import ExportReport, ImportReport
 
-__all__ = ["Engine", "Explanation", "CAMPAIGN_SCOPE", "MAX_QUERY_CHARS"]
+__all__ = ["Engine", "Explanation", "Match", "CAMPAIGN_SCOPE", "MAX_QUERY_CHARS"]
 
 _log = logging.getLogger(__name__)
 CAMPAIGN_SCOPE = "campaign"
@@ -567,12 +569,20 @@ class Engine:
         chat: str | None = None,
         budget_tokens: int | None = None,
         forced: Sequence[str] = (),
+        on_text: Callable[[str], Awaitable[None]] | None = None,
     ) -> Answer:
         """Answer ``question`` for ``lens`` from the campaign's documents, remembering the chat.
-        The campaign's scope is resolved here, once, and handed down the pipeline."""
+        The campaign's scope is resolved here, once, and handed down the pipeline. With a model,
+        ``on_text`` receives the answer's text so far as it streams in (never without one)."""
         scope = await self.scope(campaign, lens)
         answer = await self.answerer.respond(
-            scope, question, scope.lens, chat=chat, budget_tokens=budget_tokens, forced=forced
+            scope,
+            question,
+            scope.lens,
+            chat=chat,
+            budget_tokens=budget_tokens,
+            forced=forced,
+            on_text=on_text,
         )
         found = bool(answer.sources) and "no matching passages" not in answer.notes
         try:
@@ -773,6 +783,71 @@ class Engine:
         from liminalis.transfer import import_campaign
 
         return await import_campaign(self, archive, slug)
+
+    # -- browsing: search, read, cited passages (the chat surface's /search, /show, Sources) --
+
+    async def search(
+        self,
+        campaign: str | CampaignConfig | CampaignScope,
+        query: str,
+        lens: Iterable[str],
+        *,
+        limit: int = 50,
+    ) -> list[Match]:
+        """Documents ``lens`` may see that match ``query`` (BM25 over the lens's own index), best
+        first, each with its best line (:mod:`liminalis.retrieval.browse`)."""
+        query = clean_text(query or "").strip()
+        if not query:
+            raise InvalidInput("empty search", user_message="Give some words to search for.")
+        scope = await self.scope(campaign, lens)
+        return await run_cpu(
+            search_documents,
+            scope.catalog,
+            self.retriever.tokenizer,
+            query[:MAX_QUERY_CHARS],
+            scope.lens,
+            limit=limit,
+        )
+
+    async def read_document(
+        self, campaign: str | CampaignConfig | CampaignScope, key: str, lens: Iterable[str]
+    ) -> tuple[str, str, str]:
+        """``(doc_id, title, text)`` of the document ``key`` names (a title, alias, path or id),
+        in the fullest view ``lens`` may read: the GM's whole text, a player's view with the
+        hidden sections cut. Raises ``NotFound`` (one message, whether it exists or not)."""
+        scope = await self.scope(campaign, lens)
+        cat = scope.catalog
+        # A document id names its file: the lens reads its own view of it (a source an answer
+        # cited in the GM's view opens in a player's view for a player); else a title or path.
+        if key in cat.documents:
+            doc_id = key
+        else:
+            doc_id = await self.resolve_document(scope.slug, key, scope.lens)
+        view = richest_view(cat, doc_id, scope.lens)
+        if view is None:
+            raise NotFound(f"{key!r} not visible to {sorted(scope.lens)}")
+        doc = cat.documents[view]
+        return view, doc.title, doc.text
+
+    async def cited_passages(
+        self,
+        campaign: str | CampaignConfig | CampaignScope,
+        sources: Sequence[tuple[str, str]],
+        lens: Iterable[str],
+        *,
+        query: str = "",
+        chars: int = 700,
+    ) -> list[str | None]:
+        """For each ``(doc_id, section)`` an answer cited, the passage it cited as ``lens``
+        reads it (``None`` where ``lens`` may not read the document)."""
+        scope = await self.scope(campaign, lens)
+        tokenizer = self.retriever.tokenizer
+        return await run_cpu(
+            lambda: [
+                cited_passage(scope.catalog, tokenizer, d, section, scope.lens, query, chars=chars)
+                for d, section in sources
+            ]
+        )
 
     async def close(self, *, models: bool = True) -> None:
         """Close the vector store and, unless ``models`` is false (an embedder shared with

@@ -33,6 +33,7 @@ from fakes.tiny_campaign import SLACK_GM, make_tiny_campaign
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.commands import REGISTRY
 from bot.discord_adapter import DiscordAdapter
 from bot.service import BotService
 from bot.slack_adapter import ChannelRateLimiter, SlackAdapter
@@ -57,8 +58,19 @@ def opts(**values) -> list[dict]:
     return [{"name": k, "type": 3, "value": v} for k, v in values.items()]
 
 
+def grouped(payload: dict) -> dict:
+    """A command named flat (``"campaign"``) as Discord sends it: the subcommand of its group
+    (``/gm campaign``), its options nested under it."""
+    data = payload["data"]
+    command = REGISTRY.get(data.get("name", ""))
+    if payload["type"] not in (2, 4) or command is None:
+        return payload
+    sub = {"name": command.name, "type": 1, "options": data.get("options", [])}
+    return {**payload, "data": {**data, "name": command.group, "options": [sub]}}
+
+
 async def invoke(adapter: DiscordAdapter, payload: dict) -> None:
-    interaction = discord.Interaction(data=payload, state=adapter.client._connection)
+    interaction = discord.Interaction(data=grouped(payload), state=adapter.client._connection)
     await adapter.tree._call(interaction)
 
 
@@ -261,8 +273,9 @@ async def slack_env(tmp_path):
 async def slash(
     adapter: SlackAdapter, api: MockSlackApi, name: str, text: str, *, user: str, channel: str
 ):
+    tag = text.split()[0] if name == "/lore" and text.split() else name[1:]
     body = command_body(
-        name, text, user_id=user, channel_id=channel, response_url=f"{api.url}/respond/{name[1:]}"
+        name, text, user_id=user, channel_id=channel, response_url=f"{api.url}/respond/{tag}"
     )
     headers = signed_headers(body, content_type="application/x-www-form-urlencoded")
     return await adapter.app.async_dispatch(AsyncBoltRequest(body=body, headers=headers))
@@ -278,25 +291,36 @@ async def test_a_workspace_admin_or_an_allowed_user_creates_a_campaign_from_slac
     api, adapter, service = slack_env
     api.users["UADMIN01"] = {"is_admin": True}
     api.users["UPLAYER1"] = {"is_admin": False}
-    await slash(adapter, api, "/campaign", "create Salt Road", user="UPLAYER1", channel="C0NEW1")
+    await slash(
+        adapter, api, "/lore", "campaign create Salt Road", user="UPLAYER1", channel="C0NEW1"
+    )
     refused = (await api.wait_for("/respond/campaign"))[-1]
     assert refused.args["response_type"] == "ephemeral"
     assert "workspace admin" in refused.args["text"] and "`UPLAYER1`" in refused.args["text"]
-    await slash(adapter, api, "/campaign", "create Salt Road", user="UADMIN01", channel="C0NEW1")
+    await slash(
+        adapter, api, "/lore", "campaign create Salt Road", user="UADMIN01", channel="C0NEW1"
+    )
     made = (await api.wait_for("/respond/campaign", 2))[-1]
     assert "Created **Salt Road**" in made.args["text"], made.args
     assert await service.directory.campaign_for("slack", "C0NEW1") == "salt-road"
     assert (await service.config("salt-road")).roles.slack_gm_users == ("UADMIN01",)
-    await slash(adapter, api, "/campaign", "create Friends", user="UALLOWED1", channel="C0NEW2")
+    await slash(
+        adapter, api, "/lore", "campaign create Friends", user="UALLOWED1", channel="C0NEW2"
+    )
     assert "Created **Friends**" in (await api.wait_for("/respond/campaign", 3))[-1].args["text"]
     # the admin lookup is made for /campaign only, and cached
     assert len(api.find("users.info")) == 3
-    await slash(adapter, api, "/lens", "", user="UADMIN01", channel="C0NEW1")
-    await api.wait_for("/respond/lens")
+    await slash(adapter, api, "/lore", "view", user="UADMIN01", channel="C0NEW1")
+    await api.wait_for("/respond/view")
     assert len(api.find("users.info")) == 3
     # a GM adds another by the mention Slack escapes for /campaign (should_escape)
     await slash(
-        adapter, api, "/campaign", "gm add <@UPLAYER1|player>", user="UADMIN01", channel="C0NEW1"
+        adapter,
+        api,
+        "/lore",
+        "campaign gm add <@UPLAYER1|player>",
+        user="UADMIN01",
+        channel="C0NEW1",
     )
     assert (
         "User `UPLAYER1` is a GM" in (await api.wait_for("/respond/campaign", 4))[-1].args["text"]

@@ -76,7 +76,7 @@ async def test_create_then_link_then_ask_without_touching_a_file(fresh, tmp_path
     assert await service.directory.campaign_for("discord", "C1") == "the-salt-road"
     assert await service.directory.homes("discord", "the-salt-road") == {GUILD}
     assert (await service.handle(owner("/lens"))).text.startswith(
-        "In **The Salt Road** you see the GM view"
+        "In **The Salt Road** you see everything: the GM view"
     )
 
     # the creator links a second channel: a GM by user id, no role needed
@@ -139,7 +139,9 @@ async def test_gms_are_added_and_removed_from_chat(fresh):
     assert refused.error and "Only a GM" in refused.text and f"`{PLAYER}`" in refused.text
     added = await service.handle(owner(f"/campaign gm add <@{PLAYER}>"))
     assert f"User `{PLAYER}` is a GM of **Salt Road** now." == added.text
-    assert (await service.handle(msg("/lens"))).text.startswith("In **Salt Road** you see the GM")
+    assert (await service.handle(msg("/lens"))).text.startswith(
+        "In **Salt Road** you see everything: the GM view"
+    )
     role = "600000000000000007"
     await service.handle(owner(f"/campaign gm add <@&{role}>"))
     cfg = await service.config("salt-road")
@@ -151,7 +153,7 @@ async def test_gms_are_added_and_removed_from_chat(fresh):
     assert "already" in (await service.handle(owner(f"/campaign gm add {PLAYER}"))).text
     await service.handle(owner(f"/campaign gm remove <@&{role}>"))
     await service.handle(msg(f"/campaign gm remove <@{OWNER}>"))  # a GM removes another
-    assert (await service.handle(owner("/lens"))).text.endswith("the players view.")
+    assert (await service.handle(owner("/lens"))).text.endswith("(the players view).")
     last = await service.handle(msg(f"/campaign gm remove <@{PLAYER}>"))
     assert last.error and "at least one GM" in last.text
     bad = await service.handle(msg("/campaign gm add @somebody"))

@@ -8,7 +8,6 @@ from conftest import close_engine, make_engine
 from fakes.tiny_campaign import make_tiny_campaign
 
 from bot.commands import COMMANDS, REGISTRY
-from bot.commands import help as help_command
 from bot.messages import IncomingMessage
 from bot.service import BotService
 from liminalis.errors import InvalidInput
@@ -26,8 +25,9 @@ def typed(command: str, options: dict) -> IncomingMessage:
 
 def test_the_help_lists_every_command_and_every_option_is_described():
     overview = REGISTRY.help_text()
-    assert COMMANDS == REGISTRY.names == help_command.TOPICS
+    assert COMMANDS == REGISTRY.names
     for command in REGISTRY:
+        assert command.group in {"lore", "gm"}, command.name
         assert f"`/{command.name}" in overview, command.name
         assert command.description and len(command.description) <= 100, command.name
         assert command.usage and command.example.startswith(f"/{command.name}"), command.name
@@ -40,8 +40,28 @@ def test_the_help_lists_every_command_and_every_option_is_described():
             )
             assert f"`{option.name}`" in one, (command.name, option.name)
         assert ("Only a GM" in one) is (command.gm_only is True), command.name
-    assert REGISTRY.help_text("/PIN") == REGISTRY.help_text("pin")
+    assert REGISTRY.help_text("/PIN") == REGISTRY.help_text("pin") == REGISTRY.help_text("gm pin")
     assert REGISTRY.help_text("nosuch") == overview
+    assert REGISTRY.help_text("lens") == REGISTRY.help_text("view")  # an alias names its command
+
+
+def test_the_groups_hold_the_commands_each_platform_writes_with_them():
+    """Discord lists commands under `/lore` (everyone) and `/gm` (the GM's work), Slack under its
+    one `/lore`; the help and the examples are written as each platform calls them."""
+    lore = {c.name for c in REGISTRY.group("lore")}
+    gm = {c.name for c in REGISTRY.group("gm")}
+    assert {"ask", "search", "show", "recap", "view", "help"} <= lore
+    assert {"upload", "pin", "budget", "explain", "memory", "campaign"} <= gm
+    assert not lore & gm and lore | gm == set(REGISTRY.names)
+    discord = REGISTRY.help_text(platform="discord")
+    assert "`/lore ask <question>`" in discord and "`/gm upload`" in discord
+    assert "For GMs" in discord and "`/ask" not in discord
+    slack = REGISTRY.help_text("upload", platform="slack")
+    assert slack.startswith("**/lore upload**") and "Example: `/lore upload players" in slack
+    assert "`/ask <question>`" in REGISTRY.help_text()  # the console keeps the short names
+    for command in REGISTRY:  # player words: never "lens" or "budget" in what Discord shows
+        shown = [command.description, *(o.description for o in command.options)]
+        assert not any("lens" in t.lower() or "budget" in t.lower() for t in shown), command.name
 
 
 @pytest.mark.parametrize(
@@ -90,8 +110,20 @@ def test_the_help_lists_every_command_and_every_option_is_described():
         ),
         ("/log", "log", {}),
         ("/log 14", "log", {"days": 14}),
-        ("/lens", "lens", {}),
+        ("/lens", "view", {}),
+        ("/view", "view", {}),
         ("/help pin", "help", {"command": "pin"}),
+        ("/lore ask who is the baron?", "ask", {"question": "who is the baron?"}),
+        ("/lore who is the baron?", "ask", {"question": "who is the baron?"}),
+        ("lore ask who is the baron?", "ask", {"question": "who is the baron?"}),
+        ("lore of the baron?", "ask", {"question": "lore of the baron?"}),
+        ("/gm upload players", "upload", {"visibility": "players"}),
+        ("/lore gm upload players", "upload", {"visibility": "players"}),
+        ("/lore upload players", "upload", {"visibility": "players"}),
+        ("/lore", "help", {}),
+        ("/lore search silver bell", "search", {"text": "silver bell"}),
+        ("/show Session 1", "show", {"document": "Session 1"}),
+        ("/show Baron Aldric page 2", "show", {"document": "Baron Aldric", "page": 2}),
     ],
 )
 def test_the_text_parser_and_the_typed_path_give_the_same_request(words, command, options):
@@ -190,7 +222,7 @@ async def test_help_with_a_command_explains_it(service):
     reply = await service.handle(text("/help pin"))
     assert (
         reply.ephemeral
-        and "Example: `/pin add Baron Aldric`" in reply.text
+        and "Example: `/gm pin add Baron Aldric`" in reply.text  # as Discord calls it
         and "`document`" in reply.text
     )
-    assert "`/campaign link" in (await service.handle(text("/help"))).text
+    assert "`/gm campaign link" in (await service.handle(text("/help"))).text

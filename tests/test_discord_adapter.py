@@ -59,9 +59,25 @@ async def env(tmp_path, monkeypatch):
     await api.close()
 
 
+def grouped(payload: dict) -> dict:
+    """A command named flat (``"ask"``, or an alias, ``"lens"``) as Discord sends it: the
+    subcommand of its group (``/lore ask``), its options nested under it."""
+    data = payload["data"]
+    command = REGISTRY.get(data.get("name", ""))
+    if payload["type"] not in (2, 4) or command is None:
+        return payload
+    sub = {"name": command.name, "type": 1, "options": data.get("options", [])}
+    return {**payload, "data": {**data, "name": command.group, "options": [sub]}}
+
+
 async def invoke(adapter: DiscordAdapter, payload: dict) -> discord.Interaction:
-    interaction = discord.Interaction(data=payload, state=adapter.client._connection)
-    await adapter.tree._call(interaction)
+    """Run an interaction through the real command tree; a command named flat is sent as the
+    subcommand of its group (``grouped``), a button press or a form through ``on_interaction``."""
+    interaction = discord.Interaction(data=grouped(payload), state=adapter.client._connection)
+    if payload["type"] in (2, 4):
+        await adapter.tree._call(interaction)
+    else:
+        await adapter.on_interaction(interaction)
     return interaction
 
 
@@ -77,18 +93,10 @@ async def test_login_synced_commands_per_guild_without_privileged_intents(env):
     api, adapter, _ = env
     synced = api.find("PUT", "/guilds/123/commands")
     assert synced, "per-guild sync expected when guild ids are configured"
-    names = {c["name"] for c in synced[0].json}
-    assert {
-        "ask",
-        "pin",
-        "budget",
-        "upload",
-        "recap",
-        "explain",
-        "campaign",
-        "lens",
-        "help",
-    } <= names
+    groups = {c["name"]: {o["name"] for o in c["options"]} for c in synced[0].json}
+    assert set(groups) == {"lore", "gm"}  # two groups: the app squats on no bare name
+    assert {"ask", "search", "show", "recap", "view", "help"} <= groups["lore"]
+    assert {"upload", "pin", "budget", "explain", "memory", "campaign"} <= groups["gm"]
     assert not api.find("PUT", f"/applications/{adapter.client.application_id}/commands")
     intents = build_intents()
     assert not intents.message_content and not intents.members and not intents.presences
@@ -575,13 +583,16 @@ def test_render_embeds_within_limits_sources_as_fields():
     assert all(len(f.name) <= 256 and len(f.value) <= 1024 for e in embeds for f in e.fields)
     assert sum(len(e.fields) for e in embeds) == 40
     assert len(embeds[0].title) <= 256
-    assert embeds[-1].footer.text == "lens: players"
+    assert embeds[-1].footer.text == "What every player can see"
 
 
 def test_auto_sharded_when_configured():
     class S:
         max_upload_bytes = 10
         registry = REGISTRY  # the adapter registers the service's commands
+
+        def use_seating(self, platform, seating):
+            pass
 
     assert isinstance(DiscordAdapter(S(), shards=True).client, discord.AutoShardedClient)  # type: ignore[arg-type]
     assert not isinstance(DiscordAdapter(S()).client, discord.AutoShardedClient)  # type: ignore[arg-type]
@@ -912,14 +923,24 @@ async def test_campaign_status_lists_homes_to_gms_and_a_gm_releases_one(env):
 
 
 async def test_slash_commands_are_registered_from_the_registry(env):
-    """Every command and option of the registry is synced, each option described, choices where
-    the values are known, autocomplete where a source is declared; GM-only commands are marked."""
+    """Every command and option of the registry is synced under its group, each option
+    described, choices where the values are known, autocomplete where a source is declared;
+    the `/gm` group is for server channels and hidden by default from members who may not
+    manage messages (the run-time GM check stays the wall)."""
     api, adapter, _ = env
     synced = {c["name"]: c for c in api.find("PUT", "/guilds/123/commands")[0].json}
-    assert set(synced) == set(REGISTRY.names)
+    assert set(synced) == {"lore", "gm"}
+    gm, lore = synced["gm"], synced["lore"]
+    assert int(gm["default_member_permissions"]) == discord.Permissions(manage_messages=True).value
+    assert gm["dm_permission"] is False  # server channels only, where campaigns are linked
+    assert lore.get("default_member_permissions") is None and lore["dm_permission"] is True
+    for group in synced.values():
+        assert group["description"] and group["description"] != "…"
+    subcommands = {(g, o["name"]): o for g, c in synced.items() for o in c["options"]}
+    assert {name for _, name in subcommands} == set(REGISTRY.names)
     for command in REGISTRY:
-        payload = synced[command.name]
-        assert payload["description"] == command.description
+        payload = subcommands[(command.group, command.name)]
+        assert payload["type"] == 1 and payload["description"] == command.description
         options = {o["name"]: o for o in payload.get("options", [])}
         assert set(options) == {o.name for o in command.options}, command.name
         for spec in command.options:
@@ -932,19 +953,35 @@ async def test_slash_commands_are_registered_from_the_registry(env):
                 got["type"]
                 == {"string": 3, "integer": 4, "attachment": 11, "mention": 9}[spec.kind]
             )
-        app = adapter.tree.get_command(command.name)
+        app = adapter.tree.get_command(command.group).get_command(command.name)
         assert app is not None and app.extras["gm_only"] is (command.gm_only is True)
-    assert {n for n in REGISTRY.names if adapter.tree.get_command(n).extras["gm_only"]} == {
-        "upload",
-        "explain",
-        "memory",
-        "log",
-    }
     assert all(
-        synced[n]["description"].startswith("GM:") for n in ("upload", "explain", "memory", "log")
+        subcommands[("gm", n)]["description"].startswith("GM:")
+        for n in ("upload", "explain", "memory", "log")
     )
-    tokens = {o["name"]: o for o in synced["budget"]["options"]}["tokens"]
+    tokens = {o["name"]: o for o in subcommands[("gm", "budget")]["options"]}["tokens"]
     assert (tokens["min_value"], tokens["max_value"]) == (500, 200_000)
+    help_topic = {o["name"]: o for o in subcommands[("lore", "help")]["options"]}["command"]
+    assert help_topic["autocomplete"] is True  # every command, others' new ones included
+
+
+async def test_autocomplete_offers_commands_cron_presets_and_only_a_gms_campaigns(env):
+    api, adapter, _ = env
+
+    async def choices(name: str, option: str, value: str, **who) -> list[dict]:
+        n = len(api.find("POST", "/callback"))
+        opts = [{"name": option, "type": 3, "value": value, "focused": True}]
+        await invoke(adapter, interaction_payload(name, opts, autocomplete=True, **who))
+        return api.find("POST", "/callback")[n].json["data"]["choices"]
+
+    helped = await choices("help", "command", "up", user_id=PLAYER)
+    assert [c["value"] for c in helped] == ["upload"] and helped[0]["name"].startswith("/gm upload")
+    crons = await choices("recap", "schedule", "", user_id=GM, roles=[GM_ROLE_ID])
+    assert "0 18 * * 5" in [c["value"] for c in crons] and "off" in [c["value"] for c in crons]
+    assert all(len(c["name"]) <= 100 for c in crons)
+    assert await choices("campaign", "slug", "", user_id=PLAYER) == []  # a stranger learns none
+    gm = await choices("campaign", "slug", "grey", user_id=GM, roles=[GM_ROLE_ID])
+    assert [c["value"] for c in gm] == ["greyhold"]
 
 
 async def test_a_typed_budget_set_reaches_the_command_without_text(env):

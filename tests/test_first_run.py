@@ -149,10 +149,10 @@ async def test_a_rebuild_after_an_upgrade_says_rebuilt_with_its_progress(tmp_pat
 
 
 async def slack_ask(adapter: SlackAdapter, api: MockSlackApi, text: str, n: int) -> str:
-    """``/ask text`` through Slack; the ``n``-th reply posted to its response URL."""
+    """``/lore ask text`` through Slack; the ``n``-th reply posted to its response URL."""
     body = command_body(
-        "/ask",
-        text,
+        "/lore",
+        f"ask {text}",
         user_id="UPLAYER01",
         channel_id="C0TABLE",
         response_url=f"{api.url}/respond/ask",

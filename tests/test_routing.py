@@ -511,10 +511,10 @@ async def test_budget_show_gives_a_gm_the_days_spend_and_credits_and_a_player_ne
         await router.add_credits("greyhold", 12_345)
         await call(router, "summarize", campaign="greyhold", pass_id="digest", node="s1")
         gm = await ConsoleAdapter(service, campaign="greyhold", lens="gm").ask("/budget")
-        assert "Context budget" in gm.text and "Model spend of greyhold today" in gm.text
+        assert "Answer length" in gm.text and "Model spend of greyhold today" in gm.text
         assert "summarize" in gm.text and "digest" in gm.text and "s1" in gm.text
         assert "Background credits: 12,3" in gm.text
         player = await ConsoleAdapter(service, campaign="greyhold", lens="players").ask("/budget")
-        assert "Context budget" in player.text and "Model spend" not in player.text
+        assert "Answer length" in player.text and "Model spend" not in player.text
     finally:
         await close_engine(engine)

@@ -99,7 +99,7 @@ async def test_discord_player_and_gm_differ(sample_engine, monkeypatch):
             n = len(api.find("POST", "/webhooks/"))
             await adapter.tree._call(
                 discord.Interaction(
-                    data=interaction_payload("ask", opts, user_id=222, iid=10 + 2 * i),
+                    data=interaction_payload("lore ask", opts, user_id=222, iid=10 + 2 * i),
                     state=adapter.client._connection,
                 )
             )
@@ -108,7 +108,7 @@ async def test_discord_player_and_gm_differ(sample_engine, monkeypatch):
             await adapter.tree._call(
                 discord.Interaction(
                     data=interaction_payload(
-                        "ask", opts, user_id=333, roles=[GM_ROLE_ID], iid=11 + 2 * i
+                        "lore ask", opts, user_id=333, roles=[GM_ROLE_ID], iid=11 + 2 * i
                     ),
                     state=adapter.client._connection,
                 )
@@ -142,8 +142,8 @@ async def test_slack_player_and_gm_differ(sample_engine):
         for i, q in enumerate(QUESTIONS):
             for user, tag in (("UPLAYER", f"p{i}"), ("USLACKGM", f"g{i}")):
                 body = command_body(
-                    "/ask",
-                    q["question"],
+                    "/lore",
+                    f"ask {q['question']}",
                     user_id=user,
                     channel_id="CSAMPLE",
                     response_url=f"{api.url}/respond/{tag}",

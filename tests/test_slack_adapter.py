@@ -74,8 +74,15 @@ async def command(
     user: str,
     channel: str = CHANNEL,
 ):
+    """``/<name> <text>`` as the app receives it: its one ``/lore`` command with ``<name>``
+    first (``/lore ask …``); answered at ``/respond/<name>``."""
+    sub = name.removeprefix("/")
     body = command_body(
-        name, text, user_id=user, channel_id=channel, response_url=f"{api.url}/respond/{name[1:]}"
+        "/lore",
+        f"{sub} {text}".strip() if sub != "lore" else text,
+        user_id=user,
+        channel_id=channel,
+        response_url=f"{api.url}/respond/{sub}",
     )
     req = AsyncBoltRequest(
         body=body, headers=signed_headers(body, content_type="application/x-www-form-urlencoded")
@@ -95,7 +102,7 @@ def dump(call) -> str:
 
 async def test_unsigned_request_is_rejected(env):
     api, adapter, _ = env
-    body = command_body("/ask", "baron", user_id=PLAYER, response_url=f"{api.url}/respond/x")
+    body = command_body("/lore", "ask baron", user_id=PLAYER, response_url=f"{api.url}/respond/x")
     headers = signed_headers(body, content_type="application/x-www-form-urlencoded", secret="wrong")
     resp = await adapter.app.async_dispatch(AsyncBoltRequest(body=body, headers=headers))
     assert resp.status == 401
@@ -503,3 +510,21 @@ async def test_upload_by_slash_command_says_how_to_upload_on_slack(env):
     api, adapter, _ = env
     await command(adapter, api, "/upload", "", user=SLACK_GM)
     assert "@Liminalis /upload" in dump((await api.wait_for("/respond/upload"))[0])
+
+
+async def test_the_app_answers_one_namespaced_command_and_no_other(env):
+    """The app registers `/lore` only, so it squats on no `/ask` or `/help` of the workspace;
+    `/lore <question>` is an ask, `/lore gm upload` and `/lore upload` the same command."""
+    api, adapter, _ = env
+    await command(adapter, api, "/lore", "Who rules Greyhold keep?", user=PLAYER)
+    assert "baron" in dump((await api.wait_for("/respond/lore"))[0]).lower()
+    await command(adapter, api, "/gm", "upload", user=SLACK_GM)  # "/lore gm upload"
+    assert "@Liminalis /upload" in dump((await api.wait_for("/respond/gm"))[0])
+    await command(adapter, api, "/help", "", user=PLAYER)
+    help_text = dump((await api.wait_for("/respond/help"))[0])
+    assert "/lore ask" in help_text and "/lore upload" in help_text and "`/ask" not in help_text
+    body = command_body("/ask", "baron", user_id=PLAYER, response_url=f"{api.url}/respond/bare")
+    req = AsyncBoltRequest(
+        body=body, headers=signed_headers(body, content_type="application/x-www-form-urlencoded")
+    )
+    assert (await adapter.app.async_dispatch(req)).status == 404  # not the app's command

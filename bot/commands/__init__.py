@@ -13,17 +13,20 @@ from bot.commands import (
     entity,
     explain,
     help,
-    lens,
     log,
     map,
     memory,
     pin,
     recap,
+    search,
+    show,
     summary,
     upload,
+    view,
 )
 from bot.commands._base import (
     Command,
+    Group,
     Need,
     Option,
     OptionKind,
@@ -37,6 +40,7 @@ from bot.commands._registry import Registry
 __all__ = [
     "COMMANDS",
     "Command",
+    "Group",
     "Need",
     "Option",
     "OptionKind",
@@ -50,21 +54,25 @@ __all__ = [
 
 REGISTRY = Registry(
     [
+        # /lore: for everyone
         ask.command,
-        pin.command,
-        budget.command,
-        upload.command,
+        search.command,
+        show.command,
         recap.command,
         entities.command,
         entity.command,
         summary.command,
         map.command,
+        view.command,
+        help.command,
+        # /gm: the GM's work
+        upload.command,
+        pin.command,
+        budget.command,
         explain.command,
         memory.command,
         log.command,
         campaign.command,
-        lens.command,
-        help.command,
     ]
 )
 COMMANDS = REGISTRY.names

@@ -11,12 +11,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from bot.messages import Attachment, IncomingMessage, OptionValue, Reply
+from bot.messages import Attachment, IncomingMessage, OptionValue, Progress, Reply
 from liminalis.campaign import CampaignConfig
 from liminalis.errors import InvalidInput, UnknownCampaign
 from liminalis.lens import Lens
 
 if TYPE_CHECKING:
+    from bot.cards import Cards
     from bot.commands._registry import Registry
     from bot.directory import Directory
     from liminalis.answer import Responder
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Command",
+    "Group",
     "Need",
     "Option",
     "OptionKind",
@@ -38,8 +40,13 @@ __all__ = [
 #: ``<@&id>``, Slack's ``<@U…>`` and ``<!subteam^S…>``); a typed platform offers a picker.
 OptionKind = Literal["string", "integer", "attachment", "mention"]
 #: Where an option's suggestions come from while it is typed (Discord autocomplete): document
-#: titles, upload visibilities, campaign slugs, or the entities the asker's lens knows.
-Autocomplete = Literal["titles", "visibilities", "campaigns", "entities"]
+#: titles through the caller's lens, an upload's visibilities, the commands (``help``), recap
+#: schedule presets, the campaigns the caller is a GM of, the entities the caller's lens knows.
+Autocomplete = Literal["titles", "visibilities", "commands", "crons", "campaigns", "entities"]
+#: Where a command lives on a platform with command groups: ``lore`` for everyone (``/lore
+#: ask``), ``gm`` for the GM's work (``/gm upload``), which Discord hides from members without
+#: the group's default permission. The run-time GM check stays the wall; this is the signpost.
+Group = Literal["lore", "gm"]
 #: What a request needs resolved before it runs: the channel's campaign (``required``: an
 #: unlinked channel is refused), the campaign if the channel has one (``optional``), or nothing.
 Need = Literal["required", "optional", "none"]
@@ -77,6 +84,9 @@ class Request:
     options: Mapping[str, OptionValue]
     msg: IncomingMessage
     error: InvalidInput | None = None
+    #: Where a command that writes its reply as it goes (a streamed answer) shows the text so
+    #: far; the adapter edits its message in place. ``None``: the reply comes whole.
+    progress: Progress | None = None
 
     @property
     def attachments(self) -> tuple[Attachment, ...]:
@@ -123,6 +133,7 @@ class Services(Protocol):
     registry: Registry
     #: User ids the host lets create campaigns besides server managers and workspace admins.
     campaign_creators: frozenset[str]
+    cards: Cards
 
     async def config(self, slug: str) -> CampaignConfig: ...
 
@@ -179,6 +190,8 @@ class Command:
         need: what scope the request needs (or a function of the request).
         parse: the words after ``/name`` → option values; raises ``InvalidInput`` on words that
             mean nothing (kept in ``Request.error``).
+        group: the command group it is listed under (``/lore ask``, ``/gm upload``).
+        aliases: other names its text form answers to (``/lens`` for ``/view``).
     """
 
     name: str
@@ -191,6 +204,8 @@ class Command:
     private: bool | Callable[[Request, Scope], bool] = False
     need: Need | Callable[[Request], Need] = "required"
     parse: Parse = field(default=_no_text)
+    group: Group = "lore"
+    aliases: tuple[str, ...] = ()
 
     def needs(self, request: Request) -> Need:
         return self.need(request) if callable(self.need) else self.need

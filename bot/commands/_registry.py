@@ -11,7 +11,7 @@ from bot.messages import IncomingMessage, OptionValue
 from liminalis.errors import InvalidInput
 from liminalis.text import clean_text
 
-__all__ = ["Registry", "HELP_HEADER"]
+__all__ = ["GROUPS", "HELP_HEADER", "Registry"]
 
 _log = logging.getLogger(__name__)
 
@@ -25,6 +25,15 @@ class Registry:
         self._commands = {c.name: c for c in commands}
         if len(self._commands) != len(commands):
             raise ValueError("two commands share a name")
+        #: Every name a text form answers to: the names, then the aliases (``/lens`` → ``view``).
+        self._names = dict(self._commands)
+        if set(self._names) & set(GROUPS):
+            raise ValueError("a command is named like a group")
+        for c in commands:
+            for alias in c.aliases:
+                if alias in self._names or alias in GROUPS:
+                    raise ValueError(f"alias {alias!r} of /{c.name} is taken")
+                self._names[alias] = c
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -37,26 +46,51 @@ class Registry:
         return self._commands[name]
 
     def get(self, name: str) -> Command | None:
-        return self._commands.get(name)
+        """The command called ``name`` or one of its aliases."""
+        return self._names.get(name)
+
+    def group(self, group: str) -> tuple[Command, ...]:
+        """The commands listed under ``group`` (``lore`` or ``gm``), in the help's order."""
+        return tuple(c for c in self if c.group == group)
 
     # -- requests ----------------------------------------------------------------------------
 
     def split(self, text: str) -> tuple[str, str]:
-        """``"/pin add Foo"`` → ``("pin", "add Foo")``; a bare text is an ``ask``."""
+        """``"/pin add Foo"`` → ``("pin", "add Foo")``; a bare text is an ``ask``.
+
+        A group's name may come first, as the platforms with groups write it: ``/lore ask …``,
+        ``/gm upload``, Slack's ``/lore gm upload`` and ``/lore <question>`` (an ask), and
+        ``lore ask …`` typed bare (only when a command's name follows, so a question that starts
+        with "lore" stays a question). An alias gives its command's name.
+        """
         t = (text or "").strip()
         if not t:
-            raise InvalidInput("empty message", user_message="Ask a question, or try `/help`.")
+            raise InvalidInput("empty message", user_message="Ask a question, or try `/lore help`.")
+        head, rest = _first_word(t)
+        if head.lower().lstrip("/") in GROUPS:
+            following = _first_word(rest)[0].lower().lstrip("/")
+            if head.startswith("/") or following in self._names or following in GROUPS:
+                while rest:  # "/lore gm upload": every group word goes
+                    head, after = _first_word(rest)
+                    if head.lower().lstrip("/") not in GROUPS:
+                        break
+                    rest = after
+                if not rest:
+                    return "help", ""
+                command = self._names.get(head.lower().lstrip("/"))
+                if command is not None:
+                    return command.name, after.strip()
+                return "ask", rest  # "/lore who is the baron?"
         if not t.startswith("/"):
             return "ask", t
-        parts = t[1:].split(None, 1)  # any whitespace ends the name: "/ask\nwho is…" is an ask
-        head, rest = (parts[0], parts[1]) if len(parts) == 2 else ((parts or [""])[0], "")
-        name = head.lower()
-        if name not in self._commands:
+        head, rest = _first_word(t[1:])  # any whitespace ends the name: "/ask\nwho is…" is an ask
+        command = self._names.get(head.lower())
+        if command is None:
             raise InvalidInput(
                 f"unknown command {head!r}",
-                user_message=f"Unknown command `/{head[:40]}`. Try `/help`.",
+                user_message=f"Unknown command `/{head[:40]}`. Try `/lore help`.",
             )
-        return name, rest.strip()
+        return command.name, rest.strip()
 
     def request(self, msg: IncomingMessage) -> Request:
         """The structured request of ``msg``: its typed command, or its text parsed (the only
@@ -78,10 +112,11 @@ class Registry:
 
     def _typed(self, msg: IncomingMessage) -> Request:
         assert msg.command is not None
-        command = self._commands.get(msg.command)
+        command = self.get(msg.command)
         if command is None:
             raise InvalidInput(
-                f"unknown command {msg.command!r}", user_message="Unknown command. Try `/help`."
+                f"unknown command {msg.command!r}",
+                user_message="Unknown command. Try `/lore help`.",
             )
         options: dict[str, OptionValue] = {}
         for name, value in msg.options.items():
@@ -108,13 +143,31 @@ class Registry:
 
     # -- help --------------------------------------------------------------------------------
 
-    def help_text(self, topic: str | None = None) -> str:
-        """The overview of every command, or one command's options and an example."""
-        command = self._commands.get((topic or "").strip().lstrip("/").lower())
+    def help_text(self, topic: str | None = None, *, platform: str = "console") -> str:
+        """The overview of every command, or one command's options and an example, written as
+        ``platform`` calls commands (Discord ``/lore ask``, ``/gm upload``; Slack ``/lore ask``;
+        the console ``/ask``)."""
+        words = (topic or "").strip().lower().split()
+        while words and words[0].lstrip("/") in GROUPS:
+            words = words[1:]
+        command = self.get(words[0].lstrip("/")) if words else None
         if command is None:
-            lines = [HELP_HEADER, *(line for c in self for line in c.usage)]
-            return "\n".join(lines)
-        lines = [f"**/{command.name}** — {command.description}", *command.usage]
+            lines = [HELP_HEADER]
+            for group, heading in (("lore", "For everyone"), ("gm", "For GMs")):
+                members = self.group(group)
+                if members:
+                    lines.append(f"**{heading}**")
+                    lines += [_as(line, c, platform) for c in members for line in c.usage]
+            lines.append(
+                f"`{_call(self['help'], platform)} <command>` shows one command with an example."
+                if "help" in self._commands
+                else ""
+            )
+            return "\n".join(line for line in lines if line)
+        lines = [
+            f"**{_call(command, platform)}** — {command.description}",
+            *(_as(line, command, platform) for line in command.usage),
+        ]
         if command.options:
             lines.append("Options:")
             lines += [
@@ -124,8 +177,34 @@ class Registry:
         if command.gm_only is True:
             lines.append("Only a GM of the campaign can run it.")
         if command.example:
-            lines.append(f"Example: `{command.example}`")
+            lines.append(f"Example: `{_as(command.example, command, platform)}`")
         return "\n".join(lines)
+
+
+#: The command groups of the platforms that have them, and the words that name one in a text.
+GROUPS = ("lore", "gm")
+
+
+def _first_word(text: str) -> tuple[str, str]:
+    parts = text.strip().split(None, 1)
+    if not parts:
+        return "", ""
+    return parts[0], parts[1] if len(parts) == 2 else ""
+
+
+def _call(command: Command, platform: str) -> str:
+    """How ``platform`` calls ``command``: ``/gm upload`` (Discord's groups), ``/lore upload``
+    (Slack's one namespaced command), ``/upload`` (the console and mentions)."""
+    if platform == "discord":
+        return f"/{command.group} {command.name}"
+    if platform == "slack":
+        return f"/lore {command.name}"
+    return f"/{command.name}"
+
+
+def _as(line: str, command: Command, platform: str) -> str:
+    """A usage line or example written with ``/name`` as ``platform`` calls the command."""
+    return line.replace(f"/{command.name}", _call(command, platform), 1)
 
 
 def _describe(option: Option) -> str:

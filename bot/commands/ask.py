@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from bot.cards import answer_actions
 from bot.commands._base import Command, Option, Request, Scope
 from bot.commands.budget import effective_budget
 from bot.messages import OptionValue, Reply
 from liminalis.errors import InvalidInput
 from liminalis.retrieval.retriever import RERANK_BUSY_NOTE, RERANK_FAILED_NOTE
 
-__all__ = ["command"]
+__all__ = ["command", "private_in_shared", "shared_channel"]
 
 _SKIPPED_STAGE = {
     RERANK_BUSY_NOTE: "_Many questions at once: this answer skipped its reranking step, so its best passages "
@@ -22,11 +25,15 @@ def _parse(arg: str) -> dict[str, OptionValue]:
     return {"question": arg} if arg else {}
 
 
-def _private(request: Request, scope: Scope) -> bool:
-    # A GM's or a personal lens's answer may quote what others in the channel must not see (a GM
-    # secret, one player's backstory): in a shared channel only its asker reads it.
-    shared = not request.msg.is_dm and request.msg.platform != "console"
-    return scope.lens.is_private and shared
+def shared_channel(request: Request) -> bool:
+    """Whether the request comes from a channel others read (not a DM, not the console)."""
+    return not request.msg.is_dm and request.msg.platform != "console"
+
+
+def private_in_shared(request: Request, scope: Scope) -> bool:
+    """A GM's or a personal view's reply may quote what others in the channel must not see (a
+    GM secret, one player's backstory): in a shared channel only its asker reads it."""
+    return scope.lens.is_private and shared_channel(request)
 
 
 async def run(request: Request, scope: Scope) -> Reply:
@@ -34,25 +41,44 @@ async def run(request: Request, scope: Scope) -> Reply:
     question = request.string("question")
     if not question.strip():
         raise InvalidInput(
-            "empty question", user_message="Ask a question, e.g. `/ask who is the Lantern Queen?`"
+            "empty question",
+            user_message="Ask a question, e.g. `/lore ask who is the Lantern Queen?`",
         )
     budget = await effective_budget(
         services.engine, cfg.slug, msg.chat_key, services.responder.budget_tokens
     )
     answer = await services.engine.answer(
-        cfg, question, scope.lens, chat=msg.chat_key, budget_tokens=budget
+        cfg,
+        question,
+        scope.lens,
+        chat=msg.chat_key,
+        budget_tokens=budget,
+        on_text=request.progress,
     )
     # A stage skipped is said in the reply: a busy bot answers, a little less well, and the
     # player knows why.
     said = [_SKIPPED_STAGE[n] for n in dict.fromkeys(answer.notes) if n in _SKIPPED_STAGE]
-    return Reply(
+    reply = Reply(
         text="\n\n".join([answer.text, *said]),
         sources=answer.sources,
         lens=scope.lens.describe(),
         title=cfg.name,
         notes=answer.notes,
         question_id=answer.question_id,
+        question=question,
     )
+    if msg.platform == "console":  # no buttons to press
+        return reply
+    card = await services.cards.save(
+        kind="answer",
+        msg=msg,
+        campaign=cfg.slug,
+        lens=scope.lens,
+        question=question,
+        answer=answer.text,
+        sources=answer.sources,
+    )
+    return replace(reply, actions=answer_actions(card, shareable=private_in_shared(request, scope)))
 
 
 command = Command(
@@ -64,6 +90,6 @@ command = Command(
     ),
     usage=("`/ask <question>` — ask about the campaign (or mention the bot)",),
     example="/ask who is the Lantern Queen?",
-    private=_private,
+    private=private_in_shared,
     parse=_parse,
 )

@@ -46,7 +46,7 @@ async def run(request: Request, scope: Scope) -> Reply:
         shown = await effective_budget(
             services.engine, cfg.slug, msg.chat_key, services.responder.budget_tokens
         )
-        text = f"Context budget: {shown:,} tokens."
+        text = f"Answer length: an answer reads up to {shown:,} tokens of campaign text."
         router = services.responder.router
         if scope.lens.is_gm and router is not None:
             report = await router.report(cfg.slug, days=1)
@@ -59,28 +59,30 @@ async def run(request: Request, scope: Scope) -> Reply:
         raise InvalidInput("bad budget", user_message="Usage: `/budget set <tokens> [chat]`")
     if not LOW <= tokens <= HIGH:
         raise InvalidInput(
-            "budget out of range", user_message="Budgets must be between 500 and 200,000 tokens."
+            "budget out of range",
+            user_message="Answer lengths must be between 500 and 200,000 tokens.",
         )
     chat = request.string("scope") == "chat"
     await services.engine.set_budget(cfg.slug, tokens, chat=msg.chat_key if chat else None)
     return Reply(
-        text=f"Context budget for this {'chat' if chat else 'campaign'} set to {tokens:,} tokens."
+        text=f"Answer length for this {'chat' if chat else 'campaign'} set to {tokens:,} tokens "
+        "of campaign text per answer."
     )
 
 
 command = Command(
     name="budget",
-    description="Show or set the context budget (GMs set)",
+    description="Answer length: how much campaign text an answer reads (GMs change it)",
     run=run,
     options=(
         Option(
             "action",
             "string",
-            "show the budget, or set it",
+            "show the answer length, or set it",
             choices=("show", "set"),
             default="show",
         ),
-        Option("tokens", "integer", "set: the budget in tokens", low=LOW, high=HIGH),
+        Option("tokens", "integer", "set: how many tokens of campaign text", low=LOW, high=HIGH),
         Option(
             "scope",
             "string",
@@ -90,10 +92,11 @@ command = Command(
         ),
     ),
     usage=(
-        "`/budget show|set <tokens> [chat]` — the context budget of the campaign, or of this chat (GM sets)",
+        "`/budget show|set <tokens> [chat]` — answer length: how much campaign text an answer reads, for the campaign or this chat (GM sets)",
     ),
     example="/budget set 9000 chat",
     gm_only=lambda request: request.string("action") == "set",
     private=True,
     parse=_parse,
+    group="gm",
 )

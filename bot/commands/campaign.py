@@ -551,4 +551,5 @@ command = Command(
     ),
     need=_need,
     parse=_parse,
+    group="gm",
 )

@@ -41,4 +41,5 @@ command = Command(
     gm_only=True,
     private=True,
     parse=_parse,
+    group="gm",
 )

@@ -7,43 +7,30 @@ from bot.messages import OptionValue, Reply
 
 __all__ = ["command"]
 
-#: The commands ``/help`` offers as choices; the registry's names (checked by a test).
-TOPICS = (
-    "ask",
-    "pin",
-    "budget",
-    "upload",
-    "recap",
-    "entities",
-    "entity",
-    "summary",
-    "map",
-    "explain",
-    "memory",
-    "log",
-    "campaign",
-    "lens",
-    "help",
-)
-
 
 def _parse(arg: str) -> dict[str, OptionValue]:
-    topic = arg.split()[0].lstrip("/").lower() if arg.split() else ""
-    return {"command": topic} if topic in TOPICS else {}
+    # "/help gm upload" and "/help /pin" name a command as the platforms write it.
+    return {"command": arg.strip()[:60]} if arg.strip() else {}
 
 
 async def run(request: Request, scope: Scope) -> Reply:
-    return Reply(
-        text=scope.services.registry.help_text(request.string("command") or None), title="Help"
-    )
+    registry = scope.services.registry
+    text = registry.help_text(request.string("command") or None, platform=request.msg.platform)
+    return Reply(text=text, title="Help")
 
 
 command = Command(
     name="help",
-    description="What Liminalis can do",
+    description="What Liminalis can do, or one command with an example",
     run=run,
     options=(
-        Option("command", "string", "One command to explain, with an example", choices=TOPICS),
+        Option(
+            "command",
+            "string",
+            "One command to explain, with an example",
+            autocomplete="commands",
+            high=60,
+        ),
     ),
     usage=("`/help [command]` — this message, or one command's options and an example",),
     example="/help pin",

@@ -36,6 +36,7 @@ async def run(request: Request, scope: Scope) -> Reply:
 
 command = Command(
     name="log",
+    group="gm",
     description="GM: what players asked, what the notes do not answer, what they keep asking about",
     run=run,
     options=(

@@ -1,4 +1,4 @@
-"""``/memory [gm|players|<lens>]``: GM: the campaign memory's most active chunks and strongest
+"""``/memory [gm|players|<player>]``: GM: the campaign memory's most active chunks and strongest
 associations, as one lens's history built them."""
 
 from __future__ import annotations
@@ -29,14 +29,15 @@ command = Command(
     run=run,
     options=(
         Option(
-            "lens", "string", "Whose history: players (default), gm, or a player's lens", high=100
+            "lens", "string", "Whose history: players (default), gm, or one player's name", high=100
         ),
     ),
     usage=(
-        "`/memory [gm|players|<lens>]` — GM: the campaign memory's most active chunks and associations",
+        "`/memory [gm|players|<player>]` — GM: the campaign memory's most active chunks and associations",
     ),
     example="/memory players",
     gm_only=True,
     private=True,
     parse=_parse,
+    group="gm",
 )

@@ -64,4 +64,5 @@ command = Command(
     gm_only=_changes,
     private=True,
     parse=_parse,
+    group="gm",
 )

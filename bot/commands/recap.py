@@ -100,7 +100,14 @@ command = Command(
     run=run,
     options=(
         Option("sessions", "integer", "How many sessions (1-10)", low=1, high=10),
-        Option("schedule", "string", "GM: cron (UTC) to post here, or off", low=1, high=100),
+        Option(
+            "schedule",
+            "string",
+            "GM: when to post a recap here (cron, UTC), or off",
+            autocomplete="crons",
+            low=1,
+            high=100,
+        ),
     ),
     usage=(
         '`/recap [sessions]` — "previously on…" from the latest session notes',

@@ -55,7 +55,7 @@ MAX_FILES = 10
 #: How many of a vault's skipped files the reply names one by one (the rest are counted).
 _SKIPPED_SHOWN = 8
 _USAGE = (
-    "Usage: `/upload [players|gm|<player lens>] [session|lore|character|place|faction|item|note]` "
+    "Usage: `/upload [players|gm|<player>] [session|lore|character|place|faction|item|note]` "
     "with the files attached."
 )
 _PLAYER_WORDS = frozenset({PLAYERS, "player", "public", "all", "table"})
@@ -112,7 +112,7 @@ def resolve_visibility(words: str, cfg: CampaignConfig) -> frozenset[str] | None
         if visibility is not None and visibility != given:  # "gm players": never pick the wider
             raise InvalidInput(
                 "two visibilities",
-                user_message="Give one visibility: players, gm or a player's lens.",
+                user_message="Say who may read it once: players, gm, or one player's name.",
             )
         visibility = given
     return visibility
@@ -423,7 +423,7 @@ async def run(request: Request, scope: Scope) -> Reply:
     if not request.attachments:
         how = (
             "Slack commands cannot carry files: mention me with the files attached, "
-            "`@Liminalis /upload [players|gm|<lens>] [session|lore|…]`."
+            "`@Liminalis /upload [players|gm|<player>] [session|lore|…]`."
             if msg.platform == "slack"
             else "Attach notes (.md, .txt, .pdf, .docx) or a zipped vault to `/upload`."
         )
@@ -512,7 +512,7 @@ command = Command(
         Option(
             "visibility",
             "string",
-            "Who may read it: players, gm (the default), or one player's lens",
+            "Who may read it: players, gm (GM-only, the default), or one player's name",
             autocomplete="visibilities",
             low=1,
             high=40,
@@ -529,4 +529,5 @@ command = Command(
     gm_only=True,
     private=True,
     parse=_parse,
+    group="gm",
 )

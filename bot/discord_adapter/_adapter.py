@@ -1,8 +1,11 @@
-"""The Discord adapter: app commands and @-mentions → ``BotService`` → messages.
+"""The Discord adapter: app commands, @-mentions and buttons → ``BotService`` → messages.
 
-Thin by design: the app commands are registered from the service's command registry, each
-callback hands its typed options to the service as one ``IncomingMessage`` (no text is rebuilt
-and parsed again), and the ``Reply`` is rendered. Rate limits: discord.py's bot HTTP client sleeps on 429 for
+Thin by design: the app commands are registered from the service's command registry in two
+groups, ``/lore`` for everyone and ``/gm`` for the GM's work (hidden by default from members
+without :data:`GM_PERMISSIONS`; the run-time GM check stays the wall), each callback hands its
+typed options to the service as one ``IncomingMessage`` (no text is rebuilt and parsed again),
+and the ``Reply`` is rendered, its buttons as components whose presses go to
+``BotService.press``. A streamed answer edits its message in place at most once a second. Rate limits: discord.py's bot HTTP client sleeps on 429 for
 ``retry_after`` itself (``discord/http.py``, ``HTTPClient.request``), and so does its webhook
 adapter (interaction responses and followups) *when the 429 carries a ``Via`` header*; a 429
 without it (a Cloudflare-level limit) surfaces as ``HTTPException`` — :func:`send_with_retry`
@@ -15,6 +18,7 @@ import asyncio
 import inspect
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal, Optional, TypeVar, Union
@@ -24,11 +28,13 @@ import discord
 from discord import app_commands
 
 from bot.commands import Command, Option
-from bot.discord_adapter._render import render_reply
-from bot.messages import Attachment, IncomingMessage, OptionValue, Reply
+from bot.discord_adapter._render import render_partial, render_reply
+from bot.messages import Action, Attachment, Form, IncomingMessage, OptionValue, Reply
+from bot.presses import opens_form
 from bot.service import BotService
+from bot.streaming import EDIT_INTERVAL_S, StreamedEdits
 
-__all__ = ["DiscordAdapter", "send_with_retry", "build_intents"]
+__all__ = ["DiscordAdapter", "GM_PERMISSIONS", "send_with_retry", "build_intents"]
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -37,6 +43,24 @@ DOWNLOAD_FAILED = "could not be downloaded from Discord; attach it again"
 _MENTION = re.compile(r"<@!?(\d+)>")
 LOGIN_WAIT_S = 300.0
 NO_MENTIONS = discord.AllowedMentions.none()
+#: Who sees ``/gm`` by default (Discord's ``default_member_permissions``): members who may
+#: manage messages, the moderator-level permission a GM role usually holds in its channels —
+#: narrower than Manage Server, which would hide ``/gm`` from GMs who are not server admins,
+#: and one ordinary players lack. A server admin can open the group to a GM role in *Server
+#: Settings → Integrations*. It only hides the group: the GM check at run time is the wall.
+GM_PERMISSIONS = discord.Permissions(manage_messages=True)
+GROUP_DESCRIPTIONS = {
+    "lore": "Ask about the campaign, search and read its documents",
+    "gm": "GM: upload notes, pins, answer length, campaign links",
+}
+#: How long a member fetched for a DM (their roles on a campaign's server) is reused.
+MEMBER_TTL_S = 60.0
+_STYLES = {
+    "primary": discord.ButtonStyle.primary,
+    "secondary": discord.ButtonStyle.secondary,
+    "success": discord.ButtonStyle.success,
+    "danger": discord.ButtonStyle.danger,
+}
 
 
 def build_intents() -> discord.Intents:
@@ -90,6 +114,9 @@ class DiscordAdapter:
         guild_ids: sync commands to these guilds (instant; for testing); empty → global sync.
         shards: use ``AutoShardedClient`` (large deployments).
         sync_commands: sync the command tree in ``setup_hook`` (off in tests that don't need it).
+        clock: monotonic seconds, for the spacing of a streamed answer's edits and the member
+            cache (a fake one in tests).
+        edit_interval: the least seconds between two edits of a streamed answer.
     """
 
     def __init__(
@@ -99,6 +126,8 @@ class DiscordAdapter:
         guild_ids: Sequence[int] = (),
         shards: bool = False,
         sync_commands: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        edit_interval: float = EDIT_INTERVAL_S,
     ) -> None:
         self.service = service
         self.guild_ids = tuple(guild_ids)
@@ -110,11 +139,16 @@ class DiscordAdapter:
         self.client.setup_hook = self.setup_hook  # type: ignore[method-assign]
         self.client.event(self.on_message)
         self.client.event(self.on_ready)
+        self.client.event(self.on_interaction)
+        self.clock = clock
+        self.edit_interval = edit_interval
+        self._members: dict[tuple[int, int], tuple[float, discord.Member | None]] = {}
         self._logged_in = (
             asyncio.Event()
         )  # set by setup_hook: the REST API can be used from then on
         self._deferred: set[asyncio.Task[None]] = set()
         self._register()
+        service.use_seating("discord", self.seat)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -275,21 +309,50 @@ class DiscordAdapter:
         )
         await interaction.response.defer(ephemeral=pending.private, thinking=True)
         attachments = await self.read_attachments(files) if any(files) and pending.is_gm else []
-        reply = await pending.finish(tuple(attachments))
-        await self.followup(interaction, reply, deferred_private=pending.private)
+
+        async def edit(content: str) -> None:
+            await interaction.edit_original_response(content=content, allowed_mentions=NO_MENTIONS)
+
+        stream = StreamedEdits(
+            edit, render=render_partial, interval=self.edit_interval, clock=self.clock
+        )
+        reply = await pending.finish(tuple(attachments), progress=stream)
+        await self.followup(
+            interaction, reply, deferred_private=pending.private, streamed=stream.edits > 0
+        )
 
     async def followup(
-        self, interaction: discord.Interaction, reply: Reply, *, deferred_private: bool
+        self,
+        interaction: discord.Interaction,
+        reply: Reply,
+        *,
+        deferred_private: bool,
+        streamed: bool = False,
     ) -> None:
+        """Send ``reply`` after a defer. A streamed answer's message becomes its first message
+        (one complete message with its sources); the rest follow."""
         if reply.ephemeral and not deferred_private:
             # The public "thinking…" message cannot become private; replace it with a private one.
             await send_with_retry(interaction.delete_original_response)
+            streamed = False
         ephemeral = reply.ephemeral or deferred_private
-        for out in render_reply(reply):
+        outs = render_reply(reply)
+        if streamed:
+            first, outs = outs[0], outs[1:]
+            await send_with_retry(
+                lambda: interaction.edit_original_response(
+                    content=first.content,
+                    embeds=list(first.embeds),
+                    view=_view(first.actions),
+                    allowed_mentions=NO_MENTIONS,
+                )
+            )
+        for out in outs:
             await send_with_retry(
                 lambda out=out: interaction.followup.send(  # type: ignore[misc]
                     content=out.content,
                     embeds=list(out.embeds),
+                    view=_view(out.actions),
                     ephemeral=ephemeral,
                     allowed_mentions=NO_MENTIONS,
                     **out.file_kwargs(),
@@ -342,14 +405,65 @@ class DiscordAdapter:
                     if message.attachments and pending.is_gm
                     else []
                 )
-                reply = await pending.finish(tuple(attachments))
-            await self.reply_to_message(message, reply)
+                # A public answer (or any in a DM) is written in place as it streams; a private
+                # one in a shared channel goes to the author's DMs whole.
+                posted: list[discord.Message] = []
+                stream = None
+                if not pending.private or is_dm_channel(message.channel):
+                    stream = self._stream_reply(message, posted)
+                reply = await pending.finish(tuple(attachments), progress=stream)
+            if posted:
+                await self._finish_streamed(message, posted[0], reply)
+            else:
+                await self.reply_to_message(message, reply)
         except Exception:
             _log.exception("discord mention failed")
             try:
                 await _reply(message, NEUTRAL)
             except discord.HTTPException:
                 pass
+
+    def _stream_reply(
+        self, message: discord.Message, posted: list[discord.Message]
+    ) -> StreamedEdits:
+        async def edit(content: str) -> None:
+            if not posted:
+                posted.append(await _reply(message, content))
+            else:
+                await posted[0].edit(content=content, allowed_mentions=NO_MENTIONS)
+
+        return StreamedEdits(
+            edit, render=render_partial, interval=self.edit_interval, clock=self.clock
+        )
+
+    async def _finish_streamed(
+        self, message: discord.Message, streamed: discord.Message, reply: Reply
+    ) -> None:
+        """The streamed reply becomes the answer's first message, whole, with its sources and
+        buttons. A reply that turned private (an error) takes the partial text down and goes
+        the private way."""
+        if reply.ephemeral and not is_dm_channel(message.channel):
+            await send_with_retry(streamed.delete)
+            await self.reply_to_message(message, reply)
+            return
+        first, *rest = render_reply(reply)
+        await send_with_retry(
+            lambda: streamed.edit(
+                content=first.content,
+                embeds=list(first.embeds),
+                view=_view(first.actions) if first.actions else None,
+                allowed_mentions=NO_MENTIONS,
+            )
+        )
+        for out in rest:
+            await send_with_retry(
+                lambda out=out: message.channel.send(  # type: ignore[misc]
+                    content=out.content,
+                    embeds=list(out.embeds),
+                    view=_view(out.actions),
+                    allowed_mentions=NO_MENTIONS,
+                )
+            )
 
     async def reply_to_message(self, message: discord.Message, reply: Reply) -> None:
         """Reply in channel; a private (GM, personal lens) reply goes to the author's DMs with a
@@ -362,6 +476,7 @@ class DiscordAdapter:
                         lambda out=out: message.author.send(  # type: ignore[misc]
                             content=out.content,
                             embeds=list(out.embeds),
+                            view=_view(out.actions),
                             allowed_mentions=NO_MENTIONS,
                             **out.file_kwargs(),
                         )
@@ -374,15 +489,20 @@ class DiscordAdapter:
         for i, out in enumerate(outs):
             if i == 0:
                 await send_with_retry(
-                    lambda out=out: _reply(
-                        message, out.content, embeds=list(out.embeds), **out.file_kwargs()
+                    lambda out=out: _reply(  # type: ignore[misc]
+                        message,
+                        out.content,
+                        embeds=list(out.embeds),
+                        view=_view(out.actions),
+                        **out.file_kwargs(),
                     )
-                )  # type: ignore[misc]
+                )
             else:
                 await send_with_retry(
                     lambda out=out: message.channel.send(  # type: ignore[misc]
                         content=out.content,
                         embeds=list(out.embeds),
+                        view=_view(out.actions),
                         allowed_mentions=NO_MENTIONS,
                         **out.file_kwargs(),
                     )
@@ -424,9 +544,23 @@ class DiscordAdapter:
     # -- commands ----------------------------------------------------------------------------
 
     def _register(self) -> None:
-        """One app command per command of the service's registry, from its option specs."""
+        """One app command per command of the service's registry, from its option specs, in its
+        group: ``/lore …`` for everyone, ``/gm …`` (server channels only, hidden by default from
+        members without :data:`GM_PERMISSIONS`) for the GM's work."""
+        groups = {
+            "lore": app_commands.Group(name="lore", description=GROUP_DESCRIPTIONS["lore"]),
+            "gm": app_commands.Group(
+                name="gm",
+                description=GROUP_DESCRIPTIONS["gm"],
+                guild_only=True,
+                default_permissions=GM_PERMISSIONS,
+            ),
+        }
         for command in self.service.registry:
-            self.tree.add_command(self.app_command(command))
+            groups[command.group].add_command(self.app_command(command))
+        for group in groups.values():
+            if group.commands:
+                self.tree.add_command(group)
 
     def app_command(self, command: Command) -> app_commands.Command[Any, ..., None]:
         """``command`` as a slash command: each option typed (a ``Literal`` where its values are
@@ -476,15 +610,17 @@ class DiscordAdapter:
             callback=described,
             extras={"gm_only": gm_only},
         )
+        sources = {
+            "titles": self._complete_titles,
+            "visibilities": self._complete_visibilities,
+            "commands": self._complete_commands,
+            "crons": self._complete_crons,
+            "campaigns": self._complete_campaigns,
+            "entities": self._complete_entities,
+        }
         for option in command.options:
-            if option.autocomplete == "titles":
-                app.autocomplete(option.name)(self._complete_titles)
-            elif option.autocomplete == "visibilities":
-                app.autocomplete(option.name)(self._complete_visibilities)
-            elif option.autocomplete == "campaigns":
-                app.autocomplete(option.name)(self._complete_campaigns)
-            elif option.autocomplete == "entities":
-                app.autocomplete(option.name)(self._complete_entities)
+            if option.autocomplete is not None:
+                app.autocomplete(option.name)(sources[option.autocomplete])
         return app
 
     async def _complete_titles(
@@ -494,14 +630,6 @@ class DiscordAdapter:
             self.from_interaction(interaction), current, limit=25
         )
         return [app_commands.Choice(name=t, value=t) for t in titles[:25]]
-
-    async def _complete_campaigns(
-        self, interaction: discord.Interaction, current: str
-    ) -> list[app_commands.Choice[str]]:
-        slugs = await self.service.complete_campaigns(
-            self.from_interaction(interaction), current, limit=25
-        )
-        return [app_commands.Choice(name=s, value=s) for s in slugs]
 
     async def _complete_entities(
         self, interaction: discord.Interaction, current: str
@@ -516,6 +644,184 @@ class DiscordAdapter:
     ) -> list[app_commands.Choice[str]]:
         names = await self.service.visibility_choices(self.from_interaction(interaction))
         return [app_commands.Choice(name=n, value=n) for n in names if current.lower() in n][:25]
+
+    async def _complete_commands(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        return [
+            app_commands.Choice(name=name, value=value)
+            for name, value in self.service.command_choices(current, platform="discord")
+        ]
+
+    async def _complete_crons(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        return [
+            app_commands.Choice(name=name, value=value)
+            for name, value in self.service.cron_choices(current)
+        ]
+
+    async def _complete_campaigns(
+        self, interaction: discord.Interaction, current: str
+    ) -> list[app_commands.Choice[str]]:
+        slugs = await self.service.campaign_choices(self.from_interaction(interaction), current)
+        return [app_commands.Choice(name=name[:100], value=slug) for slug, name in slugs]
+
+    # -- buttons and forms -------------------------------------------------------------------
+
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        """A press of one of our buttons (``lm:…``) or a form sent: checked and run by
+        ``BotService.press``. A press that opens a form answers with the modal (Discord allows
+        it only as the first response); every other press is acknowledged at once (a deferred
+        update: no "thinking…" message) and answered privately, publicly or in place."""
+        kind = interaction.type
+        if kind not in (discord.InteractionType.component, discord.InteractionType.modal_submit):
+            return
+        data: Mapping[str, Any] = interaction.data or {}  # type: ignore[assignment]
+        action = str(data.get("custom_id") or "")
+        if not action.startswith("lm:"):
+            return
+        try:
+            msg = self.from_interaction(interaction)
+            if kind == discord.InteractionType.component and opens_form(action):
+                reply = await self.service.press(msg, action)
+                if reply.form is not None and not reply.error:
+                    await interaction.response.send_modal(_modal(reply.form))
+                else:
+                    await interaction.response.send_message(
+                        reply.text, ephemeral=True, allowed_mentions=NO_MENTIONS
+                    )
+                return
+            await interaction.response.defer()
+            value = _form_value(data) if kind == discord.InteractionType.modal_submit else ""
+            reply = await self.service.press(msg, action, value)
+            await self.deliver(interaction, reply)
+        except Exception:
+            _log.exception("discord button %s failed", action[:40])
+            try:
+                await interaction.followup.send(
+                    NEUTRAL, ephemeral=True, allowed_mentions=NO_MENTIONS
+                )
+            except discord.HTTPException:
+                pass
+
+    async def deliver(self, interaction: discord.Interaction, reply: Reply) -> None:
+        """A press's reply, after its deferred update: in place of the pressed message, to the
+        whole channel, or to the presser alone."""
+        outs = render_reply(reply)
+        if reply.delivery == "replace" and not reply.error:
+            first, outs = outs[0], outs[1:]
+            await send_with_retry(
+                lambda: interaction.edit_original_response(
+                    content=first.content,
+                    embeds=list(first.embeds),
+                    view=_view(first.actions) if first.actions else None,
+                    allowed_mentions=NO_MENTIONS,
+                )
+            )
+        public = reply.delivery == "public" and not reply.error
+        for out in outs:
+            await send_with_retry(
+                lambda out=out: interaction.followup.send(  # type: ignore[misc]
+                    content=out.content,
+                    embeds=list(out.embeds),
+                    view=_view(out.actions),
+                    ephemeral=not public,
+                    allowed_mentions=NO_MENTIONS,
+                )
+            )
+
+    # -- direct messages ---------------------------------------------------------------------
+
+    async def seat(
+        self, msg: IncomingMessage, channels: Sequence[tuple[str, str | None]]
+    ) -> list[IncomingMessage]:
+        """Where the author of a DM sits (``bot.service.Seating``): each linked channel, on a
+        server the bot has cached, whose member they are (fetched by id: no privileged intent)
+        and that they can read, as a message of theirs there with their roles. A server that
+        cannot be asked counts as none."""
+        by_guild: dict[int, list[int]] = {}
+        for linked, server in channels:
+            if server and server.isdigit() and linked.isdigit():
+                by_guild.setdefault(int(server), []).append(int(linked))
+        out: list[IncomingMessage] = []
+        for guild_id, channel_ids in by_guild.items():
+            guild = self.client.get_guild(guild_id)
+            if guild is None or not msg.user_id.isdigit():
+                continue
+            member = await self._member(guild, int(msg.user_id))
+            if member is None:
+                continue
+            for cid in channel_ids:
+                channel = guild.get_channel_or_thread(cid)
+                if channel is None or not channel.permissions_for(member).read_messages:
+                    continue
+                out.append(
+                    self.incoming(user=member, channel=channel, guild_id=guild.id, text=msg.text)
+                )
+        return out
+
+    async def _member(self, guild: discord.Guild, user_id: int) -> discord.Member | None:
+        key = (guild.id, user_id)
+        now = self.clock()
+        cached = self._members.get(key)
+        if cached is not None and now - cached[0] < MEMBER_TTL_S:
+            return cached[1]
+        member: discord.Member | None
+        try:
+            member = guild.get_member(user_id) or await guild.fetch_member(user_id)
+        except (discord.NotFound, discord.Forbidden):
+            member = None
+        except discord.HTTPException as exc:
+            _log.warning("discord: member %s of %s unreadable (%s)", user_id, guild.id, exc)
+            return None
+        self._members[key] = (now, member)
+        return member
+
+
+def _view(actions: Sequence[Action]) -> Any:
+    """``actions`` as message components (``MISSING`` for none). The view is stopped before it
+    is sent, so discord.py keeps no state for it: presses reach ``on_interaction`` by their ids,
+    also after a restart."""
+    if not actions:
+        return discord.utils.MISSING
+    view = discord.ui.View(timeout=None)
+    for action in actions:
+        view.add_item(
+            discord.ui.Button(label=action.label, custom_id=action.id, style=_STYLES[action.style])
+        )
+    view.stop()
+    return view
+
+
+def _modal(form: Form) -> discord.ui.Modal:
+    modal = discord.ui.Modal(title=form.title[:45], custom_id=form.id)
+    modal.add_item(
+        discord.ui.TextInput(
+            label=form.label[:45],
+            custom_id="value",
+            placeholder=form.placeholder[:100] or None,
+            required=False,
+            max_length=form.max_length,
+        )
+    )
+    modal.stop()
+    return modal
+
+
+def _form_value(data: Mapping[str, Any]) -> str:
+    """The text of a submitted form's one input (rows or labels, as Discord nests them)."""
+    stack = list(data.get("components") or [])
+    while stack:
+        item = stack.pop(0)
+        if not isinstance(item, Mapping):
+            continue
+        if item.get("custom_id") == "value" and isinstance(item.get("value"), str):
+            return str(item["value"])
+        stack.extend(item.get("components") or [])
+        if isinstance(item.get("component"), Mapping):
+            stack.append(item["component"])
+    return ""
 
 
 def _annotation(option: Option) -> Any:

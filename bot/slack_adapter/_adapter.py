@@ -1,11 +1,16 @@
-"""The Slack adapter: slash commands and @-mentions → ``BotService.handle`` → Block Kit.
+"""The Slack adapter: ``/lore …``, @-mentions, DMs, buttons and the App Home → ``BotService``.
 
 slack-bolt ``AsyncApp``; in production it runs in Socket Mode (``AsyncSocketModeHandler`` with
-the ``xapp-`` app token), so no public HTTP endpoint is needed. Every listener acknowledges
-first (``ack()``, well within Slack's 3 s) and does the work in a lazy listener. Slash-command
-replies go to the command's ``response_url`` (``ephemeral`` or ``in_channel``); mention replies
-go to the mention's thread (``thread_ts``) with ``chat.postMessage``, or ``chat.postEphemeral``
-for a GM answer in a shared channel. Posts to one channel are spaced at least a second apart
+the ``xapp-`` app token), so no public HTTP endpoint is needed. The app registers one slash
+command, ``/lore`` (``/lore ask …``, ``/lore gm upload …``, ``/lore <question>``), so it squats
+on no common name. Every listener acknowledges first (``ack()``, well within Slack's 3 s) and
+does the work in a lazy listener. Slash-command replies go to the command's ``response_url``
+(``ephemeral`` or ``in_channel``); a public answer from a model is posted at once and updated
+in place as it streams (``chat.update``, at most once a second). Mention replies go to the
+mention's thread (``thread_ts``) with ``chat.postMessage``, or ``chat.postEphemeral`` for a GM
+answer in a shared channel. A DM is answered for the campaign its author plays (found through
+``conversations.members`` of the linked channels). Buttons come back as ``block_actions``,
+forms as ``view_submission``; the Home tab is published on ``app_home_opened``. Posts to one channel are spaced at least a second apart
 (:class:`ChannelRateLimiter`); a 429 from the Web API is retried after ``Retry-After`` by
 slack_sdk's ``AsyncRateLimitErrorRetryHandler``.
 """
@@ -13,10 +18,11 @@ slack_sdk's ``AsyncRateLimitErrorRetryHandler``.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import aiohttp
@@ -25,17 +31,32 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.messages import Attachment, IncomingMessage, Reply
+from bot.presses import opens_form
+from bot.render import describe_view
 from bot.service import BotService
-from bot.slack_adapter._render import render_blocks
+from bot.slack_adapter._render import (
+    HomeEntry,
+    SlackMessage,
+    render_blocks,
+    render_home,
+    render_modal,
+    render_partial,
+)
+from bot.streaming import EDIT_INTERVAL_S, StreamedEdits
 from liminalis.errors import ConfigError
 
 __all__ = ["SlackAdapter", "ChannelRateLimiter"]
 
 _log = logging.getLogger(__name__)
+#: ``/campaign …`` however it is written: ``/lore campaign``, ``/lore gm campaign``, ``campaign``.
+_CAMPAIGN_COMMAND = re.compile(r"\s*/?(?:lore\s+)?(?:/?gm\s+)?/?campaign\b", re.IGNORECASE)
 NEUTRAL = "Sorry, something went wrong on my side. The error has been logged."
 DOWNLOAD_FAILED = "could not be downloaded from Slack; attach it again"
 _DOWNLOAD_TIMEOUT = aiohttp.ClientTimeout(total=60)
 _MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|[^>]*)?>")
+#: The one slash command: everything else is its first word.
+COMMAND = "/lore"
+_ACTION = re.compile(r"^lm:")
 
 
 #: Message subtypes that are a person's message: plain, with files, a thread reply also sent to
@@ -79,7 +100,10 @@ class SlackAdapter:
         client: the Web API client (``AsyncWebClient(token=xoxb-…)``; tests pass ``base_url``).
         signing_secret: verifies HTTP requests; Socket Mode requests are not signed, so it may be empty.
         limiter: per-channel spacing (default one message per second).
-        usergroup_ttl: seconds a usergroup membership lookup is cached.
+        usergroup_ttl: seconds a usergroup membership lookup (and a channel's members, for
+            DMs) is cached.
+        clock: monotonic seconds, for a streamed answer's updates (a fake one in tests).
+        edit_interval: the least seconds between two updates of a streamed answer.
     """
 
     def __init__(
@@ -90,6 +114,8 @@ class SlackAdapter:
         signing_secret: str = "",
         limiter: ChannelRateLimiter | None = None,
         usergroup_ttl: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        edit_interval: float = EDIT_INTERVAL_S,
     ) -> None:
         self.service = service
         self.client = client
@@ -100,16 +126,22 @@ class SlackAdapter:
         self._groups: tuple[float, dict[str, tuple[str, ...]] | None] = (float("-inf"), None)
         self._socket: Any = None  # the Socket Mode client while `run` serves
         self._admins: dict[str, tuple[float, bool]] = {}
+        self._members: dict[str, tuple[float, frozenset[str] | None]] = {}
+        self.clock = clock
+        self.edit_interval = edit_interval
         self.app = AsyncApp(
             client=client,
             signing_secret=signing_secret or None,
             request_verification_enabled=bool(signing_secret),
         )
-        for name in service.registry.names:
-            self.app.command(f"/{name}")(ack=self._ack, lazy=[self._on_command])
+        self.app.command(COMMAND)(ack=self._ack, lazy=[self._on_command])
         self.app.event("app_mention")(ack=self._ack, lazy=[self._on_mention])
         self.app.event({"type": "message", "channel_type": "im"})(ack=self._ack, lazy=[self._on_dm])
+        self.app.event("app_home_opened")(ack=self._ack, lazy=[self._on_home])
+        self.app.action(_ACTION)(ack=self._ack, lazy=[self._on_action])
+        self.app.view(_ACTION)(ack=self._ack, lazy=[self._on_form])
         self.app.error(self._on_error)
+        service.use_seating("slack", self.seat)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -201,8 +233,8 @@ class SlackAdapter:
             text=text,
             usergroups=await self.usergroups_of(user_id),
             is_dm=is_dm,
-            # Asked of Slack only for /campaign (create needs it): one lookup, not one a message.
-            can_manage=text.lower().startswith("/campaign") and await self.is_admin(user_id),
+            # Asked of Slack only for /lore campaign (create needs it): one lookup, not one a message.
+            can_manage=bool(_CAMPAIGN_COMMAND.match(text)) and await self.is_admin(user_id),
             attachments=attachments,
             file_count=file_count,
         )
@@ -219,15 +251,21 @@ class SlackAdapter:
         channel = body.get("channel_id", "")
         is_dm = channel.startswith("D") or body.get("channel_name") == "directmessage"
         text = f"{body.get('command', '')} {body.get('text', '')}".strip()
+        posted: list[str] = []  # the ts of a streamed answer's message
         try:
             msg = await self.incoming(
                 user_id=body.get("user_id", ""), channel_id=channel, text=text, is_dm=is_dm
             )
-            reply = await self.service.handle(msg)
+            pending = await self.service.begin(msg)
+            stream = None if pending.private else self._stream(channel, posted)
+            reply = await pending.finish(progress=stream)
         except Exception:
             _log.exception("slack command failed")
             reply = Reply(text=NEUTRAL, ephemeral=True, error=True)
-        for m in render_blocks(reply):
+        messages = render_blocks(reply)
+        if posted:
+            messages = await self._finish_stream(channel, posted[0], reply, messages)
+        for m in messages:
             await self.limiter.wait(channel)
             await respond(
                 blocks=list(m.blocks),
@@ -235,6 +273,45 @@ class SlackAdapter:
                 response_type="ephemeral" if reply.ephemeral else "in_channel",
                 replace_original=False,
             )
+
+    def _stream(
+        self, channel: str, posted: list[str], thread_ts: str | None = None
+    ) -> StreamedEdits:
+        """A public answer's text so far: posted once, then updated in place (``posted`` gets
+        the message's ts). A post refused (the bot is not in the channel) ends the streaming;
+        the answer then comes whole."""
+
+        async def edit(text: str) -> None:
+            blocks = [{"type": "section", "text": {"type": "mrkdwn", "text": text}}]
+            if not posted:
+                await self.limiter.wait(channel)
+                resp = await self.client.chat_postMessage(
+                    channel=channel, text=text, blocks=blocks, thread_ts=thread_ts
+                )
+                posted.append(str(resp["ts"]))
+            else:
+                await self.client.chat_update(
+                    channel=channel, ts=posted[0], text=text, blocks=blocks
+                )
+
+        return StreamedEdits(
+            edit, render=render_partial, interval=self.edit_interval, clock=self.clock
+        )
+
+    async def _finish_stream(
+        self, channel: str, ts: str, reply: Reply, messages: list[SlackMessage]
+    ) -> list[SlackMessage]:
+        """The streamed message becomes the reply's first message (one complete message with
+        its sources); returns the messages left to send. A reply that turned private (an
+        error) replaces the partial text with a neutral line and goes privately."""
+        if reply.ephemeral:
+            await self.client.chat_update(channel=channel, ts=ts, text="(no answer)", blocks=[])
+            return messages
+        first, *rest = messages
+        await self.client.chat_update(
+            channel=channel, ts=ts, text=first.text, blocks=list(first.blocks)
+        )
+        return rest
 
     async def _on_mention(self, event: dict[str, Any], context: Any) -> None:
         await self._answer_event(
@@ -260,6 +337,7 @@ class SlackAdapter:
         channel = event.get("channel", "")
         user = event.get("user", "")
         thread_ts = event.get("thread_ts") or event.get("ts")
+        posted: list[str] = []
         try:
             text = _MENTION.sub(
                 lambda m: "" if m.group(1) == bot_user_id else m.group(0), event.get("text", "")
@@ -278,11 +356,16 @@ class SlackAdapter:
                 attachments = [await self._download(f) for f in files[:10]] + [
                     Attachment(str(f.get("name") or "upload.md"), b"") for f in files[10:]
                 ]
-            reply = await pending.finish(tuple(attachments))
+            public = not pending.private or is_dm
+            stream = self._stream(channel, posted, thread_ts) if public else None
+            reply = await pending.finish(tuple(attachments), progress=stream)
         except Exception:
             _log.exception("slack mention failed")
             reply = Reply(text=NEUTRAL, ephemeral=True, error=True)
-        for m in render_blocks(reply):
+        messages = render_blocks(reply)
+        if posted:
+            messages = await self._finish_stream(channel, posted[0], reply, messages)
+        for m in messages:
             await self.limiter.wait(channel)
             if reply.ephemeral and not is_dm:
                 await self.client.chat_postEphemeral(
@@ -296,6 +379,174 @@ class SlackAdapter:
                 await self.client.chat_postMessage(
                     channel=channel, blocks=list(m.blocks), text=m.text, thread_ts=thread_ts
                 )
+
+    # -- buttons, forms, the Home tab --------------------------------------------------------
+
+    async def _on_action(
+        self, body: dict[str, Any], respond: Callable[..., Awaitable[Any]]
+    ) -> None:
+        """A button of ours pressed: checked and run by ``BotService.press``; its reply goes in
+        place of the pressed message, to the channel, to the presser alone, or opens a form."""
+        action = str(((body.get("actions") or [{}])[0]).get("action_id") or "")
+        user = str((body.get("user") or {}).get("id") or "")
+        container = body.get("container") or {}
+        channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
+        home = container.get("type") == "view"
+        dm_channel = str((body.get("view") or {}).get("private_metadata") or "") if home else ""
+        try:
+            msg = await self.incoming(
+                user_id=user,
+                channel_id=channel or dm_channel,
+                text="",
+                is_dm=home or channel.startswith("D"),
+            )
+            reply = await self.service.press(msg, action)
+            if reply.form is not None and not reply.error and opens_form(action):
+                metadata = json.dumps({"channel": channel, "dm": dm_channel})
+                await self.client.views_open(
+                    trigger_id=body.get("trigger_id", ""),
+                    view=render_modal(reply.form, metadata=metadata),
+                )
+                return
+        except Exception:
+            _log.exception("slack button %s failed", action[:40])
+            reply = Reply(text=NEUTRAL, ephemeral=True, error=True)
+        await self._deliver(
+            reply,
+            user=user,
+            channel=channel,
+            dm_channel=dm_channel,
+            thread_ts=container.get("thread_ts"),
+            respond=respond if body.get("response_url") else None,
+        )
+
+    async def _on_form(self, body: dict[str, Any]) -> None:
+        """A form of ours sent (a 👎's reason, a question from the Home tab)."""
+        view = body.get("view") or {}
+        action = str(view.get("callback_id") or "")
+        user = str((body.get("user") or {}).get("id") or "")
+        try:
+            where = json.loads(view.get("private_metadata") or "{}")
+        except ValueError:
+            where = {}
+        channel, dm_channel = str(where.get("channel") or ""), str(where.get("dm") or "")
+        values = ((view.get("state") or {}).get("values") or {}).get("value") or {}
+        value = str((values.get("value") or {}).get("value") or "")
+        try:
+            msg = await self.incoming(
+                user_id=user,
+                channel_id=channel or dm_channel,
+                text="",
+                is_dm=not channel or channel.startswith("D"),
+            )
+            reply = await self.service.press(msg, action, value)
+        except Exception:
+            _log.exception("slack form %s failed", action[:40])
+            reply = Reply(text=NEUTRAL, ephemeral=True, error=True)
+        await self._deliver(
+            reply, user=user, channel=channel, dm_channel=dm_channel, thread_ts=None, respond=None
+        )
+
+    async def _deliver(
+        self,
+        reply: Reply,
+        *,
+        user: str,
+        channel: str,
+        dm_channel: str,
+        thread_ts: str | None,
+        respond: Callable[..., Awaitable[Any]] | None,
+    ) -> None:
+        """A press's reply: in place (through the pressed message's ``response_url``), to the
+        channel (``chat.postMessage``), or to the presser alone (``response_url`` as ephemeral,
+        ``chat.postEphemeral``, or their DM with the app when pressed on the Home tab)."""
+        messages = render_blocks(reply)
+        mode = "private" if reply.error else reply.delivery
+        for i, m in enumerate(messages):
+            blocks, text = list(m.blocks), m.text
+            if mode == "replace" and respond is not None and i == 0:
+                await respond(blocks=blocks, text=text, replace_original=True)
+            elif mode == "public" and channel:
+                await self.limiter.wait(channel)
+                await self.client.chat_postMessage(
+                    channel=channel, blocks=blocks, text=text, thread_ts=thread_ts
+                )
+            elif respond is not None:
+                await respond(
+                    blocks=blocks, text=text, response_type="ephemeral", replace_original=False
+                )
+            elif channel and not channel.startswith("D"):
+                await self.client.chat_postEphemeral(
+                    channel=channel, user=user, blocks=blocks, text=text
+                )
+            elif channel or dm_channel:  # a DM is private already
+                await self.client.chat_postMessage(
+                    channel=channel or dm_channel, blocks=blocks, text=text
+                )
+
+    async def _on_home(self, event: dict[str, Any]) -> None:
+        """Publish the member's Home tab: their campaigns, what they can see in each, the recap
+        schedules and quick actions."""
+        if event.get("tab", "home") != "home":
+            return
+        user = str(event.get("user") or "")
+        try:
+            msg = await self.incoming(
+                user_id=user, channel_id=str(event.get("channel") or ""), text="", is_dm=True
+            )
+            entries = [
+                HomeEntry(
+                    seat.config.slug, seat.config.name, describe_view(seat.lens.describe()), recaps
+                )
+                for seat, recaps in await self.service.home(msg)
+            ]
+            view = render_home(entries, dm_channel=str(event.get("channel") or ""))
+            await self.client.views_publish(user_id=user, view=view)
+        except Exception:
+            _log.exception("slack: the Home tab of %s could not be published", user)
+
+    # -- direct messages ---------------------------------------------------------------------
+
+    async def seat(
+        self, msg: IncomingMessage, channels: Sequence[tuple[str, str | None]]
+    ) -> list[IncomingMessage]:
+        """Where the author of a DM sits (``bot.service.Seating``): each linked channel they are
+        a member of (``conversations.members``), as a message of theirs there. A channel whose
+        members cannot be read counts as none."""
+        out: list[IncomingMessage] = []
+        for channel_id, _ in channels:
+            members = await self._channel_members(channel_id)
+            if members is not None and msg.user_id in members:
+                out.append(
+                    await self.incoming(
+                        user_id=msg.user_id, channel_id=channel_id, text=msg.text, is_dm=False
+                    )
+                )
+        return out
+
+    async def _channel_members(self, channel_id: str) -> frozenset[str] | None:
+        now = self.clock()
+        cached = self._members.get(channel_id)
+        if cached is not None and now - cached[0] < self.usergroup_ttl:
+            return cached[1]
+        members: set[str] = set()
+        cursor = ""
+        try:
+            for _ in range(20):  # 20 pages of 1,000: a channel of 20,000 members at most
+                resp = await self.client.conversations_members(
+                    channel=channel_id, limit=1000, cursor=cursor or None
+                )
+                members.update(str(m) for m in resp.get("members") or [])
+                cursor = str((resp.get("response_metadata") or {}).get("next_cursor") or "")
+                if not cursor:
+                    break
+        except Exception as exc:  # a missing scope, an archived channel: nobody sits there
+            _log.warning("slack: members of %s unreadable (%s)", channel_id, exc)
+            self._members[channel_id] = (now, None)
+            return None
+        found = frozenset(members)
+        self._members[channel_id] = (now, found)
+        return found
 
     async def _download(self, file: dict[str, Any]) -> Attachment:
         """One file of a GM's message; a failed download is reported for that file alone."""

@@ -1,9 +1,12 @@
-"""Render a neutral ``Reply`` as Slack Block Kit messages within Slack's limits.
+"""Render a neutral ``Reply`` as Slack Block Kit messages within Slack's limits, and the App Home.
 
 Limits (Slack docs, "Block Kit" reference): a section block's text is at most 3,000 characters, a
-message holds at most 50 blocks, a header's plain text at most 150. Text is converted from the
-Markdown the service writes (``**bold**``, ``*italic*``) to mrkdwn (``*bold*``, ``_italic_``) and
-escaped (``&``, ``<``, ``>``), which disarms every ``<!here>``/``<@U…>``/``<!subteam^…>`` token.
+message holds at most 50 blocks and a Home tab view 100, a header's plain text at most 150, an
+actions block 25 elements, a button's text 75 characters and its ``action_id`` 255. Text is
+converted from the Markdown the service writes (``**bold**``, ``*italic*``) to mrkdwn (``*bold*``,
+``_italic_``) and escaped (``&``, ``<``, ``>``), which disarms every ``<!here>``/``<@U…>``/
+``<!subteam^…>`` token. An answer's question is a context line under its header; its buttons
+are an actions block at the end of its last message.
 
 A reply's files (the relationship map's picture) are not uploaded: a slash command's response
 URL cannot carry one, Slack has no private file for a private reply, and the reply's text
@@ -13,24 +16,36 @@ already holds what the picture shows. The reply says where to get the picture in
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.messages import Reply
-from bot.render import sanitize, split_text, truncate
+from bot.cards import action_id
+from bot.messages import Action, Form, Reply
+from bot.render import describe_view, sanitize, split_text, truncate
 
 __all__ = [
     "SlackMessage",
     "render_blocks",
+    "render_home",
+    "render_modal",
+    "render_partial",
     "to_mrkdwn",
     "SECTION_LIMIT",
     "BLOCKS_LIMIT",
+    "HOME_BLOCKS_LIMIT",
     "FILES_NOTE",
 ]
 
 SECTION_LIMIT = 3000
 BLOCKS_LIMIT = 50
+HOME_BLOCKS_LIMIT = 100
 HEADER_LIMIT = 150
+CONTEXT_LIMIT = 2000
+BUTTON_LIMIT = 75
+ACTIONS_LIMIT = 25
+#: Campaigns listed on the Home tab (5 blocks each, within its 100).
+HOME_CAMPAIGNS = 15
 _ITALIC = re.compile(r"(?<![*\w])\*(?!\*)([^*\n]+?)(?<!\*)\*(?![*\w])")
 _BOLD = re.compile(r"\*\*([^*\n]+?)\*\*")
 _QUOTE = re.compile(r"^&gt;", re.MULTILINE)
@@ -59,14 +74,43 @@ def _section(text: str) -> dict[str, Any]:
     return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
 
 
+def _context(text: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text}]}
+
+
+def _header(text: str) -> dict[str, Any]:
+    title = truncate(sanitize(text, platform="slack"), HEADER_LIMIT)
+    return {"type": "header", "text": {"type": "plain_text", "text": title, "emoji": False}}
+
+
+def _actions(actions: Sequence[Action]) -> dict[str, Any]:
+    elements = []
+    for a in actions[:ACTIONS_LIMIT]:
+        button: dict[str, Any] = {
+            "type": "button",
+            "text": {"type": "plain_text", "text": truncate(a.label, BUTTON_LIMIT), "emoji": True},
+            "action_id": a.id,
+            "value": a.id,
+        }
+        if a.style in {"primary", "danger"}:
+            button["style"] = a.style
+        elements.append(button)
+    return {"type": "actions", "elements": elements}
+
+
+def render_partial(text: str) -> str:
+    """A streamed answer's text so far, as the text of the message updated in place."""
+    return truncate(to_mrkdwn(text), SECTION_LIMIT - 2) + " ▌"
+
+
 def render_blocks(reply: Reply) -> list[SlackMessage]:
     """The messages for ``reply``: sections ≤ 3,000 characters, ≤ 50 blocks per message."""
     blocks: list[dict[str, Any]] = []
     if reply.title:
-        title = truncate(sanitize(reply.title, platform="slack"), HEADER_LIMIT)
-        blocks.append(
-            {"type": "header", "text": {"type": "plain_text", "text": title, "emoji": False}}
-        )
+        blocks.append(_header(reply.title))
+    if reply.question:
+        asked = truncate(to_mrkdwn(" ".join(reply.question.split())), CONTEXT_LIMIT)
+        blocks.append(_context(f"❓ {asked}"))
     body = to_mrkdwn(reply.text) or "(no answer)"
     blocks.extend(_section(chunk) for chunk in split_text(body, SECTION_LIMIT))
     if reply.sources:
@@ -76,16 +120,88 @@ def render_blocks(reply: Reply) -> list[SlackMessage]:
         blocks.append({"type": "divider"})
         blocks.extend(_section(chunk) for chunk in split_text(f"*Sources*\n{lines}", SECTION_LIMIT))
     if reply.files:
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": FILES_NOTE}]})
-    if reply.lens:
-        blocks.append(
-            {
-                "type": "context",
-                "elements": [{"type": "mrkdwn", "text": f"lens: {to_mrkdwn(reply.lens)}"}],
-            }
-        )
+        blocks.append(_context(FILES_NOTE))
+    footer = " · ".join(x for x in (reply.footer, describe_view(reply.lens)) if x)
+    if footer:
+        blocks.append(_context(to_mrkdwn(footer)))
     fallback = truncate(sanitize(reply.title or reply.text, platform="slack"), SECTION_LIMIT)
-    return [
-        SlackMessage(tuple(blocks[i : i + BLOCKS_LIMIT]), fallback)
-        for i in range(0, len(blocks), BLOCKS_LIMIT)
+    messages = [blocks[i : i + BLOCKS_LIMIT] for i in range(0, len(blocks), BLOCKS_LIMIT)]
+    if reply.actions:  # on the last message, or one of their own when it is full
+        if len(messages[-1]) >= BLOCKS_LIMIT:
+            messages.append([])
+        messages[-1].append(_actions(reply.actions))
+    return [SlackMessage(tuple(m), fallback) for m in messages]
+
+
+def render_modal(form: Form, *, metadata: str = "") -> dict[str, Any]:
+    """``form`` as a modal view: one plain-text input whose value comes back with ``form.id``."""
+    return {
+        "type": "modal",
+        "callback_id": form.id,
+        "private_metadata": metadata,
+        "title": {"type": "plain_text", "text": truncate(form.title, 24)},
+        "submit": {"type": "plain_text", "text": "Send"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": [
+            {
+                "type": "input",
+                "block_id": "value",
+                "optional": True,
+                "label": {"type": "plain_text", "text": truncate(form.label, 2000)},
+                "element": {
+                    "type": "plain_text_input",
+                    "action_id": "value",
+                    "max_length": form.max_length,
+                    "placeholder": {"type": "plain_text", "text": truncate(form.placeholder, 150)},
+                },
+            }
+        ],
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class HomeEntry:
+    """One campaign on a member's Home tab."""
+
+    slug: str
+    name: str
+    view: str  # what they can see there, in their words
+    recaps: str  # the recap schedule, in words
+
+
+def render_home(entries: Sequence[HomeEntry], *, dm_channel: str = "") -> dict[str, Any]:
+    """The Home tab: each campaign the member plays with what they can see there, its recap
+    schedule and quick actions; how to start when they play none. At most 100 blocks, sections
+    of at most 3,000 characters."""
+    blocks: list[dict[str, Any]] = [
+        _header("Liminalis"),
+        _section(
+            "Answers from your campaign's own documents, with sources. Ask with `/lore ask "
+            "<question>`, mention me in your campaign's channel, or message me here."
+        ),
     ]
+    for e in entries[:HOME_CAMPAIGNS]:
+        blocks += [
+            {"type": "divider"},
+            _section(truncate(f"*{to_mrkdwn(e.name)}*\n{to_mrkdwn(e.view)}.", SECTION_LIMIT)),
+            _context(truncate(to_mrkdwn(e.recaps), CONTEXT_LIMIT) or "No recap schedule."),
+            _actions(
+                (
+                    Action("Ask a question", action_id("hask", e.slug), "primary"),
+                    Action("Previously on…", action_id("hrecap", e.slug)),
+                )
+            ),
+        ]
+    if len(entries) > HOME_CAMPAIGNS:
+        blocks.append(_context(f"…and {len(entries) - HOME_CAMPAIGNS} more campaigns."))
+    if not entries:
+        blocks.append(
+            _section(
+                "You play no campaign I know of yet: a GM links a channel with `/lore campaign "
+                "link <campaign>`, and it shows here once you are in that channel."
+            )
+        )
+    blocks.append(
+        _context("`/lore help` lists every command; `/lore help <command>` explains one.")
+    )
+    return {"type": "home", "private_metadata": dm_channel, "blocks": blocks[:HOME_BLOCKS_LIMIT]}

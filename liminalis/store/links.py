@@ -99,6 +99,18 @@ class LinkRepository(Repository):
                 await _unlink(conn, platform, cid)
         return len(channels)
 
+    async def on_platform(self, platform: str) -> list[tuple[str, str, str | None]]:
+        """(channel id, campaign, server id or ``None``) of every channel linked on ``platform``."""
+        rows = await self._db.fetchall(
+            "SELECT channel_id, campaign, guild_id FROM channel_links WHERE platform = ? "
+            "ORDER BY campaign, channel_id",
+            (platform,),
+        )
+        return [
+            (str(r["channel_id"]), str(r["campaign"]), r["guild_id"] and str(r["guild_id"]))
+            for r in rows
+        ]
+
     async def of_campaign(self, campaign: str) -> list[tuple[str, str]]:
         """(platform, channel id) of every channel linked to ``campaign``."""
         rows = await self._db.fetchall(

@@ -282,6 +282,35 @@ CREATE TABLE IF NOT EXISTS knowledge_summaries (
 """
 
 
+# The chat surface (issue #25): replies with buttons ("cards"), 👍/👎 on answers (kept with the
+# question, answer and sources shown, beyond the card's own life) and the campaign a member
+# picked for their direct messages.
+_V8_CHAT_TABLES = """
+CREATE TABLE IF NOT EXISTS answer_cards (
+    card_id TEXT PRIMARY KEY, kind TEXT NOT NULL, platform TEXT NOT NULL,
+    channel_id TEXT NOT NULL, campaign TEXT NOT NULL, user_id TEXT NOT NULL, lens TEXT NOT NULL,
+    question TEXT NOT NULL, answer TEXT NOT NULL, sources TEXT NOT NULL, created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS answer_cards_age ON answer_cards (created_at);
+CREATE TABLE IF NOT EXISTS answer_feedback (
+    card_id TEXT NOT NULL, user_id TEXT NOT NULL, campaign TEXT NOT NULL, vote INTEGER NOT NULL,
+    reason TEXT NOT NULL, question TEXT NOT NULL, answer TEXT NOT NULL, sources TEXT NOT NULL,
+    lens TEXT NOT NULL, created_at REAL NOT NULL, PRIMARY KEY (card_id, user_id)
+);
+CREATE INDEX IF NOT EXISTS answer_feedback_campaign ON answer_feedback (campaign, created_at);
+CREATE TABLE IF NOT EXISTS dm_choices (
+    platform TEXT NOT NULL, user_id TEXT NOT NULL, campaign TEXT NOT NULL,
+    PRIMARY KEY (platform, user_id)
+);
+"""
+
+
+async def _v8_chat_tables(conn: aiosqlite.Connection) -> None:
+    for statement in _V8_CHAT_TABLES.split(";"):
+        if statement.strip():
+            await conn.execute(statement)
+
+
 async def _v5_pass_tables(conn: aiosqlite.Connection) -> None:
     for statement in _V5_PASS_TABLES.split(";"):
         if statement.strip():
@@ -341,6 +370,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         7,
         "the knowledge layer: entities, mentions, relations, summaries, motifs per document view",
         _v7_knowledge_tables,
+    ),
+    Migration(
+        8,
+        "the chat surface: replies with buttons, feedback on answers, DM campaign choices",
+        _v8_chat_tables,
     ),
     Migration(
         9,

@@ -9,9 +9,9 @@ ingest is killed half-way.
 Every SQL statement of Liminalis lives in this package: :class:`Database` owns the connection
 and hands out one repository per concern (``db.campaigns``, ``db.documents``, ``db.pins``,
 ``db.memory``, ``db.usage``, ``db.spend``, ``db.credits``, ``db.links``, ``db.schedules``,
-``db.budgets``, ``db.embeddings``, ``db.passes``, ``db.knowledge``, ``db.questions``, and
-``db.transfer``: a campaign's rows out for an export and back in for an import). A
-``sqlite3`` error from any of them reaches the caller as
+``db.budgets``, ``db.embeddings``, ``db.passes``, ``db.knowledge``, ``db.questions``,
+``db.cards``, and ``db.transfer``: a campaign's rows out for an export and back in for an
+import). A ``sqlite3`` error from any of them reaches the caller as
 :class:`~liminalis.errors.StoreError`.
 """
 
@@ -33,6 +33,7 @@ import aiosqlite
 from liminalis.errors import StoreError
 from liminalis.store.budgets import BudgetRepository
 from liminalis.store.campaigns import CampaignRepository
+from liminalis.store.cards import CardRepository
 from liminalis.store.documents import DocumentRepository
 from liminalis.store.embeddings import EmbeddingCache
 from liminalis.store.knowledge import KnowledgeRepository
@@ -91,6 +92,7 @@ class Database:
         self.knowledge = KnowledgeRepository(self)
         self.questions = QuestionLogRepository(self)
         self.transfer = TransferRepository(self)
+        self.cards = CardRepository(self)
 
     async def __aenter__(self) -> Database:
         await self.open()

@@ -6,6 +6,8 @@ sends and parses every request. The server records each call and answers with mi
 payloads. ``rate_limit_next(method, path_part, retry_after, via=...)`` makes the next matching
 call answer 429 once (with ``Via`` set, discord.py's webhook adapter retries by itself; without
 it, discord.py raises and the adapter's own loop must honour ``retry_after``).
+``members`` holds who is a member of which server, with their roles, as ``GET
+/guilds/{guild}/members/{user}`` answers (a DM's author found on a campaign's server).
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ class FakeDiscordApi(CatchAllServer):
     )  # attachment names whose download drops the connection
     missing_guilds: set[int] = field(default_factory=lambda: {999})  # guilds the bot is not in
     token_ok: bool = True  # GET /users/@me answers 401 when False (a refused bot token)
+    #: (guild id, user id) → role ids: the members ``GET /guilds/…/members/…`` finds.
+    members: dict[tuple[int, int], list[int]] = field(default_factory=dict)
     _limits: list[tuple[str, str, float, bool]] = field(default_factory=list)
     _ids: Any = field(default_factory=lambda: itertools.count(500000000000000001))
     url: str = ""
@@ -170,6 +174,11 @@ class FakeDiscordApi(CatchAllServer):
             )
         if m == "GET" and path == "/users/@me" and not self.token_ok:
             return _json({"message": "401: Unauthorized", "code": 0}, status=401)
+        if m == "GET" and path.startswith("/guilds/") and "/members/" in path:
+            gid, uid = int(path.split("/")[2]), int(path.split("/")[4])
+            if (gid, uid) not in self.members:
+                return _json({"message": "Unknown Member", "code": 10007}, status=404)
+            return _json(member_payload(uid, f"user{uid}", self.members[(gid, uid)]))
         if m == "GET" and path == "/users/@me":
             return _json(user_payload(BOT_ID, "Liminalis", bot=True))
         if m == "GET" and path == "/oauth2/applications/@me":
@@ -228,17 +237,22 @@ class FakeDiscordApi(CatchAllServer):
             return _json(self.message(str(CHANNEL_ID), body if isinstance(body, dict) else None))
         if m == "POST" and path.startswith("/channels/") and path.endswith("/messages"):
             return _json(self.message(path.split("/")[2], body if isinstance(body, dict) else None))
+        if m == "PATCH" and path.startswith("/channels/") and "/messages/" in path:
+            edited = self.message(path.split("/")[2], body if isinstance(body, dict) else None)
+            return _json({**edited, "id": path.split("/")[4]})
         return _json({"message": f"fake: unhandled {m} {path}", "code": 0}, status=404)
 
 
-def role_payload(rid: int, name: str, position: int = 1) -> dict[str, Any]:
+def role_payload(
+    rid: int, name: str, position: int = 1, *, permissions: str = "0"
+) -> dict[str, Any]:
     return {
         "id": str(rid),
         "name": name,
         "color": 0,
         "hoist": False,
         "position": position,
-        "permissions": "0",
+        "permissions": permissions,
         "managed": False,
         "mentionable": False,
         "flags": 0,
@@ -267,7 +281,8 @@ def guild_payload() -> dict[str, Any]:
         "large": False,
         "unavailable": False,
         "roles": [
-            role_payload(GUILD_ID, "@everyone", 0),
+            # @everyone may view, send and read history (what a member's DM is checked against)
+            role_payload(GUILD_ID, "@everyone", 0, permissions=str(1024 | 2048 | 65536)),
             role_payload(GM_ROLE_ID, "GM", 2),
             role_payload(MIREL_ROLE_ID, "Mirel", 1),
         ],
@@ -320,7 +335,7 @@ def rogue_guild_payload() -> dict[str, Any]:
         name="Not the table",
         threads=[],
         roles=[
-            role_payload(ROGUE_GUILD_ID, "@everyone", 0),
+            role_payload(ROGUE_GUILD_ID, "@everyone", 0, permissions=str(1024 | 2048 | 65536)),
             role_payload(ROGUE_GM_ROLE_ID, "GM", 1),
         ],
         channels=[
@@ -368,19 +383,109 @@ def interaction_payload(
     guild_id: int = GUILD_ID,
     permissions: int = MEMBER_PERMISSIONS,
 ) -> dict[str, Any]:
-    """An INTERACTION_CREATE payload for a chat-input command (type 2) or its autocomplete (type 4)."""
+    """An INTERACTION_CREATE payload for a chat-input command (type 2) or its autocomplete (type
+    4). ``name`` may name a group's subcommand, ``"lore ask"``: its options nest under it, as
+    Discord sends them."""
+    group, _, sub = name.partition(" ")
     data: dict[str, Any] = {
         "id": "300000000000000001",
-        "name": name,
+        "name": group,
         "type": 1,
-        "options": options or [],
+        "options": [{"name": sub, "type": 1, "options": options or []}] if sub else options or [],
     }
     if resolved:
         data["resolved"] = resolved
+    return _interaction(
+        4 if autocomplete else 2,
+        data,
+        user_id=user_id,
+        roles=roles,
+        channel_id=channel_id,
+        dm=dm,
+        iid=iid,
+        guild_id=guild_id,
+        permissions=permissions,
+    )
+
+
+def component_payload(
+    custom_id: str,
+    *,
+    user_id: int,
+    roles: list[int] = (),  # type: ignore[assignment]
+    channel_id: int = CHANNEL_ID,
+    dm: bool = False,
+    iid: int = 410000000000000001,
+    guild_id: int = GUILD_ID,
+    message_id: int = 460000000000000001,
+    ephemeral: bool = False,
+) -> dict[str, Any]:
+    """An INTERACTION_CREATE payload for a press of the button ``custom_id`` (type 3) on a
+    message of the bot's."""
+    p = _interaction(
+        3,
+        {"custom_id": custom_id, "component_type": 2},
+        user_id=user_id,
+        roles=roles,
+        channel_id=channel_id,
+        dm=dm,
+        iid=iid,
+        guild_id=guild_id,
+    )
+    p["message"] = {
+        **FakeDiscordApi().message(str(channel_id), None),
+        "id": str(message_id),
+        "flags": 64 if ephemeral else 0,
+    }
+    return p
+
+
+def modal_payload(
+    custom_id: str,
+    value: str,
+    *,
+    user_id: int,
+    roles: list[int] = (),  # type: ignore[assignment]
+    channel_id: int = CHANNEL_ID,
+    dm: bool = False,
+    iid: int = 420000000000000001,
+    guild_id: int = GUILD_ID,
+) -> dict[str, Any]:
+    """An INTERACTION_CREATE payload for a sent form (type 5): one text input, ``value``."""
+    data = {
+        "custom_id": custom_id,
+        "components": [
+            {"type": 1, "components": [{"type": 4, "custom_id": "value", "value": value}]}
+        ],
+    }
+    return _interaction(
+        5,
+        data,
+        user_id=user_id,
+        roles=roles,
+        channel_id=channel_id,
+        dm=dm,
+        iid=iid,
+        guild_id=guild_id,
+    )
+
+
+def _interaction(
+    kind: int,
+    data: dict[str, Any],
+    *,
+    user_id: int,
+    roles: list[int],
+    channel_id: int,
+    dm: bool,
+    iid: int,
+    guild_id: int,
+    permissions: int = MEMBER_PERMISSIONS,
+) -> dict[str, Any]:
     p: dict[str, Any] = {
         "id": str(iid),
         "application_id": str(APP_ID),
-        "type": 4 if autocomplete else 2,
+        "type": kind,
         "data": data,
         "token": f"tok{iid}",
         "version": 1,

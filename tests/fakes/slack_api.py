@@ -4,6 +4,9 @@
 command ``response_url``s and file downloads point here too. Calls are recorded with their parsed
 arguments; ``usergroups`` sets what ``usergroups.list`` returns (``None`` → an error response),
 ``users`` what ``users.info`` says of a user (``is_admin``, ``is_owner``).
+``channel_members`` what ``conversations.members`` returns per channel (a channel not in it:
+``channel_not_found``). ``chat.update``, ``views.open`` and ``views.publish`` are accepted and
+recorded.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class MockSlackApi(CatchAllServer):
     token_ok: bool = True  # auth.test answers invalid_auth when False
     app_token_ok: bool = True  # apps.connections.open answers invalid_auth when False
     users: dict[str, dict[str, Any]] = field(default_factory=dict)  # users.info by id
+    channel_members: dict[str, list[str]] = field(default_factory=dict)
     url: str = ""
     _runner: web.AppRunner | None = None
 
@@ -121,7 +125,24 @@ class MockSlackApi(CatchAllServer):
             return web.json_response({"ok": True, "user": {"id": args.get("user"), **user}})
         if method in {"chat.postMessage", "chat.postEphemeral"}:
             return web.json_response(
-                {"ok": True, "channel": args.get("channel"), "ts": f"{time.time():.6f}"}
+                {"ok": True, "channel": args.get("channel"), "ts": f"{time.time_ns() / 1e9:.6f}"}
+            )
+        if method == "chat.update":
+            return web.json_response(
+                {"ok": True, "channel": args.get("channel"), "ts": args.get("ts")}
+            )
+        if method in {"views.open", "views.publish"}:
+            return web.json_response({"ok": True, "view": {"id": "V0001"}})
+        if method == "conversations.members":
+            channel = str(args.get("channel"))
+            if channel not in self.channel_members:
+                return web.json_response({"ok": False, "error": "channel_not_found"})
+            return web.json_response(
+                {
+                    "ok": True,
+                    "members": self.channel_members[channel],
+                    "response_metadata": {"next_cursor": ""},
+                }
             )
         return web.json_response({"ok": False, "error": "unknown_method"})
 
@@ -175,3 +196,70 @@ def event_body(event: dict[str, Any]) -> str:
             ],
         }
     )
+
+
+def action_body(
+    action_id: str,
+    *,
+    user_id: str,
+    channel_id: str = "C0TABLE",
+    response_url: str = "",
+    home_dm: str | None = None,
+    ephemeral: bool = False,
+) -> str:
+    """A ``block_actions`` payload (form-encoded, as Slack posts it): a press of the button
+    ``action_id`` on a message in ``channel_id``, or on the Home tab when ``home_dm`` is given
+    (the app's DM with the user, kept in the view's metadata)."""
+    payload: dict[str, Any] = {
+        "type": "block_actions",
+        "team": {"id": "T0001", "domain": "test"},
+        "user": {"id": user_id, "username": user_id.lower(), "team_id": "T0001"},
+        "api_app_id": "A0001",
+        "token": "verification",
+        "trigger_id": "13345224609.738474920.8088930838d88f008e0",
+        "actions": [
+            {
+                "action_id": action_id,
+                "block_id": "b1",
+                "text": {"type": "plain_text", "text": "x"},
+                "value": action_id,
+                "type": "button",
+                "action_ts": "1548426417.840180",
+            }
+        ],
+    }
+    if home_dm is not None:
+        payload["container"] = {"type": "view", "view_id": "V0001"}
+        payload["view"] = {"id": "V0001", "type": "home", "private_metadata": home_dm}
+    else:
+        payload["container"] = {
+            "type": "message",
+            "message_ts": "1548426417.000100",
+            "channel_id": channel_id,
+            "is_ephemeral": ephemeral,
+        }
+        payload["channel"] = {"id": channel_id, "name": "table"}
+        payload["message"] = {"type": "message", "ts": "1548426417.000100", "text": "x"}
+        payload["response_url"] = response_url
+    return urlencode({"payload": json.dumps(payload)})
+
+
+def view_submission_body(callback_id: str, value: str, *, user_id: str, metadata: str) -> str:
+    """A ``view_submission`` payload: the form ``callback_id`` sent with ``value`` in its one
+    input (block and action ``value``), ``metadata`` the view's ``private_metadata``."""
+    payload = {
+        "type": "view_submission",
+        "team": {"id": "T0001", "domain": "test"},
+        "user": {"id": user_id, "username": user_id.lower(), "team_id": "T0001"},
+        "api_app_id": "A0001",
+        "token": "verification",
+        "trigger_id": "12345.98765.abcd2358fdea",
+        "view": {
+            "id": "VMODAL01",
+            "type": "modal",
+            "callback_id": callback_id,
+            "private_metadata": metadata,
+            "state": {"values": {"value": {"value": {"type": "plain_text_input", "value": value}}}},
+        },
+    }
+    return urlencode({"payload": json.dumps(payload)})
