@@ -108,6 +108,7 @@ class Cards:
         question: str,
         answer: str = "",
         sources: Sequence[Source] = (),
+        question_id: int | None = None,
     ) -> CardRow:
         """Store a new card for a reply to ``msg`` (pruning the expired ones)."""
         now = self.clock()
@@ -123,6 +124,7 @@ class Cards:
             answer=answer,
             sources=tuple((s.doc_id, s.title, s.section) for s in sources),
             created_at=now,
+            question_id=question_id,
         )
         await self.db.cards.add(card, prune_before=now - self.keep_s)
         return card

@@ -200,6 +200,7 @@ async def _share(service: BotService, msg: IncomingMessage, parts: list[str], _:
         question=card.question,
         answer=answer.text,
         sources=answer.sources,
+        question_id=answer.question_id,
     )
     return Reply(
         text=answer.text,

@@ -118,7 +118,8 @@ class Engine:
         #: in the composition root); ``None``: ``campaigns_dir``.
         self.created_campaigns_dir = created_campaigns_dir
         #: What players asked (issue #25): written by :meth:`answer`, read by :meth:`question_report`.
-        self.questions = QuestionLog(db, clock=clock)
+        # Players' 👎 on answers (the chat surface stores them beside its cards) join the log.
+        self.questions = QuestionLog(db, clock=clock, feedback=db.cards)
         self.indexer = Indexer(db, store, embedder, tokenizer=tokenizer, options=ingest_options)
         self.retriever = Retriever(
             db,

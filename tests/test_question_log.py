@@ -85,7 +85,7 @@ async def test_a_gm_reads_what_players_asked_the_gaps_and_the_documents(table):
     assert "Baron Aldric — 2 answer(s) in 2 chats" in text
     assert "✗ “Where did the dragon eggs" in text and "Fri 06 Mar 18:10 UTC" in text
     assert "truth about the baron" not in text  # the GM's question is not the table's
-    assert "👎" not in text  # no feedback is read until one is plugged in
+    assert "👎" not in text  # no answer was marked down
 
 
 async def test_a_report_covers_its_days_and_the_log_keeps_a_window(table):
@@ -188,3 +188,20 @@ async def test_a_gm_only_document_players_ask_about_is_named_to_the_gm_only(tabl
     )
     report = await service.engine.question_report("greyhold")
     assert [d.title for d in report.documents] == [GM_TITLE]
+
+
+async def test_a_players_thumbs_down_on_an_answer_reaches_the_gms_log(table):
+    """The 👎 a player presses under an answer (the chat surface's card) joins the question log
+    by the answer's question id: the GM's report lists it, with no seam set by hand."""
+    service, _ = table
+    answer = await service.handle(ask("Who rules Greyhold keep?"))
+    await service.handle(ask("Does the baron collect bells?"))
+    down = next(a.id for a in answer.actions if a.id.startswith("lm:down:"))
+    await service.press(ask("", user="333"), down, "It named the wrong baron")
+    up = next(a.id for a in answer.actions if a.id.startswith("lm:up:"))
+    await service.press(ask("", user="444"), up)
+    report = await service.engine.question_report("greyhold")
+    assert [(q.question, q.thumbs_down) for q in report.disliked] == [
+        ("Who rules Greyhold keep?", 1)
+    ]
+    assert "Answers players marked 👎" in report.render()

@@ -77,6 +77,7 @@ async def run(request: Request, scope: Scope) -> Reply:
         question=question,
         answer=answer.text,
         sources=answer.sources,
+        question_id=answer.question_id,
     )
     return replace(reply, actions=answer_actions(card, shareable=private_in_shared(request, scope)))
 

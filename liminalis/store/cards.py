@@ -12,6 +12,7 @@ member picked for their direct messages when they belong to several.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from liminalis.store._base import Repository
@@ -35,6 +36,8 @@ class CardRow:
     #: ``(doc_id, title, section)`` of each source, in the reply's order.
     sources: tuple[tuple[str, str, str], ...] = ()
     created_at: float = 0.0
+    #: The question log's id of the answer (``None``: not an answer, or not logged).
+    question_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +69,8 @@ class CardRepository(Repository):
                 await conn.execute("DELETE FROM answer_cards WHERE created_at < ?", (prune_before,))
             await conn.execute(
                 "INSERT OR REPLACE INTO answer_cards (card_id, kind, platform, channel_id, campaign, "
-                "user_id, lens, question, answer, sources, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "user_id, lens, question, answer, sources, created_at, question_id) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     card.card_id,
                     card.kind,
@@ -80,13 +83,14 @@ class CardRepository(Repository):
                     card.answer,
                     json.dumps([list(s) for s in card.sources]),
                     card.created_at,
+                    card.question_id,
                 ),
             )
 
     async def get(self, card_id: str) -> CardRow | None:
         row = await self._db.fetchone(
             "SELECT card_id, kind, platform, channel_id, campaign, user_id, lens, question, "
-            "answer, sources, created_at FROM answer_cards WHERE card_id = ?",
+            "answer, sources, created_at, question_id FROM answer_cards WHERE card_id = ?",
             (card_id,),
         )
         if row is None:
@@ -103,6 +107,7 @@ class CardRepository(Repository):
             answer=row["answer"],
             sources=_sources(row["sources"]),
             created_at=float(row["created_at"]),
+            question_id=row["question_id"],
         )
 
     async def vote(
@@ -119,7 +124,8 @@ class CardRepository(Repository):
             kept = str(old["reason"]) if old is not None and int(old["vote"]) == vote else ""
             await conn.execute(
                 "INSERT OR REPLACE INTO answer_feedback (card_id, user_id, campaign, vote, reason, "
-                "question, answer, sources, lens, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "question, answer, sources, lens, created_at, question_id) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     card.card_id,
                     user_id,
@@ -131,8 +137,25 @@ class CardRepository(Repository):
                     json.dumps([list(s) for s in card.sources]),
                     json.dumps(sorted(card.lens)),
                     at,
+                    card.question_id,
                 ),
             )
+
+    async def thumbs_down(self, campaign: str, question_ids: Sequence[int]) -> dict[int, int]:
+        """How many 👎 the answer to each of ``question_ids`` got (the question log's
+        :class:`~liminalis.questions.FeedbackReader`); an id left out got none."""
+        ids = sorted({int(q) for q in question_ids})
+        out: dict[int, int] = {}
+        for i in range(0, len(ids), 500):  # SQLite's bound-parameter limit, with room
+            part = ids[i : i + 500]
+            marks = ", ".join("?" * len(part))
+            for row in await self._db.fetchall(
+                "SELECT question_id, COUNT(*) AS n FROM answer_feedback WHERE campaign = ? "
+                f"AND vote < 0 AND question_id IN ({marks}) GROUP BY question_id",
+                (campaign, *part),
+            ):
+                out[int(row["question_id"])] = int(row["n"])
+        return out
 
     async def feedback(self, campaign: str) -> list[FeedbackRow]:
         """The campaign's feedback, oldest first."""

@@ -289,13 +289,15 @@ _V8_CHAT_TABLES = """
 CREATE TABLE IF NOT EXISTS answer_cards (
     card_id TEXT PRIMARY KEY, kind TEXT NOT NULL, platform TEXT NOT NULL,
     channel_id TEXT NOT NULL, campaign TEXT NOT NULL, user_id TEXT NOT NULL, lens TEXT NOT NULL,
-    question TEXT NOT NULL, answer TEXT NOT NULL, sources TEXT NOT NULL, created_at REAL NOT NULL
+    question TEXT NOT NULL, answer TEXT NOT NULL, sources TEXT NOT NULL, created_at REAL NOT NULL,
+    question_id INTEGER
 );
 CREATE INDEX IF NOT EXISTS answer_cards_age ON answer_cards (created_at);
 CREATE TABLE IF NOT EXISTS answer_feedback (
     card_id TEXT NOT NULL, user_id TEXT NOT NULL, campaign TEXT NOT NULL, vote INTEGER NOT NULL,
     reason TEXT NOT NULL, question TEXT NOT NULL, answer TEXT NOT NULL, sources TEXT NOT NULL,
-    lens TEXT NOT NULL, created_at REAL NOT NULL, PRIMARY KEY (card_id, user_id)
+    lens TEXT NOT NULL, created_at REAL NOT NULL, question_id INTEGER,
+    PRIMARY KEY (card_id, user_id)
 );
 CREATE INDEX IF NOT EXISTS answer_feedback_campaign ON answer_feedback (campaign, created_at);
 CREATE TABLE IF NOT EXISTS dm_choices (
