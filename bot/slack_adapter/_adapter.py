@@ -8,7 +8,11 @@ does the work in a lazy listener. Slash-command replies go to the command's ``re
 (``ephemeral`` or ``in_channel``); a public answer from a model is posted at once and updated
 in place as it streams (``chat.update``, at most once a second). Mention replies go to the
 mention's thread (``thread_ts``) with ``chat.postMessage``, or ``chat.postEphemeral`` for a GM
-answer in a shared channel. A DM is answered for the campaign its author plays (found through
+answer in a shared channel. A reply's files (the map's picture) are uploaded with
+``files_upload_v2`` after its text: a public reply's to its channel and thread, a private
+reply's to the member's DM with the app (``conversations.open``), never to the channel: Slack
+has no ephemeral file, and the DM keeps the picture where the words went, to that member alone.
+A DM is answered for the campaign its author plays (found through
 ``conversations.members`` of the linked channels). Buttons come back as ``block_actions``,
 forms as ``view_submission``; the Home tab is published on ``app_home_opened``. Posts to one channel are spaced at least a second apart
 (:class:`ChannelRateLimiter`); a 429 from the Web API is retried after ``Retry-After`` by
@@ -35,6 +39,8 @@ from bot.presses import opens_form
 from bot.render import describe_view
 from bot.service import BotService
 from bot.slack_adapter._render import (
+    DM_FILES_NOTE,
+    FILES_NOTE,
     HomeEntry,
     SlackMessage,
     render_blocks,
@@ -262,7 +268,10 @@ class SlackAdapter:
         except Exception:
             _log.exception("slack command failed")
             reply = Reply(text=NEUTRAL, ephemeral=True, error=True)
-        messages = render_blocks(reply)
+        user = body.get("user_id", "")
+        # A private reply's picture goes to the app's DM with the member, even for a command
+        # typed in a DM: that DM may be one between two people.
+        messages = render_blocks(reply, files_note=await self._private_files(reply, user))
         if posted:
             messages = await self._finish_stream(channel, posted[0], reply, messages)
         for m in messages:
@@ -273,6 +282,8 @@ class SlackAdapter:
                 response_type="ephemeral" if reply.ephemeral else "in_channel",
                 replace_original=False,
             )
+        if reply.files and not reply.ephemeral:
+            await self._upload(reply, channel=channel)
 
     def _stream(
         self, channel: str, posted: list[str], thread_ts: str | None = None
@@ -362,12 +373,14 @@ class SlackAdapter:
         except Exception:
             _log.exception("slack mention failed")
             reply = Reply(text=NEUTRAL, ephemeral=True, error=True)
-        messages = render_blocks(reply)
+        private = reply.ephemeral and not is_dm
+        note = await self._private_files(reply, user) if private else ""
+        messages = render_blocks(reply, files_note=note)
         if posted:
             messages = await self._finish_stream(channel, posted[0], reply, messages)
         for m in messages:
             await self.limiter.wait(channel)
-            if reply.ephemeral and not is_dm:
+            if private:
                 await self.client.chat_postEphemeral(
                     channel=channel,
                     user=user,
@@ -379,6 +392,43 @@ class SlackAdapter:
                 await self.client.chat_postMessage(
                     channel=channel, blocks=list(m.blocks), text=m.text, thread_ts=thread_ts
                 )
+        if reply.files and not private:
+            await self._upload(reply, channel=channel, thread_ts=thread_ts)
+
+    # -- files -------------------------------------------------------------------------------
+
+    async def _private_files(self, reply: Reply, user: str) -> str:
+        """Send a private reply's files to ``user``'s DM with the app; returns the note to say
+        under the reply (``""`` for a public reply, whose files follow it in its channel)."""
+        if not reply.files or not reply.ephemeral:
+            return ""
+        try:
+            resp = await self.client.conversations_open(users=user)
+            dm = str((resp.get("channel") or {}).get("id") or "")
+        except Exception as exc:  # a missing im:write scope: the words alone
+            _log.warning("slack: no DM with %s for a private picture (%s)", user, exc)
+            return FILES_NOTE
+        if not dm.startswith("D"):  # never a shared conversation for a private picture
+            return FILES_NOTE
+        return DM_FILES_NOTE if await self._upload(reply, channel=dm) else FILES_NOTE
+
+    async def _upload(self, reply: Reply, *, channel: str, thread_ts: str | None = None) -> bool:
+        """Upload ``reply.files`` to ``channel`` (and ``thread_ts``) with ``files_upload_v2``
+        (files.getUploadURLExternal, a POST of the bytes, files.completeUploadExternal).
+        A refusal (no ``files:write``, the app not in the channel) is logged: the reply's
+        text already holds what the picture shows."""
+        uploads = [
+            {"file": f.data, "filename": f.filename, "title": f.filename} for f in reply.files
+        ]
+        await self.limiter.wait(channel)
+        try:
+            await self.client.files_upload_v2(
+                file_uploads=uploads, channel=channel, thread_ts=thread_ts
+            )
+        except Exception as exc:
+            _log.warning("slack: the reply's files could not be posted to %s (%s)", channel, exc)
+            return False
+        return True
 
     # -- buttons, forms, the Home tab --------------------------------------------------------
 

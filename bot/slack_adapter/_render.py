@@ -8,9 +8,10 @@ converted from the Markdown the service writes (``**bold**``, ``*italic*``) to m
 ``<!subteam^…>`` token. An answer's question is a context line under its header; its buttons
 are an actions block at the end of its last message.
 
-A reply's files (the relationship map's picture) are not uploaded: a slash command's response
-URL cannot carry one, Slack has no private file for a private reply, and the reply's text
-already holds what the picture shows. The reply says where to get the picture instead.
+A reply's files (the relationship map's picture) are uploaded by the adapter, not rendered here:
+a public reply's go to its channel (or thread), a private reply's to the member's DM with the
+app, since Slack has no ephemeral file. Where none could be sent, the reply says where to get
+the picture (``FILES_NOTE``); its text already holds what the picture shows.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "BLOCKS_LIMIT",
     "HOME_BLOCKS_LIMIT",
     "FILES_NOTE",
+    "DM_FILES_NOTE",
 ]
 
 SECTION_LIMIT = 3000
@@ -54,6 +56,8 @@ FILES_NOTE = (
     "The picture of this map is posted on Discord, and the console (`liminalis chat`) writes it "
     "to a file; here it is in words."
 )
+#: Said under a private reply whose picture went to the member's DM with the app.
+DM_FILES_NOTE = "The picture of this map is in your direct messages with me, for you alone."
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,8 +107,11 @@ def render_partial(text: str) -> str:
     return truncate(to_mrkdwn(text), SECTION_LIMIT - 2) + " ▌"
 
 
-def render_blocks(reply: Reply) -> list[SlackMessage]:
-    """The messages for ``reply``: sections ≤ 3,000 characters, ≤ 50 blocks per message."""
+def render_blocks(reply: Reply, *, files_note: str = FILES_NOTE) -> list[SlackMessage]:
+    """The messages for ``reply``: sections ≤ 3,000 characters, ≤ 50 blocks per message.
+
+    ``files_note`` is said under a reply with files (where its picture is); ``""`` says nothing
+    (the picture follows in the same channel)."""
     blocks: list[dict[str, Any]] = []
     if reply.title:
         blocks.append(_header(reply.title))
@@ -119,8 +126,8 @@ def render_blocks(reply: Reply) -> list[SlackMessage]:
         )
         blocks.append({"type": "divider"})
         blocks.extend(_section(chunk) for chunk in split_text(f"*Sources*\n{lines}", SECTION_LIMIT))
-    if reply.files:
-        blocks.append(_context(FILES_NOTE))
+    if reply.files and files_note:
+        blocks.append(_context(files_note))
     footer = " · ".join(x for x in (reply.footer, describe_view(reply.lens)) if x)
     if footer:
         blocks.append(_context(to_mrkdwn(footer)))

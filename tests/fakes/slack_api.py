@@ -7,6 +7,13 @@ arguments; ``usergroups`` sets what ``usergroups.list`` returns (``None`` → an
 ``channel_members`` what ``conversations.members`` returns per channel (a channel not in it:
 ``channel_not_found``). ``chat.update``, ``views.open`` and ``views.publish`` are accepted and
 recorded.
+
+Files go up as ``files_upload_v2`` sends them: ``files.getUploadURLExternal`` hands out an id and
+an upload URL on this same server (``/upload/<id>``), the bytes are POSTed there (kept in
+``uploads``; recorded without them), and ``files.completeUploadExternal`` shares them in
+``channel_id`` (and ``thread_ts``): each share is in ``shared``. ``conversations.open`` opens the
+app's DM with a user (``D<user>``); ``dm_ok = False`` answers it ``missing_scope``.
+``no_uploads`` holds channels where sharing a file is refused (``not_in_channel``).
 """
 
 from __future__ import annotations
@@ -37,6 +44,17 @@ class SlackCall:
 
 
 @dataclass
+class SharedFile:
+    """A file shared by ``files.completeUploadExternal``."""
+
+    file_id: str
+    title: str
+    channel: str
+    thread_ts: str | None
+    data: bytes
+
+
+@dataclass
 class MockSlackApi(CatchAllServer):
     calls: list[SlackCall] = field(default_factory=list)
     usergroups: list[dict[str, Any]] | None = field(default_factory=list)
@@ -45,6 +63,10 @@ class MockSlackApi(CatchAllServer):
     app_token_ok: bool = True  # apps.connections.open answers invalid_auth when False
     users: dict[str, dict[str, Any]] = field(default_factory=dict)  # users.info by id
     channel_members: dict[str, list[str]] = field(default_factory=dict)
+    uploads: dict[str, bytes] = field(default_factory=dict)  # file id → the bytes POSTed
+    shared: list[SharedFile] = field(default_factory=list)
+    dm_ok: bool = True
+    no_uploads: set[str] = field(default_factory=set)
     url: str = ""
     _runner: web.AppRunner | None = None
 
@@ -67,6 +89,20 @@ class MockSlackApi(CatchAllServer):
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
+        if request.path.startswith("/upload/"):  # a file's bytes, not a form to parse
+            file_id = request.path.rsplit("/", 1)[-1]
+            self.calls.append(
+                SlackCall(
+                    request.path,
+                    {"length": len(raw)},
+                    dict(request.headers),
+                    asyncio.get_running_loop().time(),
+                )
+            )
+            if file_id not in self.uploads:
+                return web.Response(status=404)
+            self.uploads[file_id] = raw
+            return web.Response(text="OK - " + str(len(raw)))
         ctype = request.headers.get("Content-Type", "")
         args: dict[str, Any] = {}
         if raw and "json" in ctype:
@@ -133,6 +169,31 @@ class MockSlackApi(CatchAllServer):
             )
         if method in {"views.open", "views.publish"}:
             return web.json_response({"ok": True, "view": {"id": "V0001"}})
+        if method == "files.getUploadURLExternal":
+            file_id = f"F{len(self.uploads) + 1:08d}"
+            self.uploads[file_id] = b""
+            return web.json_response(
+                {"ok": True, "file_id": file_id, "upload_url": f"{self.url}/upload/{file_id}"}
+            )
+        if method == "files.completeUploadExternal":
+            channel = str(args.get("channel_id") or "")
+            if channel in self.no_uploads:
+                return web.json_response({"ok": False, "error": "not_in_channel"})
+            done = []
+            for f in json.loads(args.get("files") or "[]"):
+                if f.get("id") not in self.uploads:
+                    return web.json_response({"ok": False, "error": "file_not_found"})
+                data = self.uploads[f["id"]]
+                title = str(f.get("title") or "")
+                self.shared.append(
+                    SharedFile(f["id"], title, channel, args.get("thread_ts") or None, data)
+                )
+                done.append({"id": f["id"], "title": title, "size": len(data)})
+            return web.json_response({"ok": True, "files": done})
+        if method == "conversations.open":
+            if not self.dm_ok:
+                return web.json_response({"ok": False, "error": "missing_scope"})
+            return web.json_response({"ok": True, "channel": {"id": f"D{args.get('users')}"}})
         if method == "conversations.members":
             channel = str(args.get("channel"))
             if channel not in self.channel_members:
