@@ -127,8 +127,9 @@ class Reply:
     notes: tuple[str, ...] = field(default_factory=tuple)
     #: The question log's id of the answer (``/ask``): what a 👍/👎 on it is recorded against.
     question_id: int | None = None
-    #: Files posted with the reply (the relationship map's PNG). Discord attaches them, the
-    #: console writes them and prints their paths; Slack says where to get them instead.
+    #: Files posted with the reply (the relationship map's PNG). Discord attaches them, Slack
+    #: uploads them after the text (a private reply's to the member's DM, never the channel),
+    #: the console writes them and prints their paths.
     files: tuple[Attachment, ...] = ()
     question: str = ""
     actions: tuple[Action, ...] = ()
