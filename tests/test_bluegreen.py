@@ -191,3 +191,21 @@ async def test_without_the_old_embedder_the_campaign_reads_as_rebuilt_as_before(
     finally:
         await close_engine(old)
         await close_engine(engine)
+
+
+async def test_the_reindex_command_builds_reports_and_rolls_back(tmp_path, capsys):
+    from bot.cli import _parser, _reindex
+
+    new = HashEmbedder(dim=128, model_id="hash-new")
+    old, engine, _store = await upgraded(tmp_path, new)
+    try:
+        args = _parser().parse_args(["reindex", "--campaign", "greyhold"])
+        assert await _reindex(args, None, engine) == 0
+        out = capsys.readouterr().out
+        assert "published" in out and f"serving {engine.indexer.profile()}" in out
+        args = _parser().parse_args(["reindex", "--campaign", "greyhold", "--rollback"])
+        assert await _reindex(args, None, engine) == 0
+        assert f"serving {old.indexer.profile()} again" in capsys.readouterr().out
+    finally:
+        await close_engine(old)
+        await close_engine(engine)
