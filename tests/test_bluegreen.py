@@ -209,3 +209,38 @@ async def test_the_reindex_command_builds_reports_and_rolls_back(tmp_path, capsy
     finally:
         await close_engine(old)
         await close_engine(engine)
+
+
+@pytest.mark.slow
+async def test_milvus_lite_holds_one_collection_per_generation_and_drops_the_old(tmp_path):
+    from liminalis.adapters.milvus import MilvusVectorStore
+
+    clock = FrozenClock()
+    root = make_tiny_campaign(tmp_path / "campaigns")
+    assert root.is_dir()
+    store = MilvusVectorStore(str(tmp_path / "milvus.db"))
+    old_embedder = HashEmbedder(dim=256, model_id="hash-old")
+    old = await make_engine(tmp_path, embedder=old_embedder, store=store)
+    await old.ingest("greyhold")
+    before = await ranked(old)
+    engine = await make_engine(
+        tmp_path,
+        embedder=HashEmbedder(dim=128, model_id="hash-new"),
+        embedders=[old_embedder],
+        store=store,
+        clock=clock,
+        generation_grace_s=60,
+    )
+    try:
+        assert (await engine.reindex("greyhold")).published
+        assert len(store._client.list_collections()) == 2
+        assert await engine.rollback_index("greyhold") == old.indexer.profile()
+        assert await ranked(engine) == before
+        await engine.rollback_index("greyhold")
+        clock.advance(seconds=61)
+        assert len(await engine.generations.drop_expired()) == 1
+        assert len(store._client.list_collections()) == 1
+        assert (await ranked(engine))[0]
+    finally:
+        await close_engine(engine)
+        await old.db.close()
