@@ -139,6 +139,18 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("file", type=Path)
     imp.add_argument("--campaign", default=None, help="its slug here (default: the exported one)")
 
+    rx = sub.add_parser(
+        "reindex",
+        help="build a campaign's next vector generation while the current one answers; publish "
+        "it when every document is written",
+    )
+    rx.add_argument("--campaign", required=True)
+    rx.add_argument(
+        "--embedder", default=None, help="build with this embedder (default: LIMINALIS_EMBEDDER)"
+    )
+    rx.add_argument("--rollback", action="store_true", help="serve the previous generation again")
+    rx.add_argument("--status", action="store_true", help="print how far a build has come")
+
     return p
 
 
@@ -179,6 +191,8 @@ async def _run(args: argparse.Namespace) -> int:
 
         return await doctor(settings, verify=not args.offline, deep=args.deep)
     async with build_engine(settings) as engine:
+        if args.command == "reindex":
+            return await _reindex(args, settings, engine)
         if args.command == "ingest":
             path = args.path.resolve() if args.path else None
             report = await engine.ingest(args.campaign, path)
@@ -485,6 +499,36 @@ def _exit_within(seconds: float, code: int) -> None:
         os._exit(code)
 
     threading.Thread(target=leave, name="exit-grace", daemon=True).start()
+
+
+async def _reindex(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    """``liminalis reindex``: build, resume, report on or roll back a vector generation."""
+    if args.rollback:
+        profile = await engine.rollback_index(args.campaign)
+        print(f"{args.campaign}: serving {profile} again")
+        return 0
+    if not args.status:
+        embedder = None
+        if args.embedder:
+            from liminalis import models
+
+            shipped = models.find_models_dir(settings.models_dir)
+            embedder = await asyncio.to_thread(
+                models.load_embedder, args.embedder, "none", shipped=shipped
+            )
+        report = await engine.reindex(args.campaign, embedder=embedder)
+        print(
+            f"{args.campaign}: {report.indexed} documents written, {report.resumed} from an "
+            f"earlier run, {len(report.failed)} failed of {report.documents}; "
+            + ("published" if report.published else report.note or "not published")
+        )
+        for doc_id, reason in report.failed:
+            print(f"  failed {doc_id}: {reason}")
+        if report.failed:
+            print("  the previous generation keeps serving; run again to retry")
+            return 1
+    print((await engine.reindex_status(args.campaign)).describe())
+    return 0
 
 
 def _announce(campaign: str) -> None:

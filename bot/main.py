@@ -64,6 +64,14 @@ def load_models(settings: Settings) -> tuple[Embedder, DocumentRanker | None, Re
     )
 
 
+def load_previous_embedders(settings: Settings) -> list[Embedder]:
+    """The embedders of ``LIMINALIS_PREVIOUS_EMBEDDERS`` (blocking: run it in a thread)."""
+    shipped = models.find_models_dir(settings.models_dir)
+    return [
+        models.load_embedder(spec, "none", shipped=shipped) for spec in settings.previous_embedders
+    ]
+
+
 @contextlib.asynccontextmanager
 async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
     """Open the database, vector store and models; close them all on exit. The models load in
@@ -95,6 +103,8 @@ async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
             ),
             memory=_memory(db, settings),
             memory_enabled=settings.memory_enabled,
+            embedders=await asyncio.to_thread(load_previous_embedders, settings),
+            generation_grace_s=settings.reindex_grace_hours * 3600.0,
         )
         try:
             yield engine

@@ -66,6 +66,12 @@ class Settings:
         "auto"  # dense-arm query map: auto (models/query-adapter if present), none, or a path
     )
     contextual: bool = True
+    #: Embedders kept loaded beside ``embedder`` (names or paths, comma-separated): a campaign
+    #: indexed with one of them goes on answering from its vector generation until
+    #: ``liminalis reindex`` publishes the next one (liminalis.generations).
+    previous_embedders: tuple[str, ...] = ()
+    #: How long a replaced vector generation is kept for ``liminalis reindex --rollback``.
+    reindex_grace_hours: float = 168.0
     #: The campaign memory (liminalis.memory): off until the memory benchmark shows it helps.
     memory_enabled: bool = False
     memory_orchestration: str = "loop"  # loop | resonance

@@ -25,6 +25,7 @@ from liminalis.errors import (
     StoreError,
     UnknownCampaign,
 )
+from liminalis.generations import Generations, ReindexReport, ReindexStatus, RoutedStore
 from liminalis.ingest.indexer import Indexer, IngestOptions
 from liminalis.ingest.sections import source_of
 from liminalis.knowledge.service import Knowledge
@@ -104,7 +105,12 @@ class Engine:
         memory_enabled: bool = False,
         created_campaigns_dir: Path | None = None,
         clock: Clock | None = None,
+        embedders: Sequence[Embedder] = (),
+        generation_grace_s: float = 7 * 86400.0,
     ) -> None:
+        """``embedders``: older embedders kept loaded so a campaign goes on answering from its
+        serving generation while the next one is built (:mod:`liminalis.generations`);
+        ``generation_grace_s``: how long a replaced generation is kept for a rollback."""
         self.db = db
         #: The campaign memory (liminalis.memory); it re-ranks retrieval only when enabled.
         self.memory = memory
@@ -120,10 +126,21 @@ class Engine:
         #: What players asked (issue #25): written by :meth:`answer`, read by :meth:`question_report`.
         # Players' 👎 on answers (the chat surface stores them beside its cards) join the log.
         self.questions = QuestionLog(db, clock=clock, feedback=db.cards)
-        self.indexer = Indexer(db, store, embedder, tokenizer=tokenizer, options=ingest_options)
-        self.retriever = Retriever(
+        # Indexer and retriever reach each campaign's serving generation through the router.
+        routed = RoutedStore(store)
+        self.indexer = Indexer(db, routed, embedder, tokenizer=tokenizer, options=ingest_options)
+        self.generations = Generations(
             db,
             store,
+            routed=routed,
+            indexer=self.indexer,
+            embedders=embedders,
+            clock=clock or SystemClock(),
+            grace_s=generation_grace_s,
+        )
+        self.retriever = Retriever(
+            db,
+            routed,
             embedder,
             reranker,
             tokenizer=tokenizer,
@@ -132,6 +149,7 @@ class Engine:
             b=b,
             ranker=ranker,
         )
+        self.retriever.embedder_for = self.generations.query_embedder
         self._configs: dict[str, tuple[float, CampaignConfig]] = {}
         #: slug → why its campaign.toml as it is now cannot be read, while the last good version
         #: serves (``campaign``); shown to the campaign's GMs by ``/campaign status``.
@@ -276,7 +294,7 @@ class Engine:
             dim = await asyncio.to_thread(
                 lambda: self.embedder.dim
             )  # may load the weights: off the loop
-            await self.store.ensure(slug, dim=dim, model_id=self.embedder.model_id)
+            await self.generations.routed.ensure(slug, dim=dim, model_id=self.embedder.model_id)
             self._ensured.add(slug)
 
     async def ingest(
@@ -299,8 +317,10 @@ class Engine:
             self._progress.start(
                 config.slug, rebuild=await self._index_state(config.slug) == "stale"
             )
+            # While the next generation is built, edits go to the serving one, under its profile.
+            indexer = self.generations.indexer_for(config.slug)
             try:
-                report = await self.indexer.ingest(
+                report = await indexer.ingest(
                     config,
                     path,
                     progress=lambda done, total: self._progress.update(config.slug, done, total),
@@ -339,7 +359,10 @@ class Engine:
         or damaged and recreated) is refilled from the embedding cache. An unknown campaign
         raises :class:`UnknownCampaign` before anything is indexed."""
         await self.campaign(slug)
-        if await self.is_indexed(slug) and not await self.indexer.unbacked(slug):
+        await self.generations.drop_expired()
+        if await self.is_indexed(slug) and not await self.generations.indexer_for(slug).unbacked(
+            slug
+        ):
             return False
         if announce is not None:
             announce(slug)
@@ -353,7 +376,8 @@ class Engine:
         row = await self.db.campaigns.get(validate_slug(slug))
         if row is None or row.generation == 0:
             return "none"
-        return "ready" if row.model_id == self.indexer.profile() else "stale"
+        # Ready also while an older generation serves whose embedder this process holds.
+        return "ready" if await self.generations.route(row) else "stale"
 
     async def is_indexed(self, slug: str) -> bool:
         """Indexed with the current embedder and options (ready to answer)."""
@@ -401,6 +425,35 @@ class Engine:
         """How far the ingest of ``slug`` running in this process has come; ``None`` when none
         runs."""
         return self._progress.get(slug)
+
+    async def reindex(
+        self,
+        slug: str,
+        *,
+        embedder: Embedder | None = None,
+        on_document: Callable[[int], None] | None = None,
+    ) -> ReindexReport:
+        """Build ``slug``'s next vector generation under this engine's profile (or
+        ``embedder``'s) while the serving one answers; publish it on a clean finish
+        (:mod:`liminalis.generations`)."""
+        slug = validate_slug(slug)
+        await self._index_state(slug)
+        return await self.generations.reindex(
+            slug,
+            lock=self._ingesting.setdefault(slug, asyncio.Lock()),
+            embedder=embedder,
+            on_document=on_document,
+        )
+
+    async def rollback_index(self, slug: str) -> str:
+        """Serve ``slug`` from its previous generation again (kept for the grace period)."""
+        slug = validate_slug(slug)
+        async with self._ingesting.setdefault(slug, asyncio.Lock()):
+            return await self.generations.rollback(slug)
+
+    async def reindex_status(self, slug: str) -> ReindexStatus:
+        """The serving generation, and how far a build of the next one has come."""
+        return await self.generations.status(validate_slug(slug))
 
     def indexing(self) -> list[IndexProgress]:
         """Every ingest running in this process, by campaign."""

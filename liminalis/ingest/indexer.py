@@ -287,6 +287,26 @@ class Indexer:
             cached.update(fresh)
         return cached, set(missing)
 
+    async def vector_rows(self, doc: Document, tokens: dict[str, str]) -> list[VectorRecord]:
+        """Every vector row of a stored document under this indexer's profile (embedded, or
+        from the embedding cache): what a re-index writes into the next generation."""
+        prep = (await run_cpu(self._prepare_files, [[doc]], tokens))[0]
+        if isinstance(prep, str):
+            raise ValueError(prep)
+        records = prep[0].records
+        vectors, _fresh = await self._embed({h: text for (_, _, _, text, h) in records})
+        return [
+            VectorRecord(
+                id=vid,
+                passage_id=pid,
+                doc_id=prep[0].doc.doc_id,
+                kind=kind,
+                visibility=prep[0].doc.visibility,
+                vector=vectors[h],
+            )
+            for vid, kind, pid, _text, h in records
+        ]
+
     async def ingest(
         self,
         config: CampaignConfig,

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import sys
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -178,6 +178,8 @@ class Retriever:
         self._ranker_warned: set[int] = set()
         self.store = store
         self.embedder = embedder
+        #: slug → the embedder of its serving generation (``None``: ``embedder``).
+        self.embedder_for: Callable[[str], Embedder | None] | None = None
         self.reranker = reranker
         self.tokenizer = tokenizer
         self.params = params
@@ -244,8 +246,9 @@ class Retriever:
     async def _dense(
         self, cat: Catalog, query: str, lens: frozenset[str], p: RetrievalParams, sig: Signals
     ) -> list[str]:
-        assert self.embedder is not None
-        vec = await self.embedder.embed_query(query)
+        embedder = (self.embedder_for(cat.campaign) if self.embedder_for else None) or self.embedder
+        assert embedder is not None
+        vec = await embedder.embed_query(query)
         sig.query_vector = vec
         hits = await self.store.search(
             cat.campaign, vec, lens=lens, top_k=p.dense_top_k, visibilities=cat.visibilities

@@ -18,7 +18,8 @@ class CampaignRepository(Repository):
 
     async def get(self, slug: str) -> CampaignRow | None:
         row = await self._db.fetchone(
-            "SELECT slug, root, model_id, generation FROM campaigns WHERE slug = ?", (slug,)
+            "SELECT slug, root, model_id, generation, store_key FROM campaigns WHERE slug = ?",
+            (slug,),
         )
         if row is None:
             return None
@@ -27,6 +28,7 @@ class CampaignRepository(Repository):
             root=row["root"],
             model_id=row["model_id"],
             generation=int(row["generation"]),
+            store_key=row["store_key"] or "",
         )
 
     async def slugs(self) -> list[str]:

@@ -15,6 +15,8 @@ class CampaignRow:
     root: str
     model_id: str | None  # the index profile; "" mid-rebuild, None before the first ingest ends
     generation: int  # bumped by every document swap; 0: never indexed
+    #: The vector collection questions are served from; "": the one named by the slug.
+    store_key: str = ""
 
 
 @dataclass(frozen=True, slots=True)

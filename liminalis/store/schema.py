@@ -345,6 +345,34 @@ async def _v9_question_log(conn: aiosqlite.Connection) -> None:
             await conn.execute(statement)
 
 
+# Blue/green re-index (issue #26): a campaign's vectors live in generations, one collection per
+# index profile. ``campaigns.store_key`` names the collection questions are served from ('' is
+# the campaign's slug: the one collection of every campaign indexed before generations).
+# ``vector_generations`` keeps the serving one, the one being built and the previous one until
+# its grace period ends; ``reindex_docs`` is a build's per-document checkpoint, so an
+# interrupted build resumes where it stopped.
+_V10_GENERATIONS = """
+ALTER TABLE campaigns ADD COLUMN store_key TEXT NOT NULL DEFAULT '';
+CREATE TABLE IF NOT EXISTS vector_generations (
+    campaign TEXT NOT NULL, profile TEXT NOT NULL, store_key TEXT NOT NULL,
+    model_id TEXT NOT NULL, dim INTEGER NOT NULL, state TEXT NOT NULL,
+    created_at REAL NOT NULL, published_at REAL, retired_at REAL,
+    PRIMARY KEY (campaign, profile)
+);
+CREATE TABLE IF NOT EXISTS reindex_docs (
+    campaign TEXT NOT NULL, profile TEXT NOT NULL, doc_id TEXT NOT NULL,
+    content_hash TEXT NOT NULL, state TEXT NOT NULL, reason TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (campaign, profile, doc_id)
+);
+"""
+
+
+async def _v10_generations(conn: aiosqlite.Connection) -> None:
+    for statement in _V10_GENERATIONS.split(";"):
+        if statement.strip():
+            await conn.execute(statement)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -382,6 +410,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         9,
         "the question log: what was asked, through which lens, whether an answer found anything",
         _v9_question_log,
+    ),
+    Migration(
+        10,
+        "vector generations: the serving collection per campaign, builds and their checkpoints",
+        _v10_generations,
     ),
 )
 

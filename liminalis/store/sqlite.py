@@ -36,6 +36,7 @@ from liminalis.store.campaigns import CampaignRepository
 from liminalis.store.cards import CardRepository
 from liminalis.store.documents import DocumentRepository
 from liminalis.store.embeddings import EmbeddingCache
+from liminalis.store.generations import GenerationRepository
 from liminalis.store.knowledge import KnowledgeRepository
 from liminalis.store.links import LinkRepository, ScheduleRepository
 from liminalis.store.memory import ChatMemoryRepository
@@ -93,6 +94,7 @@ class Database:
         self.questions = QuestionLogRepository(self)
         self.transfer = TransferRepository(self)
         self.cards = CardRepository(self)
+        self.generations = GenerationRepository(self)
 
     async def __aenter__(self) -> Database:
         await self.open()

@@ -44,7 +44,11 @@ _RENUMBERED: dict[str, str] = {"pass_runs": "run_id", "question_log": "id", "mod
 _SLUG_PREFIXED = frozenset({"chat_key"})
 #: Tables that are not any one campaign's, or hold nothing worth carrying (the bookings of model
 #: calls in flight expire within minutes).
-_SHARED = frozenset({"embeddings", "token_usage", "model_bookings"})
+#: Vector generations and their build checkpoints name collections of the exporting store: an
+#: import indexes into its own.
+_SHARED = frozenset(
+    {"embeddings", "token_usage", "model_bookings", "vector_generations", "reindex_docs"}
+)
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
