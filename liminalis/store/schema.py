@@ -345,6 +345,21 @@ async def _v9_question_log(conn: aiosqlite.Connection) -> None:
             await conn.execute(statement)
 
 
+# A GM's per-chat reply model (``/budget model``): only the ``reply`` role of that chat moves
+# (``Router.for_chat``); a chat with no row answers with the configured reply model. ``chat`` is
+# the chat key (``platform:channel``), as ``budgets.scope`` holds it.
+_V11_CHAT_MODELS = """
+CREATE TABLE IF NOT EXISTS chat_models (
+    campaign TEXT NOT NULL, chat TEXT NOT NULL, model TEXT NOT NULL, set_at REAL NOT NULL,
+    PRIMARY KEY (campaign, chat)
+)
+"""
+
+
+async def _v11_chat_models(conn: aiosqlite.Connection) -> None:
+    await conn.execute(_V11_CHAT_MODELS)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -382,6 +397,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         9,
         "the question log: what was asked, through which lens, whether an answer found anything",
         _v9_question_log,
+    ),
+    # 11, not 10: blue/green reindexing takes 10 on its branch; a gap is harmless (each
+    # migration runs when its version is above the file's) and closes at the merge.
+    Migration(
+        11,
+        "per-chat reply models: the model a GM chose for one chat's answers",
+        _v11_chat_models,
     ),
 )
 
