@@ -279,6 +279,7 @@ async def _run(args: argparse.Namespace) -> int:
                     open_service(settings, engine, owner="cli") as service,
                     open_passes(engine, service.responder.router, listen=True) as passes,
                 ):
+                    service.passes = passes  # `/pass` at the prompt
                     # A first index starts the passes itself; otherwise what is still pending
                     # (an interrupted `liminalis ingest`, a pause lifted) runs in the background.
                     if not await engine.ensure_indexed(campaign, announce=_announce):
@@ -350,35 +351,16 @@ async def pass_command(
     out: Callable[[str], object] = print,
 ) -> int:
     """``liminalis pass …``: list, show (with the last run's trace summary), run now, save a
-    definition file, pause or resume a campaign's autonomous runs."""
+    definition file, pause or resume a campaign's autonomous runs. Everything but ``save`` is
+    :func:`bot.commands.passes.pass_action`, so ``/gm pass`` in chat says what this prints."""
+    from bot.commands.passes import pass_action
+
     if action in {"show", "run", "save"} and not name:
         print(
             f"error: `pass {action}` needs a {'file' if action == 'save' else 'pass name'}",
             file=sys.stderr,
         )
         return 2
-    if action == "list":
-        paused = await passes.paused(campaign)
-        out(f"passes of {campaign}" + (" (paused)" if paused else "") + ":")
-        for d in await passes.definitions(campaign):
-            when = f", cron `{d.cron}`" if d.cron else ""
-            out(
-                f"- {d.name}: {', '.join(d.triggers)}{when}; {len(d.nodes)} nodes. {d.description}".rstrip()
-            )
-        return 0
-    if action == "show":
-        out((await passes.report(campaign, str(name))).render())
-        return 0
-    if action == "run":
-        r = await passes.run(campaign, str(name))
-        out(
-            f"pass {r.pass_id} on {campaign}: {r.status}"
-            + (f" ({r.reason})" if r.reason else "")
-            + f"; {r.documents_done} documents done, {r.documents_failed} failed, "
-            f"{r.documents_left} left; {r.node_executions} node executions, {r.model_calls} "
-            f"model calls, {r.tokens} tokens, {r.facts} facts"
-        )
-        return 0 if r.status in {"done", "idle"} else 1
     if action == "save":
         text = await asyncio.to_thread(Path(str(name)).read_text, encoding="utf-8")
         fmt = "toml" if str(name).endswith(".toml") else "json"
@@ -388,13 +370,9 @@ async def pass_command(
         changed = await passes.save(campaign, definition)
         out(f"pass {definition.name} {'saved' if changed else 'unchanged'}")
         return 0
-    if action == "pause":
-        await passes.pause(campaign)
-        out(f"passes of {campaign} paused: changes wait, `pass run` still runs")
-        return 0
-    resumed = await passes.resume(campaign)
-    out(f"passes of {campaign} " + ("resumed" if resumed else "were not paused"))
-    return 0
+    outcome = await pass_action(passes, action, campaign, name)
+    out(outcome.text)
+    return 0 if outcome.ok else 1
 
 
 async def _ledger(args: argparse.Namespace, settings: Settings) -> int:

@@ -100,6 +100,7 @@ async def _serve_enabled(settings: Settings, enabled: set[str], out: Callable[[s
             open_passes(engine, service.responder.router, listen=True) as passes,  # issue #23
             index_in_background(engine, out),  # issue #26: the platforms connect meanwhile
         ):
+            service.passes = passes  # `/gm pass` reaches the passes this process runs
             # What the passes have not processed yet on a campaign indexed before this start (a
             # pause, a cap, a stop mid-run) runs in the background while the platforms come up;
             # a campaign indexed now triggers its passes when its ingest ends.

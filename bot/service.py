@@ -43,6 +43,7 @@ from liminalis.errors import (
     UnknownCampaign,
 )
 from liminalis.lens import GM, PLAYERS, Lens
+from liminalis.passes import Passes
 from liminalis.text import clean_text
 
 __all__ = [
@@ -120,6 +121,7 @@ class BotService:
         registry: Registry = REGISTRY,
         campaign_creators: frozenset[str] = frozenset(),
         cards: Cards | None = None,
+        passes: Passes | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.engine = engine
@@ -136,6 +138,9 @@ class BotService:
         self.campaign_creators = campaign_creators
         #: Replies with buttons, feedback, DM choices (``bot.cards``).
         self.cards = cards or Cards(engine.database)
+        #: The analysis passes this process runs (``/pass``); the composition root sets them
+        #: once ``open_passes`` has them (``serve``, ``chat``).
+        self.passes = passes
         #: Per platform, how its adapter finds where a DM's author sits (``use_seating``).
         self.seating: dict[str, Seating] = {}
         self._monotonic = monotonic

@@ -167,7 +167,8 @@ class Engine:
         #: block: the ingest's caller is waiting.
         self.ingest_listeners: list[Callable[[str, IngestReport], None]] = []
         # -- index progress (issue #26) ------------------------------------------------------
-        self._progress = ProgressBoard(clock or SystemClock())
+        self._clock: Clock = clock or SystemClock()
+        self._progress = ProgressBoard(self._clock)
         #: The knowledge layer's read API over this engine's store (written by the passes).
         self.knowledge = Knowledge(db)
 
@@ -691,6 +692,22 @@ class Engine:
     async def set_budget(self, slug: str, tokens: int, *, chat: str | None = None) -> None:
         """Set the context budget of ``chat`` (or of the whole campaign)."""
         await self.db.budgets.set(validate_slug(slug), chat or CAMPAIGN_SCOPE, tokens)
+
+    async def chat_model(self, slug: str, chat: str | None) -> str | None:
+        """The model a GM chose for ``chat``'s answers (``/budget model``); ``None``: the
+        configured reply model. Only the reply role moves (``Router.for_chat``)."""
+        if not chat:
+            return None
+        return await self.db.chat_models.get(validate_slug(slug), chat)
+
+    async def set_chat_model(self, slug: str, chat: str, model: str | None) -> bool:
+        """Answer ``chat`` with ``model`` from its next question; ``None`` restores the
+        configured reply model. Returns whether anything changed (a clear with none set: no)."""
+        slug = validate_slug(slug)
+        if model is None:
+            return await self.db.chat_models.clear(slug, chat)
+        await self.db.chat_models.set(slug, chat, model, at=self._clock.now().timestamp())
+        return True
 
     async def memory_stats(self, slug: str) -> dict[str, Any]:
         """The campaign memory's size: chunks by kind, links, learned associations, and whether

@@ -51,7 +51,7 @@ def test_the_groups_hold_the_commands_each_platform_writes_with_them():
     lore = {c.name for c in REGISTRY.group("lore")}
     gm = {c.name for c in REGISTRY.group("gm")}
     assert {"ask", "search", "show", "recap", "view", "help"} <= lore
-    assert {"upload", "pin", "budget", "explain", "memory", "campaign"} <= gm
+    assert {"upload", "pin", "budget", "explain", "memory", "campaign", "pass"} <= gm
     assert not lore & gm and lore | gm == set(REGISTRY.names)
     discord = REGISTRY.help_text(platform="discord")
     assert "`/lore ask <question>`" in discord and "`/gm upload`" in discord
@@ -108,6 +108,11 @@ def test_the_groups_hold_the_commands_each_platform_writes_with_them():
             "campaign",
             {"action": "settings", "recap": "0 18 * * 5"},
         ),
+        ("/budget model claude-Opus-4", "budget", {"action": "model", "model": "claude-Opus-4"}),
+        ("/gm budget model default", "budget", {"action": "model", "model": "default"}),
+        ("/gm pass", "pass", {}),
+        ("/pass run Echo", "pass", {"action": "run", "name": "Echo"}),
+        ("/gm pass RESUME", "pass", {"action": "resume"}),
         ("/log", "log", {}),
         ("/log 14", "log", {"days": 14}),
         ("/lens", "view", {}),

@@ -11,6 +11,7 @@ from fakes.tiny_campaign import CANARY, make_tiny_campaign
 
 from bot.cli import pass_command
 from bot.main import open_passes
+from bot.messages import IncomingMessage
 from bot.pass_jobs import PassJobs
 from bot.scheduler import RecapScheduler
 from bot.service import BotService
@@ -172,3 +173,60 @@ async def test_passes_spend_through_the_router_its_credits_stop_them_and_a_top_u
     report = await router.report(SLUG)
     assert report.calls == done.model_calls > 0
     assert {(line.pass_id, line.node) for line in report.lines} == {("echo", "ask")}
+
+
+def discord(text: str, *, user: str) -> IncomingMessage:
+    return IncomingMessage(platform="discord", channel_id="C1", user_id=user, text=text)
+
+
+async def test_a_gm_runs_the_passes_from_chat_and_a_player_is_refused(engine):
+    """``/gm pass`` through the service, as a Discord message in a shared channel: a GM lists,
+    pauses (the router's flag: autonomous work is refused), runs on request through the pause,
+    shows and resumes, each reply private and the same text ``liminalis pass`` prints; a player
+    is refused and learns nothing of the passes."""
+    await engine.ingest(SLUG)
+    router = routed(engine, EchoModel())
+    async with open_passes(engine, router) as passes:
+        await passes.save(SLUG, json.dumps({**ECHO, "description": "says it back"}))
+        service = BotService(engine, passes=passes)
+        await service.directory.link("discord", "C1", SLUG)
+
+        async def gm(text: str):
+            pending = await service.begin(discord(text, user="111"))  # a GM by user id
+            assert pending.private  # deferred privately: never "thinking…" in the channel
+            reply = await pending.finish()
+            assert reply.ephemeral and not reply.error, reply.text
+            return reply
+
+        listed = await gm("/gm pass list")
+        assert "passes of greyhold:" in listed.text and "- echo: changed; 5 nodes." in listed.text
+        assert "passes of greyhold paused" in (await gm("/gm pass pause")).text
+        assert await router.is_paused(SLUG) and not await router.allow_background(SLUG)
+        assert "(paused)" in (await gm("/gm pass list")).text
+        ran = await gm("/gm pass run echo")  # requested: runs through the pause
+        assert "pass echo on greyhold: done;" in ran.text and "0 left" in ran.text
+        shown = await gm("/gm pass show echo")
+        assert "last run #1 (requested): done" in shown.text
+        assert "passes of greyhold resumed" in (await gm("/gm pass resume")).text
+        assert not await router.is_paused(SLUG)
+
+        printed: list[str] = []
+        assert await pass_command(passes, "show", SLUG, "echo", out=printed.append) == 0
+        assert printed == [shown.text]  # one text, built once
+
+        unknown = await service.handle(discord("/gm pass show nosuch", user="111"))
+        assert unknown.error and "No pass named `nosuch`" in unknown.text
+        usage = await service.handle(discord("/gm pass run", user="111"))
+        assert usage.error and "Usage: `/pass" in usage.text
+
+        for words in ("/gm pass list", "/gm pass run echo", "/gm pass pause"):
+            player = await service.handle(discord(words, user="222"))
+            assert player.error and player.ephemeral and "Only a GM" in player.text
+            assert "echo" not in player.text
+        assert not await router.is_paused(SLUG)
+        assert len(await engine.db.passes.runs(SLUG, "echo", limit=10)) == 1
+
+    # A process that runs no passes says so rather than pretend.
+    bare = BotService(engine)
+    reply = await bare.handle(discord("/gm pass list", user="111"))
+    assert "not running in this process" in reply.text and reply.ephemeral

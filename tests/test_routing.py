@@ -518,3 +518,71 @@ async def test_budget_show_gives_a_gm_the_days_spend_and_credits_and_a_player_ne
         assert "Answer length" in player.text and "Model spend" not in player.text
     finally:
         await close_engine(engine)
+
+
+async def test_a_gm_gives_one_chat_its_reply_model_and_only_its_replies_move(tmp_path):
+    """``/gm budget model`` through the service, the real client and the local Messages API: the
+    chat's answers go to its model; its recap (summarize role) keeps the cheap model; another
+    chat of the campaign keeps the configured one; ``default`` gives it back; a player may not
+    choose."""
+    from conftest import close_engine, make_engine
+    from fakes.tiny_campaign import make_tiny_campaign
+
+    from bot.messages import IncomingMessage
+    from bot.service import BotService
+    from liminalis.adapters.anthropic import AnthropicModel
+    from liminalis.answer import Responder
+
+    def msg(text: str, *, channel: str = "C1", user: str = "222") -> IncomingMessage:
+        return IncomingMessage(platform="discord", channel_id=channel, user_id=user, text=text)
+
+    make_tiny_campaign(tmp_path / "campaigns")
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        await engine.ingest("greyhold")
+        async with (
+            FakeAnthropic(reply="From the river tower [Baron Aldric].") as fake,
+            AnthropicModel("sk-test", base_url=fake.url, models=dict(ROLE_TABLE.models)) as m,
+        ):
+            router = Router(
+                m,
+                db=engine.db,
+                clock=FrozenClock(T0),
+                roles=ROLE_TABLE,
+                limits=Limits(default_credits=100_000),
+            )
+            service = BotService(engine, responder=Responder(engine, router=router))
+            for channel in ("C1", "C2"):
+                await service.directory.link("discord", channel, "greyhold")
+
+            async def sent(text: str, **kw) -> list[str]:
+                before = len(fake.requests)
+                reply = await service.handle(msg(text, **kw))
+                assert not reply.error, reply.text
+                return [r["body"]["model"] for r in fake.requests[before:]]
+
+            refused = await service.handle(msg("/gm budget model claude-opus-special"))
+            assert refused.error and "Only a GM" in refused.text
+            assert await engine.chat_model("greyhold", "discord:C1") is None
+
+            chose = await service.handle(msg("/gm budget model claude-opus-special", user="111"))
+            assert chose.ephemeral and "claude-opus-special" in chose.text
+            assert await sent("Where does the baron rule from?") == ["claude-opus-special"]
+            assert await sent("/lore recap") == ["claude-small"]  # the summarize role
+            assert await sent("Where does the baron rule from?", channel="C2") == ["claude-big"]
+            shown = await service.handle(msg("/gm budget", user="111"))
+            assert "`claude-opus-special`" in shown.text
+            assert (
+                "claude-opus-special"
+                not in (await service.handle(msg("/gm budget", channel="C2", user="111"))).text
+            )
+            bad = await service.handle(msg("/gm budget model two words", user="111"))
+            assert bad.error and "Usage" in bad.text
+
+            back = await service.handle(msg("/gm budget model default", user="111"))
+            assert "configured model again" in back.text
+            assert await sent("Who collects old bells?") == ["claude-big"]
+        report = await router.report("greyhold")
+        assert {x.role for x in report.lines} == {"reply", "summarize"}
+    finally:
+        await close_engine(engine)

@@ -16,6 +16,7 @@ from bot.commands import (
     log,
     map,
     memory,
+    passes,
     pin,
     recap,
     search,
@@ -72,6 +73,7 @@ REGISTRY = Registry(
         explain.command,
         memory.command,
         log.command,
+        passes.command,
         campaign.command,
     ]
 )

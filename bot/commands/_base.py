@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from bot.directory import Directory
     from liminalis.answer import Responder
     from liminalis.engine import Engine
+    from liminalis.passes import Passes
 
 __all__ = [
     "Command",
@@ -134,6 +135,9 @@ class Services(Protocol):
     #: User ids the host lets create campaigns besides server managers and workspace admins.
     campaign_creators: frozenset[str]
     cards: Cards
+    #: The analysis passes of this process (``serve`` and ``chat`` run them); ``None`` where
+    #: none run, and ``/pass`` says so rather than pretend.
+    passes: Passes | None
 
     async def config(self, slug: str) -> CampaignConfig: ...
 

@@ -257,7 +257,9 @@ class Responder:
         if self.router is None:
             answer = await run_cpu(offline)
         else:
-            answer = await self._model_answer(prompt, notes, lens, on_text, offline, campaign=slug)
+            answer = await self._model_answer(
+                prompt, notes, lens, on_text, offline, campaign=slug, chat=chat
+            )
 
         if not reuse:
             await self.engine.remember_turn(scope, question, [s.doc_id for s in answer.sources])
@@ -315,12 +317,13 @@ class Responder:
         offline: Callable[[str, str], Answer],
         *,
         campaign: str,
+        chat: str | None = None,
     ) -> Answer:
         """The model's answer, or — the day's budget spent, the model busy, hung past the
         deadline, refusing the request or silent — the quoted answer, marked as such."""
         try:
             answer = await asyncio.wait_for(
-                self._ask_model(prompt, notes, lens, on_text, campaign=campaign),
+                self._ask_model(prompt, notes, lens, on_text, campaign=campaign, chat=chat),
                 self.answer_deadline_s,
             )
         except BudgetSpent:
@@ -384,16 +387,26 @@ class Responder:
         on_text: Callable[[str], Awaitable[None]] | None,
         *,
         campaign: str,
+        chat: str | None = None,
     ) -> Answer:
         assert self.router is not None
         if self.gate is not self.router.daily and (
             self.gate is None or isinstance(self.gate, DailyTokenGate)
         ):
             self.router.daily = self.gate
+        # A GM may give one chat its own reply model (``/budget model``): read per answer, so a
+        # change holds from the chat's next question. The view moves the reply role only and
+        # shares the router's slots and ledger; summaries, recaps and passes keep their models.
+        try:
+            override = await self.engine.chat_model(campaign, chat)
+        except StoreError:  # the configured reply model answers; the chat's choice waits
+            _log.exception("the reply model of chat %s could not be read", chat)
+            override = None
+        router = self.router.for_chat(override)
         # The booking: the prompt and the most the model may write.
         estimate = prompt.tokens + self.max_tokens
         if on_text is None:
-            done = await self.router.complete(
+            done = await router.complete(
                 "reply",
                 system=prompt.system,
                 messages=prompt.messages,
@@ -410,7 +423,7 @@ class Responder:
                 notes = [*notes, "model answer cut at max_tokens"]
         else:
             parts: list[str] = []
-            streamed = self.router.stream(
+            streamed = router.stream(
                 "reply",
                 system=prompt.system,
                 messages=prompt.messages,

@@ -373,6 +373,21 @@ async def _v10_generations(conn: aiosqlite.Connection) -> None:
             await conn.execute(statement)
 
 
+# A GM's per-chat reply model (``/budget model``): only the ``reply`` role of that chat moves
+# (``Router.for_chat``); a chat with no row answers with the configured reply model. ``chat`` is
+# the chat key (``platform:channel``), as ``budgets.scope`` holds it.
+_V11_CHAT_MODELS = """
+CREATE TABLE IF NOT EXISTS chat_models (
+    campaign TEXT NOT NULL, chat TEXT NOT NULL, model TEXT NOT NULL, set_at REAL NOT NULL,
+    PRIMARY KEY (campaign, chat)
+)
+"""
+
+
+async def _v11_chat_models(conn: aiosqlite.Connection) -> None:
+    await conn.execute(_V11_CHAT_MODELS)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -415,6 +430,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         10,
         "vector generations: the serving collection per campaign, builds and their checkpoints",
         _v10_generations,
+    ),
+    Migration(
+        11,
+        "per-chat reply models: the model a GM chose for one chat's answers",
+        _v11_chat_models,
     ),
 )
 

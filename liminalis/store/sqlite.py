@@ -9,7 +9,7 @@ ingest is killed half-way.
 Every SQL statement of Liminalis lives in this package: :class:`Database` owns the connection
 and hands out one repository per concern (``db.campaigns``, ``db.documents``, ``db.pins``,
 ``db.memory``, ``db.usage``, ``db.spend``, ``db.credits``, ``db.links``, ``db.schedules``,
-``db.budgets``, ``db.embeddings``, ``db.passes``, ``db.knowledge``, ``db.questions``,
+``db.budgets``, ``db.chat_models``, ``db.embeddings``, ``db.passes``, ``db.knowledge``, ``db.questions``,
 ``db.cards``, and ``db.transfer``: a campaign's rows out for an export and back in for an
 import). A ``sqlite3`` error from any of them reaches the caller as
 :class:`~liminalis.errors.StoreError`.
@@ -34,6 +34,7 @@ from liminalis.errors import StoreError
 from liminalis.store.budgets import BudgetRepository
 from liminalis.store.campaigns import CampaignRepository
 from liminalis.store.cards import CardRepository
+from liminalis.store.chat_models import ChatModelRepository
 from liminalis.store.documents import DocumentRepository
 from liminalis.store.embeddings import EmbeddingCache
 from liminalis.store.generations import GenerationRepository
@@ -88,6 +89,7 @@ class Database:
         self.links = LinkRepository(self)
         self.schedules = ScheduleRepository(self)
         self.budgets = BudgetRepository(self)
+        self.chat_models = ChatModelRepository(self)
         self.embeddings = EmbeddingCache(self)
         self.passes = PassRepository(self)
         self.knowledge = KnowledgeRepository(self)
