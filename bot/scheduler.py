@@ -417,6 +417,16 @@ class RecapScheduler:
                 if not await engine.was_indexed(slug):
                     continue
                 report = await engine.ingest(slug)
+                # Served under an older profile this process can still serve: build the next
+                # generation beside it and publish it (blue/green), answers go on meanwhile.
+                upgraded = await engine.upgrade_index(slug)
+                if upgraded is not None:
+                    _log.info(
+                        "tick re-index %s under %s: %s",
+                        slug,
+                        upgraded.profile,
+                        "published" if upgraded.published else f"not published ({upgraded.note})",
+                    )
             except Exception:
                 _log.exception("tick ingest %s failed; the other campaigns go on", slug)
                 continue

@@ -439,18 +439,36 @@ class Engine:
         (:mod:`liminalis.generations`)."""
         slug = validate_slug(slug)
         await self._index_state(slug)
-        return await self.generations.reindex(
+        report = await self.generations.reindex(
             slug,
             lock=self._ingesting.setdefault(slug, asyncio.Lock()),
             embedder=embedder,
             on_document=on_document,
         )
+        await self._index_state(slug)  # route this process to what serves now
+        return report
+
+    async def upgrade_index(self, slug: str) -> ReindexReport | None:
+        """Bring a campaign served under an older profile (a new release's options or embedder)
+        to this engine's profile, blue/green: while this process can still serve the old
+        generation, the next one is built beside it and published on a clean finish (the tick
+        calls this). ``None`` when there is nothing to do, or when the old generation cannot be
+        served here (its embedder is not loaded): the tick's ingest then rebuilds in place."""
+        slug = validate_slug(slug)
+        row = await self.db.campaigns.get(slug)
+        if row is None or row.generation == 0 or row.model_id == self.indexer.profile():
+            return None
+        if not await self.is_indexed(slug):
+            return None
+        return await self.reindex(slug)
 
     async def rollback_index(self, slug: str) -> str:
         """Serve ``slug`` from its previous generation again (kept for the grace period)."""
         slug = validate_slug(slug)
         async with self._ingesting.setdefault(slug, asyncio.Lock()):
-            return await self.generations.rollback(slug)
+            said = await self.generations.rollback(slug)
+        await self._index_state(slug)  # route this process to what serves now
+        return said
 
     async def reindex_status(self, slug: str) -> ReindexStatus:
         """The serving generation, and how far a build of the next one has come."""

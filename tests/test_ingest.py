@@ -272,12 +272,18 @@ async def test_changing_what_is_embedded_reindexes_without_re_embedding(tmp_path
         assert first.windows_embedded > 0
         assert any(i.startswith("w:") for i in await engine.store.ids("emberfall"))
         engine.indexer.options = replace(engine.indexer.options, windows=False)
-        assert not await engine.is_indexed("emberfall")  # built with another profile
-        report = await engine.ingest("emberfall")
-        assert report.embedded == 0  # passages come back from the embedding cache
-        ids = await engine.store.ids("emberfall")
+        # Blue/green: the old generation goes on serving while the next one is built.
+        assert await engine.is_indexed("emberfall")
+        embedded = engine.embedder.calls if hasattr(engine.embedder, "calls") else None
+        report = await engine.upgrade_index("emberfall")
+        assert report is not None and report.published and not report.failed
+        if embedded is not None:  # passages come back from the embedding cache
+            assert engine.embedder.calls == embedded
+        # what questions are served from now: the new generation's collection
+        ids = await engine.retriever.store.ids("emberfall")
         assert ids and not any(i.startswith("w:") for i in ids)
         assert await engine.is_indexed("emberfall")
+        assert await engine.upgrade_index("emberfall") is None  # up to date
     finally:
         await close_engine(engine)
 
