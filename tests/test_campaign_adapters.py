@@ -32,8 +32,8 @@ from fakes.slack_api import (
 from fakes.tiny_campaign import SLACK_GM, make_tiny_campaign
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.web.async_client import AsyncWebClient
+from test_discord_adapter import grouped
 
-from bot.commands import REGISTRY
 from bot.discord_adapter import DiscordAdapter
 from bot.service import BotService
 from bot.slack_adapter import ChannelRateLimiter, SlackAdapter
@@ -56,17 +56,6 @@ def followups(api: FakeDiscordApi) -> list[dict]:
 
 def opts(**values) -> list[dict]:
     return [{"name": k, "type": 3, "value": v} for k, v in values.items()]
-
-
-def grouped(payload: dict) -> dict:
-    """A command named flat (``"campaign"``) as Discord sends it: the subcommand of its group
-    (``/gm campaign``), its options nested under it."""
-    data = payload["data"]
-    command = REGISTRY.get(data.get("name", ""))
-    if payload["type"] not in (2, 4) or command is None:
-        return payload
-    sub = {"name": command.name, "type": 1, "options": data.get("options", [])}
-    return {**payload, "data": {**data, "name": command.group, "options": [sub]}}
 
 
 async def invoke(adapter: DiscordAdapter, payload: dict) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import aiosqlite
 
@@ -59,6 +60,23 @@ def _session(mark: SessionMark | None) -> str | None:
     if mark is None:
         return None
     return json.dumps({"number": mark.number, "date": mark.date, "key": list(mark.date_key)})
+
+
+def _view(r: aiosqlite.Row, **facts: Any) -> ViewFacts:
+    """A ``knowledge_views`` row as :class:`ViewFacts`, with the per-view ``facts`` read beside
+    it (none: the view's head alone)."""
+    return ViewFacts(
+        doc_id=r["doc_id"],
+        path=r["path"],
+        title=r["title"],
+        type=r["type"],
+        visibility=frozenset(json.loads(r["visibility"])),
+        content_hash=r["content_hash"],
+        summary=r["summary"],
+        summary_method=r["summary_method"],
+        session=_mark(r["session"]),
+        **facts,
+    )
 
 
 def _mark(raw: str | None) -> SessionMark | None:
@@ -239,16 +257,8 @@ class KnowledgeRepository(Repository):
                 Motif(r["kind"], r["text"], float(r["weight"]), int(r["start"]))
             )
         return [
-            ViewFacts(
-                doc_id=r["doc_id"],
-                path=r["path"],
-                title=r["title"],
-                type=r["type"],
-                visibility=frozenset(json.loads(r["visibility"])),
-                content_hash=r["content_hash"],
-                summary=r["summary"],
-                summary_method=r["summary_method"],
-                session=_mark(r["session"]),
+            _view(
+                r,
                 entities=tuple(ents[r["doc_id"]]),
                 mentions=tuple(mentions[r["doc_id"]]),
                 relations=tuple(rels[r["doc_id"]]),
@@ -390,20 +400,7 @@ class KnowledgeRepository(Repository):
             "session FROM knowledge_views WHERE campaign = ? ORDER BY doc_id",
             (campaign,),
         )
-        return [
-            ViewFacts(
-                doc_id=r["doc_id"],
-                path=r["path"],
-                title=r["title"],
-                type=r["type"],
-                visibility=frozenset(json.loads(r["visibility"])),
-                content_hash=r["content_hash"],
-                summary=r["summary"],
-                summary_method=r["summary_method"],
-                session=_mark(r["session"]),
-            )
-            for r in rows
-        ]
+        return [_view(r) for r in rows]
 
     # -- overviews -----------------------------------------------------------------------------
 
