@@ -247,6 +247,11 @@ class Generations:
         key = row.store_key or row.slug
         if old is None or old.key != key or old.embedder is not embedder:
             dim = await asyncio.to_thread(lambda: embedder.dim)
+            # The collection may be one this process never wrote: another process (the
+            # ``reindex`` command beside a running bot) published it or rolled back to it. A store
+            # client reads only what it has opened, so it is opened here, once per change of
+            # route, before the first question reads it; the route moves only once it is open.
+            await self.inner.ensure(key, dim=dim, model_id=embedder.model_id)
             self.routed.routes[row.slug] = Route(key, embedder, dim, profile)
         return profile == (row.model_id or "")
 

@@ -12,9 +12,13 @@ from pathlib import Path
 import pytest
 from conftest import close_engine, make_engine
 from fakes.tiny_campaign import CANARY, GM_TITLE, make_tiny_campaign
+from test_bluegreen import Stop, stop_after
 
-from liminalis.adapters.milvus import MilvusVectorStore
+from liminalis.adapters.milvus import MilvusVectorStore, collection_name
+from liminalis.engine import Engine
 from liminalis.errors import StoreError
+from liminalis.generations import generation_key
+from liminalis.testing import FrozenClock, HashEmbedder
 
 pytestmark = pytest.mark.slow  # real models or Milvus Lite throughout
 
@@ -152,3 +156,118 @@ async def test_a_server_serves_past_its_query_window(lite_server):
     from test_ports import check_past_query_window
 
     await check_past_query_window(lite_server)
+
+
+# -- blue/green across processes ------------------------------------------------------------
+#
+# The bot and a ``liminalis reindex`` beside it: two engines over one SQLite data directory and
+# one server, each with its own store client, as two processes have. Both run the release that
+# ships the new embedder, the old one still loaded; the hash embedders' dimensions differ, so a
+# query embedded for one generation cannot be scored against the other's collection.
+
+BG_QUESTION = "the baron's secret in the river tower"
+PLAYERS = frozenset({"players"})
+GRACE_S = 3600.0
+
+
+class WatchedStore(MilvusVectorStore):
+    """A server client that records the store key of every search: the collection a question
+    was read from."""
+
+    def __init__(self, uri: str) -> None:
+        super().__init__(uri)
+        self.searched: list[str] = []
+
+    async def search(self, campaign, vector, **kw):
+        self.searched.append(campaign)
+        return await super().search(campaign, vector, **kw)
+
+
+def _old() -> HashEmbedder:
+    return HashEmbedder(dim=256, model_id="hash-old")
+
+
+def _new() -> HashEmbedder:
+    return HashEmbedder(dim=128, model_id="hash-new")
+
+
+async def asked(engine) -> tuple[list[str], list[tuple[str, float]]]:
+    """A players' question: nothing from behind the GM wall; the ranking and its scores."""
+    bundle = await engine.retrieve("greyhold", BG_QUESTION, PLAYERS)
+    assert bundle.documents and all(
+        CANARY not in d.text and d.title != GM_TITLE for d in bundle.documents
+    )
+    return list(bundle.ranked_doc_ids), [(d.doc_id, round(d.score, 9)) for d in bundle.documents]
+
+
+async def upgraded_pair(tmp_path, uri: str, clock: FrozenClock):
+    """The campaign indexed under the old embedder on the server (its answer returned), then the
+    bot and the CLI of the upgrade over the same data directory and server."""
+    root = make_tiny_campaign(tmp_path / "campaigns")
+    for i in range(8):
+        (root / f"note{i}.md").write_text(
+            f"# Note {i}\n\nThe ferryman {i} rows across the river tower moat.\n", encoding="utf-8"
+        )
+    first = await make_engine(tmp_path, milvus=False, embedder=_old(), store=MilvusVectorStore(uri))
+    try:
+        await first.ingest("greyhold")
+        before = await asked(first)
+    finally:
+        await close_engine(first)
+
+    async def engine() -> Engine:
+        return await make_engine(
+            tmp_path,
+            milvus=False,
+            embedder=_new(),
+            embedders=[_old()],
+            store=WatchedStore(uri),
+            clock=clock,
+            generation_grace_s=GRACE_S,
+        )
+
+    return before, await engine(), await engine()
+
+
+def server_collections(uri: str) -> set[str]:
+    from pymilvus import MilvusClient
+
+    client = MilvusClient(uri=uri)
+    try:
+        return set(client.list_collections())
+    finally:
+        client.close()
+
+
+async def test_a_reindex_by_the_cli_reaches_the_running_bot(tmp_path, lite_server):
+    """The bot answers from the serving generation while the CLI builds the next one, through
+    an interrupted run; once the resumed run publishes, the bot's next question reads the new
+    collection on the server, without a restart."""
+    clock = FrozenClock()
+    before, bot, cli = await upgraded_pair(tmp_path, lite_server, clock)
+    old_profile = (await bot.reindex_status("greyhold")).serving
+    new_profile = bot.indexer.profile()
+    new_key = generation_key("greyhold", new_profile)
+    try:
+        assert await asked(bot) == before
+        assert bot.store.searched[-1] == "greyhold"  # the collection of before generations
+
+        with pytest.raises(Stop):
+            await cli.reindex("greyhold", on_document=stop_after(3))
+        status = await bot.reindex_status("greyhold")
+        assert (status.serving, status.building) == (old_profile, new_profile)
+        assert status.done == 3 and status.total > 3
+        assert await asked(bot) == before
+        assert bot.store.searched[-1] == "greyhold"
+
+        report = await cli.reindex("greyhold")
+        assert report.published and report.resumed == 3 and not report.failed
+        assert collection_name(new_key, "hash-new") in server_collections(lite_server)
+
+        after = await asked(bot)
+        assert bot.store.searched[-1] == new_key
+        assert after == await asked(cli)
+        assert (await bot.reindex_status("greyhold")).serving == new_profile
+    finally:
+        await close_engine(bot)
+        await close_engine(cli)
