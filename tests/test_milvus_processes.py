@@ -16,7 +16,7 @@ from test_bluegreen import Stop, stop_after
 
 from liminalis.adapters.milvus import MilvusVectorStore, collection_name
 from liminalis.engine import Engine
-from liminalis.errors import StoreError
+from liminalis.errors import InvalidInput, StoreError
 from liminalis.generations import generation_key
 from liminalis.testing import FrozenClock, HashEmbedder
 
@@ -268,6 +268,51 @@ async def test_a_reindex_by_the_cli_reaches_the_running_bot(tmp_path, lite_serve
         assert bot.store.searched[-1] == new_key
         assert after == await asked(cli)
         assert (await bot.reindex_status("greyhold")).serving == new_profile
+    finally:
+        await close_engine(bot)
+        await close_engine(cli)
+
+
+async def test_a_rollback_by_the_cli_reaches_the_bot_and_the_old_collection_goes(
+    tmp_path, lite_server
+):
+    """The CLI's rollback is followed by the running bot with the answers of before the
+    re-index; after rolling forward, the replaced collection stays on the server for the grace
+    period, then is dropped."""
+    clock = FrozenClock()
+    before, bot, cli = await upgraded_pair(tmp_path, lite_server, clock)
+    old_profile = (await bot.reindex_status("greyhold")).serving
+    new_key = generation_key("greyhold", bot.indexer.profile())
+    old_collection = collection_name("greyhold", "hash-old")
+    new_collection = collection_name(new_key, "hash-new")
+    try:
+        assert await asked(bot) == before
+        assert (await cli.reindex("greyhold")).published
+        after = await asked(bot)
+        assert bot.store.searched[-1] == new_key
+
+        assert await cli.rollback_index("greyhold") == old_profile
+        assert await asked(bot) == before
+        assert bot.store.searched[-1] == "greyhold"
+
+        await cli.rollback_index("greyhold")  # forward again: the old generation is previous
+        assert await asked(bot) == after
+        assert bot.store.searched[-1] == new_key
+        assert {old_collection, new_collection} <= server_collections(lite_server)
+
+        # Any command's start drops what has expired (``ensure_indexed``); here the CLI's.
+        clock.advance(seconds=GRACE_S - 1)
+        assert not await cli.ensure_indexed("greyhold")
+        assert old_collection in server_collections(lite_server)
+        clock.advance(seconds=1)
+        assert not await cli.ensure_indexed("greyhold")
+        collections = server_collections(lite_server)
+        assert old_collection not in collections and new_collection in collections
+        assert (await bot.reindex_status("greyhold")).previous == ()
+        with pytest.raises(InvalidInput):
+            await bot.rollback_index("greyhold")
+        assert await asked(bot) == after
+        assert bot.store.searched[-1] == new_key
     finally:
         await close_engine(bot)
         await close_engine(cli)
