@@ -80,30 +80,55 @@ class Route:
 class RoutedStore:
     """A :class:`VectorStore` that sends each campaign to its routed collection (unrouted
     campaigns go to the collection named by their slug, as before generations). ``ensure``
-    opens the routed collection with the route's embedder, whatever the caller's."""
+    opens the routed collection with the route's embedder, whatever the caller's.
+
+    A routed collection is also opened on its first use here when this process has not opened
+    it: the route follows the campaign row in SQLite, and the collection it names now may be one
+    another process published or rolled back to (``liminalis reindex`` beside a running bot on a
+    shared server), while a store client reads only collections it has opened. Opening on use,
+    not when routing, keeps routing a SQLite read: the readiness check and the lexical browse
+    never wait on the vector store."""
 
     def __init__(self, inner: VectorStore) -> None:
         self.inner = inner
         self.routes: dict[str, Route] = {}
+        self._opened: set[tuple[str, str]] = set()  # (store key, model id) opened in ``inner``
 
     def _key(self, campaign: str) -> str:
         route = self.routes.get(campaign)
         return route.key if route is not None else campaign
 
+    async def _open(self, campaign: str) -> str:
+        """The store key of ``campaign``, its routed collection opened first if need be."""
+        route = self.routes.get(campaign)
+        if route is None:
+            return campaign
+        if (route.key, route.embedder.model_id) not in self._opened:
+            await self.ensure(campaign, dim=route.dim, model_id=route.embedder.model_id)
+        return route.key
+
+    def closed(self, key: str) -> None:
+        """Forget that ``key``'s collection is open here (it was dropped): its next use opens
+        it again."""
+        self._opened = {o for o in self._opened if o[0] != key}
+
     async def ensure(self, campaign: str, *, dim: int, model_id: str) -> bool:
         route = self.routes.get(campaign)
         if route is not None:
             dim, model_id = route.dim, route.embedder.model_id
-        return await self.inner.ensure(self._key(campaign), dim=dim, model_id=model_id)
+        key = self._key(campaign)
+        created = await self.inner.ensure(key, dim=dim, model_id=model_id)
+        self._opened.add((key, model_id))
+        return created
 
     async def upsert(self, campaign: str, records: Sequence[VectorRecord]) -> None:
-        await self.inner.upsert(self._key(campaign), records)
+        await self.inner.upsert(await self._open(campaign), records)
 
     async def delete(self, campaign: str, ids: Sequence[str]) -> None:
-        await self.inner.delete(self._key(campaign), ids)
+        await self.inner.delete(await self._open(campaign), ids)
 
     async def ids(self, campaign: str) -> set[str]:
-        return await self.inner.ids(self._key(campaign))
+        return await self.inner.ids(await self._open(campaign))
 
     async def search(
         self,
@@ -116,7 +141,7 @@ class RoutedStore:
         doc_ids: Sequence[str] | None = None,
     ) -> list[VectorHit]:
         return await self.inner.search(
-            self._key(campaign),
+            await self._open(campaign),
             vector,
             lens=lens,
             top_k=top_k,
@@ -125,13 +150,15 @@ class RoutedStore:
         )
 
     async def flush(self, campaign: str) -> None:
-        await self.inner.flush(self._key(campaign))
+        await self.inner.flush(await self._open(campaign))
 
     async def invalidate(self, campaign: str) -> None:
         await self.inner.invalidate(self._key(campaign))
 
     async def drop(self, campaign: str) -> None:
-        await self.inner.drop(self._key(campaign))
+        key = await self._open(campaign)
+        await self.inner.drop(key)
+        self.closed(key)
 
     async def close(self) -> None:
         await self.inner.close()
@@ -141,7 +168,7 @@ class RoutedStore:
         read = getattr(self.inner, "all_vectors", None)
         if read is None:
             raise TypeError(f"{type(self.inner).__name__} cannot list its vectors")
-        rows: list[tuple[str, np.ndarray]] = await read(self._key(campaign))
+        rows: list[tuple[str, np.ndarray]] = await read(await self._open(campaign))
         return rows
 
 
@@ -247,11 +274,6 @@ class Generations:
         key = row.store_key or row.slug
         if old is None or old.key != key or old.embedder is not embedder:
             dim = await asyncio.to_thread(lambda: embedder.dim)
-            # The collection may be one this process never wrote: another process (the
-            # ``reindex`` command beside a running bot) published it or rolled back to it. A store
-            # client reads only what it has opened, so it is opened here, once per change of
-            # route, before the first question reads it; the route moves only once it is open.
-            await self.inner.ensure(key, dim=dim, model_id=embedder.model_id)
             self.routed.routes[row.slug] = Route(key, embedder, dim, profile)
         return profile == (row.model_id or "")
 
@@ -479,6 +501,7 @@ class Generations:
                 if g.store_key != serving_key:  # never the serving collection
                     await self.inner.ensure(g.store_key, dim=g.dim or 1, model_id=g.model_id)
                     await self.inner.drop(g.store_key)
+                    self.routed.closed(g.store_key)
                 await self.db.generations.forget(slug, g.profile)
                 _log.info("%s: previous generation %s dropped", slug, g.store_key)
                 dropped.append((slug, g.profile))

@@ -12,7 +12,7 @@ import pytest
 from conftest import close_engine, make_engine
 from fakes.tiny_campaign import make_tiny_campaign
 
-from liminalis.errors import InvalidInput
+from liminalis.errors import InvalidInput, StoreError
 from liminalis.generations import generation_key
 from liminalis.testing import FrozenClock, HashEmbedder, MemoryVectorStore
 
@@ -152,6 +152,56 @@ async def test_rollback_restores_identical_ranked_results(tmp_path):
     finally:
         await close_engine(old)
         await close_engine(engine)
+
+
+class ClientStore(MemoryVectorStore):
+    """One process's client of a store shared with others (their rows are its rows): like a
+    Milvus client, it reads only collections it has opened."""
+
+    def __init__(self, rows) -> None:
+        super().__init__()
+        self.rows = rows
+        self.opened: list[str] = []
+
+    async def ensure(self, campaign, *, dim, model_id):
+        self.opened.append(campaign)
+        return await super().ensure(campaign, dim=dim, model_id=model_id)
+
+    async def search(self, campaign, vector, **kw):
+        if campaign not in self.opened:
+            raise StoreError(f"collection for campaign {campaign!r} not ensured")
+        return await super().search(campaign, vector, **kw)
+
+
+async def test_a_publish_by_another_process_is_followed_on_the_next_question(tmp_path):
+    """The running bot's route follows the campaign row another process switched; the collection
+    it now names, which only that process wrote, is opened by the next question's search, while
+    the readiness check asks the vector store nothing."""
+    new = HashEmbedder(dim=128, model_id="hash-new")
+    old, cli, store = await upgraded(tmp_path, new)
+    bot = await make_engine(
+        tmp_path,
+        milvus=False,
+        embedder=HashEmbedder(dim=128, model_id="hash-new"),
+        embedders=[HashEmbedder(dim=256, model_id="hash-old")],
+        store=ClientStore(store.rows),
+    )
+    try:
+        before = await ranked(bot)
+        assert (await cli.reindex("greyhold")).published
+        opened = list(bot.store.opened)
+        assert await bot.is_indexed("greyhold") and bot.store.opened == opened
+        after = await ranked(bot)
+        assert bot.store.opened[len(opened) :] == [
+            generation_key("greyhold", cli.indexer.profile())
+        ]
+        assert after == await ranked(cli)
+        assert await cli.rollback_index("greyhold") == old.indexer.profile()
+        assert await ranked(bot) == before
+    finally:
+        await close_engine(old)
+        await close_engine(cli)
+        await close_engine(bot)
 
 
 async def test_the_old_generation_is_dropped_after_the_grace_period(tmp_path):
