@@ -127,6 +127,9 @@ class RoutedStore:
     async def delete(self, campaign: str, ids: Sequence[str]) -> None:
         await self.inner.delete(await self._open(campaign), ids)
 
+    async def count(self, campaign: str) -> int:
+        return await self.inner.count(await self._open(campaign))
+
     async def ids(self, campaign: str) -> set[str]:
         return await self.inner.ids(await self._open(campaign))
 

@@ -91,6 +91,11 @@ class VectorStore(Protocol):
 
     async def ids(self, campaign: str) -> set[str]: ...
 
+    async def count(self, campaign: str) -> int:
+        """Rows the campaign's collection holds, exactly, without reading them: the tick checks
+        it against SQLite instead of reading every id of a large campaign."""
+        ...
+
     async def search(
         self,
         campaign: str,

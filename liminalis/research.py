@@ -16,12 +16,19 @@ import numpy as np
 
 from liminalis.campaign import validate_slug
 from liminalis.engine import Engine
+from liminalis.ports import VectorHit
 from liminalis.retrieval.catalog import Catalog
 from liminalis.retrieval.learned import Signals
 from liminalis.retrieval.retriever import RetrievalParams, Trace
 from liminalis.types import Bundle
 
-__all__ = ["catalog", "dense_ranking", "retrieve_unpinned", "stored_vectors"]
+__all__ = [
+    "catalog",
+    "dense_ranking",
+    "retrieve_unpinned",
+    "stored_vectors",
+    "vector_search",
+]
 
 
 async def catalog(engine: Engine, slug: str) -> Catalog:
@@ -52,3 +59,14 @@ async def stored_vectors(engine: Engine, slug: str) -> list[tuple[str, np.ndarra
         raise TypeError(f"{type(engine.store).__name__} cannot list its vectors")
     rows: list[tuple[str, np.ndarray]] = await read(validate_slug(slug))
     return rows
+
+
+async def vector_search(
+    engine: Engine, slug: str, vector: np.ndarray, lens: Iterable[str], *, top_k: int
+) -> list[VectorHit]:
+    """One search of the campaign's serving collection, as the dense arm makes it (its lens
+    filter and the catalog's visibility sets): what the vector store alone costs a question."""
+    cat = await catalog(engine, slug)
+    return await engine.store.search(
+        cat.campaign, vector, lens=frozenset(lens), top_k=top_k, visibilities=cat.visibilities
+    )

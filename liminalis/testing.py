@@ -96,6 +96,9 @@ class MemoryVectorStore:
     async def ids(self, campaign: str) -> set[str]:
         return set(self.rows.get(campaign, {}))
 
+    async def count(self, campaign: str) -> int:
+        return len(self.rows.get(campaign, {}))
+
     async def invalidate(self, campaign: str) -> None:
         """Nothing is cached: every search reads the rows."""
 

@@ -61,9 +61,11 @@ async def test_vector_store_contract(store):
     assert await store.search("c1", q, lens=frozenset(), top_k=10) == []
     assert await store.ids("c1") == {"a", "b", "c"}
     assert await store.ids("c2") == {"z"}  # campaigns are isolated
+    assert (await store.count("c1"), await store.count("c2")) == (3, 1)
     await store.delete("c1", ["b"])
     await store.flush("c1")
     assert await store.ids("c1") == {"a", "c"}
+    assert await store.count("c1") == 2
     assert [h.id for h in await store.search("c1", q, lens=frozenset({"players"}), top_k=10)] == []
     await store.upsert("c1", [_rec("a", {"gm", "players"}, [0, 1, 0, 0])])  # upsert replaces
     await store.flush("c1")
@@ -71,6 +73,7 @@ async def test_vector_store_contract(store):
         "c1", np.array([0, 1, 0, 0], dtype=np.float32), lens=frozenset({"players"}), top_k=1
     )
     assert hits[0].id == "a"
+    assert await store.count("c1") == 2  # an upsert of an id it holds adds no row
 
 
 @pytest.fixture(params=["hash", pytest.param("sentence-transformers", marks=pytest.mark.slow)])
@@ -337,6 +340,7 @@ async def check_past_query_window(uri: str) -> None:
         await s.upsert("c", recs)
         await s.flush("c")
         assert await s.ids("c") == {r.id for r in recs}
+        assert await s.count("c") == n
         back = await s.all_vectors("c")
         assert [d for d, _ in back] == [r.doc_id for r in recs]
         assert np.allclose(back[-1][1], recs[-1].vector)

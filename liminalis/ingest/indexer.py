@@ -63,13 +63,15 @@ KEPT_NOTE = "its previous version stays searchable"
 class IngestOptions:
     contextual: bool = True
     #: Also embed overlapping sentence windows of each passage. Off by default: windows lift the
-    #: bundled embedder alone (dense-only MRR 0.558 → 0.593 fairytaleqa-dev, 0.386 → 0.443
-    #: crd3-dev) but not tuned hybrid (MRR ±0.0005), and they triple the collection, which is
-    #: what a Milvus Lite search costs (~1.5 ms per 1,000 rows): crd3-dev hybrid p50 ~87 ms with
-    #: them. Turn on with a stronger embedder whose dense arm carries weight in the fusion.
+    #: bundled embedder's dense arm alone but not the tuned hybrid (bench/RESULTS.md), and they
+    #: triple the collection, which is what a vector search costs. Turn on with a stronger
+    #: embedder whose dense arm carries weight in the fusion.
     windows: bool = False
     max_bytes: int = 5 * 1024 * 1024
     batch_docs: int = 24
+    #: A file changed less than this long ago is read at every ingest, whatever its stat says
+    #: (``_SeenFile``: file times are coarse).
+    racy_s: float = 2.0
     chunking: ChunkingParams = ChunkingParams()
     progress: bool | None = None  # None: show a bar when stderr is a terminal
 
@@ -139,6 +141,14 @@ def unbacked_documents(passages_by_doc: dict[str, list[str]], vectors: set[str])
     }
 
 
+def _by_doc(vectors: Iterable[str]) -> dict[str, set[str]]:
+    """doc id → its vector ids (worker thread)."""
+    out: dict[str, set[str]] = {}
+    for vid in vectors:
+        out.setdefault(vector_doc(vid), set()).add(vid)
+    return out
+
+
 def _batches(files: list[list[Document]], size: int) -> Iterator[list[list[Document]]]:
     """Files in batches of about ``size`` documents, a file's views never split across two (a
     file is indexed, or skipped, whole)."""
@@ -152,6 +162,47 @@ def _batches(files: list[list[Document]], size: int) -> Iterator[list[list[Docum
             batch, count = [], 0
     if batch:
         yield batch
+
+
+@dataclass(frozen=True, slots=True)
+class _SeenFile:
+    """A file as this process last read it: its stat signature, the campaign configuration it
+    was read under, the views it gave (``(doc id, content hash)``) and its report. While all
+    four still hold (the stored views are at those hashes, none lacks vectors), reading and
+    parsing the file again would give the same documents, so the tick skips it.
+
+    The signature is ``(st_mtime_ns, st_size, st_ino, st_ctime_ns)``, taken before the file is
+    read: an edit during the read moves it, and the next run reads the file again. A file
+    changed within ``IngestOptions.racy_s`` of that moment gets no signature (it is read every
+    time until it is older): file times come from a coarse clock, and two writes of one size
+    within one tick of it leave the same signature ("racy" files, as git calls them)."""
+
+    signature: tuple[int, int, int, int]
+    config: str
+    views: tuple[tuple[str, str], ...]
+    report: FileReport
+
+
+def _signatures(
+    files: Sequence[tuple[Path, str]], racy_s: float
+) -> dict[str, tuple[int, int, int, int]]:
+    """``rel → stat signature`` of every file that can be stat'ed and was not changed in the
+    last ``racy_s`` seconds (:class:`_SeenFile`; worker thread)."""
+    settled = time.time_ns() - int(racy_s * 1e9)
+    out: dict[str, tuple[int, int, int, int]] = {}
+    for fpath, rel in files:
+        try:
+            st = fpath.stat()
+        except (OSError, ValueError):
+            continue
+        if max(st.st_mtime_ns, st.st_ctime_ns) < settled:
+            out[rel] = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+    return out
+
+
+#: Files handled between two yields to the event loop in ingest's per-file loop (a tick over
+#: thousands of unchanged files must not hold the loop for the whole walk).
+_YIELD_EVERY = 256
 
 
 @dataclass(slots=True)
@@ -179,6 +230,8 @@ class Indexer:
         self.embedder = embedder
         self.tokenizer = tokenizer
         self.options = options
+        #: slug → rel path → the file as last read (:class:`_SeenFile`).
+        self._seen: dict[str, dict[str, _SeenFile]] = {}
 
     @staticmethod
     def _walk(root: Path, scope: Path, prefix: str) -> Iterable[tuple[Path, str]]:
@@ -329,19 +382,23 @@ class Indexer:
         # Reading ``dim`` may load the embedder's weights (seconds of torch): off the event loop.
         dim = await asyncio.to_thread(lambda: self.embedder.dim)
         await self.store.ensure(slug, dim=dim, model_id=self.embedder.model_id)
-        existing_vectors = await self.store.ids(slug)
         await self._reset_if_model_changed(slug)
         stored = await self.db.documents.hashes(slug)
         stored_visibility = await self.db.documents.visibilities(slug)
-        stored_rows = await self.db.documents.passages(slug)
-        stored_by_doc: dict[str, list[str]] = {}
-        stored_tokens: dict[str, str] = {}
-        for r in stored_rows:
-            stored_by_doc.setdefault(r.doc_id, []).append(r.passage_id)
-            stored_tokens[r.passage_id] = r.tokens
+        stored_by_doc = await self.db.documents.passages_by_doc(slug)
         # The store is derived data: rows it lost (emptied, damaged and recreated, a new
         # collection) are refilled, document by document, without the campaign going offline.
-        unbacked = unbacked_documents(stored_by_doc, existing_vectors)
+        # When the store holds exactly the rows SQLite expects, no id is read (a tick over a
+        # large unchanged campaign); otherwise every id is, and the documents lacking theirs are
+        # re-prepared.
+        existing_vectors: set[str] | None = None
+        if not await self._count_matches(slug):
+            existing_vectors = await self.store.ids(slug)
+        unbacked = (
+            await run_cpu(unbacked_documents, stored_by_doc, existing_vectors)
+            if existing_vectors is not None
+            else set()
+        )
         if unbacked:
             _log.warning(
                 "%s: %d document(s) lack vectors in the store; refilling them from the embedding "
@@ -370,7 +427,13 @@ class Indexer:
         loaded: set[str] = set()  # files read this run: a stored view they no longer have goes
         loaded_paths: set[str] = set()  # … and a stored document of their path under another id
         file_reports: dict[str, FileReport] = {}
-        for fpath, rel in files:
+        signatures = await run_cpu(_signatures, files, self.options.racy_s)
+        config_key = repr(config)
+        was_seen = self._seen.get(slug, {})
+        now_seen: dict[str, _SeenFile] = {} if path is None else dict(was_seen)
+        for n, (fpath, rel) in enumerate(files):
+            if n % _YIELD_EVERY == _YIELD_EVERY - 1:
+                await asyncio.sleep(0)
             doc_id = doc_id_for(rel)
             if fpath.suffix.lower() not in SUPPORTED_SUFFIXES:
                 report.skipped.append(
@@ -386,6 +449,34 @@ class Indexer:
                 continue
             first_of[doc_id] = rel
             seen.add(doc_id)  # a file that fails to load keeps its previous version
+            signature = signatures.get(rel)
+            known = was_seen.get(rel)
+            if (
+                known is not None
+                and signature == known.signature
+                and known.config == config_key
+                and all(
+                    stored.get(view, ("", ""))[1] == h and view not in unbacked
+                    for view, h in known.views
+                )
+                and set(views_of.get(doc_id, ())) == {view for view, _ in known.views}
+            ):
+                # As this process last read it, and indexed as read: nothing to read or parse.
+                now_seen[rel] = known
+                loaded.add(doc_id)
+                loaded_paths.add(rel)
+                report.documents += 1
+                report.hidden_sections += known.report.hidden_sections
+                report.passages_unchanged += sum(
+                    len(stored_by_doc.get(view, ())) for view, _ in known.views
+                )
+                seen.update(view for view, _ in known.views)
+                whole_id = known.views[0][0]
+                file_reports[whole_id] = replace(
+                    known.report, unchanged=len(stored_by_doc.get(whole_id, ()))
+                )
+                continue
+            now_seen.pop(rel, None)
             try:
                 # Reading, decoding and parsing a file of up to max_bytes: off the event loop.
                 parsed = await run_cpu(
@@ -429,6 +520,15 @@ class Indexer:
             )
             if whole.doc_id in stored and stored[whole.doc_id][1] == whole.content_hash:
                 file_reports[whole.doc_id].unchanged = len(stored_by_doc.get(whole.doc_id, []))
+            if signature is not None:
+                # Checked at its next use against what SQLite then holds: a view that failed to
+                # index here, or that another process rewrote, sends the file back to be read.
+                now_seen[rel] = _SeenFile(
+                    signature=signature,
+                    config=config_key,
+                    views=tuple((d.doc_id, d.content_hash) for d in parsed.views),
+                    report=replace(file_reports[whole.doc_id]),
+                )
             changed: list[Document] = []
             for doc in parsed.views:
                 seen.add(doc.doc_id)
@@ -480,6 +580,16 @@ class Indexer:
         files_done = 0
         if progress is not None:
             progress(0, len(todo))
+        held: set[str] = existing_vectors if existing_vectors is not None else set()
+        held_by_doc: dict[str, set[str]] = {}
+        stored_tokens: dict[str, str] = {}
+        if todo:
+            if existing_vectors is None:
+                held = await self.store.ids(slug)
+            held_by_doc = await run_cpu(_by_doc, held)
+            stored_tokens = await self.db.documents.tokens(
+                slug, (d.doc_id for views in todo for d in views)
+            )
         for group in _batches(todo, self.options.batch_docs):
             # Chunking, synopses and tokenizing a batch: CPU work, off the event loop.
             prepared = await run_cpu(self._prepare_files, group, stored_tokens)
@@ -513,7 +623,7 @@ class Indexer:
                     )
                     for prep in f
                     for vid, kind, pid, _text, h in prep.records
-                    if vid not in existing_vectors or prep.doc.doc_id in moved
+                    if vid not in held or prep.doc.doc_id in moved
                 ]
                 for f in ready
             ]
@@ -525,7 +635,9 @@ class Indexer:
                     await skip([p.doc for p in f], refused)
                     continue
                 batch.extend(f)
-                existing_vectors.update(r.id for r in file_rows)
+                held.update(r.id for r in file_rows)
+                for r in file_rows:
+                    held_by_doc.setdefault(r.doc_id, set()).add(r.id)
             for prep in batch:
                 old = set(stored_by_doc.get(prep.doc.doc_id, []))
                 new = {p.passage_id for p in prep.passages}
@@ -557,12 +669,15 @@ class Indexer:
             current = {prep.doc.doc_id: {vid for vid, *_ in prep.records} for prep in batch}
             superseded = [
                 v
-                for v in existing_vectors
-                if (keep := current.get(vector_doc(v))) is not None and v not in keep
+                for owner, keep in current.items()
+                for v in held_by_doc.get(owner, ())
+                if v not in keep
             ]
             if superseded:
                 await self.store.delete(slug, superseded)
-                existing_vectors.difference_update(superseded)
+                held.difference_update(superseded)
+                for owner in current:
+                    held_by_doc.get(owner, set()).difference_update(superseded)
             if bar is not None:
                 bar.update(sum(map(len, group)))
             files_done += len(group)
@@ -593,7 +708,11 @@ class Indexer:
                 # forget what the lenses that could read it remember, as for a narrowed one.
                 if (was := stored_visibility.get(doc_id)) is not None:
                     await forget_hidden(self.db, slug, was, frozenset({GM}))
-        await self.collect_garbage(slug)
+        if todo or existing_vectors is not None or report.passages_removed:
+            # Nothing read, written or removed, and the store's count as SQLite expects: no
+            # vector can have been orphaned since the last collection.
+            await self.collect_garbage(slug)
+        self._seen[slug] = now_seen
         # The profile is recorded only once the campaign is built under it: no document is left
         # awaiting re-preparing (a reset blanks every content hash). Until then the engine tells
         # players the index is being rebuilt (from any process), and the next ingest goes on; a
@@ -741,21 +860,38 @@ class Indexer:
             await self.db.documents.mark_for_rebuild(slug)
             await self.db.campaigns.set_model(slug, "")
 
+    async def _count_matches(self, slug: str) -> bool:
+        """Whether the store holds exactly one vector per stored passage plus one title vector
+        per document with passages. Sentence windows are not counted (with windows on: never).
+
+        A count is not a check of every id: lost rows and as many orphans at once would pass. The
+        start's check (``Engine.ensure_indexed``) and every ingest that changes anything read
+        every id; between them, losing rows without gaining any is what damage looks like."""
+        if self.options.windows:
+            return False
+        passages, titled = await self.db.documents.vector_owners(slug)
+        return await self.store.count(slug) == passages + titled
+
     async def collect_garbage(self, slug: str) -> int:
         """Delete vectors that no current passage or title refers to (left by edits or a killed run),
         and sentence windows when the options no longer embed them."""
         live = await self.db.documents.passage_ids(slug)
-        live |= {
-            vector_id("title", d.doc_id, content_hash(title_text(d.title, d.aliases, d.synopsis)))
-            for d in await self.db.documents.all(slug)
-        }
-
+        titles = await self.db.documents.title_texts(slug)
+        held = await self.store.ids(slug)
         windows = self.options.windows
-        stale = [
-            i
-            for i in await self.store.ids(slug)
-            if vector_owner(i) not in live or (not windows and i[:2].lower() == "w:")
-        ]
+
+        def stale_ids() -> list[str]:
+            alive = live | {
+                vector_id("title", doc_id, content_hash(title_text(title, aliases, synopsis)))
+                for doc_id, title, aliases, synopsis in titles
+            }
+            return [
+                i
+                for i in held
+                if vector_owner(i) not in alive or (not windows and i[:2].lower() == "w:")
+            ]
+
+        stale = await run_cpu(stale_ids)
         if stale:
             await self.store.delete(slug, stale)
             await self.store.flush(slug)

@@ -111,6 +111,52 @@ class DocumentRepository(Repository):
             )
         return [_passage(r) for r in rows]
 
+    async def passages_by_doc(self, campaign: str) -> dict[str, list[str]]:
+        """doc id → its passage ids in order: what an ingest diffs against, without the passages'
+        tokens (a tick over an unchanged campaign reads no token)."""
+        rows = await self._db.fetchall(
+            "SELECT doc_id, passage_id FROM passages WHERE campaign = ? ORDER BY doc_id, ordinal",
+            (campaign,),
+        )
+        out: dict[str, list[str]] = {}
+        for r in rows:
+            out.setdefault(r["doc_id"], []).append(r["passage_id"])
+        return out
+
+    async def tokens(self, campaign: str, doc_ids: Iterable[str]) -> dict[str, str]:
+        """passage id → its stored BM25 tokens, for the passages of ``doc_ids``."""
+        out: dict[str, str] = {}
+        ids = sorted(set(doc_ids))
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            rows = await self._db.fetchall(
+                "SELECT passage_id, tokens FROM passages WHERE campaign = ? AND doc_id IN "
+                f"({','.join('?' * len(chunk))})",
+                (campaign, *chunk),
+            )
+            out.update((r["passage_id"], r["tokens"]) for r in rows)
+        return out
+
+    async def vector_owners(self, campaign: str) -> tuple[int, int]:
+        """(passages, documents with at least one passage): one passage vector each, and one
+        title vector each, is what the vector store should hold for the campaign."""
+        row = await self._db.fetchone(
+            "SELECT COUNT(*) AS p, COUNT(DISTINCT doc_id) AS d FROM passages WHERE campaign = ?",
+            (campaign,),
+        )
+        return (int(row["p"]), int(row["d"])) if row else (0, 0)
+
+    async def title_texts(self, campaign: str) -> list[tuple[str, str, tuple[str, ...], str]]:
+        """(doc id, title, aliases, synopsis) of every document: a title vector's text, without
+        the documents' own text."""
+        rows = await self._db.fetchall(
+            "SELECT doc_id, title, aliases, synopsis FROM documents WHERE campaign = ?",
+            (campaign,),
+        )
+        return [
+            (r["doc_id"], r["title"], tuple(json.loads(r["aliases"])), r["synopsis"]) for r in rows
+        ]
+
     async def passage_ids(self, campaign: str) -> set[str]:
         rows = await self._db.fetchall(
             "SELECT passage_id FROM passages WHERE campaign = ?", (campaign,)
