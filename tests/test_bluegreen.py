@@ -154,6 +154,34 @@ async def test_rollback_restores_identical_ranked_results(tmp_path):
         await close_engine(engine)
 
 
+async def test_a_rebuild_of_the_rolled_back_generation_reads_as_a_build(tmp_path):
+    """Built again after a rollback, the replaced generation's collection is being rewritten: the
+    status says so, a rollback does not return to it, and its grace period does not drop it."""
+    clock = FrozenClock()
+    new = HashEmbedder(dim=128, model_id="hash-new")
+    old, engine, store = await upgraded(tmp_path, new, clock=clock, generation_grace_s=3600)
+    try:
+        assert (await engine.reindex("greyhold")).published
+        await engine.rollback_index("greyhold")
+        with pytest.raises(Stop):
+            await engine.reindex("greyhold", on_document=stop_after(3))
+        status = await engine.reindex_status("greyhold")
+        assert status.building == engine.indexer.profile() and status.previous == ()
+        assert (status.done, status.failed) == (3, 0)
+        with pytest.raises(InvalidInput):
+            await engine.rollback_index("greyhold")
+        clock.advance(hours=2)
+        assert await engine.generations.drop_expired() == []
+        key = generation_key("greyhold", engine.indexer.profile())
+        assert store.rows[key]
+        report = await engine.reindex("greyhold")
+        assert report.published and report.resumed == 3
+        assert (await engine.reindex_status("greyhold")).previous == (old.indexer.profile(),)
+    finally:
+        await close_engine(old)
+        await close_engine(engine)
+
+
 class ClientStore(MemoryVectorStore):
     """One process's client of a store shared with others (their rows are its rows): like a
     Milvus client, it reads only collections it has opened."""

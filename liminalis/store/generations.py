@@ -56,9 +56,13 @@ class GenerationRepository(Repository):
         at: float,
     ) -> None:
         """Note a generation, unless one of ``profile`` is noted already (a resumed build keeps
-        its row)."""
+        its row). A build of a ``previous`` generation's profile (after a rollback) takes that
+        row over as ``building``: a collection being rewritten is no rollback target, and its
+        grace period must not drop it under the build."""
         await self._db.execute(
-            f"INSERT OR IGNORE INTO vector_generations ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,NULL,NULL)",
+            f"INSERT INTO vector_generations ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,NULL,NULL) "
+            "ON CONFLICT (campaign, profile) DO UPDATE SET state = 'building', retired_at = NULL "
+            "WHERE vector_generations.state = 'previous' AND excluded.state = 'building'",
             (campaign, profile, store_key, model_id, dim, state, at),
         )
 
