@@ -148,7 +148,12 @@ def _parser() -> argparse.ArgumentParser:
     rx.add_argument(
         "--embedder", default=None, help="build with this embedder (default: LIMINALIS_EMBEDDER)"
     )
-    rx.add_argument("--rollback", action="store_true", help="serve the previous generation again")
+    rx.add_argument(
+        "--rollback",
+        action="store_true",
+        help="serve the previous generation again; the tick does not build the one it replaces "
+        "until the next reindex",
+    )
     rx.add_argument("--status", action="store_true", help="print how far a build has come")
 
     return p
@@ -484,6 +489,8 @@ async def _reindex(args: argparse.Namespace, settings: Settings, engine: Engine)
     if args.rollback:
         profile = await engine.rollback_index(args.campaign)
         print(f"{args.campaign}: serving {profile} again")
+        # The host learns here, not on a later surprise, that the tick now leaves the campaign be.
+        print((await engine.reindex_status(args.campaign)).describe())
         return 0
     if not args.status:
         embedder = None

@@ -437,6 +437,16 @@ class Engine:
         """Build ``slug``'s next vector generation under this engine's profile (or
         ``embedder``'s) while the serving one answers; publish it on a clean finish
         (:mod:`liminalis.generations`)."""
+        return await self._reindex(slug, embedder=embedder, on_document=on_document)
+
+    async def _reindex(
+        self,
+        slug: str,
+        *,
+        embedder: Embedder | None = None,
+        on_document: Callable[[int], None] | None = None,
+        automatic: bool = False,
+    ) -> ReindexReport:
         slug = validate_slug(slug)
         await self._index_state(slug)
         report = await self.generations.reindex(
@@ -444,6 +454,7 @@ class Engine:
             lock=self._ingesting.setdefault(slug, asyncio.Lock()),
             embedder=embedder,
             on_document=on_document,
+            automatic=automatic,
         )
         await self._index_state(slug)  # route this process to what serves now
         return report
@@ -452,18 +463,23 @@ class Engine:
         """Bring a campaign served under an older profile (a new release's options or embedder)
         to this engine's profile, blue/green: while this process can still serve the old
         generation, the next one is built beside it and published on a clean finish (the tick
-        calls this). ``None`` when there is nothing to do, or when the old generation cannot be
-        served here (its embedder is not loaded): the tick's ingest then rebuilds in place."""
+        calls this). ``None`` when there is nothing to do, when a rollback holds this profile
+        back (until a host runs :meth:`reindex`; :meth:`reindex_status` says so), or when the old
+        generation cannot be served here (its embedder is not loaded): the tick's ingest then
+        rebuilds in place."""
         slug = validate_slug(slug)
         row = await self.db.campaigns.get(slug)
         if row is None or row.generation == 0 or row.model_id == self.indexer.profile():
             return None
+        if row.rolled_back_from == self.indexer.profile():
+            return None
         if not await self.is_indexed(slug):
             return None
-        return await self.reindex(slug)
+        return await self._reindex(slug, automatic=True)
 
     async def rollback_index(self, slug: str) -> str:
-        """Serve ``slug`` from its previous generation again (kept for the grace period)."""
+        """Serve ``slug`` from its previous generation again (kept for the grace period); the
+        automatic upgrade leaves the profile it served alone until the next :meth:`reindex`."""
         slug = validate_slug(slug)
         async with self._ingesting.setdefault(slug, asyncio.Lock()):
             said = await self.generations.rollback(slug)
@@ -471,7 +487,8 @@ class Engine:
         return said
 
     async def reindex_status(self, slug: str) -> ReindexStatus:
-        """The serving generation, and how far a build of the next one has come."""
+        """The serving generation, how far a build of the next one has come, and the profile a
+        rollback holds back from the automatic upgrade."""
         return await self.generations.status(validate_slug(slug))
 
     def indexing(self) -> list[IndexProgress]:

@@ -20,6 +20,14 @@ retired::
 
     dropped  ⇔  state = previous  ∧  now − retired_at ≥ grace_s
 
+A rollback also holds the profile it left (``campaigns.rolled_back_from``): the automatic upgrade
+(the tick of a process whose own profile that is) would otherwise build it again and publish it
+within minutes, undoing the host's decision. The hold lives in SQLite, so every process sharing
+the database and every restart sees it; the automatic publish checks it in its own transaction.
+Only an explicit re-index (``liminalis reindex``) lifts it::
+
+    automatic build of p  ⇔  serving ≠ p  ∧  rolled_back_from ≠ p
+
 The documents, passages and BM25 tokens in SQLite are shared by every generation: a profile
 change of the tokenizer is not a generation (it goes through the in-place rebuild).
 """
@@ -52,6 +60,8 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+_HELD = "held back by a rollback"
 
 
 def generation_key(slug: str, profile: str) -> str:
@@ -203,16 +213,24 @@ class ReindexStatus:
     failed: int
     previous: tuple[str, ...]
     progress: IndexProgress | None
+    #: The profile a rollback left, which the automatic upgrade does not build ("" none).
+    held: str = ""
 
     def describe(self) -> str:
         if self.building is None:
-            return f"{self.campaign}: serving {self.serving}; no re-index in progress"
-        text = (
-            f"{self.campaign}: serving {self.serving}; building {self.building}: "
-            f"{self.done} of {self.total} documents done, {self.failed} failed"
-        )
-        if self.progress is not None:
-            text += f" ({self.progress.describe()})"
+            text = f"{self.campaign}: serving {self.serving}; no re-index in progress"
+        else:
+            text = (
+                f"{self.campaign}: serving {self.serving}; building {self.building}: "
+                f"{self.done} of {self.total} documents done, {self.failed} failed"
+            )
+            if self.progress is not None:
+                text += f" ({self.progress.describe()})"
+        if self.held:
+            text += (
+                f"; rolled back from {self.held}: automatic upgrade paused — run "
+                f"`liminalis reindex --campaign {self.campaign}` to build it again"
+            )
         return text
 
 
@@ -317,16 +335,23 @@ class Generations:
         embedder: Embedder | None = None,
         tokenizer: Tokenizer | None = None,
         on_document: Callable[[int], None] | None = None,
+        automatic: bool = False,
     ) -> ReindexReport:
         """Build ``slug``'s generation under this engine's profile (or ``embedder``'s) and
         publish it when every document is written; see the module docstring. ``on_document(n)``
-        is called after the ``n``-th document is checkpointed (tests interrupt there)."""
+        is called after the ``n``-th document is checkpointed (tests interrupt there).
+
+        ``automatic`` (the tick's upgrade) builds nothing, and publishes nothing, while a
+        rollback holds the target profile back; a re-index a host asked for lifts the hold
+        first, so that if it is interrupted the tick finishes what the host started."""
         row = await self.db.campaigns.get(slug)
         if row is None or row.generation == 0 or not row.model_id:
             raise NotReady(
                 f"{slug}: not indexed, nothing to re-index",
                 user_message="This campaign is not indexed yet: ingest it first.",
             )
+        if not automatic and await self.db.generations.release(slug):
+            _log.info("%s: rollback hold on %s lifted by a re-index", slug, row.rolled_back_from)
         builder = self.indexer
         if embedder is not None and embedder.model_id != self.indexer.embedder.model_id:
             self._embedders.setdefault(embedder.model_id, embedder)
@@ -341,6 +366,9 @@ class Generations:
         report = ReindexReport(campaign=slug, profile=target)
         if row.model_id == target:
             report.note = "already serving this profile"
+            return report
+        if automatic and row.rolled_back_from == target:
+            report.note = _HELD
             return report
         now = self._now()
         serving_parts = _profile_parts(row.model_id)
@@ -387,7 +415,11 @@ class Generations:
                 if not await self._round(slug, target, writer, report, on_document):
                     return report
                 await writer.collect_garbage(slug)
-                await self.db.generations.switch(slug, target, at=self._now())
+                if not await self.db.generations.switch(
+                    slug, target, at=self._now(), unless_held=automatic
+                ):
+                    report.note = _HELD
+                    return report
         finally:
             self.board.finish(slug)
         report.published = True
@@ -462,7 +494,8 @@ class Generations:
         return len(report.failed) == failed_before
 
     async def rollback(self, slug: str) -> str:
-        """Serve ``slug`` from its previous generation again; returns its profile.
+        """Serve ``slug`` from its previous generation again, and hold the profile it served
+        back from the automatic upgrade; returns the profile now serving.
 
         Raises:
             InvalidInput: no previous generation is kept (none published, or its grace period
@@ -482,7 +515,7 @@ class Generations:
                 user_message=f"The previous index needs the embedder `{prev.model_id}`: start "
                 "with it loaded to roll back.",
             )
-        await self.db.generations.switch(slug, prev.profile, at=self._now())
+        await self.db.generations.roll_back(slug, prev.profile, at=self._now())
         row = await self.db.campaigns.get(slug)
         if row is not None:
             await self.route(row)
@@ -534,4 +567,5 @@ class Generations:
             failed=failed,
             previous=tuple(g.profile for g in gens if g.state == "previous"),
             progress=self.board.get(slug),
+            held=row.rolled_back_from if row is not None else "",
         )

@@ -154,6 +154,141 @@ async def test_rollback_restores_identical_ranked_results(tmp_path):
         await close_engine(engine)
 
 
+async def tick(engine) -> None:
+    """The scheduler tick's ingest of every campaign (its automatic upgrade included)."""
+    from bot.scheduler import RecapScheduler
+    from bot.service import BotService
+
+    await RecapScheduler(BotService(engine), clock=FrozenClock(), tick_seconds=0).ingest_pending()
+
+
+async def test_a_rollback_holds_the_automatic_upgrade_back(tmp_path):
+    """The tick of a process whose embedder is the rolled-back one neither rebuilds nor
+    publishes it: the campaign answers from the generation rolled back to."""
+    clock = FrozenClock()
+    new = HashEmbedder(dim=128, model_id="hash-new")
+    old, engine, store = await upgraded(tmp_path, new, clock=clock)
+    try:
+        before = await ranked(engine)
+        assert (await engine.reindex("greyhold")).published
+        assert await engine.rollback_index("greyhold") == old.indexer.profile()
+        written = {k: dict(v) for k, v in store.rows.items()}  # the records, held as they are
+        clock.advance(minutes=5)
+        assert await engine.upgrade_index("greyhold") is None
+        clock.advance(minutes=5)
+        await tick(engine)
+        row = await engine.db.campaigns.get("greyhold")
+        assert row is not None and row.model_id == old.indexer.profile()
+        assert row.rolled_back_from == engine.indexer.profile()
+        assert await engine.db.generations.checkpoints("greyhold", engine.indexer.profile()) == {}
+        assert store.rows.keys() == written.keys()  # nothing rebuilt: the same records
+        for key, records in written.items():
+            assert store.rows[key].keys() == records.keys()
+            assert all(store.rows[key][i] is r for i, r in records.items())
+        assert await ranked(engine) == before
+        # An automatic publish already under way when the rollback landed is refused too.
+        assert not await engine.db.generations.switch(
+            "greyhold", engine.indexer.profile(), at=0.0, unless_held=True
+        )
+        assert await engine.db.campaigns.get("greyhold") == row
+    finally:
+        await close_engine(old)
+        await close_engine(engine)
+
+
+async def test_the_hold_is_shared_and_an_explicit_reindex_lifts_it(tmp_path):
+    """A hold set by one process (the CLI) holds another (the bot) sharing the SQLite file, as it
+    would after a restart; the host's next ``liminalis reindex`` lifts it, and from then on the
+    bot's tick upgrades as before: it finishes a build the host interrupted and publishes it."""
+    clock = FrozenClock()
+    new = HashEmbedder(dim=128, model_id="hash-new")
+    old, cli, store = await upgraded(tmp_path, new, clock=clock)
+    bot = await make_engine(
+        tmp_path,
+        milvus=False,
+        embedder=HashEmbedder(dim=128, model_id="hash-new"),
+        embedders=[HashEmbedder(dim=256, model_id="hash-old")],
+        store=store,
+        clock=clock,
+    )
+    try:
+        before = await ranked(bot)
+        assert (await cli.reindex("greyhold")).published
+        assert await cli.rollback_index("greyhold") == old.indexer.profile()
+        clock.advance(minutes=5)
+        assert await bot.upgrade_index("greyhold") is None
+        await tick(bot)
+        assert (await bot.reindex_status("greyhold")).held == bot.indexer.profile()
+        assert await ranked(bot) == before
+
+        with pytest.raises(Stop):  # the host builds it again, and stops half-way
+            await cli.reindex("greyhold", on_document=stop_after(3))
+        status = await bot.reindex_status("greyhold")
+        assert status.held == "" and status.building == bot.indexer.profile()
+        assert status.serving == old.indexer.profile()
+        clock.advance(minutes=5)
+        await tick(bot)
+        status = await bot.reindex_status("greyhold")
+        assert status.serving == bot.indexer.profile() and status.building is None
+        assert await ranked(bot) == await ranked(cli)
+        key = generation_key("greyhold", bot.indexer.profile())
+        assert bot.generations.routed.routes["greyhold"].key == key
+    finally:
+        await close_engine(old)
+        await close_engine(cli)
+        await close_engine(bot)
+
+
+async def test_the_status_says_the_upgrade_is_held_and_how_to_resume(tmp_path, capsys):
+    from bot.cli import _parser, _reindex
+
+    new = HashEmbedder(dim=128, model_id="hash-new")
+    old, engine, _store = await upgraded(tmp_path, new)
+    try:
+        assert (await engine.reindex("greyhold")).published
+        await engine.rollback_index("greyhold")
+        text = (await engine.reindex_status("greyhold")).describe()
+        assert f"rolled back from {engine.indexer.profile()}" in text
+        assert "automatic upgrade paused" in text
+        assert "run `liminalis reindex --campaign greyhold` to build it again" in text
+        args = _parser().parse_args(["reindex", "--campaign", "greyhold", "--status"])
+        assert await _reindex(args, None, engine) == 0
+        assert "automatic upgrade paused" in capsys.readouterr().out
+        assert (await engine.reindex("greyhold")).published
+        assert "paused" not in (await engine.reindex_status("greyhold")).describe()
+    finally:
+        await close_engine(old)
+        await close_engine(engine)
+
+
+async def test_a_rebuild_of_the_rolled_back_generation_reads_as_a_build(tmp_path):
+    """Built again after a rollback, the replaced generation's collection is being rewritten: the
+    status says so, a rollback does not return to it, and its grace period does not drop it."""
+    clock = FrozenClock()
+    new = HashEmbedder(dim=128, model_id="hash-new")
+    old, engine, store = await upgraded(tmp_path, new, clock=clock, generation_grace_s=3600)
+    try:
+        assert (await engine.reindex("greyhold")).published
+        await engine.rollback_index("greyhold")
+        with pytest.raises(Stop):
+            await engine.reindex("greyhold", on_document=stop_after(3))
+        status = await engine.reindex_status("greyhold")
+        assert status.building == engine.indexer.profile() and status.previous == ()
+        assert (status.done, status.failed) == (3, 0)
+        with pytest.raises(InvalidInput):
+            await engine.rollback_index("greyhold")
+        clock.advance(hours=2)
+        assert await engine.generations.drop_expired() == []
+        key = generation_key("greyhold", engine.indexer.profile())
+        assert store.rows[key]
+        report = await engine.reindex("greyhold")
+        assert report.published and report.resumed == 3
+        assert (await engine.reindex_status("greyhold")).previous == (old.indexer.profile(),)
+    finally:
+        await close_engine(old)
+        await close_engine(engine)
+
+
 class ClientStore(MemoryVectorStore):
     """One process's client of a store shared with others (their rows are its rows): like a
     Milvus client, it reads only collections it has opened."""
@@ -255,7 +390,9 @@ async def test_the_reindex_command_builds_reports_and_rolls_back(tmp_path, capsy
         assert "published" in out and f"serving {engine.indexer.profile()}" in out
         args = _parser().parse_args(["reindex", "--campaign", "greyhold", "--rollback"])
         assert await _reindex(args, None, engine) == 0
-        assert f"serving {old.indexer.profile()} again" in capsys.readouterr().out
+        out = capsys.readouterr().out
+        assert f"serving {old.indexer.profile()} again" in out
+        assert f"rolled back from {engine.indexer.profile()}: automatic upgrade paused" in out
     finally:
         await close_engine(old)
         await close_engine(engine)

@@ -294,6 +294,10 @@ async def test_a_rollback_by_the_cli_reaches_the_bot_and_the_old_collection_goes
         assert await cli.rollback_index("greyhold") == old_profile
         assert await asked(bot) == before
         assert bot.store.searched[-1] == "greyhold"
+        # The bot's tick leaves the rollback be: its own profile is the one rolled back from.
+        assert await bot.upgrade_index("greyhold") is None
+        assert await asked(bot) == before
+        assert bot.store.searched[-1] == "greyhold"
 
         await cli.rollback_index("greyhold")  # forward again: the old generation is previous
         assert await asked(bot) == after

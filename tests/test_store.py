@@ -232,6 +232,7 @@ async def test_a_v0_database_upgrades_in_place_and_keeps_its_data(tmp_path):
     schema = tables_and_columns(path)
     assert "spend" not in schema
     assert "name" not in schema["campaigns"] and "hash" not in schema["passages"]
+    assert {"store_key", "rolled_back_from"} <= schema["campaigns"]  # migrations 10 and 12
     assert (
         "created_at" not in schema["chat_turns"] and "created_at" in schema["pins"]
     )  # pins are ordered by it

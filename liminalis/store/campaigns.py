@@ -18,7 +18,8 @@ class CampaignRepository(Repository):
 
     async def get(self, slug: str) -> CampaignRow | None:
         row = await self._db.fetchone(
-            "SELECT slug, root, model_id, generation, store_key FROM campaigns WHERE slug = ?",
+            "SELECT slug, root, model_id, generation, store_key, rolled_back_from FROM campaigns "
+            "WHERE slug = ?",
             (slug,),
         )
         if row is None:
@@ -29,6 +30,7 @@ class CampaignRepository(Repository):
             model_id=row["model_id"],
             generation=int(row["generation"]),
             store_key=row["store_key"] or "",
+            rolled_back_from=row["rolled_back_from"] or "",
         )
 
     async def slugs(self) -> list[str]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import aiosqlite
+
 from liminalis.store._base import Repository
 
 __all__ = ["GenerationRepository", "GenerationRow", "Checkpoint"]
@@ -56,9 +58,13 @@ class GenerationRepository(Repository):
         at: float,
     ) -> None:
         """Note a generation, unless one of ``profile`` is noted already (a resumed build keeps
-        its row)."""
+        its row). A build of a ``previous`` generation's profile (after a rollback) takes that
+        row over as ``building``: a collection being rewritten is no rollback target, and its
+        grace period must not drop it under the build."""
         await self._db.execute(
-            f"INSERT OR IGNORE INTO vector_generations ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,NULL,NULL)",
+            f"INSERT INTO vector_generations ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,NULL,NULL) "
+            "ON CONFLICT (campaign, profile) DO UPDATE SET state = 'building', retired_at = NULL "
+            "WHERE vector_generations.state = 'previous' AND excluded.state = 'building'",
             (campaign, profile, store_key, model_id, dim, state, at),
         )
 
@@ -85,31 +91,68 @@ class GenerationRepository(Repository):
     async def get(self, campaign: str, profile: str) -> GenerationRow | None:
         return next((g for g in await self.all(campaign) if g.profile == profile), None)
 
-    async def switch(self, campaign: str, profile: str, *, at: float) -> None:
+    async def switch(
+        self, campaign: str, profile: str, *, at: float, unless_held: bool = False
+    ) -> bool:
         """Serve ``campaign`` from its generation ``profile``, in one transaction: the serving
         one becomes ``previous`` (retired ``at``), the campaign row names the new collection and
         its generation moves (every process rebuilds its snapshot and reads the new one), and the
-        build's checkpoints go."""
+        build's checkpoints go. ``unless_held``: an automatic publish, refused (``False``, nothing
+        changed) while a rollback holds ``profile`` back; the check is in the same transaction,
+        so a rollback by another process in between is not undone."""
+        async with self._db.write() as conn:
+            if unless_held:
+                async with conn.execute(
+                    "SELECT rolled_back_from FROM campaigns WHERE slug = ?", (campaign,)
+                ) as cur:
+                    row = await cur.fetchone()
+                if row is not None and row[0] == profile:
+                    return False
+            await self._switch(conn, campaign, profile, at=at)
+        return True
+
+    async def roll_back(self, campaign: str, profile: str, *, at: float) -> None:
+        """Serve ``campaign`` from its generation ``profile`` again (as :meth:`switch`) and hold
+        the profile that served until now back from the automatic upgrade."""
         async with self._db.write() as conn:
             await conn.execute(
-                "UPDATE vector_generations SET state = 'previous', retired_at = ? "
-                "WHERE campaign = ? AND state = 'serving' AND profile != ?",
-                (at, campaign, profile),
+                "UPDATE campaigns SET rolled_back_from = COALESCE(model_id, '') WHERE slug = ?",
+                (campaign,),
             )
-            await conn.execute(
-                "UPDATE vector_generations SET state = 'serving', published_at = ?, "
-                "retired_at = NULL WHERE campaign = ? AND profile = ?",
-                (at, campaign, profile),
-            )
-            await conn.execute(
-                "UPDATE campaigns SET model_id = ?, generation = generation + 1, store_key = "
-                "(SELECT store_key FROM vector_generations WHERE campaign = ? AND profile = ?) "
-                "WHERE slug = ?",
-                (profile, campaign, profile, campaign),
-            )
-            await conn.execute(
-                "DELETE FROM reindex_docs WHERE campaign = ? AND profile = ?", (campaign, profile)
-            )
+            await self._switch(conn, campaign, profile, at=at)
+
+    async def release(self, campaign: str) -> bool:
+        """Lift a rollback's hold on ``campaign`` (a host asked for a re-index); ``True`` when
+        one was held."""
+        changed = await self._db.execute(
+            "UPDATE campaigns SET rolled_back_from = '' WHERE slug = ? AND rolled_back_from != ''",
+            (campaign,),
+        )
+        return changed > 0
+
+    @staticmethod
+    async def _switch(
+        conn: aiosqlite.Connection, campaign: str, profile: str, *, at: float
+    ) -> None:
+        await conn.execute(
+            "UPDATE vector_generations SET state = 'previous', retired_at = ? "
+            "WHERE campaign = ? AND state = 'serving' AND profile != ?",
+            (at, campaign, profile),
+        )
+        await conn.execute(
+            "UPDATE vector_generations SET state = 'serving', published_at = ?, "
+            "retired_at = NULL WHERE campaign = ? AND profile = ?",
+            (at, campaign, profile),
+        )
+        await conn.execute(
+            "UPDATE campaigns SET model_id = ?, generation = generation + 1, store_key = "
+            "(SELECT store_key FROM vector_generations WHERE campaign = ? AND profile = ?) "
+            "WHERE slug = ?",
+            (profile, campaign, profile, campaign),
+        )
+        await conn.execute(
+            "DELETE FROM reindex_docs WHERE campaign = ? AND profile = ?", (campaign, profile)
+        )
 
     async def forget(self, campaign: str, profile: str) -> None:
         """Drop a generation's row and checkpoints (its collection was dropped)."""

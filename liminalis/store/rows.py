@@ -17,6 +17,9 @@ class CampaignRow:
     generation: int  # bumped by every document swap; 0: never indexed
     #: The vector collection questions are served from; "": the one named by the slug.
     store_key: str = ""
+    #: The profile a rollback left ("" none): the automatic upgrade does not build it again
+    #: until a host re-indexes the campaign, or the rollback would undo itself on the next tick.
+    rolled_back_from: str = ""
 
 
 @dataclass(frozen=True, slots=True)

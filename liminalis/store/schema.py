@@ -388,6 +388,17 @@ async def _v11_chat_models(conn: aiosqlite.Connection) -> None:
     await conn.execute(_V11_CHAT_MODELS)
 
 
+# A rollback holds the profile it left: ``campaigns.rolled_back_from`` names it ('' none), and
+# the automatic upgrade (the tick) does not build that profile again until a host re-indexes the
+# campaign. A campaign column, not a generation row: the hold outlives the rolled-back
+# generation, whose row goes when its grace period ends.
+_V12_ROLLBACK_HOLD = "ALTER TABLE campaigns ADD COLUMN rolled_back_from TEXT NOT NULL DEFAULT ''"
+
+
+async def _v12_rollback_hold(conn: aiosqlite.Connection) -> None:
+    await conn.execute(_V12_ROLLBACK_HOLD)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -435,6 +446,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         11,
         "per-chat reply models: the model a GM chose for one chat's answers",
         _v11_chat_models,
+    ),
+    Migration(
+        12,
+        "rollback holds: the profile a rollback left, which the automatic upgrade does not rebuild",
+        _v12_rollback_hold,
     ),
 )
 
