@@ -171,6 +171,10 @@ class Engine:
         self._progress = ProgressBoard(self._clock)
         #: The knowledge layer's read API over this engine's store (written by the passes).
         self.knowledge = Knowledge(db)
+        #: slug → the background build of its snapshot after an ingest that changed it
+        #: (``_prewarm_soon``), and the slugs changed again while one ran.
+        self._prewarms: dict[str, asyncio.Task[None]] = {}
+        self._prewarm_again: set[str] = set()
 
     # -- campaigns ---------------------------------------------------------------------------
 
@@ -335,7 +339,34 @@ class Engine:
                 listener(config.slug, report)
             except Exception:
                 _log.exception("ingest listener %r failed; the ingest stands", listener)
+        if report.passages_added or report.passages_removed or report.documents_repaired:
+            self._prewarm_soon(config.slug)
         return report
+
+    def _prewarm_soon(self, slug: str) -> None:
+        """Rebuild ``slug``'s snapshot and the players' and GM's BM25 indexes in the background
+        (:meth:`Retriever.prewarm`). One build per campaign at a time; changes made while it
+        runs get one more build after it."""
+        running = self._prewarms.get(slug)
+        if running is not None and not running.done():
+            self._prewarm_again.add(slug)
+            return
+        self._prewarms[slug] = asyncio.create_task(self._prewarm(slug), name=f"prewarm:{slug}")
+
+    async def _prewarm(self, slug: str) -> None:
+        while True:
+            self._prewarm_again.discard(slug)
+            try:
+                await self.retriever.prewarm(slug, (frozenset({"players"}), frozenset({GM})))
+            except Exception:  # the next question builds what this could not
+                _log.warning("prewarming %s failed", slug, exc_info=True)
+            if slug not in self._prewarm_again:
+                return
+
+    async def prewarmed(self, slug: str) -> None:
+        """Wait for ``slug``'s background rebuild, if one runs (tests, the bench)."""
+        while (task := self._prewarms.get(slug)) is not None and not task.done():
+            await asyncio.wait([task])
 
     def _note_skipped(self, slug: str, report: IngestReport, *, whole: bool) -> None:
         """Remember the files an ingest could not index, for the host (``skipped_files``): a
@@ -958,6 +989,10 @@ class Engine:
     async def close(self, *, models: bool = True) -> None:
         """Close the vector store and, unless ``models`` is false (an embedder shared with
         other engines, as the bench does), the embedder."""
+        for task in self._prewarms.values():
+            task.cancel()
+        await asyncio.gather(*self._prewarms.values(), return_exceptions=True)
+        self._prewarms.clear()
         await self.store.close()
         close = getattr(self.embedder, "close", None)
         if close and models:

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -210,6 +210,20 @@ class Retriever:
             cat = await run_cpu(self._build_catalog, campaign, gen, documents, rows)
             self._catalogs[campaign] = cat
             return cat
+
+    async def prewarm(self, campaign: str, lenses: Iterable[frozenset[str]]) -> None:
+        """Build the campaign's snapshot and ``lenses``' BM25 indexes now (after an ingest that
+        changed the campaign), so the next question does not wait for them: on a campaign of
+        thousands of documents they take seconds, and every edit moves the generation."""
+        cat = await self.catalog(campaign)
+        p = self.params
+
+        def build(lens: frozenset[str]) -> None:
+            cat.lexical(lens)
+            cat.doc_lexical(lens, k1=p.doc_k1, b=p.doc_b)
+
+        for lens in lenses:
+            await run_cpu(build, lens)
 
     def _build_catalog(
         self, campaign: str, gen: int, documents: Sequence[Document], rows: Sequence[Any]

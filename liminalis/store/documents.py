@@ -10,6 +10,7 @@ import aiosqlite
 from liminalis.store._base import Repository
 from liminalis.store.rows import PassageRow
 from liminalis.types import Document, Passage
+from liminalis.workers import run_cpu
 
 __all__ = ["DocumentRepository"]
 
@@ -59,7 +60,9 @@ class DocumentRepository(Repository):
         rows = await self._db.fetchall(
             f"SELECT {_DOC_COLUMNS} FROM documents WHERE campaign = ? ORDER BY doc_id", (campaign,)
         )
-        return [_document(r) for r in rows]
+        # Thousands of rows of JSON decoding: in a worker, so a catalog rebuild does not hold the
+        # event loop (the same for ``passages``).
+        return await run_cpu(lambda: [_document(r) for r in rows])
 
     async def get(self, campaign: str, doc_id: str) -> Document | None:
         row = await self._db.fetchone(
@@ -109,7 +112,7 @@ class DocumentRepository(Repository):
                 f"SELECT {_PASSAGE_COLUMNS} FROM passages WHERE campaign = ? AND doc_id = ? ORDER BY ordinal",
                 (campaign, doc_id),
             )
-        return [_passage(r) for r in rows]
+        return await run_cpu(lambda: [_passage(r) for r in rows])
 
     async def passages_by_doc(self, campaign: str) -> dict[str, list[str]]:
         """doc id → its passage ids in order: what an ingest diffs against, without the passages'
