@@ -7,6 +7,7 @@ of the project has no side effects.
 from __future__ import annotations
 
 import asyncio
+import gc
 import contextlib
 import logging
 import sys
@@ -86,6 +87,11 @@ async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
     sys.setswitchinterval(min(sys.getswitchinterval(), 0.001))
     async with Database(settings.sqlite_path) as db:
         embedder, ranker, reranker = await asyncio.to_thread(load_models, settings)
+        # The models' millions of objects never become garbage: out of the collector's sight,
+        # a full collection no longer walks them. Each full collection holds every thread, the
+        # event loop's included, for as long as it walks the heap (hundreds of milliseconds
+        # with the models in it).
+        gc.freeze()
         store = MilvusVectorStore(settings.resolved_milvus_uri, token=settings.milvus_token)
         engine = Engine(
             db=db,

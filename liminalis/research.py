@@ -23,6 +23,7 @@ from liminalis.retrieval.retriever import RetrievalParams, Trace
 from liminalis.types import Bundle
 
 __all__ = [
+    "snapshot_timings",
     "catalog",
     "dense_ranking",
     "retrieve_unpinned",
@@ -34,6 +35,37 @@ __all__ = [
 async def catalog(engine: Engine, slug: str) -> Catalog:
     """The campaign's current snapshot: documents, passages and their texts, every lens's."""
     return await engine.retriever.catalog(validate_slug(slug))
+
+
+async def snapshot_timings(engine: Engine, slug: str, lens: Iterable[str]) -> dict[str, float]:
+    """Seconds to build the campaign's snapshot afresh (rows read from SQLite, then the
+    catalog) and ``lens``'s two BM25 indexes over it: what a question after an edit waits for
+    when no background rebuild has run. Nothing is cached by this call."""
+    import time
+
+    from liminalis.workers import run_cpu
+
+    slug = validate_slug(slug)
+    retriever = engine.retriever
+    t0 = time.perf_counter()
+    gen = await engine.database.campaigns.generation(slug)
+    documents = await engine.database.documents.all(slug)
+    rows = await engine.database.documents.passages(slug)
+    t1 = time.perf_counter()
+    cat = await run_cpu(retriever._build_catalog, slug, gen, documents, rows)
+    t2 = time.perf_counter()
+    lens_set = frozenset(lens)
+    p = retriever.params
+    await run_cpu(lambda: cat.lexical(lens_set))
+    t3 = time.perf_counter()
+    await run_cpu(lambda: cat.doc_lexical(lens_set, k1=p.doc_k1, b=p.doc_b))
+    t4 = time.perf_counter()
+    return {
+        "read_s": t1 - t0,
+        "catalog_s": t2 - t1,
+        "bm25_passages_s": t3 - t2,
+        "bm25_documents_s": t4 - t3,
+    }
 
 
 async def dense_ranking(

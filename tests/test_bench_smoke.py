@@ -384,3 +384,42 @@ async def test_bench_summaries_scores_the_model_variant_through_the_messages_api
         assert len(fake.requests) == 1
     assert res["model"]["fallbacks"] == 0 and res["model"]["windows"] == 1
     assert res["model"]["rougeL"] == 1.0 and res["model"]["entity_recall"] == 1.0
+
+
+def test_bench_scale_campaigns_nest_and_keep_secrets(tiny_set):
+    """Each size is the first N documents of one list (so 1,000 ⊂ 5,000 ⊂ 10,000), cut at
+    paragraph ends, taken round-robin over the sources, one in ten under ``gm/``."""
+    from bench.scale import build_documents
+
+    corpus = tiny_set / "corpus"
+    (corpus / "saga.md").write_text(
+        "# The Saga\n\n" + "\n\n".join(f"Paragraph {i} of the long saga." for i in range(40))
+    )
+    ten = build_documents([corpus], 10, doc_chars=60)
+    assert build_documents([corpus], 4, doc_chars=60) == ten[:4]
+    assert [rel.split("/")[0] for rel, _ in ten].count("gm") == 1 and ten[9][0].startswith("gm/")
+    assert [rel for rel, _ in ten[:4]] == [
+        "tinyset/tinyset-bells-1.md",
+        "tinyset/tinyset-ferry-1.md",
+        "tinyset/tinyset-fox-1.md",
+        "tinyset/tinyset-saga-1.md",
+    ]
+    assert ten[4][1].startswith("# The Saga, part 2\n\nParagraph")
+    with pytest.raises(SystemExit):
+        build_documents([corpus], 1000, doc_chars=60)
+
+
+@pytest.mark.slow
+async def test_bench_scale_smoke(tiny_set, tmp_path):
+    from bench.scale import run_one
+
+    r = await run_one(
+        3,
+        corpora=[tiny_set / "corpus"],
+        doc_chars=500,
+        questions=2,
+        root=tmp_path,
+        fake_embedder=True,
+    )
+    assert r["ingest"]["documents"] == 3 and r["tick_unchanged"]["passages_changed"] == 0
+    assert r["tick_one_edit"]["passages_added"] >= 1 and r["full"]["asked"] == 2

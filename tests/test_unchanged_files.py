@@ -103,8 +103,7 @@ async def test_a_config_change_reads_every_file_and_the_wall_follows_it(tmp_path
         assert len(reads) == 4  # every file, under the new configuration
         after = await engine.retrieve("greyhold", question, PLAYERS)
         assert all(
-            d.title not in {"Session 1", GM_TITLE} and CANARY not in d.text
-            for d in after.documents
+            d.title not in {"Session 1", GM_TITLE} and CANARY not in d.text for d in after.documents
         )
         gm = await engine.retrieve("greyhold", question, frozenset({"gm"}))
         assert "Session 1" in [d.title for d in gm.documents]
