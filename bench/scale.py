@@ -19,6 +19,8 @@ key). It reports:
   longest stall; the process's first, which reads every file, and the ones after it, which know
   the files' stat signatures), and after a one-file edit (seconds, passages re-embedded, longest
   stall; then the background rebuild of the snapshot and the next question's latency);
+- **restart**: a new process's start check (every vector id against SQLite) and its first tick,
+  which reads every file (it knows no file's signature yet);
 - **memory**: peak RSS of the process and the resident memory the campaign added once its
   snapshot, indexes and caches exist (RSS after the queries − RSS with the models loaded).
 
@@ -304,7 +306,6 @@ async def run_one(
                 await research.vector_search(engine, SLUG, vec, lens, top_k=base.dense_top_k)
                 lat.append(time.perf_counter() - t)
             out["milvus_search"] = {
-                "rows": len(await research.stored_vectors(engine, SLUG)) if n <= 1000 else None,
                 "p50_ms": round(percentile(lat, 50) * 1000, 1),
                 "p95_ms": round(percentile(lat, 95) * 1000, 1),
             }
@@ -313,13 +314,10 @@ async def run_one(
             for _ in range(3):
                 rep, secs, stall = await _timed(engine.ingest(SLUG), beat)
                 ticks.append((secs, stall, rep.passages_added + rep.passages_removed))
-            # The first reads every file (what a process's first tick does); the next two know
-            # the files' signatures, as every later tick does.
             out["tick_unchanged"] = {
-                "first_s": round(ticks[0][0], 2),
-                "first_max_stall_ms": round(ticks[0][1] * 1000, 1),
-                "seconds": round(max(ticks[1][0], ticks[2][0]), 2),
-                "max_stall_ms": round(max(ticks[1][1], ticks[2][1]) * 1000, 1),
+                "seconds": round(sorted(t[0] for t in ticks)[1], 2),
+                "seconds_max": round(max(t[0] for t in ticks), 2),
+                "max_stall_ms": round(max(t[1] for t in ticks) * 1000, 1),
                 "passages_changed": sum(t[2] for t in ticks),
             }
 
@@ -348,6 +346,18 @@ async def run_one(
             }
             out["rss_after_mb"] = round(rss_mb())
             out["campaign_memory_mb"] = round(rss_mb() - rss_models)
+        # A restart: serve's start check (every vector id against SQLite), then its first tick,
+        # which reads every file (a new process knows no file's signature).
+        async with build_engine(settings) as engine:
+            _, secs, stall = await _timed(engine.ensure_indexed(SLUG), beat)
+            rep, tick_s, tick_stall = await _timed(engine.ingest(SLUG), beat)
+            out["restart"] = {
+                "start_check_s": round(secs, 2),
+                "start_check_max_stall_ms": round(stall * 1000, 1),
+                "first_tick_s": round(tick_s, 2),
+                "first_tick_max_stall_ms": round(tick_stall * 1000, 1),
+                "passages_changed": rep.passages_added + rep.passages_removed,
+            }
     out["peak_rss_mb"] = round(peak_rss_mb())
     return out
 
@@ -386,14 +396,15 @@ def print_table(runs: Sequence[dict[str, Any]]) -> None:
         ("hybrid p50/p95 ms", lambda r: f"{r['hybrid']['p50_ms']} / {r['hybrid']['p95_ms']}"),
         ("full p50/p95 ms", lambda r: f"{r['full']['p50_ms']} / {r['full']['p95_ms']}"),
         ("Milvus search p50 ms", lambda r: r["milvus_search"]["p50_ms"]),
-        ("first tick s", lambda r: r["tick_unchanged"]["first_s"]),
-        ("first tick stall ms", lambda r: r["tick_unchanged"]["first_max_stall_ms"]),
         ("tick, unchanged s", lambda r: r["tick_unchanged"]["seconds"]),
         ("tick stall ms", lambda r: r["tick_unchanged"]["max_stall_ms"]),
         ("tick, one edit s", lambda r: r["tick_one_edit"]["seconds"]),
         ("edit stall ms", lambda r: r["tick_one_edit"]["max_stall_ms"]),
         ("edit bg rebuild s", lambda r: r["tick_one_edit"]["background_rebuild_s"]),
         ("next question ms", lambda r: r["tick_one_edit"]["next_question_full_ms"]),
+        ("restart check s", lambda r: r["restart"]["start_check_s"]),
+        ("restart tick s", lambda r: r["restart"]["first_tick_s"]),
+        ("restart tick stall ms", lambda r: r["restart"]["first_tick_max_stall_ms"]),
         ("campaign memory MB", lambda r: r["campaign_memory_mb"]),
         ("peak RSS MB", lambda r: r["peak_rss_mb"]),
     ]
