@@ -149,6 +149,11 @@ def rss_mb() -> float:
     return 0.0
 
 
+def _size(folder: Path, pattern: str) -> int:
+    """Bytes of the files under ``folder`` matching ``pattern``."""
+    return sum(p.stat().st_size for p in folder.glob(pattern) if p.is_file())
+
+
 def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -344,6 +349,10 @@ async def run_one(
                 "background_max_stall_ms": round(warm_stall * 1000, 1),
                 "next_question_full_ms": round(first_ms, 1),
             }
+            out["disk_mb"] = {
+                "sqlite": round(_size(root / "data", "liminalis.sqlite3*") / 1e6, 1),
+                "milvus": round(_size(root / "data" / "milvus.db", "**/*") / 1e6, 1),
+            }
             out["rss_after_mb"] = round(rss_mb())
             out["campaign_memory_mb"] = round(rss_mb() - rss_models)
         # A restart: serve's start check (every vector id against SQLite), then its first tick,
@@ -406,6 +415,7 @@ def print_table(runs: Sequence[dict[str, Any]]) -> None:
         ("restart tick s", lambda r: r["restart"]["first_tick_s"]),
         ("restart tick stall ms", lambda r: r["restart"]["first_tick_max_stall_ms"]),
         ("campaign memory MB", lambda r: r["campaign_memory_mb"]),
+        ("SQLite / Milvus MB", lambda r: f"{r['disk_mb']['sqlite']} / {r['disk_mb']['milvus']}"),
         ("peak RSS MB", lambda r: r["peak_rss_mb"]),
     ]
     print(f"{'':>22}" + "".join(f"{r['documents']:>16,}" for r in runs))
