@@ -334,6 +334,73 @@ def test_bm25_from_a_shared_vocabulary_matches_rank_bm25_and_knows_only_its_entr
     assert "secret" not in index.idf and not index.scores(["secret"]).any()
 
 
+def test_catalog_lens_indexes_equal_indexes_of_what_the_lens_may_see():
+    """A catalog encodes its stored tokens once for all lenses; each lens's passage and
+    document indexes still equal indexes built from only the entries that lens may see (GM
+    documents, a GM section inside a players document, the GM's and the players' views of one
+    file), empty entries included, whichever lens is built first."""
+    from pathlib import PurePosixPath
+
+    import numpy as np
+
+    from liminalis.lens import GM, NOT_GM, PLAYERS
+    from liminalis.retrieval.catalog import Catalog, PassageInfo
+    from liminalis.retrieval.lexical import BM25Index, title_entry_id
+    from liminalis.types import Document
+
+    tok = Tokenizer()
+    players, gm, shared = frozenset({PLAYERS}), frozenset({GM}), frozenset({PLAYERS, NOT_GM})
+    spec = {  # doc id → (title, visibility, [(passage visibility, text)])
+        "harbour": ("The Harbour", players, [(players, "bells ring at the harbour"), (gm, "")]),
+        "vault": ("Vault", gm, [(gm, "the drowned duke hides in the vault"), (gm, "bells")]),
+        "inn": ("Inn//players", shared, [(shared, "the inn keeper pours ale, bells toll")]),
+        "inn//gm": ("Inn", gm, [(gm, "the inn keeper is the drowned duke's spy")]),
+        "bells": ("", players, [(players, ""), (gm, "secret bells of the duke")]),
+    }
+    documents, passages, by_doc = {}, {}, {}
+    for doc_id, (title, vis, parts) in spec.items():
+        documents[doc_id] = Document(doc_id, f"lore/{doc_id}.md", title, "", vis)
+        by_doc[doc_id] = []
+        for i, (pvis, text) in enumerate(parts):
+            pid = f"{doc_id}#{i}"
+            passages[pid] = PassageInfo(
+                pid, doc_id, i, 0, 0, "", pvis, tuple(tok(text)), None, None
+            )
+            by_doc[doc_id].append(pid)
+
+    def may_see(lens, visibility):  # liminalis.lens.visible, spelled out for the two lenses
+        return PLAYERS in visibility if lens == PLAYERS else NOT_GM not in visibility
+
+    def expected(lens, *, whole):
+        entries = []
+        for doc_id, (title, vis, parts) in spec.items():
+            if not may_see(lens, vis):
+                continue
+            seen = [(f"{doc_id}#{i}", tok(t)) for i, (v, t) in enumerate(parts) if may_see(lens, v)]
+            if whole:
+                entries.append((doc_id, tok(title) + [t for _, ts in seen for t in ts]))
+            else:
+                stem = PurePosixPath(documents[doc_id].path).stem  # title, aliases, file name
+                entries += [(title_entry_id(doc_id), tok(f"{title} {stem}")), *seen]
+        return entries
+
+    for order in ((PLAYERS, GM), (GM, PLAYERS)):
+        cat = Catalog("c", 1, documents, passages, by_doc, Tokenizer(), k1=0.9, b=0.4)
+        for lens in order:
+            for whole in (False, True):
+                got = (
+                    cat.doc_lexical(frozenset({lens})) if whole else cat.lexical(frozenset({lens}))
+                )
+                entries = expected(lens, whole=whole)
+                want = BM25Index(entries, k1=0.6 if whole else 0.9, b=0.3 if whole else 0.4)
+                assert got.ids == want.ids and list(got.idf.items()) == list(want.idf.items())
+                for q in (["bell"], ["duke", "vault", "bell"], ["\x00"], ["inn", "keeper"]):
+                    assert np.array_equal(got.scores(q), want.scores(q))
+        for whole in (False, True):
+            seen = cat.doc_lexical(players) if whole else cat.lexical(players)
+            assert not {"duke", "drown", "vault", "secret", "spi"} & set(seen.idf)
+
+
 async def test_further_pool_passages_of_a_document_ride_along_as_related_spans(tiny):
     text, _ = long_doc()
     paras = text.split("\n\n")

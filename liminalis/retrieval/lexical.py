@@ -39,17 +39,15 @@ class Vocabulary:
 
     Encoding is the one step of an index build that touches every token in Python (a hash
     lookup each); a catalog encodes its stored tokens once and builds every lens's indexes from
-    the ids. Not thread-safe: encode under the lock that guards the build.
+    the ids. Not thread-safe: encode under the lock that guards the builds.
     """
 
     def __init__(self) -> None:
         self._ids: defaultdict[str, int] = defaultdict(itertools.count().__next__)
 
     def encode(self, tokens: Iterable[str]) -> np.ndarray:
-        """The ids of ``tokens`` (int32), new terms given the next ids; no tokens encode as
-        :data:`EMPTY_TOKEN`, the one-token entry rank-bm25 would be given."""
-        ids = np.fromiter(map(self._ids.__getitem__, tokens), dtype=np.int32)
-        return ids if len(ids) else np.fromiter([self._ids[EMPTY_TOKEN]], dtype=np.int32)
+        """The ids of ``tokens`` (int32), new terms given the next ids."""
+        return np.fromiter(map(self._ids.__getitem__, tokens), dtype=np.int32)
 
     def terms(self) -> list[str]:
         """Every term, by id."""
@@ -83,7 +81,7 @@ class BM25Index:
     ) -> None:
         vocabulary = Vocabulary()
         encoded = [vocabulary.encode(e[1]) for e in entries]
-        self._compile([e[0] for e in entries], encoded, vocabulary.terms(), k1, b, epsilon)
+        self._compile([e[0] for e in entries], encoded, vocabulary, k1, b, epsilon)
 
     @classmethod
     def from_encoded(
@@ -96,18 +94,20 @@ class BM25Index:
         b: float = 0.4,
         epsilon: float = 0.25,
     ) -> BM25Index:
-        """The index of entries ``ids[i]`` with tokens ``tokens[i]`` encoded by ``vocabulary``
-        (as :meth:`Vocabulary.encode` returns them: never empty). Only the terms these entries
-        hold have statistics, an IDF or postings, however many more ``vocabulary`` knows."""
+        """The index of entries ``ids[i]`` with tokens ``tokens[i]`` encoded by ``vocabulary``.
+
+        Only the terms these entries hold have statistics, an IDF or postings, however many
+        more ``vocabulary`` knows. An entry without tokens adds :data:`EMPTY_TOKEN` to it.
+        """
         index = cls.__new__(cls)
-        index._compile(ids, tokens, vocabulary.terms(), k1, b, epsilon)
+        index._compile(ids, tokens, vocabulary, k1, b, epsilon)
         return index
 
     def _compile(
         self,
         ids: list[str],
         tokens: Sequence[np.ndarray],
-        terms: Sequence[str],
+        vocabulary: Vocabulary,
         k1: float,
         b: float,
         epsilon: float,
@@ -122,6 +122,11 @@ class BM25Index:
         if n == 0:
             return
         lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=n)
+        if not lengths.all():
+            empty = vocabulary.encode([EMPTY_TOKEN])
+            tokens = [t if len(t) else empty for t in tokens]
+            lengths = np.maximum(lengths, 1)
+        terms = vocabulary.terms()
         size = int(lengths.sum())
         # Sorted (term, position) keys: each term's tokens in corpus order, so the runs of one
         # (term, entry) pair are adjacent and each term's run starts at its first occurrence.
