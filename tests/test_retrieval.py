@@ -265,8 +265,9 @@ async def test_unknown_campaign_is_a_user_error(tiny):
 
 def test_compiled_bm25_matches_rank_bm25_exactly():
     """Scores and IDFs equal rank-bm25's bit for bit: repeated terms within an entry, terms in
-    most entries (negative IDF, floored at ε·mean IDF), an entry without tokens (indexed as one
-    "\\x00" token) and query terms no entry holds."""
+    most entries (negative IDF, floored at ε·mean IDF), one in exactly half (IDF 0, not
+    floored), an entry without tokens (indexed as one "\\x00" token) and query terms no entry
+    holds."""
     import random
 
     import numpy as np
@@ -281,15 +282,16 @@ def test_compiled_bm25_matches_rank_bm25_exactly():
         tokens = [rng.choice(vocab) for _ in range(rng.randint(1, 30))]
         tokens += ["common"] * rng.randint(1, 3) if i % 5 else []  # in 80% of entries
         tokens += ["usual"] if i % 3 else []  # in 2/3 of entries
+        tokens += ["half"] if i % 2 == 0 else []  # in exactly half: IDF 0, which stays 0
         entries.append((f"d{i}", tokens))
     entries[17] = ("d17", [])
     for k1, b in ((1.2, 0.6), (0.6, 0.3)):
         index = BM25Index(entries, k1=k1, b=b)
         ref = BM25Okapi([t or ["\x00"] for _, t in entries], k1=k1, b=b)
         floor = 0.25 * ref.average_idf  # what the negative IDFs of common and usual become
-        assert index.idf["common"] == index.idf["usual"] == floor > 0
+        assert index.idf["common"] == index.idf["usual"] == floor > 0 == index.idf["half"]
         assert dict(index.idf) == ref.idf
-        queries = [["common", "usual"], ["\x00"], ["absent", "w1"], ["w2", "w2", "common"]]
+        queries = [["common", "usual", "half"], ["\x00"], ["absent", "w1"], ["w2", "w2", "common"]]
         queries += [[rng.choice([*vocab, "absent"]) for _ in range(rng.randint(1, 6))]]
         for _ in range(20):
             queries.append([rng.choice([*vocab, "common", "usual", "nowhere"]) for _ in range(6)])

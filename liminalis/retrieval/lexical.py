@@ -130,35 +130,42 @@ class BM25Index:
         size = int(lengths.sum())
         # Sorted (term, position) keys: each term's tokens in corpus order, so the runs of one
         # (term, entry) pair are adjacent and each term's run starts at its first occurrence.
-        key = np.concatenate(tokens).astype(np.int64) * size + np.arange(size)
-        key.sort()
-        term, pos = np.divmod(key, size)
-        del key
-        row = np.repeat(np.arange(n, dtype=np.int64), lengths)[pos]
+        # Worked in place and dropped early: these arrays are a few times the corpus in size.
+        term = np.concatenate(tokens).astype(np.int64)
+        term *= size
+        term += np.arange(size)
+        term.sort()
+        pos = term % size
+        term //= size
+        row = np.repeat(np.arange(n, dtype=np.int32), lengths)[pos]
         cut = np.empty(size, dtype=bool)
         cut[0] = True
         np.not_equal(term[1:], term[:-1], out=cut[1:])
         term_start = np.flatnonzero(cut)
+        present, first_pos = term[term_start], pos[term_start]
+        del term, pos
         cut[1:] |= row[1:] != row[:-1]
         pair_start = np.flatnonzero(cut)
+        del cut
+        pair_row = row[pair_start]
+        del row
         tf = np.diff(pair_start, append=size)
-        pair_term_start = np.searchsorted(pair_start, term_start)
-        self._indptr = np.append(pair_term_start, len(pair_start))
+        self._indptr = np.append(np.searchsorted(pair_start, term_start), len(pair_start))
+        del pair_start
         df = np.diff(self._indptr)
         # math.log once per distinct document frequency, as rank-bm25 takes it per term.
         dfs, which = np.unique(df, return_inverse=True)
         raw = np.array([math.log(n - f + 0.5) - math.log(f + 0.5) for f in dfs.tolist()])[which]
-        first_seen = np.argsort(pos[term_start], kind="stable")
+        first_seen = np.argsort(first_pos, kind="stable")
         # accumulate adds left to right, like rank-bm25's loop (np.sum would add pairwise).
         mean_idf = float(np.add.accumulate(raw[first_seen])[-1]) / len(raw)
         idf = np.where(raw < 0, epsilon * mean_idf, raw)
-        names = [terms[t] for t in term[term_start].tolist()]
+        names = [terms[t] for t in present.tolist()]
         self._term_id = dict(zip(names, range(len(names)), strict=True))
         self._idf = {names[j]: float(idf[j]) for j in first_seen.tolist()}
         avgdl = size / n
         norm = k1 * (1 - b + b * lengths / avgdl)
-        pair_row = row[pair_start]
-        self._rows = pair_row.astype(np.int32)
+        self._rows = pair_row
         self._weights = np.repeat(idf, df) * (tf * (k1 + 1) / (tf + norm[pair_row]))
 
     def __len__(self) -> int:
