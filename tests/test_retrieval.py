@@ -264,26 +264,143 @@ async def test_unknown_campaign_is_a_user_error(tiny):
 
 
 def test_compiled_bm25_matches_rank_bm25_exactly():
+    """Scores and IDFs equal rank-bm25's bit for bit: repeated terms within an entry, terms in
+    most entries (negative IDF, floored at ε·mean IDF), one in exactly half (IDF 0, not
+    floored), an entry without tokens (indexed as one "\\x00" token) and query terms no entry
+    holds."""
     import random
 
     import numpy as np
+    from rank_bm25 import BM25Okapi
 
     from liminalis.retrieval.lexical import BM25Index
 
     rng = random.Random(3)
     vocab = [f"w{i}" for i in range(40)]
+    entries = []
+    for i in range(200):
+        tokens = [rng.choice(vocab) for _ in range(rng.randint(1, 30))]
+        tokens += ["common"] * rng.randint(1, 3) if i % 5 else []  # in 80% of entries
+        tokens += ["usual"] if i % 3 else []  # in 2/3 of entries
+        tokens += ["half"] if i % 2 == 0 else []  # in exactly half: IDF 0, which stays 0
+        entries.append((f"d{i}", tokens))
+    entries[17] = ("d17", [])
+    for k1, b in ((1.2, 0.6), (0.6, 0.3)):
+        index = BM25Index(entries, k1=k1, b=b)
+        ref = BM25Okapi([t or ["\x00"] for _, t in entries], k1=k1, b=b)
+        floor = 0.25 * ref.average_idf  # what the negative IDFs of common and usual become
+        assert index.idf["common"] == index.idf["usual"] == floor > 0 == index.idf["half"]
+        assert dict(index.idf) == ref.idf
+        queries = [["common", "usual", "half"], ["\x00"], ["absent", "w1"], ["w2", "w2", "common"]]
+        queries += [[rng.choice([*vocab, "absent"]) for _ in range(rng.randint(1, 6))]]
+        for _ in range(20):
+            queries.append([rng.choice([*vocab, "common", "usual", "nowhere"]) for _ in range(6)])
+        for q in queries:
+            want = ref.get_scores(q)
+            assert np.array_equal(index.scores(q), want), q
+            top = index.search(q, top_k=5)
+            best = sorted(((s, -i) for i, s in enumerate(want) if s > 0), reverse=True)[:5]
+            assert [d for d, _ in top] == [f"d{-i}" for _, i in best]
+    assert not BM25Index([]).search(["w1"], top_k=5) and not BM25Index([]).idf
+
+
+def test_bm25_from_a_shared_vocabulary_matches_rank_bm25_and_knows_only_its_entries():
+    """An index built from ids of a vocabulary shared with other entries (a catalog's, shared by
+    its lenses) scores exactly as rank-bm25 over its own entries: the mean IDF behind the floor
+    is summed in its entries' order of first occurrence, not in the vocabulary's, and a term
+    only other entries hold has no IDF and scores nothing."""
+    import random
+
+    import numpy as np
+    from rank_bm25 import BM25Okapi
+
+    from liminalis.retrieval.lexical import BM25Index, Vocabulary
+
+    rng = random.Random(0)  # a corpus whose IDF sum depends on the order it is added in
+    vocab = [f"w{i}" for i in range(60)]
     entries = [
-        (f"d{i}", [rng.choice(vocab) for _ in range(rng.randint(1, 30))]) for i in range(200)
+        (f"d{i}", [rng.choice(vocab) for _ in range(rng.randint(0, 25))] + ["often"] * (i % 4 > 0))
+        for i in range(150)
     ]
-    index = BM25Index(entries, k1=1.2, b=0.6)
-    for _ in range(20):
-        q = [rng.choice(vocab) for _ in range(rng.randint(1, 6))]
-        assert np.allclose(index.scores(q), index.bm25.get_scores(q))
-        top = index.search(q, top_k=5)
-        ref = sorted(
-            ((s, -i) for i, s in enumerate(index.bm25.get_scores(q)) if s > 0), reverse=True
-        )[:5]
-        assert [d for d, _ in top] == [f"d{-i}" for _, i in ref]
+    shared = Vocabulary()
+    shared.encode(["secret", *reversed(vocab)])  # ids in another order than the entries'
+    index = BM25Index.from_encoded(
+        [e for e, _ in entries], [shared.encode(t) for _, t in entries], shared, k1=0.9, b=0.4
+    )
+    ref = BM25Okapi([t or ["\x00"] for _, t in entries], k1=0.9, b=0.4)
+    assert list(index.idf.items()) == list(ref.idf.items())
+    assert index.idf["often"] == 0.25 * ref.average_idf
+    for _ in range(30):
+        q = [rng.choice([*vocab, "often", "secret"]) for _ in range(5)]
+        assert np.array_equal(index.scores(q), ref.get_scores(q)), q
+    assert "secret" not in index.idf and not index.scores(["secret"]).any()
+
+
+def test_catalog_lens_indexes_equal_indexes_of_what_the_lens_may_see():
+    """A catalog encodes its stored tokens once for all lenses; each lens's passage and
+    document indexes still equal indexes built from only the entries that lens may see (GM
+    documents, a GM section inside a players document, the GM's and the players' views of one
+    file), empty entries included, whichever lens is built first."""
+    from pathlib import PurePosixPath
+
+    import numpy as np
+
+    from liminalis.lens import GM, NOT_GM, PLAYERS
+    from liminalis.retrieval.catalog import Catalog, PassageInfo
+    from liminalis.retrieval.lexical import BM25Index, title_entry_id
+    from liminalis.types import Document
+
+    tok = Tokenizer()
+    players, gm, shared = frozenset({PLAYERS}), frozenset({GM}), frozenset({PLAYERS, NOT_GM})
+    spec = {  # doc id → (title, visibility, [(passage visibility, text)])
+        "harbour": ("The Harbour", players, [(players, "bells ring at the harbour"), (gm, "")]),
+        "vault": ("Vault", gm, [(gm, "the drowned duke hides in the vault"), (gm, "bells")]),
+        "inn": ("Inn//players", shared, [(shared, "the inn keeper pours ale, bells toll")]),
+        "inn//gm": ("Inn", gm, [(gm, "the inn keeper is the drowned duke's spy")]),
+        "bells": ("", players, [(players, ""), (gm, "secret bells of the duke")]),
+    }
+    documents, passages, by_doc = {}, {}, {}
+    for doc_id, (title, vis, parts) in spec.items():
+        documents[doc_id] = Document(doc_id, f"lore/{doc_id}.md", title, "", vis)
+        by_doc[doc_id] = []
+        for i, (pvis, text) in enumerate(parts):
+            pid = f"{doc_id}#{i}"
+            passages[pid] = PassageInfo(
+                pid, doc_id, i, 0, 0, "", pvis, tuple(tok(text)), None, None
+            )
+            by_doc[doc_id].append(pid)
+
+    def may_see(lens, visibility):  # liminalis.lens.visible, spelled out for the two lenses
+        return PLAYERS in visibility if lens == PLAYERS else NOT_GM not in visibility
+
+    def expected(lens, *, whole):
+        entries = []
+        for doc_id, (title, vis, parts) in spec.items():
+            if not may_see(lens, vis):
+                continue
+            seen = [(f"{doc_id}#{i}", tok(t)) for i, (v, t) in enumerate(parts) if may_see(lens, v)]
+            if whole:
+                entries.append((doc_id, tok(title) + [t for _, ts in seen for t in ts]))
+            else:
+                stem = PurePosixPath(documents[doc_id].path).stem  # title, aliases, file name
+                entries += [(title_entry_id(doc_id), tok(f"{title} {stem}")), *seen]
+        return entries
+
+    for order in ((PLAYERS, GM), (GM, PLAYERS)):
+        cat = Catalog("c", 1, documents, passages, by_doc, Tokenizer(), k1=0.9, b=0.4)
+        for lens in order:
+            for whole in (False, True):
+                got = (
+                    cat.doc_lexical(frozenset({lens})) if whole else cat.lexical(frozenset({lens}))
+                )
+                entries = expected(lens, whole=whole)
+                want = BM25Index(entries, k1=0.6 if whole else 0.9, b=0.3 if whole else 0.4)
+                assert got.ids == want.ids and list(got.idf.items()) == list(want.idf.items())
+                for q in (["bell"], ["duke", "vault", "bell"], ["\x00"], ["inn", "keeper"]):
+                    assert np.array_equal(got.scores(q), want.scores(q))
+        for whole in (False, True):
+            seen = cat.doc_lexical(players) if whole else cat.lexical(players)
+            assert not {"duke", "drown", "vault", "secret", "spi"} & set(seen.idf)
 
 
 async def test_further_pool_passages_of_a_document_ride_along_as_related_spans(tiny):

@@ -14,9 +14,11 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+import numpy as np
+
 from liminalis.ingest.sections import source_of
 from liminalis.lens import visible
-from liminalis.retrieval.lexical import BM25Index, title_entry_id
+from liminalis.retrieval.lexical import BM25Index, Vocabulary, title_entry_id
 from liminalis.text import Tokenizer, fold_accents, natural_key
 from liminalis.types import Document
 
@@ -70,6 +72,13 @@ class Catalog:
     )
     _neighbours: dict[frozenset[str], dict[str, tuple[str, ...]]] = field(default_factory=dict)
     _by_source: dict[str, list[str]] = field(default_factory=dict)
+    #: Every lens's two BM25 indexes are built from the same stored tokens, so they are encoded
+    #: to term ids once per catalog (passage id / doc id → ids), written under ``_building``;
+    #: an index holds statistics only for the terms of the entries its lens may see.
+    _vocabulary: Vocabulary = field(default_factory=Vocabulary, repr=False, compare=False)
+    _passage_terms: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _title_terms: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
+    _name_terms: dict[str, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
     #: Retrieval reads a catalog from worker threads, many questions at once: one builds a
     #: lens's BM25 index while the others wait for it, rather than each building its own. (The
     #: smaller caches are filled without it: two threads may compute one entry, to one value.)
@@ -128,14 +137,45 @@ class Catalog:
 
     def _visible(self, lens: frozenset[str]) -> Iterator[tuple[Document, list[PassageInfo]]]:
         """Each document ``lens`` may see, with its passages ``lens`` may see (the one rule both
-        lexical indexes are built from)."""
+        lexical indexes are built from). A campaign has a handful of distinct visibility sets
+        and tens of thousands of passages, so :func:`visible` is asked once per set."""
+        seen: dict[frozenset[str], bool] = {}
+
+        def shown(visibility: frozenset[str]) -> bool:
+            ok = seen.get(visibility)
+            if ok is None:
+                ok = seen[visibility] = visible(visibility, lens)
+            return ok
+
         for doc_id, pids in self.by_doc.items():
             doc = self.documents[doc_id]
-            if visible(doc.visibility, lens):
-                yield (
-                    doc,
-                    [p for p in (self.passages[x] for x in pids) if visible(p.visibility, lens)],
-                )
+            if shown(doc.visibility):
+                yield (doc, [p for p in (self.passages[x] for x in pids) if shown(p.visibility)])
+
+    def _passage_ids(self, passage: PassageInfo) -> np.ndarray:
+        """The passage's stored tokens as term ids (encoded once; call under ``_building``)."""
+        ids = self._passage_terms.get(passage.passage_id)
+        if ids is None:
+            ids = self._passage_terms[passage.passage_id] = self._vocabulary.encode(passage.tokens)
+        return ids
+
+    def _title_ids(self, doc: Document) -> np.ndarray:
+        """Term ids of the document's title entry: title, aliases and file name (encoded once;
+        call under ``_building``)."""
+        ids = self._title_terms.get(doc.doc_id)
+        if ids is None:
+            text = " ".join([doc.title, *doc.aliases, PurePosixPath(doc.path).stem])
+            ids = self._title_terms[doc.doc_id] = self._vocabulary.encode(self.tokenizer(text))
+        return ids
+
+    def _name_ids(self, doc: Document) -> np.ndarray:
+        """Term ids of the document's title and aliases, which open its whole-document entry
+        (encoded once; call under ``_building``)."""
+        ids = self._name_terms.get(doc.doc_id)
+        if ids is None:
+            text = " ".join([doc.title, *doc.aliases])
+            ids = self._name_terms[doc.doc_id] = self._vocabulary.encode(self.tokenizer(text))
+        return ids
 
     def doc_view(
         self, doc_id: str, lens: frozenset[str]
@@ -223,12 +263,15 @@ class Catalog:
             index = self._lexical.get(key)
             if index is not None:
                 return index
-            entries: list[tuple[str, list[str]]] = []
+            ids: list[str] = []
+            terms: list[np.ndarray] = []
             for doc, passages in self._visible(lens):
-                title_text = " ".join([doc.title, *doc.aliases, PurePosixPath(doc.path).stem])
-                entries.append((title_entry_id(doc.doc_id), self.tokenizer(title_text)))
-                entries.extend((p.passage_id, list(p.tokens)) for p in passages)
-            index = BM25Index(entries, k1=self.k1, b=self.b)
+                ids.append(title_entry_id(doc.doc_id))
+                terms.append(self._title_ids(doc))
+                for p in passages:
+                    ids.append(p.passage_id)
+                    terms.append(self._passage_ids(p))
+            index = BM25Index.from_encoded(ids, terms, self._vocabulary, k1=self.k1, b=self.b)
             self._lexical[key] = index
         return index
 
@@ -248,13 +291,14 @@ class Catalog:
             index = self._doc_lexical.get(key)
             if index is not None:
                 return index
-            entries: list[tuple[str, list[str]]] = []
+            ids: list[str] = []
+            terms: list[np.ndarray] = []
             for doc, passages in self._visible(lens):
-                tokens = self.tokenizer(" ".join([doc.title, *doc.aliases]))
-                for p in passages:
-                    tokens.extend(p.tokens)
-                entries.append((doc.doc_id, tokens))
-            index = BM25Index(entries, k1=k1, b=b)
+                ids.append(doc.doc_id)
+                terms.append(
+                    np.concatenate([self._name_ids(doc), *(self._passage_ids(p) for p in passages)])
+                )
+            index = BM25Index.from_encoded(ids, terms, self._vocabulary, k1=k1, b=b)
             self._doc_lexical[key] = index
         return index
 
