@@ -7,8 +7,8 @@ of the project has no side effects.
 from __future__ import annotations
 
 import asyncio
-import gc
 import contextlib
+import gc
 import logging
 import sys
 from collections.abc import AsyncIterator

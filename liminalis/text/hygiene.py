@@ -43,5 +43,8 @@ def natural_key(name: str) -> list[tuple[int, int, str]]:
 def fold_accents(text: str) -> str:
     """Compatibility-decompose and drop combining marks: ``Séverine`` → ``Severine``, ``ﬁ`` →
     ``fi``. Lexical search, document keys and name matching fold alike, so a player who types
-    no accents finds what the GM wrote with them."""
+    no accents finds what the GM wrote with them. ASCII text is its own folding (most of every
+    campaign): returned as is, without the per-character walk."""
+    if text.isascii():
+        return text
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
