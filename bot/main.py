@@ -91,6 +91,7 @@ async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
         # a full collection no longer walks them. Each full collection holds every thread, the
         # event loop's included, for as long as it walks the heap (hundreds of milliseconds
         # with the models in it).
+        gc.collect()  # what loading left as garbage goes first: frozen, it would stay for good
         gc.freeze()
         store = MilvusVectorStore(settings.resolved_milvus_uri, token=settings.milvus_token)
         engine = Engine(

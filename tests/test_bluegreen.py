@@ -431,3 +431,28 @@ async def test_milvus_lite_holds_one_collection_per_generation_and_drops_the_old
     finally:
         await close_engine(engine)
         await old.db.close()
+
+
+async def test_a_rollback_refills_what_the_old_collection_missed_meanwhile(tmp_path):
+    """An edit made while the new generation served never reached the old collection; after a
+    rollback it can hold as many rows as SQLite expects and still lack the edited passage. A
+    changed route makes the next ingest read every id, and refill it."""
+    from liminalis.ingest.indexer import vector_owner
+
+    old, engine, store = await upgraded(tmp_path, HashEmbedder(dim=128, model_id="hash-new"))
+    try:
+        await engine.ingest("greyhold")
+        assert (await engine.reindex("greyhold")).published
+        (tmp_path / "campaigns" / "greyhold" / "note0.md").write_text(
+            "# Note 0\n\nThe ferryman 0 now sails a copper barge past the river tower.\n",
+            encoding="utf-8",
+        )
+        await engine.ingest("greyhold")  # under the new generation
+        await engine.rollback_index("greyhold")
+        await engine.ingest("greyhold")  # the tick after the rollback
+        live = {r.passage_id for r in await engine.database.documents.passages("greyhold")}
+        serving = {vector_owner(v) for v in store.rows["greyhold"]}
+        assert live <= serving
+    finally:
+        await close_engine(old)
+        await close_engine(engine)

@@ -150,3 +150,46 @@ async def test_a_file_changed_within_the_racy_window_is_read_every_time(tmp_path
         assert len(reads) == 4
     finally:
         await close_engine(engine)
+
+
+async def test_an_upload_sidecar_changed_alone_is_read_again(tmp_path):
+    """A PDF's or Word file's sidecar says who may read it; a host may narrow or delete it
+    without touching the file, and the wall must follow at the next tick."""
+    import io
+
+    import docx
+
+    from liminalis.ingest.loaders import sidecar_of, write_sidecar
+
+    make_tiny_campaign(tmp_path / "campaigns")
+    doc = docx.Document()
+    doc.add_paragraph("The vault password is zanzibar-quartz, hidden in the crypt.")
+    buf = io.BytesIO()
+    doc.save(buf)
+    raw = buf.getvalue()
+    upload = tmp_path / "uploads" / "greyhold" / "notes.docx"
+    upload.parent.mkdir(parents=True)
+    upload.write_bytes(raw)
+    write_sidecar(upload, raw, visibility=frozenset({"players"}))
+    engine = await _engine(tmp_path)
+    question = "what is the vault password in the crypt?"
+
+    async def players_read() -> bool:
+        bundle = await engine.retrieve("greyhold", question, PLAYERS)
+        return any("zanzibar" in d.text for d in bundle.documents)
+
+    try:
+        await engine.ingest("greyhold")
+        await engine.ingest("greyhold")
+        assert await players_read()
+        write_sidecar(upload, raw, visibility=frozenset({"gm"}))
+        await engine.ingest("greyhold")
+        assert not await players_read()
+        write_sidecar(upload, raw, visibility=frozenset({"players"}))
+        await engine.ingest("greyhold")
+        assert await players_read()
+        sidecar_of(upload).unlink()  # an upload that says nothing is GM-only
+        await engine.ingest("greyhold")
+        assert not await players_read()
+    finally:
+        await close_engine(engine)

@@ -32,11 +32,13 @@ from liminalis.context.rolling import forget_hidden
 from liminalis.errors import StoreError
 from liminalis.ingest.chunking import ChunkingParams, chunk_document, content_hash, make_windows
 from liminalis.ingest.loaders import (
+    BINARY_SUFFIXES,
     SUPPORTED_SUFFIXES,
     LoadError,
     doc_id_for,
     load_file,
     needs_escaped_ids,
+    sidecar_of,
     source_of,
 )
 from liminalis.ingest.sections import find_hidden_sections
@@ -171,32 +173,48 @@ class _SeenFile:
     four still hold (the stored views are at those hashes, none lacks vectors), reading and
     parsing the file again would give the same documents, so the tick skips it.
 
-    The signature is ``(st_mtime_ns, st_size, st_ino, st_ctime_ns)``, taken before the file is
-    read: an edit during the read moves it, and the next run reads the file again. A file
+    The signature is ``(st_mtime_ns, st_size, st_ino, st_ctime_ns, st_dev)``, taken before the
+    file is read: an edit during the read moves it, and the next run reads the file again. A
+    PDF's or Word file's signature also holds its upload sidecar's (or says it has none): the
+    sidecar decides who may read the file, and a host may edit or delete it alone. A file
     changed within ``IngestOptions.racy_s`` of that moment gets no signature (it is read every
     time until it is older): file times come from a coarse clock, and two writes of one size
     within one tick of it leave the same signature ("racy" files, as git calls them)."""
 
-    signature: tuple[int, int, int, int]
+    signature: tuple[int, ...]
     config: str
     views: tuple[tuple[str, str], ...]
     report: FileReport
 
 
-def _signatures(
-    files: Sequence[tuple[Path, str]], racy_s: float
-) -> dict[str, tuple[int, int, int, int]]:
+def _signatures(files: Sequence[tuple[Path, str]], racy_s: float) -> dict[str, tuple[int, ...]]:
     """``rel → stat signature`` of every file that can be stat'ed and was not changed in the
-    last ``racy_s`` seconds (:class:`_SeenFile`; worker thread)."""
+    last ``racy_s`` seconds, nor was its sidecar (:class:`_SeenFile`; worker thread)."""
     settled = time.time_ns() - int(racy_s * 1e9)
-    out: dict[str, tuple[int, int, int, int]] = {}
+    out: dict[str, tuple[int, ...]] = {}
     for fpath, rel in files:
         try:
             st = fpath.stat()
+            sig: tuple[int, ...] = (
+                st.st_mtime_ns,
+                st.st_size,
+                st.st_ino,
+                st.st_ctime_ns,
+                st.st_dev,
+            )
+            changed = max(st.st_mtime_ns, st.st_ctime_ns)
+            if fpath.suffix.lower() in BINARY_SUFFIXES:
+                try:
+                    side = sidecar_of(fpath).stat()
+                except FileNotFoundError:
+                    sig += (-1,)
+                else:
+                    sig += (side.st_mtime_ns, side.st_size, side.st_ino, side.st_ctime_ns)
+                    changed = max(changed, side.st_mtime_ns, side.st_ctime_ns)
         except (OSError, ValueError):
             continue
-        if max(st.st_mtime_ns, st.st_ctime_ns) < settled:
-            out[rel] = (st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+        if changed < settled:
+            out[rel] = sig
     return out
 
 
@@ -232,6 +250,8 @@ class Indexer:
         self.options = options
         #: slug → rel path → the file as last read (:class:`_SeenFile`).
         self._seen: dict[str, dict[str, _SeenFile]] = {}
+        #: slug → the collection (store key and profile) whose every id this process last read.
+        self._verified: dict[str, str] = {}
 
     @staticmethod
     def _walk(root: Path, scope: Path, prefix: str) -> Iterable[tuple[Path, str]]:
@@ -390,10 +410,16 @@ class Indexer:
         # collection) are refilled, document by document, without the campaign going offline.
         # When the store holds exactly the rows SQLite expects, no id is read (a tick over a
         # large unchanged campaign); otherwise every id is, and the documents lacking theirs are
-        # re-prepared.
+        # re-prepared. So is every id the first time this process ingests the campaign, and
+        # whenever the collection it is served from changed (a publish or a rollback, perhaps by
+        # another process): a collection frozen at an earlier publish can hold as many rows as
+        # SQLite expects and still lack an edited passage's.
+        row = await self.db.campaigns.get(slug)
+        serving = f"{row.store_key}|{row.model_id}" if row is not None else ""
         existing_vectors: set[str] | None = None
-        if not await self._count_matches(slug):
+        if self._verified.get(slug) != serving or not await self._count_matches(slug):
             existing_vectors = await self.store.ids(slug)
+            self._verified[slug] = serving
         unbacked = (
             await run_cpu(unbacked_documents, stored_by_doc, existing_vectors)
             if existing_vectors is not None
@@ -586,6 +612,9 @@ class Indexer:
         if todo:
             if existing_vectors is None:
                 held = await self.store.ids(slug)
+                if await run_cpu(unbacked_documents, stored_by_doc, held):
+                    # The count matched, the ids do not: the next ingest checks every document.
+                    self._verified.pop(slug, None)
             held_by_doc = await run_cpu(_by_doc, held)
             stored_tokens = await self.db.documents.tokens(
                 slug, (d.doc_id for views in todo for d in views)
