@@ -175,6 +175,7 @@ class Engine:
         #: (``_prewarm_soon``), and the slugs changed again while one ran.
         self._prewarms: dict[str, asyncio.Task[None]] = {}
         self._prewarm_again: set[str] = set()
+        self._closed = False
 
     # -- campaigns ---------------------------------------------------------------------------
 
@@ -348,6 +349,8 @@ class Engine:
         (:meth:`Retriever.prewarm`). One build per campaign at a time; changes made while it
         runs get one more build after it."""
         running = self._prewarms.get(slug)
+        if self._closed:  # an ingest that ended as the engine closed: nothing left to warm
+            return
         if running is not None and not running.done():
             self._prewarm_again.add(slug)
             return
@@ -989,6 +992,7 @@ class Engine:
     async def close(self, *, models: bool = True) -> None:
         """Close the vector store and, unless ``models`` is false (an embedder shared with
         other engines, as the bench does), the embedder."""
+        self._closed = True
         for task in self._prewarms.values():
             task.cancel()
         await asyncio.gather(*self._prewarms.values(), return_exceptions=True)
