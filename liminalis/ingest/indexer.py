@@ -739,8 +739,10 @@ class Indexer:
                     await forget_hidden(self.db, slug, was, frozenset({GM}))
         if todo or existing_vectors is not None or report.passages_removed:
             # Nothing read, written or removed, and the store's count as SQLite expects: no
-            # vector can have been orphaned since the last collection.
-            await self.collect_garbage(slug)
+            # vector can have been orphaned since the last collection. The ids this run read
+            # (and kept up to date with its writes and deletes) are not read a second time.
+            read = todo or existing_vectors is not None
+            await self.collect_garbage(slug, held=held if read else None)
         self._seen[slug] = now_seen
         # The profile is recorded only once the campaign is built under it: no document is left
         # awaiting re-preparing (a reset blanks every content hash). Until then the engine tells
@@ -901,12 +903,14 @@ class Indexer:
         passages, titled = await self.db.documents.vector_owners(slug)
         return await self.store.count(slug) == passages + titled
 
-    async def collect_garbage(self, slug: str) -> int:
+    async def collect_garbage(self, slug: str, *, held: set[str] | None = None) -> int:
         """Delete vectors that no current passage or title refers to (left by edits or a killed run),
-        and sentence windows when the options no longer embed them."""
+        and sentence windows when the options no longer embed them. ``held``: the store's ids,
+        when the caller has just read them (otherwise they are read here)."""
         live = await self.db.documents.passage_ids(slug)
         titles = await self.db.documents.title_texts(slug)
-        held = await self.store.ids(slug)
+        if held is None:
+            held = await self.store.ids(slug)
         windows = self.options.windows
 
         def stale_ids() -> list[str]:
