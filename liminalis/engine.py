@@ -29,7 +29,7 @@ from liminalis.generations import Generations, ReindexReport, ReindexStatus, Rou
 from liminalis.ingest.indexer import Indexer, IngestOptions
 from liminalis.ingest.sections import source_of
 from liminalis.knowledge.service import Knowledge
-from liminalis.lens import GM, Lens, visible
+from liminalis.lens import GM, Lens, gm_lens, players_lens, visible
 from liminalis.memory.recall import MemoryModel
 from liminalis.ports import Clock, Embedder, LanguageModel, Reranker, VectorStore
 from liminalis.progress import IndexProgress, ProgressBoard
@@ -360,7 +360,7 @@ class Engine:
         while True:
             self._prewarm_again.discard(slug)
             try:
-                await self.retriever.prewarm(slug, (frozenset({"players"}), frozenset({GM})))
+                await self.retriever.prewarm(slug, (players_lens(), gm_lens()))
             except Exception:  # the next question builds what this could not
                 _log.warning("prewarming %s failed", slug, exc_info=True)
             if slug not in self._prewarm_again:
