@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import sys
 from collections.abc import AsyncIterator
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING
 from bot.settings import Settings
 from liminalis import models
 from liminalis.engine import Engine
+from liminalis.heap import FrozenHeap
 from liminalis.ingest.indexer import IngestOptions
 from liminalis.ports import Embedder, LanguageModel, Reranker
 from liminalis.store.sqlite import Database
@@ -87,12 +87,11 @@ async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
     sys.setswitchinterval(min(sys.getswitchinterval(), 0.001))
     async with Database(settings.sqlite_path) as db:
         embedder, ranker, reranker = await asyncio.to_thread(load_models, settings)
-        # The models' millions of objects never become garbage: out of the collector's sight,
-        # a full collection no longer walks them. Each full collection holds every thread, the
-        # event loop's included, for as long as it walks the heap (hundreds of milliseconds
-        # with the models in it).
-        gc.collect()  # what loading left as garbage goes first: frozen, it would stay for good
-        gc.freeze()
+        # The models' and campaigns' long-lived objects out of the collector's sight: a full
+        # collection holds every thread, the event loop's included, for as long as it walks
+        # the heap (liminalis.heap).
+        heap = FrozenHeap()
+        heap.start()
         store = MilvusVectorStore(settings.resolved_milvus_uri, token=settings.milvus_token)
         engine = Engine(
             db=db,
@@ -100,6 +99,7 @@ async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
             embedder=embedder,
             reranker=reranker,
             ranker=ranker,
+            heap=heap,
             campaigns_dir=settings.campaigns_dir,
             # `/campaign create` writes here: the data directory is what a host keeps (a
             # container's volume), the campaigns folder may be a read-only checkout.

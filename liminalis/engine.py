@@ -26,12 +26,13 @@ from liminalis.errors import (
     UnknownCampaign,
 )
 from liminalis.generations import Generations, ReindexReport, ReindexStatus, RoutedStore
+from liminalis.heap import LooseHeap
 from liminalis.ingest.indexer import Indexer, IngestOptions
 from liminalis.ingest.sections import source_of
 from liminalis.knowledge.service import Knowledge
 from liminalis.lens import GM, Lens, gm_lens, players_lens, visible
 from liminalis.memory.recall import MemoryModel
-from liminalis.ports import Clock, Embedder, LanguageModel, Reranker, VectorStore
+from liminalis.ports import Clock, Embedder, Heap, LanguageModel, Reranker, VectorStore
 from liminalis.progress import IndexProgress, ProgressBoard
 from liminalis.questions import QuestionLog, QuestionReport
 from liminalis.recap import Recap, build_model_recap, build_recap
@@ -107,10 +108,13 @@ class Engine:
         clock: Clock | None = None,
         embedders: Sequence[Embedder] = (),
         generation_grace_s: float = 7 * 86400.0,
+        heap: Heap | None = None,
     ) -> None:
         """``embedders``: older embedders kept loaded so a campaign goes on answering from its
         serving generation while the next one is built (:mod:`liminalis.generations`);
-        ``generation_grace_s``: how long a replaced generation is kept for a rollback."""
+        ``generation_grace_s``: how long a replaced generation is kept for a rollback;
+        ``heap``: told each time a campaign's snapshot has been rebuilt (:mod:`liminalis.heap`)."""
+        self.heap: Heap = heap if heap is not None else LooseHeap()
         self.db = db
         #: The campaign memory (liminalis.memory); it re-ranks retrieval only when enabled.
         self.memory = memory
@@ -363,6 +367,8 @@ class Engine:
                 await self.retriever.prewarm(slug, (players_lens(), gm_lens()))
             except Exception:  # the next question builds what this could not
                 _log.warning("prewarming %s failed", slug, exc_info=True)
+            else:
+                self.heap.settle()
             if slug not in self._prewarm_again:
                 return
 
@@ -398,6 +404,8 @@ class Engine:
         if await self.is_indexed(slug) and not await self.generations.indexer_for(slug).unbacked(
             slug
         ):
+            # The first question after a start should not build the snapshot and indexes.
+            self._prewarm_soon(slug)
             return False
         if announce is not None:
             announce(slug)

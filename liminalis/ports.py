@@ -29,6 +29,7 @@ __all__ = [
     "Usage",
     "LanguageModel",
     "Clock",
+    "Heap",
     "BaseLevelModel",
     "EntitySource",
 ]
@@ -188,6 +189,13 @@ class LanguageModel(Protocol):
 
 class Clock(Protocol):
     def now(self) -> dt.datetime: ...
+
+
+class Heap(Protocol):
+    """The process's garbage-collection policy, told when long-lived objects settle (a
+    campaign's snapshot and indexes were just rebuilt): :mod:`liminalis.heap`."""
+
+    def settle(self) -> None: ...
 
 
 class BaseLevelModel(Protocol):
