@@ -77,6 +77,9 @@ class _DocRows:
 #: cost at most about 30 MB, and a 500-document campaign fits whole.
 DOC_ROWS_CACHE = 1024
 
+#: The most rows one query returns: a Milvus server refuses ``offset + limit`` above 16,384.
+QUERY_LIMIT = 16_384
+
 
 class _UnimplementedRpcFilter(logging.Filter):
     """Drops grpc's ERROR traceback for an RPC Milvus Lite does not implement (pymilvus probes
@@ -405,6 +408,19 @@ class MilvusVectorStore:
         finally:
             it.close()
 
+    def _rows(self, name: str, fields: list[str], *, where: str) -> Iterable[dict[str, Any]]:
+        """The rows matching ``where``: one query, and an iterator only when the query came
+        back full. A query returns at most ``QUERY_LIMIT`` rows (a few multi-megabyte documents
+        hold more, which one query would cut off silently); an iterator costs several round
+        trips and a fresh scan of the collection for each, which for a few dozen documents is
+        most of a question's restricted search."""
+        rows: list[dict[str, Any]] = self._client.query(
+            name, filter=where, output_fields=fields, limit=QUERY_LIMIT
+        )
+        if len(rows) < QUERY_LIMIT:
+            return rows
+        return self._scan(name, fields, where=where)
+
     async def all_vectors(self, campaign: str) -> list[tuple[str, np.ndarray]]:
         """Every stored vector with its document, sorted by id (for offline training, e.g. the
         query adapter; not on any request path)."""
@@ -461,9 +477,7 @@ class MilvusVectorStore:
             for i in range(0, len(missing), 256):
                 part = missing[i : i + 256]
                 got: dict[str, list[dict[str, Any]]] = {d: [] for d in part}
-                # An iterator, not one query: a query returns at most 16,384 rows, and a few
-                # multi-megabyte documents hold more (their rows were silently cut off).
-                rows = self._scan(
+                rows = self._rows(
                     name,
                     ["id", "passage_id", "doc_id", "kind", "vis", "vector"],
                     where=f"doc_id in {_str_list(part)}",
