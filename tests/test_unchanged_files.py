@@ -193,3 +193,97 @@ async def test_an_upload_sidecar_changed_alone_is_read_again(tmp_path):
         assert not await players_read()
     finally:
         await close_engine(engine)
+
+
+async def _restarted(tmp_path, store):
+    """A new process over the same data directory and vector store."""
+    return await make_engine(
+        tmp_path, store=store, ingest_options=IngestOptions(progress=False, racy_s=0.0)
+    )
+
+
+async def test_a_restart_reads_only_what_changed_while_it_was_down(tmp_path, reads):
+    """Each file's signature is kept in SQLite: a new process's first tick reads the files
+    edited, added or moved while it was down, and no other."""
+    from liminalis.testing import MemoryVectorStore
+
+    root = make_tiny_campaign(tmp_path / "campaigns")
+    store = MemoryVectorStore()
+    engine = await _restarted(tmp_path, store)
+    try:
+        await engine.ingest("greyhold")
+        before = await engine.ingest("greyhold")
+    finally:
+        await close_engine(engine)
+
+    reads.clear()
+    engine = await _restarted(tmp_path, store)
+    try:
+        after = await engine.ingest("greyhold")
+        assert reads == []
+        assert (after.documents, after.passages_unchanged, after.hidden_sections) == (
+            before.documents,
+            before.passages_unchanged,
+            before.hidden_sections,
+        )
+        assert sorted((f.path, f.unchanged, f.visibility, f.type) for f in after.files) == sorted(
+            (f.path, f.unchanged, f.visibility, f.type) for f in before.files
+        )
+    finally:
+        await close_engine(engine)
+
+    # While it is down: one file edited, one moved under the GM folder, one added.
+    (root / "baron.md").write_text(
+        "---\ntitle: Baron Aldric\n---\n# Baron Aldric\n\nThe baron breeds white ravens.\n",
+        encoding="utf-8",
+    )
+    (root / "sessions" / "session-01.md").rename(root / "gm" / "session-01.md")
+    (root / "harbour.md").write_text("# Harbour\n\nGulls over the grey harbour.\n")
+    reads.clear()
+    engine = await _restarted(tmp_path, store)
+    try:
+        report = await engine.ingest("greyhold")
+        assert sorted(reads) == ["baron.md", "gm/session-01.md", "harbour.md"]
+        assert report.documents_removed == 1
+        bundle = await engine.retrieve("greyhold", "who breeds white ravens?", PLAYERS)
+        assert "white ravens" in bundle.documents[0].text
+        dusk = await engine.retrieve("greyhold", "the party reached the keep at dusk", PLAYERS)
+        assert all(
+            d.title not in {"Session 1", GM_TITLE} and CANARY not in d.text for d in dusk.documents
+        )
+    finally:
+        await close_engine(engine)
+
+
+async def test_an_upgrade_or_a_damaged_row_reads_the_file_again(tmp_path, reads, monkeypatch):
+    """A row is trusted only under the reader that wrote it (this code's version and the
+    campaign's configuration); one that does not decode sends its file back to be read."""
+    from liminalis.testing import MemoryVectorStore
+
+    make_tiny_campaign(tmp_path / "campaigns")
+    store = MemoryVectorStore()
+    engine = await _restarted(tmp_path, store)
+    try:
+        await engine.ingest("greyhold")
+        async with engine.db.write() as conn:
+            await conn.execute(
+                "UPDATE file_signatures SET views = 'not json' WHERE path = 'baron.md'"
+            )
+    finally:
+        await close_engine(engine)
+    reads.clear()
+    engine = await _restarted(tmp_path, store)
+    try:
+        await engine.ingest("greyhold")
+        assert reads == ["baron.md"]
+    finally:
+        await close_engine(engine)
+
+    monkeypatch.setattr(indexer_module, "_code_version", lambda: "a later release")
+    reads.clear()
+    engine = await _restarted(tmp_path, store)
+    try:
+        await engine.ingest("greyhold")
+        assert len(reads) == 4
+    finally:
+        await close_engine(engine)

@@ -16,6 +16,9 @@ interrupted run are invisible until step 3 commits, and stale ones are ignored u
 from __future__ import annotations
 
 import asyncio
+import functools
+import hashlib
+import importlib.metadata
 import logging
 import os
 import re
@@ -45,6 +48,7 @@ from liminalis.ingest.sections import find_hidden_sections
 from liminalis.ingest.synopsis import contextual_text, extractive_synopsis, title_text
 from liminalis.lens import GM
 from liminalis.ports import Embedder, VectorRecord, VectorStore
+from liminalis.store.rows import FileRow
 from liminalis.store.sqlite import Database
 from liminalis.text import Tokenizer
 from liminalis.types import Document, FileReport, IngestReport, Passage, SkippedFile
@@ -72,7 +76,7 @@ class IngestOptions:
     max_bytes: int = 5 * 1024 * 1024
     batch_docs: int = 24
     #: A file changed less than this long ago is read at every ingest, whatever its stat says
-    #: (``_SeenFile``: file times are coarse).
+    #: (file rows in ``liminalis.ingest.indexer``: file times are coarse).
     racy_s: float = 2.0
     chunking: ChunkingParams = ChunkingParams()
     progress: bool | None = None  # None: show a bar when stderr is a terminal
@@ -166,30 +170,38 @@ def _batches(files: list[list[Document]], size: int) -> Iterator[list[list[Docum
         yield batch
 
 
-@dataclass(frozen=True, slots=True)
-class _SeenFile:
-    """A file as this process last read it: its stat signature, the campaign configuration it
-    was read under, the views it gave (``(doc id, content hash)``) and its report. While all
-    four still hold (the stored views are at those hashes, none lacks vectors), reading and
-    parsing the file again would give the same documents, so the tick skips it.
+# A file as an ingest last read it is a :class:`~liminalis.store.rows.FileRow`: its stat
+# signature, the reader it was read with, the views it gave ``(doc id, content hash)`` and its
+# report. While all four still hold (the stored views are at those hashes, none lacks vectors),
+# reading and parsing the file again would give the same documents, so the tick skips it. Rows
+# live in memory per process and in SQLite (``db.files``), so a restart's first tick skips too.
+#
+# The signature is ``(st_mtime_ns, st_size, st_ino, st_ctime_ns, st_dev)``, taken before the
+# file is read: an edit during the read moves it, and the next run reads the file again. A PDF's
+# or Word file's signature also holds its upload sidecar's (or says it has none): the sidecar
+# decides who may read the file, and a host may edit or delete it alone. A file changed within
+# ``IngestOptions.racy_s`` of that moment gets no signature (it is read every time until it is
+# older): file times come from a coarse clock, and two writes of one size within one tick of it
+# leave the same signature ("racy" files, as git calls them). The reader is this code's version
+# and the campaign's configuration: an upgrade or a changed ``campaign.toml`` reads every file.
 
-    The signature is ``(st_mtime_ns, st_size, st_ino, st_ctime_ns, st_dev)``, taken before the
-    file is read: an edit during the read moves it, and the next run reads the file again. A
-    PDF's or Word file's signature also holds its upload sidecar's (or says it has none): the
-    sidecar decides who may read the file, and a host may edit or delete it alone. A file
-    changed within ``IngestOptions.racy_s`` of that moment gets no signature (it is read every
-    time until it is older): file times come from a coarse clock, and two writes of one size
-    within one tick of it leave the same signature ("racy" files, as git calls them)."""
 
-    signature: tuple[int, ...]
-    config: str
-    views: tuple[tuple[str, str], ...]
-    report: FileReport
+def _reader_key(config: CampaignConfig) -> str:
+    """The reader a file row was made with (the comment above)."""
+    return hashlib.sha256(f"{_code_version()}|{config!r}".encode()).hexdigest()[:32]
+
+
+@functools.cache
+def _code_version() -> str:
+    try:
+        return importlib.metadata.version("liminalis")
+    except importlib.metadata.PackageNotFoundError:
+        return "unversioned"
 
 
 def _signatures(files: Sequence[tuple[Path, str]], racy_s: float) -> dict[str, tuple[int, ...]]:
     """``rel → stat signature`` of every file that can be stat'ed and was not changed in the
-    last ``racy_s`` seconds, nor was its sidecar (:class:`_SeenFile`; worker thread)."""
+    last ``racy_s`` seconds, nor was its sidecar (the file rows' comment above; worker thread)."""
     settled = time.time_ns() - int(racy_s * 1e9)
     out: dict[str, tuple[int, ...]] = {}
     for fpath, rel in files:
@@ -248,8 +260,8 @@ class Indexer:
         self.embedder = embedder
         self.tokenizer = tokenizer
         self.options = options
-        #: slug → rel path → the file as last read (:class:`_SeenFile`).
-        self._seen: dict[str, dict[str, _SeenFile]] = {}
+        #: slug → rel path → the file as last read (read from ``db.files`` on first use).
+        self._seen: dict[str, dict[str, FileRow]] = {}
         #: slug → the collection (store key and profile) whose every id this process last read.
         self._verified: dict[str, str] = {}
 
@@ -454,9 +466,11 @@ class Indexer:
         loaded_paths: set[str] = set()  # … and a stored document of their path under another id
         file_reports: dict[str, FileReport] = {}
         signatures = await run_cpu(_signatures, files, self.options.racy_s)
-        config_key = repr(config)
-        was_seen = self._seen.get(slug, {})
-        now_seen: dict[str, _SeenFile] = {} if path is None else dict(was_seen)
+        reader = _reader_key(config)
+        was_seen = self._seen.get(slug)
+        if was_seen is None:
+            was_seen = self._seen[slug] = await self.db.files.all(slug)
+        now_seen: dict[str, FileRow] = {} if path is None else dict(was_seen)
         for n, (fpath, rel) in enumerate(files):
             if n % _YIELD_EVERY == _YIELD_EVERY - 1:
                 await asyncio.sleep(0)
@@ -480,7 +494,7 @@ class Indexer:
             if (
                 known is not None
                 and signature == known.signature
-                and known.config == config_key
+                and known.reader == reader
                 and all(
                     stored.get(view, ("", ""))[1] == h and view not in unbacked
                     for view, h in known.views
@@ -549,9 +563,10 @@ class Indexer:
             if signature is not None:
                 # Checked at its next use against what SQLite then holds: a view that failed to
                 # index here, or that another process rewrote, sends the file back to be read.
-                now_seen[rel] = _SeenFile(
+                now_seen[rel] = FileRow(
+                    path=rel,
                     signature=signature,
-                    config=config_key,
+                    reader=reader,
                     views=tuple((d.doc_id, d.content_hash) for d in parsed.views),
                     report=replace(file_reports[whole.doc_id]),
                 )
@@ -744,6 +759,11 @@ class Indexer:
             read = todo or existing_vectors is not None
             await self.collect_garbage(slug, held=held if read else None)
         self._seen[slug] = now_seen
+        await self.db.files.update(
+            slug,
+            [f for rel, f in now_seen.items() if was_seen.get(rel) is not f],
+            [rel for rel in was_seen if rel not in now_seen],
+        )
         # The profile is recorded only once the campaign is built under it: no document is left
         # awaiting re-preparing (a reset blanks every content hash). Until then the engine tells
         # players the index is being rebuilt (from any process), and the next ingest goes on; a

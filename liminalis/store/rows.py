@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CampaignRow", "PassageRow", "QuestionRow", "ScheduleRow", "TurnRow"]
+from liminalis.types import FileReport
+
+__all__ = ["CampaignRow", "FileRow", "PassageRow", "QuestionRow", "ScheduleRow", "TurnRow"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,3 +72,16 @@ class QuestionRow:
     question: str
     found: bool  # the answer cited a document
     cited: tuple[str, ...]  # the doc ids it cited, in order
+
+
+@dataclass(frozen=True, slots=True)
+class FileRow:
+    """A campaign file as an ingest last read it: its stat signature, the reader it was read
+    with (code version and campaign configuration), the views it gave ``(doc id, content
+    hash)`` and its report (:class:`liminalis.ingest.indexer.Indexer`)."""
+
+    path: str
+    signature: tuple[int, ...]
+    reader: str
+    views: tuple[tuple[str, str], ...]
+    report: FileReport

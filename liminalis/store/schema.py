@@ -399,6 +399,19 @@ async def _v12_rollback_hold(conn: aiosqlite.Connection) -> None:
     await conn.execute(_V12_ROLLBACK_HOLD)
 
 
+# Each file's stat signature as an ingest last read it (liminalis.store.files): a new process's
+# first tick skips the files unchanged since, instead of reading every one.
+_V13_FILE_SIGNATURES = """
+CREATE TABLE IF NOT EXISTS file_signatures (
+    campaign TEXT NOT NULL, path TEXT NOT NULL, signature TEXT NOT NULL, reader TEXT NOT NULL,
+    views TEXT NOT NULL, report TEXT NOT NULL, PRIMARY KEY (campaign, path)
+)"""
+
+
+async def _v13_file_signatures(conn: aiosqlite.Connection) -> None:
+    await conn.execute(_V13_FILE_SIGNATURES)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -451,6 +464,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         12,
         "rollback holds: the profile a rollback left, which the automatic upgrade does not rebuild",
         _v12_rollback_hold,
+    ),
+    Migration(
+        13,
+        "file signatures: what each file's last read gave, so a restart's first tick skips it",
+        _v13_file_signatures,
     ),
 )
 

@@ -37,6 +37,7 @@ from liminalis.store.cards import CardRepository
 from liminalis.store.chat_models import ChatModelRepository
 from liminalis.store.documents import DocumentRepository
 from liminalis.store.embeddings import EmbeddingCache
+from liminalis.store.files import FileSignatureRepository
 from liminalis.store.generations import GenerationRepository
 from liminalis.store.knowledge import KnowledgeRepository
 from liminalis.store.links import LinkRepository, ScheduleRepository
@@ -91,6 +92,7 @@ class Database:
         self.budgets = BudgetRepository(self)
         self.chat_models = ChatModelRepository(self)
         self.embeddings = EmbeddingCache(self)
+        self.files = FileSignatureRepository(self)
         self.passes = PassRepository(self)
         self.knowledge = KnowledgeRepository(self)
         self.questions = QuestionLogRepository(self)

@@ -45,9 +45,16 @@ _SLUG_PREFIXED = frozenset({"chat_key"})
 #: Tables that are not any one campaign's, or hold nothing worth carrying (the bookings of model
 #: calls in flight expire within minutes).
 #: Vector generations and their build checkpoints name collections of the exporting store: an
-#: import indexes into its own.
+#: import indexes into its own. File signatures describe the exporting machine's files.
 _SHARED = frozenset(
-    {"embeddings", "token_usage", "model_bookings", "vector_generations", "reindex_docs"}
+    {
+        "embeddings",
+        "token_usage",
+        "model_bookings",
+        "vector_generations",
+        "reindex_docs",
+        "file_signatures",
+    }
 )
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
