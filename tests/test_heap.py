@@ -12,11 +12,11 @@ from conftest import close_engine, make_engine
 from fakes.tiny_campaign import make_tiny_campaign
 
 from liminalis import research
+from liminalis.heap import FrozenHeap, LooseHeap
 from liminalis.retrieval.catalog import Catalog, PassageInfo
 from liminalis.retrieval.lexical import BM25Index
-from liminalis.types import Document
-from liminalis.heap import FrozenHeap, LooseHeap
 from liminalis.testing import MemoryVectorStore
+from liminalis.types import Document
 
 
 class _Node:

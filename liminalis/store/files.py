@@ -48,8 +48,7 @@ class FileSignatureRepository(Repository):
         """Every file row of ``campaign`` by path; a row that does not decode is left out (its
         file is read again)."""
         rows = await self._db.fetchall(
-            "SELECT path, signature, reader, views, report FROM file_signatures"
-            " WHERE campaign = ?",
+            "SELECT path, signature, reader, views, report FROM file_signatures WHERE campaign = ?",
             (campaign,),
         )
         out: dict[str, FileRow] = {}
