@@ -231,6 +231,11 @@ class Retriever:
         docs = {d.doc_id: d for d in documents}
         passages: dict[str, PassageInfo] = {}
         by_doc: dict[str, list[str]] = {}
+        # One object per distinct token and per distinct visibility, shared by every passage
+        # (and by the next snapshot): a campaign's passages hold millions of tokens from a
+        # vocabulary of tens of thousands, and a handful of visibilities. Each separate object
+        # is memory, and freeing a replaced snapshot frees each one, holding the GIL.
+        shared: dict[frozenset[str], frozenset[str]] = {}
         for r in rows:
             info = PassageInfo(
                 passage_id=r.passage_id,
@@ -239,8 +244,8 @@ class Retriever:
                 start=r.start,
                 end=r.end,
                 heading=r.heading,
-                visibility=r.visibility,
-                tokens=tuple(r.tokens.split()),
+                visibility=shared.setdefault(r.visibility, r.visibility),
+                tokens=tuple(map(sys.intern, r.tokens.split())),
                 prev_id=r.prev_id,
                 next_id=r.next_id,
             )

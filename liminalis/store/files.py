@@ -11,9 +11,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+import aiosqlite
+
 from liminalis.store._base import Repository
 from liminalis.store.rows import FileRow
 from liminalis.types import FileReport
+from liminalis.workers import run_cpu
 
 __all__ = ["FileSignatureRepository"]
 
@@ -43,6 +46,36 @@ def _report(text: str) -> FileReport:
     )
 
 
+def _decode(rows: Sequence[aiosqlite.Row]) -> dict[str, FileRow]:
+    out: dict[str, FileRow] = {}
+    for r in rows:
+        try:
+            out[r["path"]] = FileRow(
+                path=r["path"],
+                signature=tuple(int(x) for x in json.loads(r["signature"])),
+                reader=r["reader"],
+                views=tuple((str(d), str(h)) for d, h in json.loads(r["views"])),
+                report=_report(r["report"]),
+            )
+        except (ValueError, TypeError, KeyError):
+            continue
+    return out
+
+
+def _encode(campaign: str, put: Sequence[FileRow]) -> list[tuple[str, ...]]:
+    return [
+        (
+            campaign,
+            f.path,
+            json.dumps(list(f.signature)),
+            f.reader,
+            json.dumps([list(v) for v in f.views]),
+            _report_json(f.report),
+        )
+        for f in put
+    ]
+
+
 class FileSignatureRepository(Repository):
     async def all(self, campaign: str) -> dict[str, FileRow]:
         """Every file row of ``campaign`` by path; a row that does not decode is left out (its
@@ -51,24 +84,14 @@ class FileSignatureRepository(Repository):
             "SELECT path, signature, reader, views, report FROM file_signatures WHERE campaign = ?",
             (campaign,),
         )
-        out: dict[str, FileRow] = {}
-        for r in rows:
-            try:
-                out[r["path"]] = FileRow(
-                    path=r["path"],
-                    signature=tuple(int(x) for x in json.loads(r["signature"])),
-                    reader=r["reader"],
-                    views=tuple((str(d), str(h)) for d, h in json.loads(r["views"])),
-                    report=_report(r["report"]),
-                )
-            except (ValueError, TypeError, KeyError):
-                continue
-        return out
+        # Tens of thousands of rows to decode: off the event loop.
+        return await run_cpu(_decode, rows)
 
     async def update(self, campaign: str, put: Sequence[FileRow], drop: Sequence[str]) -> None:
         """Write ``put`` and delete the rows of the paths in ``drop``, in one transaction."""
         if not put and not drop:
             return
+        params = await run_cpu(_encode, campaign, put)  # a first tick writes every file's row
         async with self._db.write() as conn:
             await conn.executemany(
                 "DELETE FROM file_signatures WHERE campaign = ? AND path = ?",
@@ -77,15 +100,5 @@ class FileSignatureRepository(Repository):
             await conn.executemany(
                 "INSERT OR REPLACE INTO file_signatures"
                 " (campaign, path, signature, reader, views, report) VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        campaign,
-                        f.path,
-                        json.dumps(list(f.signature)),
-                        f.reader,
-                        json.dumps([list(v) for v in f.views]),
-                        _report_json(f.report),
-                    )
-                    for f in put
-                ],
+                params,
             )
