@@ -15,12 +15,11 @@ key). It reports:
 - **queries**: p50/p95 of ``hybrid`` (dense + lexical over the contextual index, fused) and
   ``full`` (hybrid + the learned ranker + the cross-encoder), over the same questions at every
   size, asked one at a time with the players' lens; and one Milvus Lite search (the dense arm's);
-- **tick**: the scheduler's tick on an unchanged campaign (every file as it was: seconds and the
-  longest stall; the process's first, which reads every file, and the ones after it, which know
-  the files' stat signatures), and after a one-file edit (seconds, passages re-embedded, longest
+- **tick**: the scheduler's tick on an unchanged campaign (every file as it was: the median of
+  three ticks' seconds and their longest stall), and after a one-file edit (seconds, passages re-embedded, longest
   stall; then the background rebuild of the snapshot and the next question's latency);
 - **restart**: a new process's start check (every vector id against SQLite) and its first tick,
-  which reads every file (it knows no file's signature yet);
+  which reads only the files whose stored stat signature no longer holds (none here);
 - **memory**: peak RSS of the process and the resident memory the campaign added once its
   snapshot, indexes and caches exist (RSS after the queries − RSS with the models loaded).
 
@@ -356,7 +355,7 @@ async def run_one(
             out["rss_after_mb"] = round(rss_mb())
             out["campaign_memory_mb"] = round(rss_mb() - rss_models)
         # A restart: serve's start check (every vector id against SQLite), then its first tick,
-        # which reads every file (a new process knows no file's signature).
+        # which trusts the file signatures the last process stored.
         async with build_engine(settings) as engine:
             _, secs, stall = await _timed(engine.ensure_indexed(SLUG), beat)
             rep, tick_s, tick_stall = await _timed(engine.ingest(SLUG), beat)
