@@ -224,7 +224,7 @@ async def _run(args: argparse.Namespace) -> int:
                 open_service(settings, engine, owner="cli") as service,
                 open_passes(engine, service.responder.router, listen=True) as passes,
             ):
-                if await engine.ensure_indexed(args.campaign, announce=_announce):
+                if await engine.ensure_indexed(args.campaign, announce=_announce, prewarm=False):
                     await passes.idle()  # a first index: its knowledge too, before answering
                 if args.passages:
                     bundle = await engine.retrieve(args.campaign, args.question, lens)
@@ -244,7 +244,7 @@ async def _run(args: argparse.Namespace) -> int:
             print(ex.render())
             return 0
         if args.command == "memory":
-            await engine.ensure_indexed(args.campaign, announce=_announce)
+            await engine.ensure_indexed(args.campaign, announce=_announce, prewarm=False)
             if engine.memory is None:
                 print("error: no campaign memory configured", file=sys.stderr)
                 return 2

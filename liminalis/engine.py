@@ -392,20 +392,26 @@ class Engine:
         return [SkippedFile(p, r) for p, r in sorted(self._skipped.get(slug, {}).items())]
 
     async def ensure_indexed(
-        self, slug: str, *, announce: Callable[[str], object] | None = None
+        self,
+        slug: str,
+        *,
+        announce: Callable[[str], object] | None = None,
+        prewarm: bool = True,
     ) -> bool:
         """Ingest ``slug`` unless it is indexed under the current profile and the vector store
         holds its vectors (the start of ``serve`` and of the console commands), calling
         ``announce(slug)`` first; returns whether it ingested. A store that lost rows (emptied,
         or damaged and recreated) is refilled from the embedding cache. An unknown campaign
-        raises :class:`UnknownCampaign` before anything is indexed."""
+        raises :class:`UnknownCampaign` before anything is indexed. ``prewarm``: when nothing
+        needed indexing, rebuild the snapshot in the background, so a serving process's first
+        question does not (a one-shot command, which asks once, passes False)."""
         await self.campaign(slug)
         await self.generations.drop_expired()
         if await self.is_indexed(slug) and not await self.generations.indexer_for(slug).unbacked(
             slug
         ):
-            # The first question after a start should not build the snapshot and indexes.
-            self._prewarm_soon(slug)
+            if prewarm:
+                self._prewarm_soon(slug)
             return False
         if announce is not None:
             announce(slug)

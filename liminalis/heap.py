@@ -1,21 +1,23 @@
 """Keeping a large campaign's snapshot out of the cyclic garbage collector's way.
 
 CPython frees most objects by reference counting; its cyclic collector exists for reference
-cycles, and a *full* collection walks every tracked container in the heap while holding the GIL,
-so every thread, the event loop's included, waits for it. A campaign of 10,000 documents keeps a
-few hundred thousand such objects alive (its snapshot: documents, passages, keys, BM25 indexes;
-the files' stat signatures), and a question allocates enough short-lived objects that survive a
-young collection or two to start a full one about every question. Those walks find nothing:
-the snapshot is never garbage while it serves.
+cycles. A *full* collection walks every tracked container in the heap while holding the GIL, so
+every thread, the event loop's included, waits for it, for a time proportional to the heap. A
+large campaign keeps its snapshot alive (documents, passages, keys, BM25 indexes; the files'
+stat signatures), and CPython starts a full collection whenever the objects that survived young
+collections since the last one reach a quarter of what that one kept, which a few questions'
+temporaries do. Those walks find nothing: the snapshot is never garbage while it serves.
 
 :class:`FrozenHeap` moves what is alive when the snapshot settles into the permanent generation
-(``gc.freeze``), which no collection walks. A frozen object is still freed by reference counting
-when the engine drops it (a snapshot replaced by the next one: the snapshot holds no cycles);
-only a frozen object that is part of a reference cycle when it dies stays until the next
-unfreeze. That leak is bounded: when the frozen heap has grown to ``regrow`` × its size after
-the last full collection, :meth:`FrozenHeap.settle` unfreezes, collects everything once and
-freezes again; a heap that grows because it holds more (a larger campaign) pays that full walk
-once per doubling, not once per question.
+(``gc.freeze``), which no collection walks. Before it freezes, it collects what is not frozen
+yet (one walk of what came since the last settle, the new snapshot mostly), so cyclic garbage is
+never frozen. A frozen object is still freed by reference counting when the engine drops it (a
+snapshot replaced by the next one: the snapshot holds no cycles, ``tests/test_heap.py``); only a
+frozen object that joins a reference cycle and then dies stays until the next unfreeze. That is
+bounded: when the frozen heap has grown to ``regrow`` × its size after the last full collection,
+:meth:`FrozenHeap.settle` unfreezes, collects everything once and freezes again; a heap that
+grows because it holds more (a larger campaign) pays that full walk once per doubling, not once
+per question.
 
 :class:`LooseHeap` leaves the collector alone (tests, embedding the engine in another program).
 """
@@ -34,12 +36,13 @@ class LooseHeap:
     """The default: no collector policy (the host program decides)."""
 
     def settle(self) -> None:
+        """Nothing: the collector runs as CPython schedules it."""
         return None
 
 
 class FrozenHeap:
-    """Freeze what is alive whenever the long-lived objects settle; collect fully only when the
-    frozen heap has grown ``regrow`` × since the last full collection (module doc).
+    """Freeze what is alive whenever the long-lived objects settle; collect the frozen heap too
+    only when it has grown ``regrow`` × since the last full collection (module doc).
 
     Call :meth:`start` once the program's own long-lived objects (models) are loaded."""
 
@@ -57,9 +60,9 @@ class FrozenHeap:
         self._full()
 
     def settle(self) -> None:
-        """Freeze what is alive now. The young generations are collected first (cheap: they
-        hold only recent objects), so their cyclic garbage is not frozen with the rest."""
-        gc.collect(1)
+        """Collect what is not frozen (its cyclic garbage must not be frozen with the rest), then
+        freeze what is alive."""
+        gc.collect()
         gc.freeze()
         if gc.get_freeze_count() > self.regrow * max(self.baseline, 1):
             self._full()

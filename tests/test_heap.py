@@ -51,15 +51,16 @@ def test_a_frozen_object_is_freed_when_dropped():
     assert ref() is None  # reference counting, not a collection
 
 
-def test_young_cyclic_garbage_is_collected_not_frozen():
+def test_cyclic_garbage_is_collected_not_frozen():
     heap = FrozenHeap()
     heap.start()
-    a, b = _Node(), _Node()
-    a.other, b.other = b, a
-    ref = weakref.ref(a)
-    del a, b
+    young, old = _Node(), _Node()
+    young.other, old.other = young, old
+    gc.collect(1)  # ``old`` survives two young collections: it sits in the oldest generation
+    refs = [weakref.ref(young), weakref.ref(old)]
+    del young, old
     heap.settle()
-    assert ref() is None
+    assert [r() for r in refs] == [None, None]
 
 
 def test_cycles_that_die_frozen_go_once_the_frozen_heap_has_grown():
@@ -134,6 +135,7 @@ async def test_a_replaced_snapshot_holds_no_cycles(tmp_path):
         await engine.prewarmed("greyhold")
         cat = await research.catalog(engine, "greyhold")
         cat.doc_lexical(frozenset({"players"}))
+        old_generation = cat.generation
         (root / "baron.md").write_text("# Baron\n\nThe baron keeps ravens.\n", encoding="utf-8")
         gc.collect()
         gc.disable()
@@ -145,9 +147,28 @@ async def test_a_replaced_snapshot_holds_no_cycles(tmp_path):
             gc.collect()
             kinds = {type(x) for x in gc.garbage}
             assert not kinds & {Catalog, Document, PassageInfo, BM25Index}
+            snapshots = [o for o in gc.get_objects() if isinstance(o, Catalog)]
+            assert snapshots and all(c.generation > old_generation for c in snapshots)
         finally:
             gc.set_debug(0)
             gc.garbage.clear()
             gc.enable()
+    finally:
+        await close_engine(engine)
+
+
+async def test_the_snapshot_is_frozen_once_rebuilt(tmp_path):
+    """With the composition root's policy, a rebuilt snapshot is out of the collector's walk."""
+    make_tiny_campaign(tmp_path / "campaigns")
+    heap = FrozenHeap()
+    heap.start()
+    engine = await make_engine(tmp_path, milvus=False, heap=heap)
+    try:
+        await engine.ingest("greyhold")
+        await engine.prewarmed("greyhold")
+        cat = await research.catalog(engine, "greyhold")
+        walked = {id(o) for o in gc.get_objects()}
+        assert id(cat) not in walked
+        assert not any(id(p) in walked for p in cat.passages.values())
     finally:
         await close_engine(engine)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 
 import pytest
 from conftest import close_engine, make_engine
@@ -269,13 +270,14 @@ async def test_an_upgrade_or_a_damaged_row_reads_the_file_again(tmp_path, reads,
             await conn.execute(
                 "UPDATE file_signatures SET views = 'not json' WHERE path = 'baron.md'"
             )
+            await conn.execute("UPDATE file_signatures SET views = '[]' WHERE path = 'mirel.md'")
     finally:
         await close_engine(engine)
     reads.clear()
     engine = await _restarted(tmp_path, store)
     try:
         await engine.ingest("greyhold")
-        assert reads == ["baron.md"]
+        assert sorted(reads) == ["baron.md", "mirel.md"]
     finally:
         await close_engine(engine)
 
@@ -287,3 +289,54 @@ async def test_an_upgrade_or_a_damaged_row_reads_the_file_again(tmp_path, reads,
         assert len(reads) == 4
     finally:
         await close_engine(engine)
+
+
+async def test_a_config_changed_while_down_reads_every_file_and_the_wall_follows(tmp_path, reads):
+    from liminalis.testing import MemoryVectorStore
+
+    root = make_tiny_campaign(tmp_path / "campaigns")
+    store = MemoryVectorStore()
+    engine = await _restarted(tmp_path, store)
+    try:
+        await engine.ingest("greyhold")
+    finally:
+        await close_engine(engine)
+    toml = root / "campaign.toml"
+    toml.write_text(
+        toml.read_text().replace('gm_paths = ["gm/**"]', 'gm_paths = ["gm/**", "sessions/**"]')
+    )
+    reads.clear()
+    engine = await _restarted(tmp_path, store)
+    try:
+        await engine.ingest("greyhold")
+        assert len(reads) == 4
+        question = "when did the party reach Greyhold keep at dusk?"
+        after = await engine.retrieve("greyhold", question, PLAYERS)
+        assert all(
+            d.title not in {"Session 1", GM_TITLE} and CANARY not in d.text for d in after.documents
+        )
+    finally:
+        await close_engine(engine)
+
+
+def test_the_reader_is_the_code_that_reads(tmp_path):
+    """A deploy that changes any source of the package, or a parsing library, reads every file
+    once: a fix to how hidden sections are read must reach files nobody edits."""
+    from liminalis.ingest import sections
+
+    pkg = tmp_path / "pkg"
+    (pkg / "ingest").mkdir(parents=True)
+    (pkg / "ingest" / "sections.py").write_text("HIDDEN = 'gm'\n")
+    first = indexer_module.sources_digest(pkg, ["PyYAML"])
+    assert indexer_module.sources_digest(pkg, ["PyYAML"]) == first
+    (pkg / "ingest" / "sections.py").write_text("HIDDEN = 'secret'\n")
+    assert indexer_module.sources_digest(pkg, ["PyYAML"]) != first
+    assert indexer_module.sources_digest(pkg, ["PyYAML", "pypdf"]) != indexer_module.sources_digest(
+        pkg, ["PyYAML"]
+    )
+    # The shipped reader is the whole package, the modules that read hidden sections included.
+    root = Path(indexer_module.__file__).resolve().parent.parent
+    assert Path(sections.__file__).resolve().is_relative_to(root)
+    assert indexer_module._code_version() == indexer_module.sources_digest(
+        root, indexer_module._READER_LIBRARIES
+    )

@@ -413,10 +413,16 @@ class MilvusVectorStore:
         back full. A query returns at most ``QUERY_LIMIT`` rows (a few multi-megabyte documents
         hold more, which one query would cut off silently); an iterator costs several round
         trips and a fresh scan of the collection for each, which for a few dozen documents is
-        most of a question's restricted search."""
-        rows: list[dict[str, Any]] = self._client.query(
-            name, filter=where, output_fields=fields, limit=QUERY_LIMIT
-        )
+        most of a question's restricted search. A server configured with a smaller query
+        window refuses the query: the iterator pages within any window."""
+        from pymilvus import MilvusException
+
+        try:
+            rows: list[dict[str, Any]] = self._client.query(
+                name, filter=where, output_fields=fields, limit=QUERY_LIMIT
+            )
+        except MilvusException:
+            return self._scan(name, fields, where=where)
         if len(rows) < QUERY_LIMIT:
             return rows
         return self._scan(name, fields, where=where)

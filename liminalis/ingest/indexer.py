@@ -76,7 +76,7 @@ class IngestOptions:
     max_bytes: int = 5 * 1024 * 1024
     batch_docs: int = 24
     #: A file changed less than this long ago is read at every ingest, whatever its stat says
-    #: (file rows in ``liminalis.ingest.indexer``: file times are coarse).
+    #: (file times are coarse: the comment on file rows above ``_reader_key``).
     racy_s: float = 2.0
     chunking: ChunkingParams = ChunkingParams()
     progress: bool | None = None  # None: show a bar when stderr is a terminal
@@ -182,21 +182,41 @@ def _batches(files: list[list[Document]], size: int) -> Iterator[list[list[Docum
 # decides who may read the file, and a host may edit or delete it alone. A file changed within
 # ``IngestOptions.racy_s`` of that moment gets no signature (it is read every time until it is
 # older): file times come from a coarse clock, and two writes of one size within one tick of it
-# leave the same signature ("racy" files, as git calls them). The reader is this code's version
-# and the campaign's configuration: an upgrade or a changed ``campaign.toml`` reads every file.
+# leave the same signature ("racy" files, as git calls them). The reader is this code and the
+# campaign's configuration: a deploy that changes any of the package's sources or a library that
+# parses files, or a changed ``campaign.toml``, reads every file once (a fix to how hidden
+# sections or visibility are read must reach files nobody edits).
+
+#: The distributions whose behaviour decides what a file reads as.
+_READER_LIBRARIES = ("PyYAML", "charset-normalizer", "pypdf", "python-docx", "lxml")
 
 
 def _reader_key(config: CampaignConfig) -> str:
-    """The reader a file row was made with (the comment above)."""
+    """The reader a file row was made with (the comment above); reads the package's sources
+    the first time (a worker's job)."""
     return hashlib.sha256(f"{_code_version()}|{config!r}".encode()).hexdigest()[:32]
+
+
+def sources_digest(root: Path, libraries: Sequence[str]) -> str:
+    """A digest of every ``.py`` file under ``root`` (path and bytes) and of the installed
+    versions of ``libraries``."""
+    h = hashlib.sha256()
+    for src in sorted(root.rglob("*.py")):
+        h.update(src.relative_to(root).as_posix().encode() + b"\0" + src.read_bytes() + b"\0")
+    for dist in libraries:
+        try:
+            version = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            version = "-"
+        h.update(f"{dist}={version}\0".encode())
+    return h.hexdigest()[:32]
 
 
 @functools.cache
 def _code_version() -> str:
-    try:
-        return importlib.metadata.version("liminalis")
-    except importlib.metadata.PackageNotFoundError:
-        return "unversioned"
+    """This code as a file reader: the ``liminalis`` package's sources and the parsing
+    libraries' versions (read once per process)."""
+    return sources_digest(Path(__file__).resolve().parent.parent, _READER_LIBRARIES)
 
 
 def _signatures(files: Sequence[tuple[Path, str]], racy_s: float) -> dict[str, tuple[int, ...]]:
@@ -466,7 +486,7 @@ class Indexer:
         loaded_paths: set[str] = set()  # … and a stored document of their path under another id
         file_reports: dict[str, FileReport] = {}
         signatures = await run_cpu(_signatures, files, self.options.racy_s)
-        reader = _reader_key(config)
+        reader = await run_cpu(_reader_key, config)
         was_seen = self._seen.get(slug)
         if was_seen is None:
             was_seen = self._seen[slug] = await self.db.files.all(slug)

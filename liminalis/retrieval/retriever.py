@@ -232,11 +232,14 @@ class Retriever:
         passages: dict[str, PassageInfo] = {}
         by_doc: dict[str, list[str]] = {}
         # One object per distinct token and per distinct visibility, shared by every passage
-        # (and by the next snapshot): a campaign's passages hold millions of tokens from a
-        # vocabulary of tens of thousands, and a handful of visibilities. Each separate object
-        # is memory, and freeing a replaced snapshot frees each one, holding the GIL.
+        # of the snapshot: passages repeat the words of a far smaller vocabulary, and a handful
+        # of visibilities. Each separate object is memory, and freeing a replaced snapshot frees
+        # each one, holding the GIL. (A dict, not sys.intern: on Python 3.12 interned strings
+        # are immortal, and every token ever indexed would stay.)
         shared: dict[frozenset[str], frozenset[str]] = {}
+        words: dict[str, str] = {}
         for r in rows:
+            toks = r.tokens.split()
             info = PassageInfo(
                 passage_id=r.passage_id,
                 doc_id=r.doc_id,
@@ -245,7 +248,7 @@ class Retriever:
                 end=r.end,
                 heading=r.heading,
                 visibility=shared.setdefault(r.visibility, r.visibility),
-                tokens=tuple(map(sys.intern, r.tokens.split())),
+                tokens=tuple(map(words.setdefault, toks, toks)),
                 prev_id=r.prev_id,
                 next_id=r.next_id,
             )

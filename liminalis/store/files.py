@@ -50,7 +50,7 @@ def _decode(rows: Sequence[aiosqlite.Row]) -> dict[str, FileRow]:
     out: dict[str, FileRow] = {}
     for r in rows:
         try:
-            out[r["path"]] = FileRow(
+            f = FileRow(
                 path=r["path"],
                 signature=tuple(int(x) for x in json.loads(r["signature"])),
                 reader=r["reader"],
@@ -59,6 +59,8 @@ def _decode(rows: Sequence[aiosqlite.Row]) -> dict[str, FileRow]:
             )
         except (ValueError, TypeError, KeyError):
             continue
+        if f.views:  # a file read gives at least one view: a row without is damaged
+            out[f.path] = f
     return out
 
 
@@ -77,6 +79,8 @@ def _encode(campaign: str, put: Sequence[FileRow]) -> list[tuple[str, ...]]:
 
 
 class FileSignatureRepository(Repository):
+    """Each file's row as the last ingest that read it left it (module doc)."""
+
     async def all(self, campaign: str) -> dict[str, FileRow]:
         """Every file row of ``campaign`` by path; a row that does not decode is left out (its
         file is read again)."""
