@@ -363,6 +363,7 @@ class Engine:
     async def _prewarm(self, slug: str) -> None:
         while True:
             self._prewarm_again.discard(slug)
+            self.heap.prepare()
             try:
                 await self.retriever.prewarm(slug, (players_lens(), gm_lens()))
             except Exception:  # the next question builds what this could not

@@ -9,15 +9,17 @@ collections since the last one reach a quarter of what that one kept, which a fe
 temporaries do. Those walks find nothing: the snapshot is never garbage while it serves.
 
 :class:`FrozenHeap` moves what is alive when the snapshot settles into the permanent generation
-(``gc.freeze``), which no collection walks. Before it freezes, it collects what is not frozen
-yet (one walk of what came since the last settle, the new snapshot mostly), so cyclic garbage is
-never frozen. A frozen object is still freed by reference counting when the engine drops it (a
-snapshot replaced by the next one: the snapshot holds no cycles, ``tests/test_heap.py``); only a
-frozen object that joins a reference cycle and then dies stays until the next unfreeze. That is
-bounded: when the frozen heap has grown to ``regrow`` × its size after the last full collection,
-:meth:`FrozenHeap.settle` unfreezes, collects everything once and freezes again; a heap that
-grows because it holds more (a larger campaign) pays that full walk once per doubling, not once
-per question.
+(``gc.freeze``), which no collection walks. Just before a rebuild starts it collects what is not
+frozen yet (:meth:`FrozenHeap.prepare`: a walk of what came since the last settle, small), and
+when the rebuild ends it collects the young generations and freezes (:meth:`FrozenHeap.settle`:
+no walk of the new snapshot on the event loop). So the only cyclic garbage ever frozen is what
+died in a cycle during the rebuild itself. A frozen object is still freed by reference counting
+when the engine drops it (a snapshot replaced by the next one: the snapshot holds no cycles,
+``tests/test_heap.py``); only a frozen object that joins a reference cycle and then dies stays
+until the next unfreeze. Both are bounded: when the frozen heap has grown to ``regrow`` × its
+size after the last full collection, :meth:`FrozenHeap.settle` unfreezes, collects everything
+once and freezes again; a heap that grows because it holds more (a larger campaign) pays that
+full walk once per doubling, not once per question.
 
 :class:`LooseHeap` leaves the collector alone (tests, embedding the engine in another program).
 """
@@ -34,6 +36,10 @@ _log = logging.getLogger(__name__)
 
 class LooseHeap:
     """The default: no collector policy (the host program decides)."""
+
+    def prepare(self) -> None:
+        """Nothing: the collector runs as CPython schedules it."""
+        return None
 
     def settle(self) -> None:
         """Nothing: the collector runs as CPython schedules it."""
@@ -59,10 +65,15 @@ class FrozenHeap:
         it would stay until the next full collection)."""
         self._full()
 
-    def settle(self) -> None:
-        """Collect what is not frozen (its cyclic garbage must not be frozen with the rest), then
-        freeze what is alive."""
+    def prepare(self) -> None:
+        """Collect what is not frozen, before a rebuild adds to it: its cyclic garbage must not
+        be frozen with the rebuilt objects."""
         gc.collect()
+
+    def settle(self) -> None:
+        """Freeze what is alive now. The young generations are collected first (they hold only
+        recent objects: a short walk)."""
+        gc.collect(1)
         gc.freeze()
         if gc.get_freeze_count() > self.regrow * max(self.baseline, 1):
             self._full()

@@ -192,8 +192,10 @@ class Clock(Protocol):
 
 
 class Heap(Protocol):
-    """The process's garbage-collection policy, told when long-lived objects settle (a
-    campaign's snapshot and indexes were just rebuilt): :mod:`liminalis.heap`."""
+    """The process's garbage-collection policy, told when long-lived objects are about to be
+    rebuilt and when they have settled (a campaign's snapshot and indexes): :mod:`liminalis.heap`."""
+
+    def prepare(self) -> None: ...
 
     def settle(self) -> None: ...
 

@@ -59,6 +59,7 @@ def test_cyclic_garbage_is_collected_not_frozen():
     gc.collect(1)  # ``old`` survives two young collections: it sits in the oldest generation
     refs = [weakref.ref(young), weakref.ref(old)]
     del young, old
+    heap.prepare()  # a rebuild starts
     heap.settle()
     assert [r() for r in refs] == [None, None]
 
@@ -86,12 +87,17 @@ def test_cycles_that_die_frozen_go_once_the_frozen_heap_has_grown():
 def test_regrow_must_leave_room():
     with pytest.raises(ValueError):
         FrozenHeap(regrow=1.0)
+    LooseHeap().prepare()
     LooseHeap().settle()
 
 
 class _Recorder:
     def __init__(self) -> None:
         self.settled = 0
+        self.prepared = 0
+
+    def prepare(self) -> None:
+        self.prepared += 1
 
     def settle(self) -> None:
         self.settled += 1
@@ -105,7 +111,7 @@ async def test_the_engine_settles_after_each_rebuild_and_at_start(tmp_path):
     try:
         await engine.ingest("greyhold")
         await engine.prewarmed("greyhold")
-        assert heap.settled == 1
+        assert heap.settled == heap.prepared == 1
         await engine.ingest("greyhold")  # unchanged: nothing rebuilt, nothing to settle
         await engine.prewarmed("greyhold")
         assert heap.settled == 1
