@@ -113,7 +113,8 @@ class Engine:
         """``embedders``: older embedders kept loaded so a campaign goes on answering from its
         serving generation while the next one is built (:mod:`liminalis.generations`);
         ``generation_grace_s``: how long a replaced generation is kept for a rollback;
-        ``heap``: told each time a campaign's snapshot has been rebuilt (:mod:`liminalis.heap`)."""
+        ``heap``: told before and after each rebuild of a campaign's snapshot
+        (:mod:`liminalis.heap`)."""
         self.heap: Heap = heap if heap is not None else LooseHeap()
         self.db = db
         #: The campaign memory (liminalis.memory); it re-ranks retrieval only when enabled.

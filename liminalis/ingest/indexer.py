@@ -54,7 +54,7 @@ from liminalis.text import Tokenizer
 from liminalis.types import Document, FileReport, IngestReport, Passage, SkippedFile
 from liminalis.workers import run_cpu
 
-__all__ = ["Indexer", "IngestOptions", "vector_id"]
+__all__ = ["Indexer", "IngestOptions", "sources_digest", "vector_id"]
 
 _log = logging.getLogger(__name__)
 _SKIP_NAMES = {"campaign.toml"}
