@@ -10,7 +10,8 @@ import asyncio
 import json
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -138,6 +139,11 @@ def _parser() -> argparse.ArgumentParser:
     imp = sub.add_parser("import", help="add a campaign from an export (and index it)")
     imp.add_argument("file", type=Path)
     imp.add_argument("--campaign", default=None, help="its slug here (default: the exported one)")
+    imp.add_argument(
+        "--no-passes",
+        action="store_true",
+        help="do not derive the knowledge again now (the passes do at the next start)",
+    )
 
     rx = sub.add_parser(
         "reindex",
@@ -273,7 +279,12 @@ async def _run(args: argparse.Namespace) -> int:
                 http=args.http,
             )
         if args.command in {"export", "import"}:
-            return await transfer_command(engine, args)
+            rederive = args.command == "import" and not args.no_passes
+            return await transfer_command(
+                engine,
+                args,
+                derive=partial(_knowledge_passes, settings, engine) if rederive else None,
+            )
         if args.command == "chat":
             from bot.console import ConsoleAdapter
             from bot.main import open_passes, open_service
@@ -319,13 +330,18 @@ async def log_command(
 
 
 async def transfer_command(
-    engine: Engine, args: argparse.Namespace, *, out: Callable[[str], object] = print
+    engine: Engine,
+    args: argparse.Namespace,
+    *,
+    out: Callable[[str], object] = print,
+    derive: Callable[[str], Awaitable[list[RunResult]]] | None = None,
 ) -> int:
-    """``liminalis export`` and ``liminalis import``: say what was written."""
+    """``liminalis export`` and ``liminalis import``: say what was written. ``derive`` runs the
+    imported campaign's passes (an import takes no derived knowledge from an archive)."""
     if args.command == "export":
         ex = await engine.export_campaign(args.campaign, args.out)
         out(
-            f"exported {ex.campaign} to {ex.path}: {ex.rows.get('documents', 0)} documents, "
+            f"exported {ex.campaign} to {ex.path}: {ex.documents} documents, "
             f"{sum(ex.rows.values())} rows in {len(ex.rows)} tables, {ex.embeddings} cached "
             f"vectors, {ex.files} files"
         )
@@ -339,11 +355,14 @@ async def transfer_command(
         else f"re-embedded {im.embedded} texts with this bot's embedder"
     )
     out(
-        f"imported {im.campaign}: {im.rows.get('documents', 0)} documents, "
+        f"imported {im.campaign}: {im.documents} documents, "
         f"{sum(im.rows.values())} rows, {im.files} files; indexed with {how}"
     )
     for note in im.notes:
         out(f"  {note}")
+    ran = await derive(im.campaign) if derive is not None else []
+    if ran:
+        out(_passes_line(ran))
     return 0
 
 

@@ -5,7 +5,8 @@ Layout (format 1)::
     manifest.json           format, version, schema (user_version), campaign, embedder, index
                             profile, and counts of what follows
     tables/<table>.jsonl    one JSON object per row of each of the campaign's tables
-                            (:mod:`liminalis.store.transfer` decides which); bytes as {"$b64": …}
+                            (:mod:`liminalis.store.transfer` decides which: not what is derived
+                            from the documents, nor chat memory); bytes as {"$b64": …}
     embeddings.jsonl        {"hash", "vector"} for every text the documents embed, so that an
                             import with the same embedder embeds nothing
     files/campaign/<path>   the campaign folder, campaign.toml included (dot files left out,
@@ -16,8 +17,15 @@ An import reads and checks the whole archive before it writes anything: another 
 format version or a newer schema is refused with a message that says so, and so is a member
 that is absolute, climbs out (``..``), is a link, or lies outside those folders. Then the files
 go into a new campaign folder, the rows into the store (one transaction) and the vectors into
-the embedding cache, and the campaign is re-indexed from its files: the vector index is derived,
+the embedding cache, and the campaign is indexed from its files: the vector index is derived,
 rebuilt here from the cache when the embedder is the archive's, re-embedded when it is not.
+
+An archive is untrusted input. Only the files (each with the visibility it declares) and the GM's
+decisions (pins, links, budgets, pass definitions, …) come in; rows derived from the documents
+(documents, passages, knowledge, pass facts, the memory graph) and remembered text (chat memory,
+answer cards) are left out even where an archive holds them, since a forged one could claim
+players' visibility for GM text. The ingest derives the documents again, and the passes the
+knowledge (at once where they listen to ingests, else at the next run).
 """
 
 from __future__ import annotations
@@ -78,6 +86,8 @@ class ExportReport:
     rows: dict[str, int]
     embeddings: int
     files: int
+    #: Documents of the campaign (their rows are not exported: an import indexes the files).
+    documents: int = 0
     #: Files left out, with why (a name another system could not unpack safely).
     skipped: tuple[str, ...] = ()
 
@@ -96,6 +106,8 @@ class ImportReport:
     embedded: int
     ignored: dict[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    #: Documents the import indexed from the archive's files.
+    documents: int = 0
 
 
 # -- export ------------------------------------------------------------------------------------
@@ -188,9 +200,9 @@ def _write_archive(
 
 
 async def export_campaign(engine: Engine, slug: str, out: Path) -> ExportReport:
-    """Write campaign ``slug`` (documents and files, config, pins, links, budgets, chat and
-    campaign memory, derived knowledge and pass facts, the embedding cache of its texts) to
-    the zip file ``out``."""
+    """Write campaign ``slug`` (its files, config, pins, links, budgets, campaign memory, pass
+    definitions and history, the embedding cache of its texts) to the zip file ``out``; what
+    an import derives again from the files is left out."""
     config = await engine.campaign(slug)
     slug = config.slug
     tables = await engine.db.transfer.export_rows(slug)
@@ -218,6 +230,7 @@ async def export_campaign(engine: Engine, slug: str, out: Path) -> ExportReport:
         rows=manifest["tables"],
         embeddings=len(vectors),
         files=files,
+        documents=len(await engine.db.documents.hashes(slug)),
         skipped=tuple(skipped),
     )
 
@@ -423,6 +436,11 @@ async def import_campaign(
         for p in reversed(placed):
             await asyncio.to_thread(shutil.rmtree, p, True)
         raise
+    if done.left_out:
+        notes.append(
+            "left out rows that are rebuilt from the documents or cannot be checked: "
+            + ", ".join(f"{t} {n}" for t, n in sorted(done.left_out.items()))
+        )
     if done.unknown_tables:
         notes.append(
             "left out tables this release does not have: " + ", ".join(done.unknown_tables)
@@ -437,8 +455,8 @@ async def import_campaign(
         notes.append(
             f"re-embedded: the export used {model}, this bot uses {engine.embedder.model_id}"
         )
-    # Every document re-prepared from its file into the vector index (from the cache if `same`).
-    await engine.db.documents.mark_for_rebuild(slug)
+    # Every document prepared from its file into the vector index (from the cache if `same`);
+    # the passes listening to ingests derive its knowledge again.
     report = await engine.ingest(slug)
     notes += [f"skipped {s.path}: {s.reason}" for s in report.skipped]
     return ImportReport(
@@ -450,4 +468,5 @@ async def import_campaign(
         embedded=report.embedded + report.windows_embedded,
         ignored=done.ignored,
         notes=tuple(notes),
+        documents=len(await engine.db.documents.hashes(slug)),
     )

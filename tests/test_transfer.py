@@ -27,6 +27,7 @@ from liminalis.ports import Usage
 from liminalis.store.graph import MemoryStore
 from liminalis.store.schema import LATEST
 from liminalis.store.sqlite import Database
+from liminalis.store.transfer import REBUILT, UNCHECKED
 from liminalis.testing import FrozenClock, HashEmbedder
 from liminalis.transfer import FORMAT_VERSION
 
@@ -101,19 +102,19 @@ async def lived_in(root: Path) -> Engine:
     return engine
 
 
-async def outcomes(engine: Engine, slug: str) -> list[Any]:
+async def outcomes(engine: Engine, slug: str, chat: str = CHAT) -> list[Any]:
     """Ranked documents, rendered bundles and offline answers for every question and lens, and a
-    follow-up in the remembered chat."""
+    follow-up in ``chat``."""
     seen: list[Any] = []
     for lens in LENSES:
         for n, q in enumerate(ASKED):
-            bundle = await engine.retrieve(slug, q, lens, chat=CHAT)
+            bundle = await engine.retrieve(slug, q, lens, chat=chat)
             seen.append((q, sorted(lens), bundle.ranked_doc_ids, bundle.text))
             if n % 2 == 0:  # the offline answerer: slower, and the bundle decides it
                 answer = await engine.answer(slug, q, lens)
                 seen.append((answer.text, answer.sources))
     follow = await engine.answer(
-        slug, "and what does she sell there?", Lens({"players"}), chat=CHAT
+        slug, "and what does she sell there?", Lens({"players"}), chat=chat
     )
     seen.append((follow.text, follow.sources))
     return seen
@@ -160,14 +161,59 @@ async def test_every_table_of_the_schema_is_placed(tmp_path):
         assert await db.transfer.unplaced() == []
 
 
+async def derived(engine: Engine, slug: str) -> dict[str, list[Any]]:
+    """The rows an import derives again, by table, the campaign's name taken out."""
+    out = {}
+    for table in sorted(REBUILT - {"pass_state", "memory_chunks", "memory_links"}):
+        rows = await engine.db.fetchall(f"SELECT * FROM {table} WHERE campaign = ?", (slug,))
+        out[table] = sorted(
+            sorted((k, SLUG if k == "campaign" else r[k]) for k in r.keys()) for r in rows
+        )
+    return out
+
+
+async def rederive(engine: Engine, slug: str = SLUG) -> None:
+    """What the passes do after an import's ingest where they listen (``serve``): here the
+    knowledge refresh and the pass the lived-in campaign ran."""
+    await Knowledge(engine.db).refresh(slug, await engine.retriever.catalog(slug))
+    passes = Passes(engine.db, clock=FrozenClock(), model=TitleModel())
+    assert (await passes.run(slug, "moods")).status == "done"
+    await passes.close()
+
+
+#: Tables an import takes although their rows name a lens or a visibility, each for a reason: the
+#: campaign memory's learned state names chunks, checked against the graph rebuilt from the
+#: documents before anything reads it (``MemoryStore.purge_invisible``); the question log and the
+#: feedback on answers are read by a GM only (``/log``).
+LABELLED_AND_TAKEN = {"memory_activation", "memory_edges", "question_log", "answer_feedback"}
+
+
+async def test_rows_claiming_a_visibility_are_not_taken_from_an_archive_unless_declared(tmp_path):
+    """A new table whose rows carry a visibility or a lens is derived, or remembered text: a
+    forged archive could claim players' sight for GM text in it. It travels only once declared
+    here with its reason, or rebuilt (``REBUILT``) or left out (``UNCHECKED``)."""
+    async with Database(tmp_path / "db.sqlite3") as db:
+        taken = set(await db.transfer.export_rows("none")) - {"campaigns"}
+        labelled = set()
+        for table in taken:
+            cols = {r[1] for r in await db.fetchall(f"PRAGMA table_info({table})")}
+            if cols & {"visibility", "lens"}:
+                labelled.add(table)
+    assert labelled == LABELLED_AND_TAKEN
+    assert not (REBUILT | UNCHECKED) & taken
+
+
 async def test_export_then_import_into_a_fresh_data_directory_changes_nothing(source, tmp_path):
     archive = tmp_path / "emberfall.zip"
     before = await source.db.transfer.export_rows(SLUG)
-    assert all(before[t] for t in ("documents", "pins", "channel_links", "budgets", "chat_turns"))
-    assert all(before[t] for t in ("memory_chunks", "knowledge_entities", "pass_facts"))
+    assert all(before[t] for t in ("pins", "channel_links", "budgets", "pass_definitions"))
     assert before["pass_trace"] and before["memory_activation"]
+    # what the files give again, and what no one could check, is not in an archive
+    assert not (REBUILT | UNCHECKED) & set(before)
+    knowledge = await derived(source, SLUG)
+    assert all(knowledge[t] for t in ("documents", "knowledge_entities", "pass_facts"))
     exported = await source.export_campaign(SLUG, archive)
-    assert exported.embeddings > 0 and exported.files > 30
+    assert exported.embeddings > 0 and exported.files > 30 and exported.documents == 35
 
     embedder = HashEmbedder()
     target = await engine_at(tmp_path / "b", embedder)
@@ -185,9 +231,15 @@ async def test_export_then_import_into_a_fresh_data_directory_changes_nothing(so
         ).read_text()
         assert (tmp_path / "b" / "uploads" / SLUG / "harbour.md").read_text() == UPLOAD
         assert (await target.campaign(SLUG)).name == "Emberfall"
-        assert await target.is_indexed(SLUG)
-        # and the same answers, for every lens, memory included
-        assert await outcomes(target, SLUG) == await outcomes(source, SLUG)
+        assert await target.is_indexed(SLUG) and report.documents == 35
+        # the documents, their knowledge and the pass's facts derived again, as they were
+        await rederive(target)
+        assert await derived(target, SLUG) == knowledge
+        # and the same answers, for every lens, campaign memory included; chats start afresh
+        assert await target.db.memory.keys(SLUG) == []
+        assert await outcomes(target, SLUG, "discord:78") == await outcomes(
+            source, SLUG, "discord:78"
+        )
         assert embedder.texts_embedded == 0
     finally:
         await close_engine(target)
@@ -217,8 +269,10 @@ async def test_import_under_a_new_name_beside_the_original(source, tmp_path):
             for r in rows.get(table, []):
                 r["id"] = 0
     assert comparable(copy, "emberfall-copy") == comparable(before, SLUG)
-    assert all(r["chat_key"].startswith("emberfall-copy:") for r in copy["chat_state"])
-    assert await outcomes(source, "emberfall-copy") == await outcomes(source, SLUG)
+    await rederive(source, "emberfall-copy")
+    assert await outcomes(source, "emberfall-copy", "discord:78") == await outcomes(
+        source, SLUG, "discord:78"
+    )
 
 
 async def test_another_embedder_re_embeds(archive, tmp_path):
@@ -349,4 +403,129 @@ async def test_a_failed_import_leaves_nothing_behind_and_touches_no_folder_it_di
         assert keep.read_text() == "mine"
         assert not (tmp_path / "b" / "campaigns" / SLUG).exists()
     finally:
+        await close_engine(target)
+
+
+# -- a forged archive --------------------------------------------------------------------------
+
+CANARY = "Quillon Vantablack sold the Vigil Key"
+#: Text columns a forged row fills with the canary, and the visibility it claims for players.
+_TEXT = frozenset(
+    "title text synopsis summary name aliases surface evidence value label content state answer "
+    "question key hint".split()
+)
+
+
+def forged_row(row: dict[str, Any], table: str) -> dict[str, Any]:
+    """``row`` made to carry the canary as players-visible text."""
+    out = dict(row)
+    for col, v in row.items():
+        if col == "visibility":
+            out[col] = '[["players"]]' if table.startswith("memory_") else '["players"]'
+        elif col == "lens":
+            out[col] = '["players"]'
+        elif col in _TEXT and isinstance(v, str):
+            out[col] = {
+                "state": json.dumps({"story": [CANARY]}),
+                "aliases": json.dumps([CANARY]),
+                "value": json.dumps({"name": CANARY, "mood": CANARY}),
+            }.get(col, CANARY)
+    return out
+
+
+async def held_back(engine: Engine) -> dict[str, list[dict[str, Any]]]:
+    """The rows an export leaves out, as an archive of an earlier release (or a forger) holds
+    them."""
+    out = {}
+    for table in sorted(REBUILT | UNCHECKED):
+        sql = (
+            "SELECT t.* FROM chat_turns t JOIN chat_state s USING (chat_key) WHERE s.campaign = ?"
+            if table == "chat_turns"
+            else f"SELECT * FROM {table} WHERE campaign = ?"
+        )
+        out[table] = [dict(r) for r in await engine.db.fetchall(sql, (SLUG,))]
+    return out
+
+
+def forge(src: Path, dest: Path, held: dict[str, list[dict[str, Any]]]) -> Path:
+    """The archive ``src`` with the ``held`` tables added and a canary in the first row of every
+    table that holds derived or remembered text (a GM-only document's rows among them), each
+    claiming players' visibility, plus a stored answer card and summary."""
+    held = {t: [dict(r) for r in rows] for t, rows in held.items()}
+    for table, rows in held.items():
+        secret = [r for r in rows if "players" not in str(r.get("visibility", "players"))]
+        for row in [*rows[:1], *secret[:1]]:
+            rows[rows.index(row)] = forged_row(row, table)
+    held["knowledge_summaries"].append(
+        {
+            "campaign": SLUG,
+            "doc_id": "characters/vessa-coldwater",
+            "method": "extractive",
+            "content_hash": "x",
+            "summary": CANARY,
+            "visibility": '["players"]',
+        }
+    )
+    held["answer_cards"].append(
+        {
+            "card_id": "forged",
+            "kind": "answer",
+            "platform": "discord",
+            "channel_id": "555",
+            "campaign": SLUG,
+            "user_id": "1",
+            "lens": '["players"]',
+            "question": CANARY,
+            "answer": CANARY,
+            "sources": "[]",
+            "created_at": 4102444800.0,
+            "question_id": None,
+        }
+    )
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dest, "w") as zout:
+        for info in zin.infolist():
+            if info.filename.removeprefix("tables/").removesuffix(".jsonl") not in held:
+                zout.writestr(info, zin.read(info))
+        for table, rows in held.items():
+            zout.writestr(f"tables/{table}.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    return dest
+
+
+async def test_a_forged_archive_puts_no_derived_text_before_players(source, tmp_path):
+    """Derived rows (documents' text and synopses, passages, knowledge, pass facts, the memory
+    graph) and remembered text (chat memory, answer cards) are not taken from an archive: the
+    documents are indexed from their files, the passes derive the rest again under each view's
+    own visibility, and a forged row claiming players' visibility for GM text comes to nothing."""
+    from test_knowledge_wiring import _surface, console, wire
+
+    from bot.service import BotService
+
+    await source.export_campaign(SLUG, tmp_path / "emberfall.zip")
+    forged = forge(tmp_path / "emberfall.zip", tmp_path / "forged.zip", await held_back(source))
+    with zipfile.ZipFile(forged) as zf:
+        assert CANARY in zf.read("tables/knowledge_entities.jsonl").decode()
+    target = await engine_at(tmp_path / "b")
+    passes, _ = await wire(target)
+    try:
+        report = await target.import_campaign(forged)
+        await passes.idle()
+        held = await held_back(target)
+        rows = json.dumps([await target.db.transfer.export_rows(SLUG), held], default=str)
+        assert CANARY not in rows
+        for table in ("knowledge_entities", "knowledge_views", "documents", "passages"):
+            assert held[table]  # derived again from the files
+        assert await target.knowledge.entities(SLUG, frozenset({"players"}))
+        service = BotService(target, default_campaign=SLUG)
+        seen = [await _surface(service, target, "players")]
+        for text in (f"/search {CANARY}", "/search Quillon", "/show Vessa Coldwater"):
+            seen.append((await service.handle(console(text))).text)
+        for lens in LENSES:
+            bundle = await target.retrieve(SLUG, CANARY, lens, chat=CHAT)
+            answer = await target.answer(SLUG, CANARY, lens, chat=CHAT)
+            seen += [bundle.text, answer.text, repr(answer.sources)]
+        seen.append(repr(await passes.facts(SLUG, Lens({"players"}))))
+        assert CANARY.lower() not in "\n".join(seen).lower()
+        assert any("rebuilt" in n for n in report.notes)
+    finally:
+        await passes.close()
         await close_engine(target)

@@ -14,6 +14,12 @@ back under the importing slug. What that rule cannot see is declared below:
   :class:`~liminalis.store.embeddings.EmbeddingCache`; ``token_usage`` is the whole bot's daily
   count and stays.
 
+* Rows derived from the documents (:data:`REBUILT`) and remembered text (:data:`UNCHECKED`) are
+  neither exported nor imported. An archive is untrusted input: a row claiming players'
+  visibility for GM text cannot be checked against anything, so an import takes only the files
+  (each with its declared visibility) and the GM's decisions, and the index and the passes derive
+  the rest again, each fact under the visibility of the view it comes from.
+
 A table none of these rules places is left out of an export and named
 (:meth:`TransferRepository.unplaced`; ``tests/test_transfer.py`` keeps the list empty).
 """
@@ -29,7 +35,7 @@ import aiosqlite
 
 from liminalis.store._base import Repository
 
-__all__ = ["TransferRepository", "Imported", "CAMPAIGN_TABLE"]
+__all__ = ["TransferRepository", "Imported", "CAMPAIGN_TABLE", "REBUILT", "UNCHECKED"]
 
 #: The registry row of a campaign: never copied as is (its root and slug are the importer's).
 CAMPAIGN_TABLE = "campaigns"
@@ -56,6 +62,31 @@ _SHARED = frozenset(
         "file_signatures",
     }
 )
+#: Derived from the documents, so rebuilt after an import rather than trusted: documents and
+#: passages by the re-index from the files, the knowledge layer and pass facts by the passes
+#: (their per-document state goes with them, so every document is pending again), the memory
+#: graph by the first recall over the new catalog.
+REBUILT = frozenset(
+    {
+        "documents",
+        "passages",
+        "knowledge_views",
+        "knowledge_entities",
+        "knowledge_mentions",
+        "knowledge_relations",
+        "knowledge_motifs",
+        "knowledge_summaries",
+        "pass_facts",
+        "pass_state",
+        "memory_chunks",
+        "memory_links",
+    }
+)
+#: Text that was shown to some lens and cannot be derived again, so nothing can check the lens an
+#: archive claims for it: chat memory (it feeds the next prompt) and answer cards (their buttons
+#: show their text). A moved campaign's chats start afresh and its old buttons say expired.
+UNCHECKED = frozenset({"chat_state", "chat_turns", "answer_cards"})
+_LEFT_OUT = REBUILT | UNCHECKED
 _NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
@@ -68,6 +99,9 @@ class Imported:
     ignored: dict[str, int] = field(default_factory=dict)
     #: Tables of the archive this schema does not have (written by another build).
     unknown_tables: list[str] = field(default_factory=list)
+    #: Tables of the archive an import never takes (:data:`REBUILT`, :data:`UNCHECKED`), with
+    #: how many rows each held.
+    left_out: dict[str, int] = field(default_factory=dict)
 
 
 def _renamed(value: Any, old: str, new: str) -> Any:
@@ -97,15 +131,21 @@ class TransferRepository(Repository):
     @staticmethod
     def _owned(tables: Mapping[str, list[str]]) -> list[str]:
         """The campaign's tables, each parent before its children."""
-        own = [t for t, cols in tables.items() if "campaign" in cols and t not in _SHARED]
-        own += [t for t in _CHILDREN if t in tables and _CHILDREN[t][1] in own]
+        own = [
+            t
+            for t, cols in tables.items()
+            if "campaign" in cols and t not in _SHARED and t not in _LEFT_OUT
+        ]
+        own += [
+            t for t in _CHILDREN if t in tables and _CHILDREN[t][1] in own and t not in _LEFT_OUT
+        ]
         return own
 
     async def unplaced(self) -> list[str]:
         """Tables no rule places: neither the campaign's, nor a declared child, nor shared."""
         async with self._db.write() as conn:
             tables = await self._tables(conn)
-        placed = set(self._owned(tables)) | _SHARED | {CAMPAIGN_TABLE}
+        placed = set(self._owned(tables)) | _SHARED | _LEFT_OUT | {CAMPAIGN_TABLE}
         return sorted(set(tables) - placed)
 
     async def export_rows(self, campaign: str) -> dict[str, list[dict[str, Any]]]:
@@ -156,7 +196,10 @@ class TransferRepository(Repository):
         done = Imported()
         async with self._db.write() as conn:
             have = await self._tables(conn)
-            done.unknown_tables = sorted(t for t in tables if t not in have and t != CAMPAIGN_TABLE)
+            done.left_out = {t: len(rows) for t, rows in tables.items() if t in _LEFT_OUT and rows}
+            done.unknown_tables = sorted(
+                t for t in tables if t not in have and t != CAMPAIGN_TABLE and t not in _LEFT_OUT
+            )
             registry = list(tables.get(CAMPAIGN_TABLE, ()))
             generation = int(registry[0].get("generation") or 0) if registry else 0
             await conn.execute(
