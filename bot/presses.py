@@ -10,7 +10,8 @@ the card — unless:
   (:func:`bot.cards.covers`): a player pressing a button of the GM's answer sees nothing of it.
 
 What a press shows is then read through the presser's lens again (sources, pages, searches),
-never copied from the card. *Share with table* never posts the private answer: it asks the
+never copied from the card, and it replaces the pressed message only when that lens is the
+card's own: anything read through a wider view goes to the presser alone. *Share with table* never posts the private answer: it asks the
 question again through the players' lens and posts that answer.
 """
 
@@ -148,7 +149,12 @@ async def _open(service: BotService, msg: IncomingMessage, parts: list[str], _: 
         raise InvalidInput("no sources", user_message="That answer cites no document.")
     page = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else 1
     reply = await document_page(scope, card.sources[i][0], page, ("docp", card.card_id, (i,)))
-    return replace(reply, ephemeral=True, delivery="replace" if len(parts) > 2 else "private")
+    # A page turn names the answer's card, not the message it was pressed on, and a forged one
+    # can be pressed on the public answer itself: only a page read through the answer's own
+    # view may replace a message; a wider view's page (a GM's, a personal one) goes to the
+    # presser alone.
+    turn = len(parts) > 2 and Lens(card.lens) == scope.lens
+    return replace(reply, ephemeral=True, delivery="replace" if turn else "private")
 
 
 async def _vote(service: BotService, msg: IncomingMessage, parts: list[str], _: str) -> Reply:

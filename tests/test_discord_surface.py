@@ -181,6 +181,32 @@ async def test_open_document_pages_through_the_pressers_view(env):
     assert "Page 2 of" in text_of(edit.json) and "◀ Previous" in buttons(edit.json)
 
 
+async def test_a_page_turn_replaces_a_public_answer_only_through_the_answers_own_view(env):
+    """A ``docp`` press (turn a page of a document opened from an answer) names its answer's card;
+    pressed — or forged — on the public answer by a GM or a member with a personal view, the
+    page is read through that wider view, so it goes to the presser alone, never in place of
+    the message the whole channel sees."""
+    api, adapter, _ = env
+    body = await ask(api, adapter, "Who keeps the Copper Kettle inn?", user_id=PLAYER)
+    card = buttons(body)["Open document"].split(":")[2]
+    forged = f"lm:docp:{card}:0:1"
+    for n, who in enumerate(
+        [{"user_id": GM, "roles": [GM_ROLE_ID]}, {"user_id": 444, "roles": [MIREL_ROLE_ID]}]
+    ):
+        start = len(api.calls)
+        await run(adapter, component_payload(forged, iid=40 + n, **who))
+        assert not [c for c in api.calls[start:] if c.method == "PATCH"]  # the answer stays
+        replies = sent(api, start)
+        assert replies and all(r["flags"] & 64 for r in replies)
+        assert "Vessa Coldwater" in text_of(replies[0])
+        assert (HIDDEN in text_of(replies[0])) == (who["user_id"] == GM)  # the GM's own view
+    # the answer's own view turns its page in place
+    start = len(api.calls)
+    await run(adapter, component_payload(forged, user_id=PLAYER, iid=50))
+    (edit,) = [c for c in api.calls[start:] if c.method == "PATCH"]
+    assert "Vessa Coldwater" in text_of(edit.json) and HIDDEN not in text_of(edit.json)
+
+
 async def test_votes_are_kept_with_the_question_answer_and_sources(env):
     api, adapter, service = env
     body = await ask(api, adapter, "Who rules Greyhold keep?", user_id=PLAYER)

@@ -39,6 +39,7 @@ from liminalis.testing import ScriptedModel
 PLAYER = "UPLAYER01"
 CHANNEL = "C0TABLE"
 FORM = "application/x-www-form-urlencoded"
+HIDDEN = "the baron pawned the river tower to the drowned court"
 
 
 class Ticks:
@@ -121,6 +122,31 @@ async def test_an_answer_carries_its_question_and_buttons_checked_on_press(env):
         assert REFUSED in dump(refused) and CANARY not in dump(refused)
         assert refused["response_type"] == "ephemeral"
     assert not api.find("views.open")  # a refused 👎 opens no form
+
+
+async def test_a_page_turn_replaces_a_public_answer_only_through_the_answers_own_view(
+    env, tmp_path
+):
+    """A ``docp`` press pressed — or forged — on a players' answer by the GM or a member with a
+    personal view reads the page through that wider view: it goes to the presser alone and
+    never replaces the message the channel sees."""
+    api, adapter, service = env
+    baron = tmp_path / "campaigns" / "greyhold" / "baron.md"
+    baron.write_text(baron.read_text() + f"\n<!-- GM: {HIDDEN} -->\n", encoding="utf-8")
+    await service.engine.ingest("greyhold")
+    player = await lore(adapter, api, "ask Who rules Greyhold keep?", user=PLAYER, tag="p")
+    assert player["response_type"] == "in_channel" and HIDDEN not in dump(player)
+    card = buttons(player)["Open document"].split(":")[2]
+    forged = f"lm:docp:{card}:0:1"
+    for who in (SLACK_GM, "UMIREL01"):
+        await press(adapter, api, forged, user=who, tag=who)
+        (page,) = [c.args for c in await api.wait_for(f"/respond/{who}")]
+        assert page["replace_original"] is False and page["response_type"] == "ephemeral"
+        assert "Baron Aldric" in dump(page)
+        assert (HIDDEN in dump(page)) == (who == SLACK_GM)  # the GM's own view, privately
+    await press(adapter, api, forged, user=PLAYER, tag="turn")
+    (page,) = [c.args for c in await api.wait_for("/respond/turn")]
+    assert page["replace_original"] is True and HIDDEN not in dump(page)
 
 
 async def test_a_thumbs_down_asks_why_in_a_form_and_keeps_it_with_the_answer(env):
