@@ -10,12 +10,15 @@ Layout (format 1)::
     embeddings.jsonl        {"hash", "vector"} for every text the documents embed, so that an
                             import with the same embedder embeds nothing
     files/campaign/<path>   the campaign folder, campaign.toml included (dot files left out,
-                            as ingest leaves them out)
-    files/uploads/<path>    the campaign's uploads
+                            as ingest leaves them out, but for the sidecar that keeps a PDF's or
+                            Word document's upload options, bound to its bytes)
+    files/uploads/<path>    the campaign's uploads, sidecars included
 
 An import reads and checks the whole archive before it writes anything: another format, a newer
 format version or a newer schema is refused with a message that says so, and so is a member
-that is absolute, climbs out (``..``), is a link, or lies outside those folders. Then the files
+that is absolute, climbs out (``..``), is a link, lies outside those folders or is a dot file
+other than a sidecar. A sidecar comes in only beside the file it was written for, holding that
+file's sha256 (one that does not fit is left out and named: its file is GM-only). Then the files
 go into a new campaign folder, the rows into the store (one transaction) and the vectors into
 the embedding cache, and the campaign is indexed from its files: the vector index is derived,
 rebuilt here from the cache when the embedder is the archive's, re-embedded when it is not.
@@ -50,6 +53,7 @@ import numpy as np
 
 from liminalis.campaign import validate_slug
 from liminalis.errors import InvalidInput
+from liminalis.ingest.loaders import sidecar_fits, sidecar_of, sidecar_source
 from liminalis.store.schema import LATEST
 
 if TYPE_CHECKING:
@@ -75,6 +79,8 @@ _MANIFEST = "manifest.json"
 _EMBEDDINGS = "embeddings.jsonl"
 _TABLE = re.compile(r"^tables/([a-z_][a-z0-9_]*)\.jsonl$")
 _FILE_ROOTS = ("campaign", "uploads")
+#: The most a sidecar (a few lines of YAML) may hold.
+_MAX_SIDECAR = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +143,9 @@ def _safe_member(name: str) -> PurePosixPath | None:
 
 
 def _files(root: Path) -> Iterator[tuple[Path, str]]:
-    """The files under ``root`` as ingest walks them (dot names left out, linked files read)."""
+    """The files under ``root`` as ingest walks them (dot names left out, linked files read),
+    each PDF or Word document followed by its sidecar where that fits its bytes: a binary
+    upload's visibility is kept there, and without it the file would come back GM-only."""
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for name in sorted(filenames):
@@ -145,6 +153,17 @@ def _files(root: Path) -> Iterator[tuple[Path, str]]:
             if name.startswith(".") or not path.is_file():
                 continue
             yield path, path.relative_to(root).as_posix()
+            side = sidecar_of(path)
+            if sidecar_source(side.name) is None or not side.is_file():
+                continue
+            try:
+                # A stale sidecar (its file replaced since) says nothing here either.
+                if side.stat().st_size <= _MAX_SIDECAR and sidecar_fits(
+                    side.read_bytes(), path.read_bytes()
+                ):
+                    yield side, side.relative_to(root).as_posix()
+            except OSError:
+                continue
 
 
 def _write_archive(
@@ -248,6 +267,34 @@ class _Archive:
     tables: dict[str, list[dict[str, Any]]]
     vectors: list[tuple[str, np.ndarray]]
     files: dict[str, list[tuple[zipfile.ZipInfo, PurePosixPath]]]
+    #: Sidecars left out, with why.
+    dropped: list[str] = field(default_factory=list)
+
+
+def _bound_sidecars(
+    zf: zipfile.ZipFile,
+    label: str,
+    files: list[tuple[zipfile.ZipInfo, PurePosixPath]],
+    sidecars: list[tuple[zipfile.ZipInfo, PurePosixPath]],
+) -> tuple[list[tuple[zipfile.ZipInfo, PurePosixPath]], list[str]]:
+    """The sidecars that sit beside their file in the archive and were written for exactly its
+    bytes; and what was left out, with why. The loader checks the binding again at every read;
+    checked here, an import says what it left out instead of publishing nothing silently."""
+    by_path = {rel: info for info, rel in files}
+    kept, dropped = [], []
+    for info, rel in sidecars:
+        source = rel.with_name(sidecar_source(rel.name) or "")
+        file = by_path.get(source)
+        if file is None:
+            dropped.append(f"{label}/{rel}: the upload options of a file the export lacks")
+        elif info.file_size > _MAX_SIDECAR or not sidecar_fits(zf.read(info), zf.read(file)):
+            dropped.append(
+                f"{label}/{source}: its upload options were written for other bytes, "
+                "so it is GM-only"
+            )
+        else:
+            kept.append((info, rel))
+    return kept, dropped
 
 
 def _read_manifest(zf: zipfile.ZipFile) -> dict[str, Any]:
@@ -311,6 +358,10 @@ def _read_archive(path: Path, max_bytes: int) -> _Archive:
         tables: dict[str, list[dict[str, Any]]] = {}
         vectors: list[tuple[str, np.ndarray]] = []
         files: dict[str, list[tuple[zipfile.ZipInfo, PurePosixPath]]] = {r: [] for r in _FILE_ROOTS}
+        sidecars: dict[str, list[tuple[zipfile.ZipInfo, PurePosixPath]]] = {
+            r: [] for r in _FILE_ROOTS
+        }
+        dropped: list[str] = []
         seen: set[str] = set()
         try:
             for info in infos:
@@ -339,12 +390,25 @@ def _read_archive(path: Path, max_bytes: int) -> _Archive:
                     continue
                 parts = rel.parts
                 if len(parts) >= 3 and parts[0] == "files" and parts[1] in _FILE_ROOTS:
-                    files[parts[1]].append((info, PurePosixPath(*parts[2:])))
-                    continue
+                    inner = PurePosixPath(*parts[2:])
+                    if not any(p.startswith(".") for p in inner.parts):
+                        files[parts[1]].append((info, inner))
+                        continue
+                    # An export holds no dot file but a sidecar: anything else is no part of
+                    # a campaign and never lands in its folder.
+                    if sidecar_source(inner.name) is not None and not any(
+                        p.startswith(".") for p in inner.parts[:-1]
+                    ):
+                        sidecars[parts[1]].append((info, inner))
+                        continue
                 raise _refuse(f"unexpected member {name!r}", "That export holds an unknown file.")
+            for label in _FILE_ROOTS:
+                kept, left = _bound_sidecars(zf, label, files[label], sidecars[label])
+                files[label] += kept
+                dropped += left
         except (KeyError, ValueError, TypeError, zipfile.BadZipFile, zlib.error) as exc:
             raise _refuse(f"damaged archive: {exc}", "That export is damaged.") from exc
-    return _Archive(manifest=manifest, tables=tables, vectors=vectors, files=files)
+    return _Archive(manifest=manifest, tables=tables, vectors=vectors, files=files, dropped=dropped)
 
 
 def _extract(
@@ -421,7 +485,7 @@ async def import_campaign(
     # Uploads go where this bot keeps them; a bot without an uploads folder keeps them in the
     # campaign folder's uploads/, which ingest reads under the same document ids.
     uploads = engine.uploads_dir / slug if engine.uploads_dir is not None else root / "uploads"
-    notes: list[str] = []
+    notes: list[str] = [f"left out {d}" for d in parsed.dropped]
     files, placed = await asyncio.to_thread(_unpack, archive, parsed, root, uploads)
     try:
         model = manifest["embedder"]

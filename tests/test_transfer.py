@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from conftest import SAMPLE, close_engine, make_engine
 
 from liminalis.engine import Engine
@@ -528,4 +529,99 @@ async def test_a_forged_archive_puts_no_derived_text_before_players(source, tmp_
         assert any("rebuilt" in n for n in report.notes)
     finally:
         await passes.close()
+        await close_engine(target)
+
+
+# -- uploads kept beside their options ---------------------------------------------------------
+
+ALMANAC = "The almanac says the tide turns twice at Greyhold ford"
+LEDGER = "The ledger shows the baron paid the drowned court in bells"
+
+
+async def uploaded(root: Path) -> Engine:
+    """The tiny campaign with two PDFs a GM uploaded: one for players, one that said nothing."""
+    from fakes.tiny_campaign import make_tiny_campaign
+
+    from bot.messages import Attachment, IncomingMessage
+    from bot.service import BotService
+    from liminalis.testing import text_pdf
+
+    make_tiny_campaign(root / "campaigns")
+    engine = await engine_at(root)
+    await engine.ingest("greyhold")
+    service = BotService(engine)
+    await service.directory.link("discord", "C1", "greyhold")
+    for name, text, options in (("Almanac.pdf", ALMANAC, " players"), ("Ledger.pdf", LEDGER, "")):
+        reply = await service.handle(
+            IncomingMessage(
+                platform="discord",
+                channel_id="C1",
+                user_id="111",
+                roles=("GM",),
+                text=f"/upload{options}",
+                attachments=(Attachment(filename=name, data=text_pdf([f"Notes\n{text}."])),),
+            )
+        )
+        assert not reply.error, reply.text
+    return engine
+
+
+async def readers(engine: Engine) -> dict[str, set[str]]:
+    """Which of the two uploads each lens reads."""
+    out = {}
+    for name, lens in (("players", Lens({"players"})), ("gm", Lens({"gm"}))):
+        bundle = await engine.retrieve("greyhold", "almanac tide ledger baron bells", lens)
+        text = " ".join(d.text for d in bundle.documents)
+        out[name] = {t for t in (ALMANAC, LEDGER) if t in text}
+    return out
+
+
+async def test_uploaded_pdfs_keep_their_visibility_through_an_export(tmp_path):
+    """A PDF's or Word document's visibility lives in a sidecar bound to its bytes: an export
+    carries it, an import restores it only where it fits the file's bytes exactly."""
+    source = await uploaded(tmp_path / "a")
+    try:
+        assert await readers(source) == {"players": {ALMANAC}, "gm": {ALMANAC, LEDGER}}
+        exported = await source.export_campaign("greyhold", tmp_path / "greyhold.zip")
+    finally:
+        await close_engine(source)
+    target = await engine_at(tmp_path / "b")
+    try:
+        report = await target.import_campaign(tmp_path / "greyhold.zip")
+        assert report.notes == ()
+        assert await readers(target) == {"players": {ALMANAC}, "gm": {ALMANAC, LEDGER}}
+        with zipfile.ZipFile(tmp_path / "greyhold.zip") as zf:
+            names = [n for n in zf.namelist() if n.startswith("files/")]
+            bound = yaml.safe_load(zf.read("files/uploads/.Ledger.pdf.liminalis.yaml"))
+        assert sorted(n for n in names if n.endswith(".liminalis.yaml")) == [
+            "files/uploads/.Almanac.pdf.liminalis.yaml",
+            "files/uploads/.Ledger.pdf.liminalis.yaml",
+        ]
+        assert exported.files == len(names) and bound["visibility"] == "gm"
+        # a sidecar naming players for other bytes than its file's counts for nothing
+        forged = rewrite(
+            tmp_path / "greyhold.zip",
+            tmp_path / "forged.zip",
+            drop="files/uploads/.Ledger",
+        )
+        with zipfile.ZipFile(forged, "a") as zf:
+            zf.writestr(
+                "files/uploads/.Ledger.pdf.liminalis.yaml",
+                yaml.safe_dump({"sha256": "0" * 64, "visibility": ["players"]}),
+            )
+        report = await target.import_campaign(forged, "greyhold-forged")
+        assert any("Ledger.pdf" in n and "GM-only" in n for n in report.notes), report.notes
+        players = await target.retrieve(
+            "greyhold-forged", "almanac tide ledger baron bells", Lens({"players"})
+        )
+        assert LEDGER not in " ".join(d.text for d in players.documents)
+        assert ALMANAC in " ".join(d.text for d in players.documents)
+        # a dot file that is no upload's sidecar is no part of a campaign export
+        stray = rewrite(
+            tmp_path / "greyhold.zip", tmp_path / "stray.zip", extra=["files/campaign/.env"]
+        )
+        with pytest.raises(InvalidInput) as err:
+            await target.import_campaign(stray, "greyhold-stray")
+        assert "unknown file" in err.value.user_message
+    finally:
         await close_engine(target)

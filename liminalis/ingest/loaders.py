@@ -62,6 +62,8 @@ __all__ = [
     "BINARY_SUFFIXES",
     "doc_id_for",
     "sidecar_of",
+    "sidecar_fits",
+    "sidecar_source",
     "write_sidecar",
     "source_of",
     "needs_escaped_ids",
@@ -660,10 +662,24 @@ def _read(path: Path, *, max_bytes: int) -> bytes:
         raise LoadError(f"unreadable ({exc.strerror or 'I/O error'})") from None
 
 
+_SIDECAR_SUFFIX = ".liminalis.yaml"
+
+
 def sidecar_of(path: Path) -> Path:
     """Where a PDF's or Word document's upload options are kept: a dot file beside it, which
     the campaign walk skips."""
-    return path.with_name(f".{path.name}.liminalis.yaml")
+    return path.with_name(f".{path.name}{_SIDECAR_SUFFIX}")
+
+
+def sidecar_source(name: str) -> str | None:
+    """The name of the PDF or Word document a file named ``name`` is the sidecar of (the
+    inverse of :func:`sidecar_of`), or ``None`` when it is no sidecar."""
+    if not (name.startswith(".") and name.endswith(_SIDECAR_SUFFIX)):
+        return None
+    source = name[1 : -len(_SIDECAR_SUFFIX)]
+    if not source or source.startswith(".") or "/" in source:
+        return None
+    return source if PurePosixPath(source).suffix.lower() in BINARY_SUFFIXES else None
 
 
 def _digest(raw: bytes) -> str:
@@ -691,15 +707,32 @@ def write_sidecar(
     tmp.replace(target)
 
 
+def _sidecar_meta(sidecar: bytes, raw: bytes) -> dict[str, object] | None:
+    """A sidecar's options when it was written for exactly ``raw``, else ``None``."""
+    try:
+        loaded = yaml.safe_load(sidecar.decode("utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError):
+        return None
+    if not isinstance(loaded, dict) or loaded.get("sha256") != _digest(raw):
+        return None
+    return loaded
+
+
+def sidecar_fits(sidecar: bytes, raw: bytes) -> bool:
+    """Whether the sidecar whose contents are ``sidecar`` was written for exactly ``raw`` (one
+    that does not counts for nothing: its file is GM-only)."""
+    return _sidecar_meta(sidecar, raw) is not None
+
+
 def _sidecar_options(
     path: Path, raw: bytes, config: CampaignConfig
 ) -> tuple[frozenset[str] | None, str | None]:
     """The upload options a sidecar gives ``raw`` (``None``s when it has none that fits)."""
     try:
-        loaded = yaml.safe_load(sidecar_of(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        loaded = _sidecar_meta(sidecar_of(path).read_bytes(), raw)
+    except OSError:
         return None, None
-    if not isinstance(loaded, dict) or loaded.get("sha256") != _digest(raw):
+    if loaded is None:
         return None, None
     vis = parse_visibility(
         loaded.get("visibility", GM), known_lenses=config.lenses, gm_path=False, default=GM
