@@ -290,6 +290,34 @@ async def test_another_embedder_re_embeds(archive, tmp_path):
         await close_engine(target)
 
 
+async def test_liminalis_import_derives_the_knowledge_again_and_says_so(archive, tmp_path):
+    """The console's import runs the campaign's passes after indexing (what ``liminalis import``
+    gives ``derive``): the knowledge an archive no longer carries is there when it returns."""
+    import argparse
+
+    from bot.cli import transfer_command
+    from liminalis.knowledge.passes import KnowledgePasses
+
+    target = await engine_at(tmp_path / "b")
+    passes = Passes(target.db, clock=FrozenClock(), model=TitleModel())
+    KnowledgePasses(passes).attach()
+    lines: list[str] = []
+    try:
+        args = argparse.Namespace(command="import", file=archive, campaign=None)
+
+        async def derive(slug: str) -> Any:
+            return await passes.run_triggered(slug, "changed")
+
+        assert await transfer_command(target, args, out=lines.append, derive=derive) == 0
+        assert lines[0].startswith("imported emberfall: 35 documents")
+        assert lines[-1].startswith("passes: ") and "entities" in lines[-1]
+        assert "moods 31 done" in lines[-1]  # the archive's own pass, with its definition
+        assert await target.knowledge.entities(SLUG, frozenset({"players"}))
+    finally:
+        await passes.close()
+        await close_engine(target)
+
+
 # -- refusals ----------------------------------------------------------------------------------
 
 
