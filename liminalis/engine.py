@@ -929,13 +929,16 @@ class Engine:
     # -- export and import (issue #26): liminalis.transfer -----------------------------------
 
     async def export_campaign(self, slug: str, out: Path) -> ExportReport:
-        """Write the campaign, everything the store holds of it, and its files to zip ``out``."""
+        """Write the campaign, its files (upload sidecars included) and what the store holds of
+        it but what an import derives again from the files, to zip ``out``."""
         from liminalis.transfer import export_campaign
 
         return await export_campaign(self, slug, out)
 
     async def import_campaign(self, archive: Path, slug: str | None = None) -> ImportReport:
-        """Import an export as a new campaign (``slug``, default the exported one's) and index it."""
+        """Import an export as a new campaign (``slug``, default the exported one's) and index it
+        from its files; derived rows and chat memory are never taken from an archive (the
+        passes listening to ingests derive the knowledge again)."""
         from liminalis.transfer import import_campaign
 
         return await import_campaign(self, archive, slug)
