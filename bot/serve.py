@@ -162,6 +162,13 @@ async def index_campaigns(engine: Any, out: Callable[[str], None]) -> list[str]:
             _log.exception("campaign %s not indexed at start", slug)
             continue
         ready.append(slug)
+        if error := engine.config_errors.get(slug):
+            out(f"{slug}: {error}; the last good campaign.toml serves until it is fixed")
+        if held := engine.config_holds.get(slug):
+            out(
+                f"{slug}: campaign.toml changed: {held}; the last good version serves until a "
+                "GM applies it (/campaign accept) or it is restored"
+            )
         for line in skipped_lines(engine.skipped_files(slug)):
             out(f"{slug}: {line}")
     if not ready:

@@ -7,7 +7,7 @@ passage set is ignored, which is what keeps a campaign searchable on its previou
 ingest is killed half-way.
 
 Every SQL statement of Liminalis lives in this package: :class:`Database` owns the connection
-and hands out one repository per concern (``db.campaigns``, ``db.documents``, ``db.pins``,
+and hands out one repository per concern (``db.campaigns``, ``db.configs``, ``db.documents``, ``db.pins``,
 ``db.memory``, ``db.usage``, ``db.spend``, ``db.credits``, ``db.links``, ``db.schedules``,
 ``db.budgets``, ``db.chat_models``, ``db.embeddings``, ``db.passes``, ``db.knowledge``, ``db.questions``,
 ``db.cards``, and ``db.transfer``: a campaign's rows out for an export and back in for an
@@ -35,6 +35,7 @@ from liminalis.store.budgets import BudgetRepository
 from liminalis.store.campaigns import CampaignRepository
 from liminalis.store.cards import CardRepository
 from liminalis.store.chat_models import ChatModelRepository
+from liminalis.store.configs import ConfigRepository
 from liminalis.store.documents import DocumentRepository
 from liminalis.store.embeddings import EmbeddingCache
 from liminalis.store.files import FileSignatureRepository
@@ -81,6 +82,7 @@ class Database:
         self._conn: aiosqlite.Connection | None = None
         self._writer = asyncio.Lock()
         self.campaigns = CampaignRepository(self)
+        self.configs = ConfigRepository(self)
         self.documents = DocumentRepository(self)
         self.pins = PinRepository(self)
         self.memory = ChatMemoryRepository(self)
