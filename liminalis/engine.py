@@ -831,9 +831,13 @@ class Engine:
     async def remember_turn(
         self, scope: CampaignScope, question: str, cited: Sequence[str]
     ) -> None:
-        """Record an answered turn in the campaign memory (when enabled)."""
+        """Record an answered turn in the campaign memory (when enabled): best-effort, the
+        answer it follows goes out whether or not the store can write."""
         if self.memory_enabled and self.memory is not None:
-            await self.memory.record(scope.catalog, question, scope.lens, cited=cited)
+            try:
+                await self.memory.record(scope.catalog, question, scope.lens, cited=cited)
+            except StoreError as exc:
+                _log.warning("campaign memory of %s not recorded: %s", scope.slug, exc)
 
     async def explain(
         self,
@@ -910,8 +914,8 @@ class Engine:
                 found=found,
                 cited=[s.doc_id for s in answer.sources],
             )
-        except StoreError:  # the answer stands; the GM's log misses one line
-            _log.exception("question of %s not logged", scope.slug)
+        except StoreError as exc:  # the answer stands; the GM's log misses one line
+            _log.warning("question of %s not logged; the answer goes out: %s", scope.slug, exc)
             return answer
         return replace(answer, question_id=question_id)
 

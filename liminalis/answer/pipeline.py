@@ -274,11 +274,13 @@ class Responder:
                     sources=[s.label() for s in answer.sources],
                     generation=catalog.generation,
                 )
-            except StoreError:
+            except StoreError as exc:
                 # The answer is already computed (and, with a model, paid for): a memory that cannot
                 # be written costs the chat its follow-up context, never the player the answer.
-                _log.exception(
-                    "chat memory %s not recorded; the answer is returned without it", mem.key
+                _log.warning(
+                    "chat memory %s not recorded; the answer is returned without it: %s",
+                    mem.key,
+                    exc,
                 )
         return answer
 

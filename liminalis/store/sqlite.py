@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -51,12 +52,65 @@ from liminalis.store.spend import CreditRepository, SpendRepository
 from liminalis.store.transfer import TransferRepository
 from liminalis.store.usage import TokenUsageRepository
 
-__all__ = ["Database", "DatabaseProbe", "probe_database"]
+__all__ = ["Database", "DatabaseProbe", "probe_database", "store_cause"]
 
 _log = logging.getLogger(__name__)
 
 #: ``ALTER TABLE ... DROP COLUMN`` (migration 3) arrived in SQLite 3.35.
 _MIN_SQLITE = (3, 35, 0)
+
+
+#: SQLite's primary result codes (the low byte of an extended one) → the cause, in words a
+#: player may read: the host knows which folder; a chat must not be told.
+_CAUSES = {
+    sqlite3.SQLITE_READONLY: "the data folder is read-only",
+    sqlite3.SQLITE_FULL: "the disk is full",
+    sqlite3.SQLITE_IOERR: "the disk failed to read or write",
+    sqlite3.SQLITE_BUSY: "another process holds the database",
+    sqlite3.SQLITE_LOCKED: "another process holds the database",
+    sqlite3.SQLITE_CORRUPT: "the database is damaged",
+    sqlite3.SQLITE_NOTADB: "the database file is not a database",
+    sqlite3.SQLITE_CANTOPEN: "the database file cannot be opened",
+    sqlite3.SQLITE_PERM: "the data folder is read-only",
+}
+_OS_CAUSES = {
+    errno.EROFS: "the data folder is read-only",
+    errno.EACCES: "the data folder is read-only",
+    errno.EPERM: "the data folder is read-only",
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk is full",
+    errno.EIO: "the disk failed to read or write",
+}
+
+
+def store_cause(exc: BaseException) -> str | None:
+    """Why the database failed, in user-safe words ("the disk is full"); ``None`` if unknown."""
+    if isinstance(exc, OSError):
+        return _OS_CAUSES.get(exc.errno or 0)
+    if isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", None)
+        if isinstance(code, int):
+            return _CAUSES.get(code & 0xFF)
+        # Raised by hand, or by a sqlite3 that does not say the code: its message does.
+        text = str(exc).lower()
+        if "readonly" in text or "read-only" in text:
+            return _CAUSES[sqlite3.SQLITE_READONLY]
+        if "disk is full" in text:
+            return _CAUSES[sqlite3.SQLITE_FULL]
+    return None
+
+
+def _store_error(action: str, exc: sqlite3.Error, *, write: bool) -> StoreError:
+    """``exc`` as a :class:`StoreError` whose user message names its cause where it is known."""
+    cause = store_cause(exc)
+    if cause is None:
+        user_message = None
+    elif write:
+        user_message = f"This could not be saved: {cause}. The host can fix it."
+    else:
+        user_message = f"The campaign index is unavailable right now: {cause}."
+    said = f" ({cause})" if cause else ""
+    return StoreError(f"{action}{said}: {type(exc).__name__}: {exc}", user_message=user_message)
 
 
 @contextlib.contextmanager
@@ -65,7 +119,7 @@ def _translated(action: str) -> Iterator[None]:
     try:
         yield
     except sqlite3.Error as exc:
-        raise StoreError(f"{action}: {type(exc).__name__}: {exc}") from exc
+        raise _store_error(action, exc, write=False) from exc
 
 
 class Database:
@@ -228,7 +282,7 @@ class Database:
                 with contextlib.suppress(sqlite3.Error):
                     await conn.rollback()
                 if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"write failed: {type(exc).__name__}: {exc}") from exc
+                    raise _store_error("write failed", exc, write=True) from exc
                 raise
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
