@@ -240,6 +240,24 @@ async def test_a_parser_or_chunker_crash_skips_only_its_file(tmp_path, monkeypat
         await close_engine(engine)
 
 
+async def test_a_file_of_one_sentence_repeated_thousands_of_times_indexes(tmp_path):
+    """Sentences that all score alike split one passage off the front at a time: the split was
+    recursive, and a file of a few thousand of them was skipped with a RecursionError."""
+    root = make_tiny_campaign(tmp_path / "campaigns")
+    sentence = "The bell " + "tolls " * 40 + "over the drowned quarter."
+    (root / "litany.md").write_text("# Litany\n\n" + " ".join([sentence] * 3000) + "\n")
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        report = await engine.ingest("greyhold")
+        assert not report.skipped
+        svc = BotService(engine)
+        await svc.directory.link("discord", "C1", "greyhold")
+        reply = await svc.handle(msg("/search drowned quarter"))
+        assert not reply.error and "Litany" in reply.text
+    finally:
+        await close_engine(engine)
+
+
 # -- one bad campaign.toml -------------------------------------------------------------------
 
 
