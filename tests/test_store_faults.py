@@ -243,3 +243,57 @@ async def test_a_full_disk_still_delivers_the_answer_and_says_so_where_it_must(t
         finally:
             os.remove(disk / "filler")
             await close_engine(engine)
+
+
+# -- a database lost beside the data it went with -------------------------------------------------
+
+
+def lost_data_dir(tmp_path: Path, *, db: str) -> Path:
+    """A data folder that served (a vector store, an upload) whose database is ``"missing"`` or
+    ``"empty"`` (0 bytes: a copy cut short, a disk that filled while it was written)."""
+    data = tmp_path / "data"
+    (data / "uploads" / "greyhold").mkdir(parents=True)
+    (data / "uploads" / "greyhold" / "map-notes.md").write_text("# Map notes\n\nThe ford.\n")
+    (data / "milvus.db").write_bytes(b"vectors")
+    if db == "empty":
+        (data / "liminalis.sqlite3").write_bytes(b"")
+    return data
+
+
+async def test_an_empty_database_beside_a_data_folder_refuses_to_start_and_says_why(tmp_path):
+    import dataclasses
+
+    from bot.main import build_engine
+    from bot.settings import Settings
+
+    data = lost_data_dir(tmp_path, db="empty")
+    settings = dataclasses.replace(Settings(), data_dir=data, campaigns_dir=tmp_path / "campaigns")
+    with pytest.raises(StoreError) as caught:
+        async with build_engine(settings):
+            pass
+    said = caught.value.user_message
+    assert "empty (0 bytes)" in said and "vector store and uploads" in said and "--reset" in said
+    assert str(tmp_path) not in said
+    assert (data / "liminalis.sqlite3").stat().st_size == 0  # nothing was made over it
+
+
+def test_a_missing_database_refuses_the_cli_until_reset_moves_the_old_state_aside(
+    tmp_path, monkeypatch, capsys
+):
+    from bot.cli import main
+
+    data = lost_data_dir(tmp_path, db="missing")
+    make_tiny_campaign(tmp_path / "campaigns")
+    monkeypatch.chdir(tmp_path)  # no .env of the checkout
+    monkeypatch.setenv("LIMINALIS_DATA_DIR", str(data))
+    monkeypatch.setenv("LIMINALIS_CAMPAIGNS_DIR", str(tmp_path / "campaigns"))
+    assert main(["credits", "--campaign", "greyhold"]) == 2
+    err = capsys.readouterr().err
+    assert "error: The database (liminalis.sqlite3) is missing" in err and "--reset" in err
+    assert not (data / "liminalis.sqlite3").exists()
+    assert main(["--reset", "credits", "--campaign", "greyhold"]) == 0
+    (aside,) = data.glob("lost-*")
+    assert (aside / "milvus.db").read_bytes() == b"vectors"
+    assert (data / "uploads" / "greyhold" / "map-notes.md").exists()  # the GM's files stay
+    assert (data / "liminalis.sqlite3").stat().st_size > 0
+    assert main(["credits", "--campaign", "greyhold"]) == 0  # started over: it opens
