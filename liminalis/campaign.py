@@ -152,9 +152,11 @@ def walls_dropped(good: CampaignConfig, new: CampaignConfig) -> tuple[str, ...]:
     A tick alone must not publish what such a file forgot, so a new config that drops any of these
     waits for a GM's word (``Engine.accept_campaign``): a GM folder (compared as written, without
     regard to case: another pattern may not cover the same files), a personal lens (its readers
-    would lose it, which is how a cut file looks), uploads that say nothing read more widely, or
-    every GM. A wall added, or a reader added, is applied at once: a cut or
-    emptied file can only lose keys, never add them.
+    would lose it, which is how a cut file looks, and a lens no longer known stops the loader
+    refusing a misplaced ``visibility`` that names it), uploads that say nothing read more widely,
+    every GM, or the list of servers where GM role names count. A wall or a reader added (a GM,
+    a lens member, a server) is applied at once: a cut or emptied file can only lose keys, and
+    a host's hand edit counts from the next message as it always has.
     """
     dropped: list[str] = []
     gm_paths = {g.lower() for g in new.gm_paths}
@@ -166,6 +168,12 @@ def walls_dropped(good: CampaignConfig, new: CampaignConfig) -> tuple[str, ...]:
         dropped.append(f"uploads that say nothing would be read by `{new.upload_visibility}`")
     if has_gm(good) and not has_gm(new):
         dropped.append("it names no GM")
+    if good.roles.discord_guilds and not new.roles.discord_guilds:
+        # Without the list, role names count on every server a channel is linked from.
+        dropped.append(
+            "it drops `[roles.discord] guilds`: GM role names would count on every server "
+            "linked to the campaign"
+        )
     return tuple(dropped)
 
 

@@ -24,7 +24,7 @@ import liminalis.ingest.indexer as indexer_module
 from bot.scheduler import RecapScheduler
 from bot.serve import index_campaigns
 from bot.service import BotService, IncomingMessage
-from liminalis.campaign import load_campaign
+from liminalis.campaign import load_campaign, parse_campaign, walls_dropped
 from liminalis.errors import ConfigError, StoreError
 from liminalis.ingest.ids import DOC_ID_BYTES, STORE_ID_BYTES, id_bytes
 from liminalis.ingest.indexer import KEPT_NOTE, vector_doc, vector_id, vector_owner
@@ -386,6 +386,26 @@ async def test_a_campaign_toml_emptied_deleted_or_cut_short_never_opens_the_gm_f
         assert "⚠" not in (await svc.handle(msg("/campaign status", gm=True))).text
     finally:
         await close_engine(engine)
+
+
+def test_what_a_campaign_toml_drops_is_named_and_what_it_adds_is_not(tmp_path):
+    text = CAMPAIGN_TOML.replace('gm_paths = ["gm/**"]', 'gm_paths = ["Prep/**"]').replace(
+        'gm_users = ["111"]', 'gm_users = ["111"]\nguilds = ["123456789012345678"]'
+    )
+    good = parse_campaign(text, tmp_path, "greyhold")
+
+    def dropped(old: str, new: str) -> tuple[str, ...]:
+        assert old in text
+        return walls_dropped(good, parse_campaign(text.replace(old, new), tmp_path, "greyhold"))
+
+    assert dropped('"Prep/**"', '"prep/**", "drafts/**"') == ()  # the same folder, and one more
+    assert "`Prep/**`" in dropped('"Prep/**"', '"Prep/*"')[0]  # not the same files
+    assert "`mirel`" in dropped('lenses = ["mirel"]', "lenses = []")[0]
+    assert dropped('lenses = ["mirel"]', 'lenses = ["mirel", "vessa"]') == ()
+    assert "`players`" in dropped('name = "Greyhold"', 'upload_visibility = "players"')[0]
+    assert dropped('guilds = ["123456789012345678"]', "guilds = []")[0].startswith("it drops `[")
+    assert "it names no GM" in dropped(text[text.index("[roles.discord]") :], "")
+    assert dropped('gm_users = ["111"]', 'gm_users = ["111", "222"]') == ()  # a GM added
 
 
 async def test_at_a_restart_the_last_good_campaign_toml_serves(tmp_path):
