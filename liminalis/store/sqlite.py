@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import errno
 import logging
+import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
@@ -60,25 +61,27 @@ _log = logging.getLogger(__name__)
 _MIN_SQLITE = (3, 35, 0)
 
 
+READ_ONLY = "the data folder is read-only"
+DISK_FULL = "the disk is full"
 #: SQLite's primary result codes (the low byte of an extended one) → the cause, in words a
 #: player may read: the host knows which folder; a chat must not be told.
 _CAUSES = {
-    sqlite3.SQLITE_READONLY: "the data folder is read-only",
-    sqlite3.SQLITE_FULL: "the disk is full",
+    sqlite3.SQLITE_READONLY: READ_ONLY,
+    sqlite3.SQLITE_FULL: DISK_FULL,
     sqlite3.SQLITE_IOERR: "the disk failed to read or write",
     sqlite3.SQLITE_BUSY: "another process holds the database",
     sqlite3.SQLITE_LOCKED: "another process holds the database",
     sqlite3.SQLITE_CORRUPT: "the database is damaged",
     sqlite3.SQLITE_NOTADB: "the database file is not a database",
     sqlite3.SQLITE_CANTOPEN: "the database file cannot be opened",
-    sqlite3.SQLITE_PERM: "the data folder is read-only",
+    sqlite3.SQLITE_PERM: READ_ONLY,
 }
 _OS_CAUSES = {
-    errno.EROFS: "the data folder is read-only",
-    errno.EACCES: "the data folder is read-only",
-    errno.EPERM: "the data folder is read-only",
-    errno.ENOSPC: "the disk is full",
-    errno.EDQUOT: "the disk is full",
+    errno.EROFS: READ_ONLY,
+    errno.EACCES: READ_ONLY,
+    errno.EPERM: READ_ONLY,
+    errno.ENOSPC: DISK_FULL,
+    errno.EDQUOT: DISK_FULL,
     errno.EIO: "the disk failed to read or write",
 }
 
@@ -200,7 +203,8 @@ class Database:
                 cause = f"{type(exc).__name__}: {exc}"
                 raise StoreError(
                     f"cannot open database {self.path}: {cause}",
-                    user_message=f"The database cannot be opened ({_plain(exc)}).",
+                    user_message="The database cannot be opened "
+                    f"({_opening_cause(exc, Path(self.path))}).",
                 ) from exc
             raise
 
@@ -298,6 +302,19 @@ def _quick_check(path: str) -> list[str]:
         return [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
     finally:
         conn.close()
+
+
+def _opening_cause(exc: BaseException, path: Path) -> str:
+    """Why the file at ``path`` would not open: a read-only folder or a full disk in the words
+    every store error uses, anything else as SQLite or the OS says it ("file is not a
+    database"). SQLite says only "unable to open database file" when it may not create the file
+    (or its write-ahead log) in a folder it cannot write: the folder says why."""
+    cause = store_cause(exc)
+    if cause is None or cause == _CAUSES[sqlite3.SQLITE_CANTOPEN]:
+        folder = path.parent
+        if folder.is_dir() and not os.access(folder, os.W_OK):
+            cause = READ_ONLY
+    return cause if cause in {READ_ONLY, DISK_FULL} else _plain(exc)
 
 
 def _plain(exc: BaseException) -> str:
