@@ -414,3 +414,35 @@ async def test_a_stream_that_breaks_keeps_its_text_marked_cut_then_quotes_and_se
     assert call["input_tokens"] > 0 and call["output_tokens"] == -(-len(partial) // 4)
     assert call["ok"] == 0
     assert await pinned_engine.db.fetchall("SELECT id FROM model_bookings") == []
+
+
+async def test_a_stream_cut_by_the_answer_deadline_keeps_its_text_and_settles_what_it_used(
+    pinned_engine,
+):
+    """The reply stops coming after some text and the answer's own deadline ends the wait (the
+    client would wait longer): the text stays, marked as cut, before the quotes, and the call
+    is settled at the booked prompt plus the text sent, never at nothing."""
+    async with FakeAnthropic(reply="Ilsa paid her fine [The Drowned Bell], in silver.") as fake:
+        fake.script = ["stall"]
+        async with model(fake, timeout_s=30.0, max_retries=0) as m:
+            responder = Responder(pinned_engine, model=m, answer_deadline_s=0.5)
+            shown: list[str] = []
+
+            async def on_text(text: str) -> None:
+                shown.append(text)
+
+            answer = await responder.respond(
+                "emberfall",
+                "Who paid her fine after the Watch arrested her?",
+                frozenset({"players"}),
+                on_text=on_text,
+            )
+    partial = fake.reply[: fake.partial]
+    assert shown[-1] == partial and answer.text.startswith(partial.strip() + " …")
+    assert "broke off there" in answer.text and answer.sources
+    (call,) = await pinned_engine.db.fetchall(
+        "SELECT input_tokens, output_tokens, ok FROM model_calls"
+    )
+    assert call["input_tokens"] > 0 and call["output_tokens"] == -(-len(partial) // 4)
+    assert call["ok"] == 0
+    assert await pinned_engine.db.fetchall("SELECT id FROM model_bookings") == []
