@@ -29,7 +29,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.discord_adapter import DiscordAdapter
-from bot.service import BotService
+from bot.service import Attachment, BotService, IncomingMessage
 from bot.slack_adapter import ChannelRateLimiter, SlackAdapter
 from liminalis.errors import StoreError
 from liminalis.store.sqlite import Database, store_cause
@@ -297,3 +297,33 @@ def test_a_missing_database_refuses_the_cli_until_reset_moves_the_old_state_asid
     assert (data / "uploads" / "greyhold" / "map-notes.md").exists()  # the GM's files stay
     assert (data / "liminalis.sqlite3").stat().st_size > 0
     assert main(["credits", "--campaign", "greyhold"]) == 0  # started over: it opens
+
+
+async def test_an_upload_on_a_full_disk_is_refused_with_why_and_leaves_no_partial_file(tmp_path):
+    with small_disk(tmp_path / "disk") as disk:
+        make_tiny_campaign(disk / "campaigns")
+        engine = await make_engine(disk, milvus=False)
+        try:
+            await engine.ingest("greyhold")
+            service = BotService(engine)
+            await service.directory.link("discord", "C1", "greyhold")
+            uploads = disk / "uploads" / "greyhold"
+            uploads.mkdir(parents=True)
+            fill(disk)
+            reply = await service.handle(
+                IncomingMessage(
+                    platform="discord",
+                    channel_id="C1",
+                    user_id="111",
+                    text="/upload players",
+                    attachments=(
+                        Attachment("ford.md", b"# The ford\n\n" + b"The ford is shallow. " * 4000),
+                    ),
+                )
+            )
+            assert "ford.md: not saved: the disk is full" in reply.text
+            assert "went wrong" not in reply.text
+            assert list(uploads.iterdir()) == []  # no .part file, no half a note
+        finally:
+            os.remove(disk / "filler")
+            await close_engine(engine)
