@@ -9,12 +9,14 @@ is checked against the card, the channel it was pressed in and the presser's own
 
 from __future__ import annotations
 
+import logging
 import secrets
 import time
 from collections.abc import Callable, Iterable, Sequence
 
 from bot.messages import Action, IncomingMessage
 from liminalis.answer import Source
+from liminalis.errors import StoreError
 from liminalis.lens import GM
 from liminalis.store.cards import CardRow, FeedbackRow
 from liminalis.store.sqlite import Database
@@ -28,6 +30,8 @@ __all__ = [
     "pager",
     "parse_action",
 ]
+
+_log = logging.getLogger(__name__)
 
 PREFIX = "lm"
 #: Discord's limit on a component's ``custom_id``.
@@ -128,6 +132,37 @@ class Cards:
         )
         await self.db.cards.add(card, prune_before=now - self.keep_s)
         return card
+
+    async def keep(
+        self,
+        *,
+        kind: str,
+        msg: IncomingMessage,
+        campaign: str,
+        lens: Iterable[str],
+        question: str,
+        answer: str = "",
+        sources: Sequence[Source] = (),
+        question_id: int | None = None,
+    ) -> CardRow | None:
+        """:meth:`save`, best-effort: ``None`` (the reply goes without buttons, which would find
+        no card) when the store cannot write. A reply already computed is never lost to it."""
+        try:
+            return await self.save(
+                kind=kind,
+                msg=msg,
+                campaign=campaign,
+                lens=lens,
+                question=question,
+                answer=answer,
+                sources=sources,
+                question_id=question_id,
+            )
+        except StoreError as exc:
+            _log.warning(
+                "%s card of %s not stored; the reply goes without buttons: %s", kind, campaign, exc
+            )
+            return None
 
     async def get(self, card_id: str) -> CardRow | None:
         card = await self.db.cards.get(card_id)

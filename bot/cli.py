@@ -32,6 +32,12 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="liminalis", description="Campaign-grounded answers for tabletop groups."
     )
+    p.add_argument(
+        "--reset",
+        action="store_true",
+        help="start over when the database was lost (missing or empty beside a data folder that "
+        "held one): the old database and vector store are moved aside, nothing is deleted",
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     ing = sub.add_parser("ingest", help="ingest new and changed documents of a campaign")
@@ -185,7 +191,7 @@ async def _run(args: argparse.Namespace) -> int:
     if args.command == "serve":
         from bot.serve import serve
 
-        return await serve(settings)
+        return await serve(settings, reset=args.reset)
     if args.command == "models":
         print(settings.role_table().render())
         return 0
@@ -201,7 +207,7 @@ async def _run(args: argparse.Namespace) -> int:
         from bot.health import doctor
 
         return await doctor(settings, verify=not args.offline, deep=args.deep)
-    async with build_engine(settings) as engine:
+    async with build_engine(settings, reset=args.reset) as engine:
         if args.command == "reindex":
             return await _reindex(args, settings, engine)
         if args.command == "ingest":
@@ -401,10 +407,12 @@ async def pass_command(
 
 async def _ledger(args: argparse.Namespace, settings: Settings) -> int:
     """``credits`` and ``spend``: the database only (no models loaded)."""
+    from bot.main import check_database
     from liminalis.clock import SystemClock
     from liminalis.routing import spend_report
     from liminalis.store.sqlite import Database
 
+    await check_database(settings, reset=args.reset)
     async with Database(settings.sqlite_path) as db:
         known = args.campaign in await db.campaigns.slugs()
         if not known and not (settings.campaigns_dir / args.campaign).is_dir():

@@ -10,7 +10,9 @@ import asyncio
 import contextlib
 import logging
 import sys
+import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bot.settings import Settings
@@ -35,8 +37,11 @@ __all__ = [
     "build_responder",
     "build_router",
     "build_service",
+    "check_database",
     "configure_logging",
     "load_models",
+    "lost_database",
+    "set_aside_lost_state",
 ]
 
 _log = logging.getLogger(__name__)
@@ -73,13 +78,93 @@ def load_previous_embedders(settings: Settings) -> list[Embedder]:
     ]
 
 
-@contextlib.asynccontextmanager
-async def build_engine(settings: Settings) -> AsyncIterator[Engine]:
-    """Open the database, vector store and models; close them all on exit. The models load in
-    a worker thread: the event loop keeps serving (a platform's heartbeat, other bots) meanwhile."""
-    from liminalis.adapters.milvus import MilvusVectorStore
+def lost_database(settings: Settings) -> str | None:
+    """Why the database must not be made anew here, or ``None``: it is missing or empty (0
+    bytes, with no write-ahead log holding its pages) while the data folder holds what a
+    database went with — a local vector store, uploads, campaigns made from chat. A new database
+    there would silently start the links, pins, budgets and chat memory from nothing. Blocking."""
+    db = settings.sqlite_path
+    wal = db.with_name(db.name + "-wal")
+    if (db.exists() and db.stat().st_size > 0) or (wal.exists() and wal.stat().st_size > 0):
+        return None
+    held = [
+        what
+        for what, path in (
+            ("a vector store", _local_vector_store(settings)),
+            ("uploads", settings.data_dir / "uploads"),
+            ("campaigns made from chat", settings.data_dir / "campaigns"),
+        )
+        if path is not None and _holds_something(path)
+    ]
+    if not held:
+        return None
+    return (
+        f"The database ({db.name}) is {'empty (0 bytes)' if db.exists() else 'missing'}, but the "
+        f"data folder holds {' and '.join(held)}: links, pins, budgets and chat memory would start "
+        "again from nothing. Restore the database from a backup, or start over with `liminalis "
+        "--reset …` (the old database and vector store are moved aside, nothing is deleted)."
+    )
+
+
+def _local_vector_store(settings: Settings) -> Path | None:
+    """The Milvus Lite file this data folder's vectors live in; ``None`` for a Milvus server."""
+    uri = settings.resolved_milvus_uri
+    return None if "://" in uri else Path(uri)
+
+
+def _holds_something(path: Path) -> bool:
+    if path.is_dir():
+        return any(path.iterdir())
+    return path.exists() and path.stat().st_size > 0
+
+
+def set_aside_lost_state(settings: Settings, *, stamp: str) -> Path:
+    """``--reset``: move the lost database and the local vector store into
+    ``<data>/lost-<stamp>/``, so the next open starts both anew. Uploads and campaigns made from
+    chat stay: they are the GM's files, indexed again from the new start. Blocking."""
+    aside = settings.data_dir / f"lost-{stamp}"
+    aside.mkdir(parents=True, exist_ok=True)
+    db = settings.sqlite_path
+    moved = [db.with_name(db.name + suffix) for suffix in ("", "-wal", "-shm")]
+    if (store := _local_vector_store(settings)) is not None:
+        moved.append(store)
+    for path in moved:
+        if path.exists():
+            path.rename(aside / path.name)
+    return aside
+
+
+async def check_database(settings: Settings, *, reset: bool = False) -> None:
+    """Before anything opens (and so creates) the database: refuse a lost one
+    (:func:`lost_database`), or with ``reset`` set the old state aside to start anew.
+
+    Raises:
+        StoreError: the database was lost and ``reset`` is not given.
+    """
+    from liminalis.errors import StoreError
 
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    if (lost := await asyncio.to_thread(lost_database, settings)) is None:
+        return
+    if not reset:
+        raise StoreError(lost, user_message=lost)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    aside = await asyncio.to_thread(set_aside_lost_state, settings, stamp=stamp)
+    _log.warning("--reset: the lost database and vector store were moved to %s", aside)
+
+
+@contextlib.asynccontextmanager
+async def build_engine(settings: Settings, *, reset: bool = False) -> AsyncIterator[Engine]:
+    """Open the database, vector store and models; close them all on exit. The models load in
+    a worker thread: the event loop keeps serving (a platform's heartbeat, other bots) meanwhile.
+
+    Raises:
+        StoreError: the database is missing or empty beside a data folder that held one
+            (:func:`lost_database`); ``reset`` sets the old state aside and starts anew.
+    """
+    from liminalis.adapters.milvus import MilvusVectorStore
+
+    await check_database(settings, reset=reset)
     # The engine's CPU work runs in worker threads that hold the GIL while they compute; the
     # event loop waits up to one switch interval per runnable thread each time it wants the GIL
     # back. 1 ms instead of CPython's 5 ms keeps it answering under a burst of questions, for a

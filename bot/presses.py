@@ -198,7 +198,7 @@ async def _share(service: BotService, msg: IncomingMessage, parts: list[str], _:
     answer = await engine.answer(
         cfg, card.question, players, chat=msg.chat_key, budget_tokens=budget
     )
-    shared = await service.cards.save(
+    shared = await service.cards.keep(
         kind="answer",
         msg=msg,
         campaign=cfg.slug,
@@ -215,7 +215,7 @@ async def _share(service: BotService, msg: IncomingMessage, parts: list[str], _:
         question=card.question,
         lens=players.describe(),
         footer="Shared with the table: asked again as every player sees it",
-        actions=answer_actions(shared, shareable=False),
+        actions=answer_actions(shared, shareable=False) if shared is not None else (),
         delivery="public",
     )
 

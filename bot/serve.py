@@ -72,8 +72,11 @@ def platform_plan(settings: Settings) -> list[PlatformPlan]:
     return plans
 
 
-async def serve(settings: Settings, *, out: Callable[[str], None] = print) -> int:
-    """Run until cancelled; returns 1 when no platform can start."""
+async def serve(
+    settings: Settings, *, out: Callable[[str], None] = print, reset: bool = False
+) -> int:
+    """Run until cancelled; returns 1 when no platform can start. ``reset``: start over when
+    the database was lost (:func:`bot.main.build_engine`)."""
     plans = platform_plan(settings)
     for p in plans:
         out(f"{p.name}: {'on' if p.enabled else 'off'} ({p.reason})")
@@ -84,17 +87,19 @@ async def serve(settings: Settings, *, out: Callable[[str], None] = print) -> in
         )
         return 1
 
-    return await stop_on_sigterm(_serve_enabled(settings, enabled, out), out)
+    return await stop_on_sigterm(_serve_enabled(settings, enabled, out, reset=reset), out)
 
 
-async def _serve_enabled(settings: Settings, enabled: set[str], out: Callable[[str], None]) -> int:
+async def _serve_enabled(
+    settings: Settings, enabled: set[str], out: Callable[[str], None], *, reset: bool = False
+) -> int:
     from bot.heartbeat import Heartbeat, status_path
     from bot.main import build_engine, open_passes, open_service
     from liminalis.clock import SystemClock
 
     # issue #26: `liminalis health` reads "starting" while the models load.
     await Heartbeat(status_path(settings.data_dir), clock=SystemClock()).beat("starting")
-    async with build_engine(settings) as engine:
+    async with build_engine(settings, reset=reset) as engine:
         async with (
             open_service(settings, engine) as service,
             open_passes(engine, service.responder.router, listen=True) as passes,  # issue #23
@@ -162,6 +167,13 @@ async def index_campaigns(engine: Any, out: Callable[[str], None]) -> list[str]:
             _log.exception("campaign %s not indexed at start", slug)
             continue
         ready.append(slug)
+        if error := engine.config_errors.get(slug):
+            out(f"{slug}: {error}; the last good campaign.toml serves until it is fixed")
+        if held := engine.config_holds.get(slug):
+            out(
+                f"{slug}: campaign.toml changed: {held}; the last good version serves until a "
+                "GM applies it (/campaign accept) or it is restored"
+            )
         for line in skipped_lines(engine.skipped_files(slug)):
             out(f"{slug}: {line}")
     if not ready:

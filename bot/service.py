@@ -34,7 +34,7 @@ from bot.directory import Directory, gm_by_id, lens_for
 from bot.messages import Action, Attachment, IncomingMessage, Progress, Reply
 from liminalis.answer import Responder, Source
 from liminalis.campaign import CampaignConfig
-from liminalis.engine import Engine
+from liminalis.engine import MAX_QUERY_CHARS, Engine
 from liminalis.errors import (
     ConfigError,
     InvalidInput,
@@ -54,6 +54,7 @@ __all__ = [
     "COMMANDS",
     "ChooseCampaign",
     "HELP",
+    "MAX_MESSAGE_CHARS",
     "Pending",
     "RecapScheduling",
     "Seat",
@@ -73,6 +74,10 @@ CRON_PRESETS = (
     ("Mondays 12:00 UTC", "0 12 * * 1"),
     ("Stop posting recaps here", "off"),
 )
+#: The longest message any command reads (Discord's own limit with Nitro; a question is at most
+#: ``MAX_QUERY_CHARS`` of it): anything longer is refused by its length before it is cleaned,
+#: parsed or scoped, so a 10 MB message costs a length check, not seconds of the event loop.
+MAX_MESSAGE_CHARS = 4000
 #: The most linked channels a DM's author is looked for in (each may cost the adapter a lookup).
 MAX_SEAT_CHANNELS = 50
 #: How long a DM author's campaigns and views are reused before they are looked up again.
@@ -359,6 +364,12 @@ class BotService:
         parse error, an unlinked channel) is private and not a GM.
         """
         try:
+            if len(msg.text or "") > MAX_MESSAGE_CHARS:
+                raise InvalidInput(
+                    f"message of {len(msg.text):,} characters",
+                    user_message=f"That message is too long ({len(msg.text):,} characters): "
+                    f"questions are limited to {MAX_QUERY_CHARS:,} characters.",
+                )
             # Platform JSON can carry lone surrogates and control characters: clean once, here.
             msg = replace(msg, text=clean_text(msg.text or ""))
             if msg.parent_id and msg.platform != "console":

@@ -16,14 +16,18 @@ from typing import Any
 
 from liminalis.errors import ConfigError, UnknownCampaign
 from liminalis.ingest.ids import LENS_NAME_BYTES
+from liminalis.lens import GM
 
 _log = logging.getLogger(__name__)
 
 __all__ = [
     "CampaignConfig",
     "load_campaign",
+    "read_campaign_text",
     "parse_campaign",
     "has_gm",
+    "walls_dropped",
+    "is_blank",
     "validate_slug",
     "RoleMap",
     "split_role_refs",
@@ -140,6 +144,47 @@ def has_gm(config: CampaignConfig) -> bool:
     )
 
 
+def walls_dropped(good: CampaignConfig, new: CampaignConfig) -> tuple[str, ...]:
+    """What ``new`` drops of the walls ``good`` keeps, in words for the campaign's GMs.
+
+    A file cut short, emptied, or half copied parses as the defaults for every key it lost, and
+    each default is the open side of its wall: no GM folder but ``gm/``, no personal lens, no GM.
+    A tick alone must not publish what such a file forgot, so a new config that drops any of these
+    waits for a GM's word (``Engine.accept_campaign``): a GM folder (compared as written, without
+    regard to case: another pattern may not cover the same files), a personal lens (its readers
+    would lose it, which is how a cut file looks, and a lens no longer known stops the loader
+    refusing a misplaced ``visibility`` that names it), uploads that say nothing read more widely,
+    every GM, or the list of servers where GM role names count. A wall or a reader added (a GM,
+    a lens member, a server) is applied at once: a cut or emptied file can only lose keys, and
+    a host's hand edit counts from the next message as it always has.
+    """
+    dropped: list[str] = []
+    gm_paths = {g.lower() for g in new.gm_paths}
+    if lost := [g for g in good.gm_paths if g.lower() not in gm_paths]:
+        dropped.append("it drops the GM folder(s) " + ", ".join(f"`{g}`" for g in lost))
+    if lost := [lens for lens in good.lenses if lens not in new.lenses]:
+        dropped.append("it drops the lens(es) " + ", ".join(f"`{lens}`" for lens in lost))
+    if new.upload_visibility not in {good.upload_visibility, GM}:
+        dropped.append(f"uploads that say nothing would be read by `{new.upload_visibility}`")
+    if has_gm(good) and not has_gm(new):
+        dropped.append("it names no GM")
+    if good.roles.discord_guilds and not new.roles.discord_guilds:
+        # Without the list, role names count on every server a channel is linked from.
+        dropped.append(
+            "it drops `[roles.discord] guilds`: GM role names would count on every server "
+            "linked to the campaign"
+        )
+    return tuple(dropped)
+
+
+def is_blank(text: str) -> bool:
+    """Whether a ``campaign.toml`` text sets nothing (empty, blank, or comments only)."""
+    return not any(
+        line.strip() and not line.lstrip().startswith("#")
+        for line in text.removeprefix("\ufeff").splitlines()
+    )
+
+
 def _strs(value: Any, where: str) -> tuple[str, ...]:
     if value is None:
         return ()
@@ -164,18 +209,23 @@ def load_campaign(root: Path, slug: str | None = None) -> CampaignConfig:
         raise UnknownCampaign(
             f"campaign folder {root} missing", user_message=f"No campaign named `{slug}`."
         )
+    return parse_campaign(read_campaign_text(root, slug) or "", root, slug)
+
+
+def read_campaign_text(root: Path, slug: str) -> str | None:
+    """The text of ``root/campaign.toml``, ``None`` when there is none; raises
+    :class:`ConfigError` when it cannot be read. Blocking."""
     cfg_path = root / "campaign.toml"
-    text = ""
-    if cfg_path.exists():
-        try:
-            # utf-8-sig: an editor on Windows may begin the file with a byte-order mark, which
-            # TOML itself refuses ("Invalid statement" on line 1 of a file that looks right).
-            text = cfg_path.read_text(encoding="utf-8-sig")
-        except UnicodeDecodeError as exc:
-            raise _toml_error(slug, str(exc)) from exc
-        except OSError as exc:
-            raise _toml_error(slug, f"unreadable ({exc.strerror or 'I/O error'})") from None
-    return parse_campaign(text, root, slug)
+    try:
+        # utf-8-sig: an editor on Windows may begin the file with a byte-order mark, which
+        # TOML itself refuses ("Invalid statement" on line 1 of a file that looks right).
+        return cfg_path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError as exc:
+        raise _toml_error(slug, str(exc)) from exc
+    except OSError as exc:
+        raise _toml_error(slug, f"unreadable ({exc.strerror or 'I/O error'})") from None
 
 
 def parse_campaign(text: str, root: Path, slug: str) -> CampaignConfig:

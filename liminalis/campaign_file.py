@@ -7,7 +7,8 @@ is parsed back with :func:`liminalis.campaign.parse_campaign` before it is writt
 never leaves a file the bot cannot read, and the file is replaced atomically (a temporary file
 beside it, then a rename): a reader sees the old file or the new one, never half. Nothing here
 caches the file: a hand edit is simply the newest text, read by the next edit and by
-``Engine.campaign`` (cached by mtime) on the next message.
+``Engine.campaign`` on the next message (which holds back one that drops a wall until a GM
+accepts it).
 
 Where GMs go: a Discord user in ``[roles.discord] gm_users``, a Discord role's id in
 ``[roles.discord] gm`` (beside any role names), a Slack user in ``[roles.slack] gm_users`` and a

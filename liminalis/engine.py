@@ -14,7 +14,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from liminalis.campaign import CampaignConfig, load_campaign, parse_campaign, validate_slug
+from liminalis.campaign import (
+    CampaignConfig,
+    has_gm,
+    is_blank,
+    parse_campaign,
+    read_campaign_text,
+    validate_slug,
+    walls_dropped,
+)
 from liminalis.campaign_file import GmRef, new_campaign_toml, slug_for, write_atomically
 from liminalis.clock import SystemClock
 from liminalis.errors import (
@@ -55,6 +63,26 @@ __all__ = ["Engine", "Explanation", "Match", "CAMPAIGN_SCOPE", "MAX_QUERY_CHARS"
 _log = logging.getLogger(__name__)
 CAMPAIGN_SCOPE = "campaign"
 MAX_QUERY_CHARS = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class _Served:
+    """The config a campaign is served with, and the file version it was decided on."""
+
+    #: The stat signature of campaign.toml when this was decided (``()``: no file).
+    signature: tuple[int, ...]
+    config: CampaignConfig
+    #: The text ``config`` was parsed from: the last good file (``None``: no file, defaults).
+    text: str | None
+
+
+def _file_signature(path: Path) -> tuple[int, ...]:
+    """What moves when a file is written: its mtime, size and inode (a rename over it)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return ()
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,10 +183,15 @@ class Engine:
             ranker=ranker,
         )
         self.retriever.embedder_for = self.generations.query_embedder
-        self._configs: dict[str, tuple[float, CampaignConfig]] = {}
+        self._configs: dict[str, _Served] = {}
+        self._loading: dict[str, asyncio.Lock] = {}
         #: slug → why its campaign.toml as it is now cannot be read, while the last good version
         #: serves (``campaign``); shown to the campaign's GMs by ``/campaign status``.
         self.config_errors: dict[str, str] = {}
+        #: slug → the walls its campaign.toml as it is now drops (or that it is missing or
+        #: empty), while the last good version serves until a GM applies the file
+        #: (:meth:`accept_campaign`) or restores it; shown to its GMs by ``/campaign status``.
+        self.config_holds: dict[str, str] = {}
         self._skipped: dict[str, dict[str, str]] = {}  # slug → path → why (skipped_files)
         self._ensured: set[str] = set()
         self._ingesting: dict[str, asyncio.Lock] = {}
@@ -188,7 +221,16 @@ class Engine:
         return self.campaigns_dir / validate_slug(slug)
 
     async def campaign(self, slug: str) -> CampaignConfig:
-        """Load (and cache by mtime) a campaign's config; raises ``UnknownCampaign``."""
+        """The config that governs a campaign now; raises ``UnknownCampaign``, or
+        ``ConfigError`` for a campaign.toml that cannot be read when no good one was ever kept.
+
+        The file is read again when its stat signature moves; what it says is applied only when
+        it parses and drops no wall of the last good config (:func:`walls_dropped`), and a file
+        missing or emptied after a good one is not applied either: a GM mid-edit, a copy half
+        done, must never publish a GM folder on the next tick. Meanwhile the last good config
+        serves (kept in the store, so a restart serves it too) and the campaign's GMs read why
+        in ``/campaign status`` (:attr:`config_errors`, :attr:`config_holds`).
+        """
         slug = validate_slug(slug)
         root = self.campaign_root(slug)
         # A stat or two of the campaign folder, on every request: cheaper than a thread hop.
@@ -199,28 +241,136 @@ class Engine:
                     f"no campaign {slug}", user_message=f"No campaign named `{slug}`."
                 )
             root = Path(row.root)
-        cfg_file = root / "campaign.toml"
-        mtime = cfg_file.stat().st_mtime if cfg_file.exists() else 0.0
-        cached = self._configs.get(slug)
-        if cached and cached[0] == mtime and cached[1].root == root:
-            return cached[1]
+        signature = _file_signature(root / "campaign.toml")
+        served = self._configs.get(slug)
+        if served and served.signature == signature and served.config.root == root:
+            return served.config
+        async with self._loading.setdefault(slug, asyncio.Lock()):
+            served = self._configs.get(slug)
+            if served and served.signature == signature and served.config.root == root:
+                return served.config
+            return await self._load_config(slug, root, signature)
+
+    async def _load_config(
+        self, slug: str, root: Path, signature: tuple[int, ...]
+    ) -> CampaignConfig:
+        served = self._configs.get(slug)
+        good = served if served is not None and served.config.root == root else None
+        if good is None or good.text is None:
+            good = await self._stored_config(slug, root) or good
+        # Read and parsed in a worker: a GM's 20 MB file must not stall every chat on the loop.
         try:
-            cfg = load_campaign(root, slug)
+            text = await asyncio.to_thread(read_campaign_text, root, slug)
+            new = await asyncio.to_thread(parse_campaign, text or "", root, slug)
         except ConfigError as exc:
-            if not cached or cached[1].root != root:
+            if good is None:
                 raise
             # A file caught mid-edit (or a typo saved): the last good config goes on serving,
-            # rather than the campaign going offline for every player until the GM notices. The
-            # GM sees the error in /campaign status; it is logged once per version of the file.
+            # rather than the campaign going offline for every player until the GM notices.
+            self._configs[slug] = _Served(signature, good.config, good.text)
             self.config_errors[slug] = exc.detail
-            self._configs[slug] = (mtime, cached[1])
+            self.config_holds.pop(slug, None)
             _log.warning("%s; the last good version of the file stays in use", exc.detail)
-            return cached[1]
+            return good.config
+        if good is not None and good.text is not None:
+            if text is None:
+                dropped: tuple[str, ...] = ("the file is missing",)
+            elif is_blank(text):
+                dropped = ("the file is empty",)
+            else:
+                dropped = walls_dropped(good.config, new)
+            if dropped:
+                self._configs[slug] = _Served(signature, good.config, good.text)
+                self.config_holds[slug] = "; ".join(dropped)
+                self.config_errors.pop(slug, None)
+                _log.warning(
+                    "campaign.toml of %s: %s; the last good version stays in use until a GM "
+                    "applies the file (/campaign accept) or restores it",
+                    slug,
+                    "; ".join(dropped),
+                )
+                return good.config
+        return await self._apply_config(
+            slug, signature, new, text, kept=good.text if good else None
+        )
+
+    async def _apply_config(
+        self,
+        slug: str,
+        signature: tuple[int, ...],
+        config: CampaignConfig,
+        text: str | None,
+        *,
+        kept: str | None,
+    ) -> CampaignConfig:
+        """Serve ``config`` (parsed from ``text``) and keep ``text`` as the last good file."""
         self.config_errors.pop(slug, None)
+        self.config_holds.pop(slug, None)
         if self.uploads_dir is not None:
-            cfg = replace(cfg, uploads_root=self.uploads_dir / slug)
-        self._configs[slug] = (mtime, cfg)
-        return cfg
+            config = replace(config, uploads_root=self.uploads_dir / slug)
+        self._configs[slug] = _Served(signature, config, text)
+        if text is not None and text != kept:
+            try:
+                await self.db.configs.set(slug, text, at=self._clock.now().timestamp())
+            except StoreError as exc:
+                # The file serves all the same; only a restart would judge the next one against
+                # an older kept version.
+                _log.warning("campaign.toml of %s not kept in the store: %s", slug, exc)
+        return config
+
+    async def _stored_config(self, slug: str, root: Path) -> _Served | None:
+        """The last good campaign.toml the store keeps for ``slug``, parsed; ``None`` if none."""
+        try:
+            text = await self.db.configs.get(slug)
+        except StoreError as exc:
+            _log.warning("the last good campaign.toml of %s cannot be read: %s", slug, exc)
+            return None
+        if text is None:
+            return None
+        try:
+            config = await asyncio.to_thread(parse_campaign, text, root, slug)
+        except ConfigError as exc:  # written by a release that read it otherwise
+            _log.warning("the kept campaign.toml of %s no longer parses: %s", slug, exc.detail)
+            return None
+        if self.uploads_dir is not None:
+            config = replace(config, uploads_root=self.uploads_dir / slug)
+        return _Served((), config, text)
+
+    async def accept_campaign(self, slug: str) -> tuple[CampaignConfig, tuple[str, ...]]:
+        """A GM's word: apply campaign.toml as it is now, though it drops walls of the config
+        that serves. Returns the config applied and the walls it dropped.
+
+        Raises:
+            ConfigError: the file cannot be read or parsed.
+            InvalidInput: the file is missing, or names no GM (nobody could manage the campaign
+                from chat any more).
+        """
+        served = await self.campaign(slug)
+        root = served.root
+        signature = _file_signature(root / "campaign.toml")
+        text = await asyncio.to_thread(read_campaign_text, root, served.slug)
+        if text is None:
+            raise InvalidInput(
+                f"accept without a campaign.toml in {served.slug}",
+                user_message="campaign.toml is missing: restore it (the last good version serves "
+                "meanwhile).",
+            )
+        new = await asyncio.to_thread(parse_campaign, text, root, served.slug)
+        if not has_gm(new):
+            raise InvalidInput(
+                f"accept of a campaign.toml naming no GM in {served.slug}",
+                user_message="campaign.toml as it is now names no GM, so nobody could manage the "
+                "campaign from chat: add a GM to the file first.",
+            )
+        dropped = walls_dropped(served, new)
+        async with self._loading.setdefault(served.slug, asyncio.Lock()):
+            config = await self._apply_config(served.slug, signature, new, text, kept=None)
+        _log.warning(
+            "campaign.toml of %s applied by a GM%s",
+            served.slug,
+            f": {'; '.join(dropped)}" if dropped else "",
+        )
+        return config, dropped
 
     async def scope(
         self, campaign: str | CampaignConfig | CampaignScope, lens: Iterable[str]
@@ -236,7 +386,9 @@ class Engine:
 
     async def register(self, config: CampaignConfig) -> None:
         """Register a campaign whose folder lives outside ``campaigns_dir`` (bench, tests)."""
-        self._configs[config.slug] = (time.time(), config)
+        # No file signature matches it: the next ``campaign`` reads its folder (bench corpora
+        # have no campaign.toml).
+        self._configs[config.slug] = _Served((-1,), config, None)
         await self.db.campaigns.upsert(config.slug, str(config.root))
 
     async def create_campaign(
@@ -268,9 +420,13 @@ class Engine:
             text = new_campaign_toml(name or slug, gm)
             await asyncio.to_thread(write_atomically, root / "campaign.toml", text)
             await self.db.campaigns.upsert(slug, str(root))
-        self._configs.pop(slug, None)
+            config = await asyncio.to_thread(parse_campaign, text, root, slug)
+            async with self._loading.setdefault(slug, asyncio.Lock()):
+                config = await self._apply_config(
+                    slug, _file_signature(root / "campaign.toml"), config, text, kept=None
+                )
         _log.info("campaign %s created at %s", slug, root)
-        return await self.campaign(slug)
+        return config
 
     async def edit_campaign(self, slug: str, change: Callable[[str], str]) -> CampaignConfig:
         """Rewrite ``campaign.toml`` with ``change`` (its text → the new text, or an error),
@@ -278,17 +434,37 @@ class Engine:
         file is read afresh, so an edit by hand since the last message is kept."""
         config = await self.campaign(slug)
         path = config.root / "campaign.toml"
+        served = self._configs.get(config.slug)
+        kept = served.text if served is not None else None
 
-        def edit() -> None:
-            old = path.read_text(encoding="utf-8") if path.exists() else ""
+        def edit() -> tuple[tuple[int, ...], CampaignConfig, str] | None:
+            text = read_campaign_text(config.root, config.slug)
+            old = text or ""
+            if kept is not None and (
+                text is None
+                or is_blank(old)
+                or walls_dropped(config, parse_campaign(old, config.root, config.slug))
+            ):
+                # An edit from chat is a GM's word for the file it writes: made over a file that
+                # lost walls by hand, it would apply that loss unseen.
+                raise InvalidInput(
+                    f"edit of {config.slug} over a campaign.toml that waits for a GM",
+                    user_message="campaign.toml was changed by hand and waits for a GM (see "
+                    "`/campaign status`): apply it with `/campaign accept`, or restore it, first.",
+                )
             new = change(old)
-            if new != old:
-                parse_campaign(new, config.root, config.slug)
-                write_atomically(path, new)
+            if new == old:
+                return None
+            parsed = parse_campaign(new, config.root, config.slug)
+            write_atomically(path, new)
+            return _file_signature(path), parsed, new
 
         async with self._editing.setdefault(config.slug, asyncio.Lock()):
-            await asyncio.to_thread(edit)
-            self._configs.pop(config.slug, None)  # an mtime may not move within its resolution
+            written = await asyncio.to_thread(edit)
+            if written is not None:
+                async with self._loading.setdefault(config.slug, asyncio.Lock()):
+                    signature, parsed, text = written
+                    return await self._apply_config(config.slug, signature, parsed, text, kept=kept)
         return await self.campaign(config.slug)
 
     async def list_campaigns(self) -> list[str]:
@@ -320,8 +496,8 @@ class Engine:
         else:
             slug = campaign
             config = await self.campaign(slug)
-            if slug in self._configs and self._configs[slug][1].root != config.root:
-                config = self._configs[slug][1]
+            if slug in self._configs and self._configs[slug].config.root != config.root:
+                config = self._configs[slug].config
         async with self._ingesting.setdefault(config.slug, asyncio.Lock()):
             # A first index (never indexed) or a rebuild (indexed before, under another profile;
             # mid-way both read as "stale"): the answers say which.
@@ -655,9 +831,13 @@ class Engine:
     async def remember_turn(
         self, scope: CampaignScope, question: str, cited: Sequence[str]
     ) -> None:
-        """Record an answered turn in the campaign memory (when enabled)."""
+        """Record an answered turn in the campaign memory (when enabled): best-effort, the
+        answer it follows goes out whether or not the store can write."""
         if self.memory_enabled and self.memory is not None:
-            await self.memory.record(scope.catalog, question, scope.lens, cited=cited)
+            try:
+                await self.memory.record(scope.catalog, question, scope.lens, cited=cited)
+            except StoreError as exc:
+                _log.warning("campaign memory of %s not recorded: %s", scope.slug, exc)
 
     async def explain(
         self,
@@ -734,8 +914,8 @@ class Engine:
                 found=found,
                 cited=[s.doc_id for s in answer.sources],
             )
-        except StoreError:  # the answer stands; the GM's log misses one line
-            _log.exception("question of %s not logged", scope.slug)
+        except StoreError as exc:  # the answer stands; the GM's log misses one line
+            _log.warning("question of %s not logged; the answer goes out: %s", scope.slug, exc)
             return answer
         return replace(answer, question_id=question_id)
 

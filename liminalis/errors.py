@@ -15,7 +15,8 @@ Tree::
     ├── PermissionDenied       a players-lens member tried a GM-only command
     ├── NotFound               a document key that does not exist *for this lens*
     ├── NotReady               the campaign has no index yet, or it is being rebuilt
-    ├── ModelUnavailable       the language model timed out, was overloaded or refused
+    ├── ModelUnavailable       the language model timed out, was overloaded or refused, or its
+    │                          reply broke (transport, protocol, decoding): with the partial text
     ├── SpendRefused           the router refused a model call before making it
     │   ├── BudgetSpent        the day's model tokens (or background's share of them) are spent
     │   ├── CreditsExhausted   the campaign's background credits are spent
@@ -26,6 +27,11 @@ Tree::
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from liminalis.ports import Usage
 
 __all__ = [
     "LiminalisError",
@@ -98,9 +104,29 @@ class NotReady(LiminalisError):
 
 
 class ModelUnavailable(LiminalisError):
+    """The model did not answer whole: busy, unreachable, timed out, or its reply broke (cut
+    connection, a malformed event or body, an error event mid-stream).
+
+    Args:
+        partial: the text a stream had already delivered when it broke ("" when none).
+        used: the tokens the call used by then, as far as the API said (``None``: unknown).
+    """
+
     default_user_message = (
         "The answering model is busy or unreachable right now. Please try again in a minute."
     )
+
+    def __init__(
+        self,
+        detail: str = "",
+        *,
+        user_message: str | None = None,
+        partial: str = "",
+        used: Usage | None = None,
+    ) -> None:
+        super().__init__(detail, user_message=user_message)
+        self.partial = partial
+        self.used = used
 
 
 class SpendRefused(LiminalisError):

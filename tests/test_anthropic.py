@@ -316,3 +316,133 @@ async def test_answers_asked_at_once_see_each_others_booking_of_the_daily_budget
     answer = await first
     assert answer.model == "scripted" and len(model.requests) == 1
     assert await gate.spent_today() == tokens_of(answer.usage)
+
+
+# -- every fault of a reply falls back -----------------------------------------------------------
+
+STREAM_FAULTS = ("drop", "malformed", "error-event", "stall")
+
+
+@pytest.mark.parametrize(
+    ("call", "fault"),
+    [
+        *(("stream", f) for f in (*STREAM_FAULTS, "not-json")),
+        *(("complete", f) for f in ("drop", "malformed", "not-json", "stall")),
+    ],
+)
+async def test_every_fault_of_a_reply_is_a_model_unavailable_of_the_tree(call, fault):
+    """A connection cut mid-body, a malformed SSE line, a 200 that is not JSON, an error event,
+    a reply that stops coming: none leaves the adapter as the transport's or the parser's own
+    exception (those became "something went wrong", and the quoted fallback never ran)."""
+    async with FakeAnthropic() as fake:
+        fake.script = [fault]
+        async with model(fake, max_retries=0, timeout_s=1.0) as m:  # the timeout: a hang guard
+            got: list[str] = []
+            asked = {"system": ["rules " * 100], "messages": [Message("user", "q")]}
+            with pytest.raises(ModelUnavailable) as info:
+                if call == "stream":
+                    async for text in m.stream(**asked):
+                        got.append(text)
+                else:
+                    await m.complete(**asked)
+    assert info.value.user_message == ModelUnavailable.default_user_message
+    if call == "stream" and fault != "not-json":
+        assert info.value.partial == "".join(got) == fake.reply[: fake.partial]
+        used = info.value.used
+        assert used is not None and used.input_tokens > 0
+        assert used.output_tokens == -(-fake.partial // 4)
+    else:
+        assert info.value.partial == "" and not got
+
+
+async def test_a_fault_before_any_text_is_retried():
+    async with FakeAnthropic() as fake:
+        fake.script = ["not-json", "drop"]
+        async with model(fake, backoff_s=0.0) as m:
+            done = await m.complete(system=["s"], messages=[Message("user", "q")])
+            fake.script = ["not-json"]
+            streamed = "".join(
+                [t async for t in m.stream(system=["s"], messages=[Message("user", "q")])]
+            )
+    assert done.text == streamed == fake.reply and len(fake.requests) == 5
+
+
+@pytest.mark.parametrize("fault", STREAM_FAULTS)
+async def test_a_stream_that_breaks_keeps_its_text_marked_cut_then_quotes_and_settles(
+    pinned_engine, fault
+):
+    """Through the composition root's responder: the text the asker was reading stays, marked
+    as cut, the quoted answer follows, and the call is settled at what it used (no booking
+    left holding the day's budget)."""
+    from bot.main import build_responder
+    from bot.settings import Settings
+
+    async with FakeAnthropic(reply="Ilsa paid her fine [The Drowned Bell], in silver.") as fake:
+        fake.script = [fault]
+        responder = build_responder(
+            Settings(
+                anthropic_api_key="sk-test-key",
+                anthropic_base_url=fake.url,
+                daily_token_budget=1_000_000,
+                llm_timeout_s=1.0,  # a hang guard for the stalled stream
+            ),
+            pinned_engine,
+        )
+        seen: list[str] = []
+
+        async def on_text(text: str) -> None:
+            seen.append(text)
+
+        try:
+            answer = await responder.respond(
+                "emberfall",
+                "Who paid her fine after the Watch arrested her?",
+                frozenset({"players"}),
+                on_text=on_text,
+            )
+        finally:
+            await responder.model.close()
+    partial = fake.reply[: fake.partial]
+    assert seen and seen[-1] == partial
+    assert answer.text.startswith(partial.strip() + " …")
+    assert "broke off there, so I quote the documents" in answer.text
+    assert "model stream cut: partial answer, then offline answer" in answer.notes
+    assert answer.sources
+    (call,) = await pinned_engine.db.fetchall(
+        "SELECT input_tokens, output_tokens, ok FROM model_calls"
+    )
+    assert call["input_tokens"] > 0 and call["output_tokens"] == -(-len(partial) // 4)
+    assert call["ok"] == 0
+    assert await pinned_engine.db.fetchall("SELECT id FROM model_bookings") == []
+
+
+async def test_a_stream_cut_by_the_answer_deadline_keeps_its_text_and_settles_what_it_used(
+    pinned_engine,
+):
+    """The reply stops coming after some text and the answer's own deadline ends the wait (the
+    client would wait longer): the text stays, marked as cut, before the quotes, and the call
+    is settled at the booked prompt plus the text sent, never at nothing."""
+    async with FakeAnthropic(reply="Ilsa paid her fine [The Drowned Bell], in silver.") as fake:
+        fake.script = ["stall"]
+        async with model(fake, timeout_s=30.0, max_retries=0) as m:
+            responder = Responder(pinned_engine, model=m, answer_deadline_s=0.5)
+            shown: list[str] = []
+
+            async def on_text(text: str) -> None:
+                shown.append(text)
+
+            answer = await responder.respond(
+                "emberfall",
+                "Who paid her fine after the Watch arrested her?",
+                frozenset({"players"}),
+                on_text=on_text,
+            )
+    partial = fake.reply[: fake.partial]
+    assert shown[-1] == partial and answer.text.startswith(partial.strip() + " …")
+    assert "broke off there" in answer.text and answer.sources
+    (call,) = await pinned_engine.db.fetchall(
+        "SELECT input_tokens, output_tokens, ok FROM model_calls"
+    )
+    assert call["input_tokens"] > 0 and call["output_tokens"] == -(-len(partial) // 4)
+    assert call["ok"] == 0
+    assert await pinned_engine.db.fetchall("SELECT id FROM model_bookings") == []

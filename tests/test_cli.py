@@ -247,7 +247,9 @@ def test_a_read_only_data_dir_fails_fast_with_its_cause(tmp_path):
         finally:
             data.chmod(0o755)
         assert r.returncode != 0, r.stdout
-        assert "error: The database cannot be opened (" in r.stderr, r.stderr[-2000:]
+        assert "error: The database cannot be opened (the data folder is read-only)" in r.stderr, (
+            r.stderr[-2000:]
+        )
         assert "Traceback" not in r.stderr
 
 

@@ -288,6 +288,42 @@ async def test_a_streamed_answer_is_edited_in_place_and_ends_whole_with_its_sour
     assert embed["author"]["name"] == "❓ Who rules the keep?" and buttons(final.json)
 
 
+async def test_a_stream_cut_mid_answer_ends_with_its_text_marked_cut_and_the_quotes(env):
+    """The model's connection drops after half a sentence was shown: the message ends with
+    that text, marked as cut, then the quoted answer, its sources and buttons; never an error."""
+    from fakes.anthropic_server import FakeAnthropic
+
+    from bot.main import build_responder
+    from bot.settings import Settings
+
+    api, adapter, service = env
+    reply = "The baron rules Greyhold keep from the river tower [Baron Aldric]."
+    async with FakeAnthropic(reply=reply) as fake:
+        fake.script, fake.partial = ["drop"], 30
+        responder = build_responder(
+            Settings(anthropic_api_key="sk-test-key", anthropic_base_url=fake.url),
+            service.engine,
+        )
+        service.engine.use_answerer(responder)
+        adapter.clock = Ticks(0.3)
+        try:
+            n = len(api.calls)
+            await run(
+                adapter, interaction_payload("lore ask", q("Who rules the keep?"), user_id=PLAYER)
+            )
+        finally:
+            await responder.model.close()
+    edits = [c for c in api.calls[n:] if c.method == "PATCH"]
+    live = [e.json["content"] for e in edits if e.json.get("content")]
+    assert live and all(reply.startswith(c.rstrip("▌ ")) for c in live)  # shown as it came
+    final = edits[-1].json
+    embed = final["embeds"][0]
+    assert embed["description"].startswith(reply[:30].strip() + " …")
+    assert "broke off there, so I quote the documents" in embed["description"]
+    assert "river tower" in embed["description"].split("quote the documents")[1]
+    assert embed["fields"] and buttons(final) and "went wrong" not in text_of(final)
+
+
 async def test_a_streamed_mention_is_one_message_edited_until_whole(env):
     api, adapter, service = env
     reply = "The baron rules Greyhold keep from the river tower [Baron Aldric]. " * 8

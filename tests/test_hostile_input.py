@@ -591,3 +591,25 @@ async def test_an_answer_in_flight_when_its_document_is_hidden_is_not_remembered
     # Memory works again from here: the next answer is remembered.
     await responder.respond("greyhold", "Who guards the keep?", players, chat="discord:C1")
     assert len((await responder.memory.load("greyhold", "discord:C1", players)).turns) == 1
+
+
+async def test_a_huge_message_is_refused_by_its_length_before_anything_reads_it(tmp_path):
+    """A 10 MB message was cleaned, parsed and scoped on the event loop (seconds) before the
+    question's own limit refused it. Now its length alone refuses it: in an unlinked channel it
+    is "too long", not "not linked", because nothing resolved its scope."""
+    make_tiny_campaign(tmp_path / "campaigns")
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        svc = BotService(engine)
+        huge = "/ask " + "who rules the keep? " * 500_000
+        reply = await svc.handle(
+            IncomingMessage(platform="discord", channel_id="C-unlinked", user_id="9", text=huge)
+        )
+        assert reply.error and "too long" in reply.text and "2,000 characters" in reply.text
+        assert "not linked" not in reply.text
+        ok = await svc.handle(
+            IncomingMessage(platform="discord", channel_id="C-unlinked", user_id="9", text="/help")
+        )
+        assert not ok.error
+    finally:
+        await close_engine(engine)

@@ -18,13 +18,13 @@ import pytest
 from conftest import close_engine, make_engine, upgraded_engine
 from fakes.hostile_campaign import GM_CANARY, make_hostile_campaign
 from fakes.limited_store import LimitedStore
-from fakes.tiny_campaign import CANARY, make_tiny_campaign
+from fakes.tiny_campaign import CAMPAIGN_TOML, CANARY, GM_TITLE, make_tiny_campaign
 
 import liminalis.ingest.indexer as indexer_module
 from bot.scheduler import RecapScheduler
 from bot.serve import index_campaigns
 from bot.service import BotService, IncomingMessage
-from liminalis.campaign import load_campaign
+from liminalis.campaign import load_campaign, parse_campaign, walls_dropped
 from liminalis.errors import ConfigError, StoreError
 from liminalis.ingest.ids import DOC_ID_BYTES, STORE_ID_BYTES, id_bytes
 from liminalis.ingest.indexer import KEPT_NOTE, vector_doc, vector_id, vector_owner
@@ -240,6 +240,24 @@ async def test_a_parser_or_chunker_crash_skips_only_its_file(tmp_path, monkeypat
         await close_engine(engine)
 
 
+async def test_a_file_of_one_sentence_repeated_thousands_of_times_indexes(tmp_path):
+    """Sentences that all score alike split one passage off the front at a time: the split was
+    recursive, and a file of a few thousand of them was skipped with a RecursionError."""
+    root = make_tiny_campaign(tmp_path / "campaigns")
+    sentence = "The bell " + "tolls " * 40 + "over the drowned quarter."
+    (root / "litany.md").write_text("# Litany\n\n" + " ".join([sentence] * 3000) + "\n")
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        report = await engine.ingest("greyhold")
+        assert not report.skipped
+        svc = BotService(engine)
+        await svc.directory.link("discord", "C1", "greyhold")
+        reply = await svc.handle(msg("/search drowned quarter"))
+        assert not reply.error and "Litany" in reply.text
+    finally:
+        await close_engine(engine)
+
+
 # -- one bad campaign.toml -------------------------------------------------------------------
 
 
@@ -301,6 +319,163 @@ async def test_a_campaign_toml_caught_mid_edit_keeps_the_last_good_config_servin
         os.utime(toml, (stamp + 10, stamp + 10))
         assert (await engine.campaign("greyhold")).name == "Greyhold Keep"
         assert "⚠" not in (await svc.handle(msg("/campaign status", gm=True))).text
+    finally:
+        await close_engine(engine)
+
+
+def make_walled_campaign(campaigns_dir: Path) -> Path:
+    """The tiny campaign with its GM folder named ``prep/``: a campaign.toml that loses its
+    ``gm_paths`` parses as the default ``gm/**``, which leaves ``prep/`` open."""
+    root = make_tiny_campaign(campaigns_dir)
+    (root / "gm").rename(root / "prep")
+    (root / "campaign.toml").write_text(
+        CAMPAIGN_TOML.replace('gm_paths = ["gm/**"]', 'gm_paths = ["prep/**"]'), encoding="utf-8"
+    )
+    return root
+
+
+def save(toml: Path, text: str | None) -> None:
+    """Write (``None``: delete) campaign.toml as a new version: its signature moves whatever the
+    file system's time resolution."""
+    if text is None:
+        toml.unlink()
+        return
+    old = toml.stat().st_mtime if toml.exists() else 0.0
+    toml.write_text(text, encoding="utf-8")
+    os.utime(toml, (old + 10, old + 10))
+
+
+async def players_see_the_plot(svc: BotService) -> bool:
+    """Whether a player's answer or search shows anything of the GM's plot document."""
+    for ask in ("/ask what is the truth about the baron?", "/search drowned vampire baron plot"):
+        reply = await svc.handle(msg(ask))
+        assert not reply.error
+        if CANARY in repr(reply) or GM_TITLE in repr(reply):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("how", ["emptied", "deleted", "cut short before gm_paths"])
+async def test_a_campaign_toml_emptied_deleted_or_cut_short_never_opens_the_gm_folder(
+    tmp_path, how
+):
+    """A GM mid-edit, a copy half done: the file parses as the defaults for every key it lost.
+    The tick goes on under the last good walls, players see nothing more, the GM is told."""
+    root = make_walled_campaign(tmp_path / "campaigns")
+    toml = root / "campaign.toml"
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        await engine.ingest("greyhold")
+        svc = BotService(engine)
+        await svc.directory.link("discord", "C1", "greyhold")
+        assert not await players_see_the_plot(svc)
+        good = toml.read_text()
+        save(
+            toml,
+            {"emptied": "", "deleted": None}.get(how, good[: good.index("lenses")]),
+        )
+        await tick(engine)
+        assert not await players_see_the_plot(svc)
+        gm_reply = await svc.handle(msg("/ask what is the truth about the baron?", gm=True))
+        assert CANARY in gm_reply.text  # the GMs are still the last good file's
+        status = (await svc.handle(msg("/campaign status", gm=True))).text
+        assert "⚠ campaign.toml of greyhold changed:" in status
+        assert {"emptied": "empty", "deleted": "missing"}.get(how, "`prep/**`") in status
+        assert "⚠" not in (await svc.handle(msg("/campaign status"))).text
+        save(toml, good)  # restored: nothing waits any more
+        assert "⚠" not in (await svc.handle(msg("/campaign status", gm=True))).text
+    finally:
+        await close_engine(engine)
+
+
+def test_what_a_campaign_toml_drops_is_named_and_what_it_adds_is_not(tmp_path):
+    text = CAMPAIGN_TOML.replace('gm_paths = ["gm/**"]', 'gm_paths = ["Prep/**"]').replace(
+        'gm_users = ["111"]', 'gm_users = ["111"]\nguilds = ["123456789012345678"]'
+    )
+    good = parse_campaign(text, tmp_path, "greyhold")
+
+    def dropped(old: str, new: str) -> tuple[str, ...]:
+        assert old in text
+        return walls_dropped(good, parse_campaign(text.replace(old, new), tmp_path, "greyhold"))
+
+    assert dropped('"Prep/**"', '"prep/**", "drafts/**"') == ()  # the same folder, and one more
+    assert "`Prep/**`" in dropped('"Prep/**"', '"Prep/*"')[0]  # not the same files
+    assert "`mirel`" in dropped('lenses = ["mirel"]', "lenses = []")[0]
+    assert dropped('lenses = ["mirel"]', 'lenses = ["mirel", "vessa"]') == ()
+    assert "`players`" in dropped('name = "Greyhold"', 'upload_visibility = "players"')[0]
+    assert dropped('guilds = ["123456789012345678"]', "guilds = []")[0].startswith("it drops `[")
+    assert "it names no GM" in dropped(text[text.index("[roles.discord]") :], "")
+    assert dropped('gm_users = ["111"]', 'gm_users = ["111", "222"]') == ()  # a GM added
+
+
+async def test_at_a_restart_the_last_good_campaign_toml_serves(tmp_path):
+    """The last good file is kept in the store: a restart over a file that does not parse
+    serves players under it (not offline), and one that drops a wall does not open it."""
+    root = make_walled_campaign(tmp_path / "campaigns")
+    toml = root / "campaign.toml"
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        await engine.ingest("greyhold")
+        await BotService(engine).directory.link("discord", "C1", "greyhold")
+    finally:
+        await close_engine(engine)
+    good = toml.read_text()
+    for broken, said in (
+        (good.replace('name = "Greyhold"', 'name = "Greyhold'), "line 2"),
+        (good.replace('gm_paths = ["prep/**"]', "gm_paths = []"), "`prep/**`"),
+    ):
+        save(toml, broken)
+        engine = await make_engine(tmp_path, milvus=False)
+        try:
+            lines: list[str] = []
+            assert await index_campaigns(engine, lines.append) == ["greyhold"]
+            assert any("last good" in line for line in lines)
+            svc = BotService(engine)
+            reply = await svc.handle(msg("/ask who rules Greyhold keep?"))
+            assert not reply.error and "Baron" in reply.text
+            await tick(engine)
+            assert not await players_see_the_plot(svc)
+            status = (await svc.handle(msg("/campaign status", gm=True))).text
+            assert "⚠ campaign.toml of greyhold" in status and said in status
+        finally:
+            await close_engine(engine)
+
+
+async def test_a_wall_dropped_by_hand_counts_once_a_gm_accepts_it(tmp_path):
+    """A GM folder given up on purpose: held until a GM says so (a player cannot, and an edit
+    from chat over the held file is refused rather than applying it unseen); then applied, and
+    kept across a restart. A wall added by hand applies at once."""
+    root = make_walled_campaign(tmp_path / "campaigns")
+    toml = root / "campaign.toml"
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        await engine.ingest("greyhold")
+        svc = BotService(engine)
+        await svc.directory.link("discord", "C1", "greyhold")
+        good = toml.read_text()
+        save(toml, good.replace('gm_paths = ["prep/**"]', 'gm_paths = ["prep/**", "drafts/**"]'))
+        assert (await engine.campaign("greyhold")).gm_paths == ("prep/**", "drafts/**")
+        opened = good.replace('gm_paths = ["prep/**"]', 'gm_paths = ["gm/**"]')
+        save(toml, opened)
+        await tick(engine)
+        assert not await players_see_the_plot(svc)
+        assert (await svc.handle(msg("/campaign accept"))).error  # a player's word is none
+        refused = await svc.handle(msg("/campaign gm add <@222>", gm=True))
+        assert refused.error and "/campaign accept" in refused.text
+        assert 'gm_users = ["111"]' in toml.read_text()  # the held file was not rewritten
+        accepted = await svc.handle(msg("/campaign accept", gm=True))
+        assert (
+            not accepted.error and "`prep/**`" in accepted.text and "`drafts/**`" in accepted.text
+        )
+        await tick(engine)
+        assert await players_see_the_plot(svc)
+        assert "⚠" not in (await svc.handle(msg("/campaign status", gm=True))).text
+    finally:
+        await close_engine(engine)
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        assert (await engine.campaign("greyhold")).gm_paths == ("gm/**",)
+        assert "greyhold" not in engine.config_holds
     finally:
         await close_engine(engine)
 

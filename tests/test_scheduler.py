@@ -328,13 +328,15 @@ def test_cron_keeps_crontabs_either_day_rule_and_refuses_a_date_that_never_comes
 
 async def test_a_recap_that_cannot_be_built_is_retried_not_lost(setup):
     """A campaign.toml mid-edit at recap time, in a process that never read a good version of it
-    (restarted meanwhile): the slot is not claimed, so the next tick (the file fixed, within the
-    grace window) posts it."""
+    and a data directory that kept none (written by a release that kept none; a kept one would
+    serve): the slot is not claimed, so the next tick (the file fixed, within the grace window)
+    posts it."""
     tmp_path, _ = setup
     toml = tmp_path / "campaigns" / "greyhold" / "campaign.toml"
     good = toml.read_text()
     toml.write_text(good + "\nname = [unclosed\n")
     restarted = await make_engine(tmp_path, milvus=False)
+    await restarted.db.execute("DELETE FROM campaign_configs")
     try:
         rec = Recorder()
         clock = FrozenClock(FRIDAY_18)

@@ -296,11 +296,14 @@ async def test_numbers_a_user_types_never_reach_int_unchecked_and_a_thread_unlin
     service,
 ):
     gm = dict(roles=["GM"])
-    for bad in ["/recap ²", "/recap " + "9" * 5000, "/budget set " + "9" * 5000]:
+    for bad in ["/recap ²", "/recap " + "9" * 3990, "/budget set " + "9" * 3980]:
         reply = await service.handle(msg(bad, **gm))
         assert reply.error and "Usage" in reply.text and "wrong on my side" not in reply.text, bad[
             :20
         ]
+    # Past int()'s 4,300 digits the message is longer than any command reads: refused by length.
+    reply = await service.handle(msg("/budget set " + "9" * 5000, **gm))
+    assert reply.error and "too long" in reply.text
     thread = IncomingMessage(
         platform="discord",
         channel_id="T1",

@@ -69,7 +69,7 @@ async def run(request: Request, scope: Scope) -> Reply:
     )
     if msg.platform == "console":  # no buttons to press
         return reply
-    card = await services.cards.save(
+    card = await services.cards.keep(
         kind="answer",
         msg=msg,
         campaign=cfg.slug,
@@ -79,6 +79,8 @@ async def run(request: Request, scope: Scope) -> Reply:
         sources=answer.sources,
         question_id=answer.question_id,
     )
+    if card is None:
+        return reply
     return replace(reply, actions=answer_actions(card, shareable=private_in_shared(request, scope)))
 
 

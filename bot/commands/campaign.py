@@ -6,7 +6,8 @@ GM role names count.
 allows) makes a campaign under the data directory with its creator as GM by user id, and links
 the channel; ``list`` shows the campaigns the asker is a GM of; ``link <slug>|unlink|status|
 release <server id>`` as before; ``gm add|remove @user|@role`` and ``settings`` (GM) write
-``campaign.toml`` (:mod:`liminalis.campaign_file`: atomically, comments kept).
+``campaign.toml`` (:mod:`liminalis.campaign_file`: atomically, comments kept); ``accept`` (GM)
+applies a hand edit that drops a wall, which the last good version holds back until then.
 """
 
 from __future__ import annotations
@@ -36,11 +37,14 @@ _LINK_REFUSED = (
     "or role id links first. Ask one of its GMs to run `/campaign gm add @you` ({you}), or make a "
     "campaign of your own with `/campaign create <name>`."
 )
-_ACTIONS = ("status", "link", "unlink", "release", "create", "list", "gm", "settings")
+_ACTIONS = ("status", "link", "unlink", "release", "create", "list", "gm", "settings", "accept")
 _USAGE = (
     "Usage: `/campaign create <name>`, `/campaign list`, `/campaign link <slug>|unlink|status`, "
-    "`/campaign gm add|remove @user|@role`, `/campaign settings`, `/campaign release <server id>`"
+    "`/campaign gm add|remove @user|@role`, `/campaign settings`, `/campaign release <server id>`, "
+    "`/campaign accept`"
 )
+#: What only a campaign's GM may do (in a channel linked to it).
+_GM_ACTIONS = frozenset({"unlink", "release", "gm", "settings", "accept"})
 _GM_USAGE = "Usage: `/campaign gm add @user` or `/campaign gm remove @user` (a user or a role; or a user id)"
 _SETTINGS_USAGE = (
     "Usage: `/campaign settings recap <cron>|off` (posts here), `/campaign settings uploads "
@@ -137,7 +141,7 @@ def _need(request: Request) -> Need:
     if action == "status":
         return "optional"  # an unlinked channel is told so, not refused
     # link and create read the campaign they name (create: none yet); list reads every one
-    return "required" if action in {"unlink", "release", "gm", "settings"} else "none"
+    return "required" if action in _GM_ACTIONS else "none"
 
 
 async def run(request: Request, scope: Scope) -> Reply:
@@ -151,6 +155,7 @@ async def run(request: Request, scope: Scope) -> Reply:
         "list": _list,
         "gm": _gm,
         "settings": _settings,
+        "accept": _accept,
     }.get(action)
     if run_action is None:
         raise InvalidInput("bad campaign sub", user_message=_USAGE)
@@ -259,15 +264,32 @@ async def _status(request: Request, scope: Scope) -> Reply:
 
 
 def _health_report(engine: Engine, slug: str) -> str:
-    """For the campaign's GMs: a campaign.toml that cannot be read now (the last good version
-    serves), and the files the latest ingests skipped, with why (they may name GM-only files)."""
+    """For the campaign's GMs: a campaign.toml that cannot be read now, or that drops a wall (the
+    last good version serves), and the files the latest ingests skipped, with why (they may name
+    GM-only files)."""
     lines: list[str] = []
     if error := engine.config_errors.get(slug):
         lines.append(
             f"⚠ {error}. The last good version of campaign.toml is in use until it is fixed."
         )
+    if held := engine.config_holds.get(slug):
+        lines.append(
+            f"⚠ campaign.toml of {slug} changed: {held}. The last good version is in use, so "
+            "players see nothing more; if the change is meant, `/campaign accept` applies it."
+        )
     lines += skipped_lines(engine.skipped_files(slug))
     return "".join("\n" + line for line in lines)
+
+
+async def _accept(request: Request, scope: Scope) -> Reply:
+    """A GM's word for a campaign.toml that drops walls: it is applied as it is now."""
+    cfg, engine = scope.config, scope.services.engine
+    held = engine.config_holds.get(cfg.slug)
+    after, dropped = await engine.accept_campaign(cfg.slug)
+    if not held and not dropped:
+        return Reply(text=f"campaign.toml of **{after.name}** is in use as it is: nothing waited.")
+    said = "; ".join(dropped) if dropped else held
+    return Reply(text=f"Applied campaign.toml of **{after.name}** as it is now ({said}).")
 
 
 async def _link(request: Request, scope: Scope) -> Reply:
@@ -502,7 +524,7 @@ command = Command(
         Option(
             "action",
             "string",
-            "status, create, list, link, unlink, gm, settings, or release a server",
+            "status, create, list, link, unlink, gm, settings, release a server, accept campaign.toml",
             choices=_ACTIONS,
             default="status",
         ),
@@ -543,11 +565,14 @@ command = Command(
         "`/campaign gm add|remove @user|@role` — GM: who else is a GM",
         "`/campaign settings [recap <cron>|off] [uploads players|gm] [budget <tokens>]` — GM",
         "`/campaign release <server id>` — GM: unlink a Discord server, ending its GM role names",
+        "`/campaign accept` — GM: apply a hand-edited campaign.toml that drops a GM folder, a "
+        "lens or a GM (shown in `/campaign status`)",
     ),
     example="/campaign create Greyhold",
-    gm_only=lambda request: request.string("action") in {"unlink", "release", "gm", "settings"},
+    gm_only=lambda request: request.string("action") in _GM_ACTIONS,
     private=lambda request, scope: (
-        request.string("action") in {"status", "release", "create", "list", "gm", "settings"}
+        request.string("action")
+        in {"status", "release", "create", "list", "gm", "settings", "accept"}
     ),
     need=_need,
     parse=_parse,

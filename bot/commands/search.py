@@ -56,14 +56,14 @@ async def run(request: Request, scope: Scope) -> Reply:
         raise InvalidInput("empty search", user_message=_USAGE)
     card_id = None
     if request.msg.platform != "console":
-        card = await scope.services.cards.save(
+        card = await scope.services.cards.keep(
             kind="search",
             msg=request.msg,
             campaign=scope.config.slug,
             lens=scope.lens,
             question=query,
         )
-        card_id = card.card_id
+        card_id = card.card_id if card is not None else None
     return await search_page(scope, query, 1, card_id)
 
 

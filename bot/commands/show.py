@@ -51,14 +51,14 @@ async def run(request: Request, scope: Scope) -> Reply:
     doc_id, _, _ = await scope.services.engine.read_document(scope.config, key, scope.lens)
     buttons = None
     if request.msg.platform != "console":
-        card = await scope.services.cards.save(
+        card = await scope.services.cards.keep(
             kind="show",
             msg=request.msg,
             campaign=scope.config.slug,
             lens=scope.lens,
             question=doc_id,
         )
-        buttons = ("page", card.card_id, ())
+        buttons = ("page", card.card_id, ()) if card is not None else None
     return await document_page(scope, doc_id, request.integer("page") or 1, buttons)
 
 

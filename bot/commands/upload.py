@@ -35,6 +35,7 @@ from liminalis.ingest.loaders import (
     write_sidecar,
 )
 from liminalis.lens import GM, NOT_GM, PLAYERS, parse_visibility
+from liminalis.store.sqlite import store_cause
 from liminalis.text import clean_text
 from liminalis.types import FileReport, SkippedFile
 
@@ -207,16 +208,29 @@ def save_uploads(
                 skipped.append((name, "an upload of that name is already a single file"))
                 continue
             existed = (cfg.uploads_root / folder).is_dir()
-            if _save_vault(
-                cfg,
-                att.data,
-                folder,
-                name,
-                max_bytes=max_bytes,
-                visibility=visibility,
-                doc_type=doc_type,
-                skipped=skipped,
-            ):
+            try:
+                kept = _save_vault(
+                    cfg,
+                    att.data,
+                    folder,
+                    name,
+                    max_bytes=max_bytes,
+                    visibility=visibility,
+                    doc_type=doc_type,
+                    skipped=skipped,
+                )
+            except OSError as exc:
+                # Each note is written whole or not at all; those written before the failure
+                # are complete files, which the next tick indexes.
+                skipped.append(
+                    (
+                        name,
+                        f"not all of it was saved: {_write_cause(exc)} (the notes written "
+                        "before are indexed on the next tick)",
+                    )
+                )
+                continue
+            if kept:
                 if existed:
                     replaced.append(folder + "/")
                 saved.append(folder + "/")
@@ -236,12 +250,22 @@ def save_uploads(
             skipped.append((name, exc.reason))
             continue
         target = cfg.uploads_root / name
-        if target.exists():
+        again = target.exists()
+        try:
+            prepared.write(target)
+        except OSError as exc:
+            skipped.append((name, f"not saved: {_write_cause(exc)}"))
+            continue
+        if again:
             replaced.append(name)
-        prepared.write(target)
         saved.append(name)
         existing[doc_id_for(name)] = name
     return saved, skipped, replaced
+
+
+def _write_cause(exc: OSError) -> str:
+    """Why an upload could not be written, in words for the chat (never the path)."""
+    return store_cause(exc) or f"the file could not be written ({exc.strerror or 'I/O error'})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,8 +285,13 @@ class _Prepared:
             # sidecar that fits it, and an upload that says nothing is GM-only.
             write_sidecar(target, self.data, visibility=self.sidecar, doc_type=self.doc_type)
         tmp = target.with_name(f".{target.name}.part")
-        tmp.write_bytes(self.data)
-        tmp.replace(target)
+        try:
+            tmp.write_bytes(self.data)
+            tmp.replace(target)
+        except OSError:
+            # A full disk leaves a file cut short: it must not stay beside the uploads.
+            tmp.unlink(missing_ok=True)
+            raise
 
 
 def _prepare(

@@ -11,7 +11,13 @@
   exponential backoff ``delay_n = min(max_backoff_s, backoff_s · 2ⁿ)`` (or the server's
   ``retry-after`` when larger, capped the same); then :class:`~liminalis.errors.ModelUnavailable`.
   Authentication failures become :class:`~liminalis.errors.ConfigError`. SDK exceptions never
-  leave this module untranslated.
+  leave this module untranslated, nor does anything raised beneath the SDK's own classes while a
+  reply is read (a connection cut mid-body, a malformed SSE line, a 200 whose body is not JSON):
+  a fault in reading the reply is retried like a connection error.
+* A stream that breaks after text was delivered is not retried (the text is shown already): it
+  raises :class:`~liminalis.errors.ModelUnavailable` with the ``partial`` text and the tokens
+  ``used`` by then (the input as ``message_start`` reported it, the output at least
+  ``⌈characters / 4⌉``), which the router settles the booking at.
 """
 
 from __future__ import annotations
@@ -85,6 +91,45 @@ def _classify(exc: Exception) -> Exception:
             )
         return ModelUnavailable(f"anthropic refused the request: HTTP {exc.status_code}")
     return ModelUnavailable(f"anthropic client error: {type(exc).__name__}")
+
+
+def _fault(exc: Exception) -> Exception:
+    """Map any exception a call raised to ``_Retryable`` or a final ``LiminalisError``: the SDK's
+    own through :func:`_classify`, anything else (the transport's, the SSE decoder's, the JSON
+    parser's, the SDK's assertions on a body it cannot read) as a reply that could not be read."""
+    if isinstance(exc, anthropic.AnthropicError):
+        if isinstance(exc, anthropic.APIStatusError) and exc.status_code == 200:
+            # An ``error`` event inside a stream that had started (overloaded mid-answer).
+            return _Retryable(f"error event in the stream: {_error_type(exc)}")
+        return _classify(exc)
+    kind = type(exc).__name__
+    if isinstance(exc, TimeoutError) or "timeout" in kind.lower():
+        return _Retryable(f"timed out reading the reply ({kind})")
+    if isinstance(exc, ValueError):  # json.JSONDecodeError, a malformed SSE field
+        return _Retryable(f"malformed reply ({kind})")
+    return _Retryable(f"reply could not be read ({kind})")
+
+
+def _error_type(exc: anthropic.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            return str(error.get("type") or "error")
+    return "error"
+
+
+def _partial_usage(started: Any, text: str) -> Usage:
+    """What a stream that broke after ``text`` used: the usage its ``message_start`` reported
+    (``started``: the SDK's snapshot, ``None`` before it), the output at least the text's
+    ``⌈characters / 4⌉`` (the API reports the output only at the end)."""
+    usage = _usage(getattr(started, "usage", None))
+    return Usage(
+        input_tokens=usage.input_tokens,
+        output_tokens=max(usage.output_tokens, -(-len(text) // 4)),
+        cache_creation_input_tokens=usage.cache_creation_input_tokens,
+        cache_read_input_tokens=usage.cache_read_input_tokens,
+    )
 
 
 class AnthropicModel:
@@ -216,8 +261,8 @@ class AnthropicModel:
         for attempt in range(self.max_retries + 1):
             try:
                 msg = await self._client.messages.create(**params)
-            except anthropic.AnthropicError as exc:
-                err = _classify(exc)
+            except Exception as exc:  # every fault of the call: _fault names it
+                err = _fault(exc)
                 if not isinstance(err, _Retryable):
                     raise err from exc
                 last = str(err)
@@ -247,22 +292,38 @@ class AnthropicModel:
         role: str = "reply",
         model: str | None = None,
     ) -> AsyncIterator[str]:
-        """Yield text deltas; retries only before the first delta (a half answer is not resent)."""
+        """Yield text deltas; retries only before the first delta (a half answer is not resent).
+
+        Raises:
+            ModelUnavailable: with ``partial`` and ``used`` when the stream broke after text.
+        """
         params = self._params(system, messages, cache_upto, max_tokens, role, model)
         for attempt in range(self.max_retries + 1):
-            yielded = False
+            sent: list[str] = []
+            started: Any = None
             try:
                 async with self._client.messages.stream(**params) as s:
                     async for text in s.text_stream:
-                        yielded = True
+                        if not sent:
+                            started = s.current_message_snapshot
+                        sent.append(text)
                         yield text
                     final = await s.get_final_message()
                 self._record(role, _usage(final.usage))
                 return
-            except anthropic.AnthropicError as exc:
-                err = _classify(exc)
+            except Exception as exc:  # every fault of the call or of reading it: _fault names it
+                err = _fault(exc)
+                if sent:
+                    partial = "".join(sent)
+                    used = _partial_usage(started, partial)
+                    self._record(role, used)
+                    raise ModelUnavailable(
+                        f"anthropic stream broke after {len(partial)} characters: {err}",
+                        partial=partial,
+                        used=used,
+                    ) from exc
                 if not isinstance(err, _Retryable):
                     raise err from exc
-                if yielded or attempt == self.max_retries:
+                if attempt == self.max_retries:
                     raise ModelUnavailable(f"anthropic stream failed: {err}") from exc
                 await self._backoff(attempt, err)

@@ -48,7 +48,7 @@ from liminalis.context.tokens import TokenCounter, at_most, default_counter
 from liminalis.errors import BudgetSpent, ConfigError, ModelUnavailable, SpendRefused, StoreError
 from liminalis.ingest.sections import source_of
 from liminalis.lens import Lens
-from liminalis.ports import Clock, LanguageModel
+from liminalis.ports import Clock, LanguageModel, Usage
 from liminalis.routing import Router
 from liminalis.scope import CampaignScope
 from liminalis.spend import DailyTokenGate
@@ -274,11 +274,13 @@ class Responder:
                     sources=[s.label() for s in answer.sources],
                     generation=catalog.generation,
                 )
-            except StoreError:
+            except StoreError as exc:
                 # The answer is already computed (and, with a model, paid for): a memory that cannot
                 # be written costs the chat its follow-up context, never the player the answer.
-                _log.exception(
-                    "chat memory %s not recorded; the answer is returned without it", mem.key
+                _log.warning(
+                    "chat memory %s not recorded; the answer is returned without it: %s",
+                    mem.key,
+                    exc,
                 )
         return answer
 
@@ -320,10 +322,14 @@ class Responder:
         chat: str | None = None,
     ) -> Answer:
         """The model's answer, or — the day's budget spent, the model busy, hung past the
-        deadline, refusing the request or silent — the quoted answer, marked as such."""
+        deadline, refusing the request or silent — the quoted answer, marked as such. A stream
+        that broke after some text keeps that text, marked as cut, before the quoted answer."""
+        shown: list[str] = []  # what a stream already put before the asker
         try:
             answer = await asyncio.wait_for(
-                self._ask_model(prompt, notes, lens, on_text, campaign=campaign, chat=chat),
+                self._ask_model(
+                    prompt, notes, lens, on_text, campaign=campaign, chat=chat, shown=shown
+                ),
                 self.answer_deadline_s,
             )
         except BudgetSpent:
@@ -353,10 +359,28 @@ class Responder:
                 "model unavailable (%s): answering offline",
                 f"no answer within {self.answer_deadline_s}s" if hung else exc,
             )
-            answer = offline(
-                "The language model is unavailable right now, so I quote the documents.",
-                "model timed out: offline answer" if hung else "model unavailable: offline answer",
-            )
+            partial = "".join(shown).strip()
+            if partial:
+                # The asker has been reading this: it stays, marked as cut, rather than vanish
+                # under the quotes, and its citations count.
+                quoted = offline(
+                    "The language model's answer broke off there, so I quote the documents.",
+                    "model stream cut: partial answer, then offline answer",
+                )
+                cited = cited_sources(partial, prompt.all_documents, fallback=0)
+                answer = replace(
+                    quoted,
+                    text=f"{partial} …\n\n{quoted.text}",
+                    sources=(*cited, *(s for s in quoted.sources if s not in cited)),
+                    usage=exc.used if isinstance(exc, ModelUnavailable) and exc.used else Usage(),
+                )
+            else:
+                answer = offline(
+                    "The language model is unavailable right now, so I quote the documents.",
+                    "model timed out: offline answer"
+                    if hung
+                    else "model unavailable: offline answer",
+                )
         except ConfigError as exc:
             # A refused key, an unknown model name, a request too large: the host's to fix
             # (logged at ERROR); the question still gets the quoted answer.
@@ -388,7 +412,9 @@ class Responder:
         *,
         campaign: str,
         chat: str | None = None,
+        shown: list[str] | None = None,
     ) -> Answer:
+        """``shown`` collects the text a stream delivers, for the caller to keep if it breaks."""
         assert self.router is not None
         if self.gate is not self.router.daily and (
             self.gate is None or isinstance(self.gate, DailyTokenGate)
@@ -422,7 +448,7 @@ class Responder:
                 text = text.rstrip() + " …\n\n_(The answer was cut short at its length limit.)_"
                 notes = [*notes, "model answer cut at max_tokens"]
         else:
-            parts: list[str] = []
+            parts: list[str] = [] if shown is None else shown
             streamed = router.stream(
                 "reply",
                 system=prompt.system,

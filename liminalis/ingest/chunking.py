@@ -17,8 +17,8 @@ Sentence end *i* is a cut iff its score is the strict maximum over every sentenc
 ``min_chars`` characters on either side (and it lies at least ``min_chars`` from the document's
 start and end). The decision reads only text within ``min_chars`` of *i*, so an edit can move
 cuts only within that distance of itself; cuts are at least ``min_chars`` apart. A passage
-still longer than ``max_chars`` is split at its best-scoring inner sentence end, recursively —
-again a decision local to that passage's own content.
+still longer than ``max_chars`` is split at its best-scoring inner sentence end, and each part
+again until it fits — a decision local to that passage's own content.
 
 A paged document (a PDF; :attr:`~liminalis.types.Document.pages`) gets its page as the last part
 of each passage's heading path, ``Chapter 2 > p. 12`` (``pp. 12–13`` across a page break), so a
@@ -162,19 +162,28 @@ def chunk_document(
             cuts.append(i)
 
     def split(a: int, b: int) -> list[tuple[int, int]]:
-        """Split sentences a..b (inclusive) until every piece fits ``max_chars``."""
-        if sents[b][1] - sents[a][0] <= params.max_chars or a == b:
-            return [(a, b)]
-        inner = [
-            k
-            for k in range(a, b)
-            if sents[k][1] - sents[a][0] >= params.min_chars
-            and sents[b][1] - sents[k + 1][0] >= params.min_chars
-        ]
-        if not inner:
-            inner = list(range(a, b))
-        k = max(inner, key=lambda x: scores[x])
-        return split(a, k) + split(k + 1, b)
+        """Split sentences a..b (inclusive) until every piece fits ``max_chars``, in order.
+
+        With a stack, not recursion: sentences that all score alike (a line repeated a thousand
+        times) split one piece off the front at a time, as deep as there are pieces."""
+        pieces: list[tuple[int, int]] = []
+        todo = [(a, b)]
+        while todo:
+            a, b = todo.pop()
+            if sents[b][1] - sents[a][0] <= params.max_chars or a == b:
+                pieces.append((a, b))
+                continue
+            inner = [
+                k
+                for k in range(a, b)
+                if sents[k][1] - sents[a][0] >= params.min_chars
+                and sents[b][1] - sents[k + 1][0] >= params.min_chars
+            ]
+            if not inner:
+                inner = list(range(a, b))
+            k = max(inner, key=lambda x: scores[x])
+            todo += [(k + 1, b), (a, k)]  # the left piece is taken first
+        return pieces
 
     groups: list[list[int]] = []
     start = 0

@@ -26,7 +26,9 @@ Admission, in order:
    total, and the campaign's credits for background work) and the call is logged in
    ``model_calls`` with its campaign, role, pass, node, model, tokens and time, in one
    transaction. A :class:`~liminalis.errors.StoreError` while settling is logged and the
-   result returned: it is paid for, and its booking expires on its own.
+   result returned: it is paid for, and its booking expires on its own. A stream that broke
+   after text settles at what it used: the tokens the model error reports (``used``), or, cut
+   off by the caller (a deadline), the booked prompt plus ``⌈characters sent / 4⌉``.
 
 Bookings carry their owner (a stable name of the service) and run id, and expire
 ``booking_ttl_s`` after they are made (the injected clock): an expired booking no longer
@@ -57,7 +59,13 @@ from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
-from liminalis.errors import BudgetSpent, CampaignPaused, CreditsExhausted, StoreError
+from liminalis.errors import (
+    BudgetSpent,
+    CampaignPaused,
+    CreditsExhausted,
+    ModelUnavailable,
+    StoreError,
+)
 from liminalis.ports import Clock, Completion, LanguageModel, Message, Usage
 from liminalis.routing.report import SpendReport
 from liminalis.routing.roles import ROLES, RoleTable
@@ -590,15 +598,29 @@ class Streamed:
     async def _run(self) -> AsyncIterator[str]:
         r, c = self._router, self._call
         async with r._admitted(c) as ticket:
-            async for text in r.model.stream(
-                system=c.system,
-                messages=c.messages,
-                cache_upto=c.cache_upto,
-                max_tokens=c.max_tokens,
-                role=c.role,
-                model=r._chosen(c.role),
-            ):
-                yield text
+            sent = 0
+            try:
+                async for text in r.model.stream(
+                    system=c.system,
+                    messages=c.messages,
+                    cache_upto=c.cache_upto,
+                    max_tokens=c.max_tokens,
+                    role=c.role,
+                    model=r._chosen(c.role),
+                ):
+                    sent += len(text)
+                    yield text
+            except ModelUnavailable as exc:
+                if exc.used is not None:
+                    ticket.usage = exc.used  # the broken call is paid for what it used
+                raise
+            except BaseException:
+                if sent:  # cancelled mid-answer: the prompt was read and some text written
+                    ticket.usage = Usage(
+                        input_tokens=max(0, c.estimate - c.max_tokens),
+                        output_tokens=-(-sent // 4),
+                    )
+                raise
             # The port reports a stream's usage on the model (``AnthropicModel.last_usage``).
             usage = getattr(r.model, "last_usage", None)
             ticket.done(ticket.model, usage if isinstance(usage, Usage) else Usage())

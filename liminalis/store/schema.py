@@ -412,6 +412,19 @@ async def _v13_file_signatures(conn: aiosqlite.Connection) -> None:
     await conn.execute(_V13_FILE_SIGNATURES)
 
 
+# The last campaign.toml text that was applied (``Engine.campaign``): it governs who sees
+# what while the file on disk is missing, broken, or drops a wall no GM confirmed, at a restart
+# as much as mid-run.
+_V14_CAMPAIGN_CONFIGS = """
+CREATE TABLE IF NOT EXISTS campaign_configs (
+    campaign TEXT PRIMARY KEY, text TEXT NOT NULL, saved_at REAL NOT NULL
+)"""
+
+
+async def _v14_campaign_configs(conn: aiosqlite.Connection) -> None:
+    await conn.execute(_V14_CAMPAIGN_CONFIGS)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -469,6 +482,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         13,
         "file signatures: what each file's last read gave, so a restart's first tick skips it",
         _v13_file_signatures,
+    ),
+    Migration(
+        14,
+        "the last good campaign.toml of each campaign, which serves while the file is not",
+        _v14_campaign_configs,
     ),
 )
 

@@ -7,7 +7,7 @@ passage set is ignored, which is what keeps a campaign searchable on its previou
 ingest is killed half-way.
 
 Every SQL statement of Liminalis lives in this package: :class:`Database` owns the connection
-and hands out one repository per concern (``db.campaigns``, ``db.documents``, ``db.pins``,
+and hands out one repository per concern (``db.campaigns``, ``db.configs``, ``db.documents``, ``db.pins``,
 ``db.memory``, ``db.usage``, ``db.spend``, ``db.credits``, ``db.links``, ``db.schedules``,
 ``db.budgets``, ``db.chat_models``, ``db.embeddings``, ``db.passes``, ``db.knowledge``, ``db.questions``,
 ``db.cards``, and ``db.transfer``: a campaign's rows out for an export and back in for an
@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
+import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
@@ -35,6 +37,7 @@ from liminalis.store.budgets import BudgetRepository
 from liminalis.store.campaigns import CampaignRepository
 from liminalis.store.cards import CardRepository
 from liminalis.store.chat_models import ChatModelRepository
+from liminalis.store.configs import ConfigRepository
 from liminalis.store.documents import DocumentRepository
 from liminalis.store.embeddings import EmbeddingCache
 from liminalis.store.files import FileSignatureRepository
@@ -50,12 +53,67 @@ from liminalis.store.spend import CreditRepository, SpendRepository
 from liminalis.store.transfer import TransferRepository
 from liminalis.store.usage import TokenUsageRepository
 
-__all__ = ["Database", "DatabaseProbe", "probe_database"]
+__all__ = ["Database", "DatabaseProbe", "probe_database", "store_cause"]
 
 _log = logging.getLogger(__name__)
 
 #: ``ALTER TABLE ... DROP COLUMN`` (migration 3) arrived in SQLite 3.35.
 _MIN_SQLITE = (3, 35, 0)
+
+
+READ_ONLY = "the data folder is read-only"
+DISK_FULL = "the disk is full"
+#: SQLite's primary result codes (the low byte of an extended one) → the cause, in words a
+#: player may read: the host knows which folder; a chat must not be told.
+_CAUSES = {
+    sqlite3.SQLITE_READONLY: READ_ONLY,
+    sqlite3.SQLITE_FULL: DISK_FULL,
+    sqlite3.SQLITE_IOERR: "the disk failed to read or write",
+    sqlite3.SQLITE_BUSY: "another process holds the database",
+    sqlite3.SQLITE_LOCKED: "another process holds the database",
+    sqlite3.SQLITE_CORRUPT: "the database is damaged",
+    sqlite3.SQLITE_NOTADB: "the database file is not a database",
+    sqlite3.SQLITE_CANTOPEN: "the database file cannot be opened",
+    sqlite3.SQLITE_PERM: READ_ONLY,
+}
+_OS_CAUSES = {
+    errno.EROFS: READ_ONLY,
+    errno.EACCES: READ_ONLY,
+    errno.EPERM: READ_ONLY,
+    errno.ENOSPC: DISK_FULL,
+    errno.EDQUOT: DISK_FULL,
+    errno.EIO: "the disk failed to read or write",
+}
+
+
+def store_cause(exc: BaseException) -> str | None:
+    """Why the database failed, in user-safe words ("the disk is full"); ``None`` if unknown."""
+    if isinstance(exc, OSError):
+        return _OS_CAUSES.get(exc.errno or 0)
+    if isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", None)
+        if isinstance(code, int):
+            return _CAUSES.get(code & 0xFF)
+        # Raised by hand, or by a sqlite3 that does not say the code: its message does.
+        text = str(exc).lower()
+        if "readonly" in text or "read-only" in text:
+            return _CAUSES[sqlite3.SQLITE_READONLY]
+        if "disk is full" in text:
+            return _CAUSES[sqlite3.SQLITE_FULL]
+    return None
+
+
+def _store_error(action: str, exc: sqlite3.Error, *, write: bool) -> StoreError:
+    """``exc`` as a :class:`StoreError` whose user message names its cause where it is known."""
+    cause = store_cause(exc)
+    if cause is None:
+        user_message = None
+    elif write:
+        user_message = f"This could not be saved: {cause}. The host can fix it."
+    else:
+        user_message = f"The campaign index is unavailable right now: {cause}."
+    said = f" ({cause})" if cause else ""
+    return StoreError(f"{action}{said}: {type(exc).__name__}: {exc}", user_message=user_message)
 
 
 @contextlib.contextmanager
@@ -64,7 +122,7 @@ def _translated(action: str) -> Iterator[None]:
     try:
         yield
     except sqlite3.Error as exc:
-        raise StoreError(f"{action}: {type(exc).__name__}: {exc}") from exc
+        raise _store_error(action, exc, write=False) from exc
 
 
 class Database:
@@ -81,6 +139,7 @@ class Database:
         self._conn: aiosqlite.Connection | None = None
         self._writer = asyncio.Lock()
         self.campaigns = CampaignRepository(self)
+        self.configs = ConfigRepository(self)
         self.documents = DocumentRepository(self)
         self.pins = PinRepository(self)
         self.memory = ChatMemoryRepository(self)
@@ -144,7 +203,8 @@ class Database:
                 cause = f"{type(exc).__name__}: {exc}"
                 raise StoreError(
                     f"cannot open database {self.path}: {cause}",
-                    user_message=f"The database cannot be opened ({_plain(exc)}).",
+                    user_message="The database cannot be opened "
+                    f"({_opening_cause(exc, Path(self.path))}).",
                 ) from exc
             raise
 
@@ -226,7 +286,7 @@ class Database:
                 with contextlib.suppress(sqlite3.Error):
                     await conn.rollback()
                 if isinstance(exc, sqlite3.Error):
-                    raise StoreError(f"write failed: {type(exc).__name__}: {exc}") from exc
+                    raise _store_error("write failed", exc, write=True) from exc
                 raise
 
     async def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
@@ -242,6 +302,19 @@ def _quick_check(path: str) -> list[str]:
         return [str(r[0]) for r in conn.execute("PRAGMA quick_check").fetchall()]
     finally:
         conn.close()
+
+
+def _opening_cause(exc: BaseException, path: Path) -> str:
+    """Why the file at ``path`` would not open: a read-only folder or a full disk in the words
+    every store error uses, anything else as SQLite or the OS says it ("file is not a
+    database"). SQLite says only "unable to open database file" when it may not create the file
+    (or its write-ahead log) in a folder it cannot write: the folder says why."""
+    cause = store_cause(exc)
+    if cause is None or cause == _CAUSES[sqlite3.SQLITE_CANTOPEN]:
+        folder = path.parent
+        if folder.is_dir() and not os.access(folder, os.W_OK):
+            cause = READ_ONLY
+    return cause if cause in {READ_ONLY, DISK_FULL} else _plain(exc)
 
 
 def _plain(exc: BaseException) -> str:

@@ -51,7 +51,8 @@ _SLUG_PREFIXED = frozenset({"chat_key"})
 #: Tables that are not any one campaign's, or hold nothing worth carrying (the bookings of model
 #: calls in flight expire within minutes).
 #: Vector generations and their build checkpoints name collections of the exporting store: an
-#: import indexes into its own. File signatures describe the exporting machine's files.
+#: import indexes into its own. File signatures describe the exporting machine's files, and the
+#: last good campaign.toml the exporting machine's file (an import brings its own).
 _SHARED = frozenset(
     {
         "embeddings",
@@ -60,6 +61,7 @@ _SHARED = frozenset(
         "vector_generations",
         "reindex_docs",
         "file_signatures",
+        "campaign_configs",
     }
 )
 #: Derived from the documents, so rebuilt after an import rather than trusted: documents and

@@ -4,8 +4,13 @@
 * Every request is recorded (headers, JSON body) in ``requests``.
 * ``script`` is a queue of behaviours for the next requests: ``"ok"`` (default when empty),
   an HTTP status such as ``529`` or ``429`` (an API error body), ``"hang"`` (sleep past any
-  client timeout), ``"empty"`` (a message with no content blocks, as a refusal can be), or
-  ``"cut"`` (the reply stopped at ``max_tokens``).
+  client timeout), ``"empty"`` (a message with no content blocks, as a refusal can be),
+  ``"cut"`` (the reply stopped at ``max_tokens``), or ``"not-json"`` (a 200 whose body is an
+  HTML page, as a proxy in the way sends). Faults of a stream, each after :attr:`partial`
+  characters of the reply were sent: ``"drop"`` (the connection is cut), ``"malformed"`` (a
+  ``data:`` line that is not JSON), ``"error-event"`` (an ``error`` event, as the API sends when
+  it is overloaded mid-answer) and ``"stall"`` (nothing more until the test ends). Without a
+  stream, ``"drop"``, ``"malformed"`` and ``"stall"`` cut the JSON body half way the same ways.
 * As the real API, a request holding a message with empty content is refused with 400.
 * Prompt caching is simulated: the prefix up to and including the system block carrying
   ``cache_control`` is hashed; a prefix seen before reports ``cache_read_input_tokens``, a new
@@ -33,6 +38,8 @@ class FakeAnthropic:
         self, reply: str = "The Drowned Bell rang thirteen times [The Long Winter]."
     ) -> None:
         self.reply = reply
+        #: How much of the reply a faulty stream sends before its fault.
+        self.partial = 24
         self.requests: list[dict[str, Any]] = []
         self.script: list[int | str] = []
         self.seen_prefixes: set[str] = set()
@@ -110,21 +117,46 @@ class FakeAnthropic:
                 {"type": "error", "error": {"type": kind, "message": "simulated"}},
                 status=action,
             )
+        if action == "not-json":
+            return web.Response(
+                text="<html><body>502 Bad Gateway</body></html>",
+                content_type="application/json" if not body.get("stream") else "text/event-stream",
+            )
         usage = self._usage(body)
         msg_id = f"msg_{len(self.requests):04d}"
         if not body.get("stream"):
-            return web.json_response(
-                {
-                    "id": msg_id,
-                    "type": "message",
-                    "role": "assistant",
-                    "model": body["model"],
-                    "content": [] if action == "empty" else [{"type": "text", "text": self.reply}],
-                    "stop_reason": "max_tokens" if action == "cut" else "end_turn",
-                    "stop_sequence": None,
-                    "usage": usage,
-                }
+            message = {
+                "id": msg_id,
+                "type": "message",
+                "role": "assistant",
+                "model": body["model"],
+                "content": [] if action == "empty" else [{"type": "text", "text": self.reply}],
+                "stop_reason": "max_tokens" if action == "cut" else "end_turn",
+                "stop_sequence": None,
+                "usage": usage,
+            }
+            if action not in {"drop", "malformed", "stall"}:
+                return web.json_response(message)
+            # Without a stream the same faults cut the JSON body: the connection closes half
+            # way, the body ends half way, or it stops coming.
+            raw = json.dumps(message).encode()
+            half = raw[: len(raw) // 2]
+            if action == "malformed":
+                return web.Response(body=half, content_type="application/json")
+            plain = web.StreamResponse(
+                headers={"Content-Type": "application/json", "Content-Length": str(len(raw))}
             )
+            await plain.prepare(request)
+            await plain.write(half)
+            if action == "drop":
+                assert request.transport is not None
+                request.transport.close()
+                return plain
+            try:
+                await asyncio.wait_for(self._release.wait(), 30)
+            except TimeoutError:
+                pass
+            return plain
         resp = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
@@ -158,15 +190,38 @@ class FakeAnthropic:
                 "content_block": {"type": "text", "text": ""},
             },
         )
-        for i in range(0, len(self.reply), 12):
+        faulty = action in {"drop", "malformed", "error-event", "stall"}
+        for i in range(0, self.partial if faulty else len(self.reply), 12):
             await send(
                 "content_block_delta",
                 {
                     "type": "content_block_delta",
                     "index": 0,
-                    "delta": {"type": "text_delta", "text": self.reply[i : i + 12]},
+                    "delta": {
+                        "type": "text_delta",
+                        "text": self.reply[i : min(i + 12, self.partial) if faulty else i + 12],
+                    },
                 },
             )
+        if action == "drop":
+            assert request.transport is not None
+            request.transport.close()  # mid-body: the client reads a chunked stream cut short
+            return resp
+        if action == "malformed":
+            await resp.write(b'event: content_block_delta\ndata: {"type": "content_block_de\n\n')
+        elif action == "error-event":
+            await send(
+                "error",
+                {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+            )
+        elif action == "stall":
+            try:
+                await asyncio.wait_for(self._release.wait(), 30)
+            except TimeoutError:
+                pass
+        if faulty:
+            await resp.write_eof()
+            return resp
         await send("content_block_stop", {"type": "content_block_stop", "index": 0})
         await send(
             "message_delta",
