@@ -9,7 +9,7 @@ import json
 
 import discord
 import pytest
-from conftest import close_engine, make_engine
+from conftest import Tags, close_engine, make_engine
 from fakes.discord_api import (
     CHANNEL_ID,
     GUILD_ID,
@@ -72,7 +72,7 @@ async def discord_env(tmp_path, monkeypatch):
     engine = await make_engine(
         tmp_path, milvus=False, created_campaigns_dir=tmp_path / "data" / "campaigns"
     )
-    service = BotService(engine)
+    service = BotService(engine, slug_tag=Tags())
     adapter = DiscordAdapter(service, guild_ids=(123,))
     await adapter.client.login("fake-token")
     adapter.client._connection._add_guild_from_data(guild_payload())
@@ -98,11 +98,11 @@ async def test_a_server_manager_creates_a_campaign_from_discord(discord_env, tmp
     )
     made = followups(api)[-1]
     assert made["flags"] & 64 and "Created **The Salt Road**" in made["content"]
-    assert await service.directory.campaign_for("discord", str(CHANNEL_ID)) == "the-salt-road"
-    assert await service.directory.homes("discord", "the-salt-road") == {str(GUILD_ID)}
-    cfg = await service.config("the-salt-road")
+    assert await service.directory.campaign_for("discord", str(CHANNEL_ID)) == "the-salt-road-t1"
+    assert await service.directory.homes("discord", "the-salt-road-t1") == {str(GUILD_ID)}
+    cfg = await service.config("the-salt-road-t1")
     assert cfg.roles.discord_gm_users == (str(OWNER),)
-    assert cfg.root == tmp_path / "data" / "campaigns" / "the-salt-road"
+    assert cfg.root == tmp_path / "data" / "campaigns" / "the-salt-road-t1"
     # the channel answers at once: not "not linked", but "nothing indexed yet, /upload"
     question = [{"name": "question", "type": 3, "value": "Who keeps the ferry?"}]
     await invoke(adapter, interaction_payload("ask", question, user_id=PLAYER, iid=3))
@@ -131,7 +131,7 @@ async def test_link_autocompletes_a_gms_own_campaigns_only(discord_env):
             interaction_payload("campaign", typing, user_id=who, autocomplete=True, iid=iid),
         )
     owner_cb, player_cb = [c.json for c in api.find("POST", "/callback") if c.json["type"] == 8]
-    assert [c["value"] for c in owner_cb["data"]["choices"]] == ["salt-road"]
+    assert [c["value"] for c in owner_cb["data"]["choices"]] == ["salt-road-t1"]
     assert player_cb["data"]["choices"] == []
 
 
@@ -183,7 +183,7 @@ async def test_a_gm_is_picked_with_discords_mentionable_option(discord_env):
         ),
     )
     assert f"Role `{role_id}` is a GM" in all_text(followups(api)[-1])
-    cfg = await service.config("salt-road")
+    cfg = await service.config("salt-road-t1")
     assert cfg.roles.discord_gm_users == (str(OWNER), str(PLAYER))
     assert cfg.roles.discord_gm_role_ids == (str(role_id),)
 
@@ -246,7 +246,7 @@ async def slack_env(tmp_path):
         tmp_path, milvus=False, created_campaigns_dir=tmp_path / "data" / "campaigns"
     )
     await engine.ingest("greyhold")
-    service = BotService(engine, campaign_creators=frozenset({"UALLOWED1"}))
+    service = BotService(engine, campaign_creators=frozenset({"UALLOWED1"}), slug_tag=Tags())
     client = AsyncWebClient(token="xoxb-test", base_url=api.api_url)
     adapter = SlackAdapter(
         service,
@@ -291,8 +291,8 @@ async def test_a_workspace_admin_or_an_allowed_user_creates_a_campaign_from_slac
     )
     made = (await api.wait_for("/respond/campaign", 2))[-1]
     assert "Created **Salt Road**" in made.args["text"], made.args
-    assert await service.directory.campaign_for("slack", "C0NEW1") == "salt-road"
-    assert (await service.config("salt-road")).roles.slack_gm_users == ("UADMIN01",)
+    assert await service.directory.campaign_for("slack", "C0NEW1") == "salt-road-t1"
+    assert (await service.config("salt-road-t1")).roles.slack_gm_users == ("UADMIN01",)
     await slash(
         adapter, api, "/lore", "campaign create Friends", user="UALLOWED1", channel="C0NEW2"
     )
@@ -314,6 +314,30 @@ async def test_a_workspace_admin_or_an_allowed_user_creates_a_campaign_from_slac
     assert (
         "User `UPLAYER1` is a GM" in (await api.wait_for("/respond/campaign", 4))[-1].args["text"]
     )
+
+
+async def test_create_answers_alike_whether_a_name_is_taken_or_not(slack_env):
+    """``/campaign create`` tells nobody which campaigns exist: a name another group took and a
+    free one are answered alike, each with a campaign of its own (its slug tagged)."""
+    api, adapter, service = slack_env
+    api.users["UADMIN02"] = {"is_admin": True}
+    said = {}
+    for i, name in enumerate(("Greyhold", "Unclaimed")):  # greyhold: another group's campaign
+        await slash(
+            adapter,
+            api,
+            "/lore",
+            f"campaign create {name}",
+            user="UADMIN02",
+            channel=f"C0MINE{i}",
+        )
+        reply = (await api.wait_for("/respond/campaign", i + 1))[-1].args
+        slug = await service.directory.campaign_for("slack", f"C0MINE{i}")
+        assert reply["response_type"] == "ephemeral" and slug and slug != name.lower(), reply
+        assert slug.startswith(f"{name.lower()}-")
+        said[name] = reply["text"].replace(name, "NAME").replace(slug, "SLUG")
+    assert said["Greyhold"] == said["Unclaimed"] and "exists" not in said["Greyhold"]
+    assert (await service.config("greyhold")).roles.slack_gm_users == (SLACK_GM,)
 
 
 async def test_a_gm_uploads_by_slack_dm_and_a_players_file_is_refused(slack_env, tmp_path):

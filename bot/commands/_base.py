@@ -139,6 +139,8 @@ class Services(Protocol):
     #: The analysis passes of this process (``serve`` and ``chat`` run them); ``None`` where
     #: none run, and ``/pass`` says so rather than pretend.
     passes: Passes | None
+    #: Draws the tag that ends a campaign's slug made from chat (random; fixed in tests).
+    slug_tag: Callable[[], str]
 
     async def config(self, slug: str) -> CampaignConfig: ...
 

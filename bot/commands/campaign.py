@@ -196,8 +196,10 @@ async def _create(request: Request, scope: Scope) -> Reply:
             "or have a GM of this one run `/campaign unlink` first.",
         )
     slug = request.string("slug") or None
+    # Tagged whatever else exists: a refusal for a taken name would tell anyone which
+    # campaigns others made, and a group's name is theirs to choose, not first come.
     cfg = await services.engine.create_campaign(
-        name, gm=GmRef(msg.platform, "user", msg.user_id), slug=slug
+        name, gm=GmRef(msg.platform, "user", msg.user_id), slug=slug, tag=services.slug_tag
     )
     await services.directory.link(
         msg.platform,
@@ -207,7 +209,8 @@ async def _create(request: Request, scope: Scope) -> Reply:
     )
     return Reply(
         text=f"Created **{cfg.name}** (`{cfg.slug}`) and linked this channel to it; you are its GM "
-        f"({your_id(msg)}).\nNext: `/upload` your notes (GM-only unless you say `players`), "
+        f"({your_id(msg)}). Its short name ends in a tag of its own: other groups may have a "
+        f"campaign named like yours.\nNext: `/upload` your notes (GM-only unless you say `players`), "
         "make co-GMs with `/campaign gm add @them`, and see `/campaign settings`."
     )
 
