@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from liminalis.campaign import CampaignConfig, split_role_refs, validate_slug
 from liminalis.lens import GM, PLAYERS, Lens
+from liminalis.store.rows import ScheduleRow
 from liminalis.store.sqlite import Database
 
 __all__ = ["Directory", "gm_by_id", "lens_for"]
@@ -172,6 +173,14 @@ class Directory:
             if linked:
                 return linked
         return None
+
+    async def schedules_in(self, platform: str, channel_id: str) -> list[ScheduleRow]:
+        """The stored recap schedules that post in ``channel_id`` or in one of its threads."""
+        return [
+            s
+            for s in await self.db.schedules.all()
+            if s.platform == platform and str(channel_id) in (s.channel_id, s.parent_id)
+        ]
 
     async def links(self, campaign: str) -> list[tuple[str, str]]:
         return await self.db.links.of_campaign(campaign)

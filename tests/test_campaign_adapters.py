@@ -14,11 +14,14 @@ from fakes.discord_api import (
     CHANNEL_ID,
     GUILD_ID,
     MANAGER_PERMISSIONS,
+    ROGUE_CHANNEL_ID,
+    ROGUE_GUILD_ID,
     FakeDiscordApi,
     guild_payload,
     interaction_payload,
     member_payload,
     message_payload,
+    rogue_guild_payload,
     role_payload,
     user_payload,
 )
@@ -186,6 +189,59 @@ async def test_a_gm_is_picked_with_discords_mentionable_option(discord_env):
     cfg = await service.config("salt-road-t1")
     assert cfg.roles.discord_gm_users == (str(OWNER), str(PLAYER))
     assert cfg.roles.discord_gm_role_ids == (str(role_id),)
+
+
+async def test_a_channel_that_plays_a_campaign_changes_hands_only_by_its_gm_or_manager(
+    discord_env,
+):
+    """A player who made a campaign on a server of their own cannot link the table's channel
+    to it: that takes one of the table campaign's GMs, or who manages the table's server, and
+    they first confirm what the channel loses (its players' campaign, the recap posted there,
+    the GM role names that count on that server)."""
+    api, adapter, service = discord_env
+    root = make_tiny_campaign(service.engine.campaigns_dir)  # GM: user id 111, role name "GM"
+    toml = root / "campaign.toml"
+    toml.write_text(
+        toml.read_text()
+        .replace('cron = ""', 'cron = "0 18 * * 5"')
+        .replace('channel = ""', f'channel = "discord:{CHANNEL_ID}"')
+    )
+    await service.directory.link("discord", str(CHANNEL_ID), "greyhold", guild_id=str(GUILD_ID))
+    adapter.client._connection._add_guild_from_data(rogue_guild_payload())
+    await invoke(
+        adapter,
+        interaction_payload(
+            "campaign",
+            opts(action="create", name="Mine"),
+            user_id=PLAYER,
+            guild_id=ROGUE_GUILD_ID,
+            channel_id=ROGUE_CHANNEL_ID,
+            permissions=MANAGER_PERMISSIONS,  # the player's own server
+            iid=1,
+        ),
+    )
+    assert "Created **Mine** (`mine-t1`)" in followups(api)[-1]["content"]
+    take = opts(action="link", slug="mine-t1")
+    await invoke(adapter, interaction_payload("campaign", take, user_id=PLAYER, iid=2))
+    refused = followups(api)[-1]
+    assert refused["flags"] & 64 and "GMs" in refused["content"], refused
+    assert await service.directory.campaign_for("discord", str(CHANNEL_ID)) == "greyhold"
+    assert await service.directory.homes("discord", "greyhold") == {str(GUILD_ID)}
+    # the table server's manager (a GM of the other campaign) is asked to confirm first
+    cfg = await service.config("mine-t1")
+    path = cfg.root / "campaign.toml"
+    path.write_text(path.read_text().replace(f'"{PLAYER}"', f'"{PLAYER}", "{OWNER}"'))
+    manager = {"user_id": OWNER, "permissions": MANAGER_PERMISSIONS}
+    await invoke(adapter, interaction_payload("campaign", take, iid=3, **manager))
+    asked = followups(api)[-1]
+    assert asked["flags"] & 64 and "**Greyhold**" in asked["content"], asked
+    assert "0 18 * * 5" in asked["content"] and "role names" in asked["content"]
+    assert "confirm" in asked["content"]
+    assert await service.directory.campaign_for("discord", str(CHANNEL_ID)) == "greyhold"
+    confirmed = [*take, *opts(confirm="yes")]
+    await invoke(adapter, interaction_payload("campaign", confirmed, iid=4, **manager))
+    assert "Linked this channel to **Mine**" in followups(api)[-1]["content"]
+    assert await service.directory.campaign_for("discord", str(CHANNEL_ID)) == "mine-t1"
 
 
 async def test_a_gm_uploads_by_discord_dm_and_a_players_file_is_never_fetched(

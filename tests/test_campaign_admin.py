@@ -161,6 +161,27 @@ async def test_gms_are_added_and_removed_from_chat(fresh):
     assert bad.error and "/campaign gm add @user" in bad.text
 
 
+async def test_a_linked_channel_or_its_thread_changes_campaign_only_by_its_gm_who_confirms(fresh):
+    service = fresh
+    await service.handle(owner("/campaign create Salt Road"))  # C1: salt-road-t1
+    await service.handle(msg("/campaign create Friends", user=FRIEND, channel="C2"))
+    for where in ({"channel": "C1"}, {"channel": "T1", "parent_id": "C1"}):
+        taken = await service.handle(msg("/campaign link friends-t2", user=FRIEND, **where))
+        assert taken.error and "only one of its GMs" in taken.text, taken.text
+    assert await service.directory.campaign_for("discord", "T1", "C1") == "salt-road-t1"
+    await service.handle(msg(f"/campaign gm add <@{OWNER}>", user=FRIEND, channel="C2"))
+    asked = await service.handle(owner("/campaign link friends-t2"))
+    assert not asked.error and asked.ephemeral and "This channel plays **Salt Road**" in asked.text
+    assert (
+        "GM role names stop counting" in asked.text
+        and "`/campaign link friends-t2 confirm`" in (asked.text)
+    )
+    assert await service.directory.campaign_for("discord", "C1") == "salt-road-t1"
+    done = await service.handle(owner("/campaign link friends-t2 confirm"))
+    assert "Linked this channel to **Friends**" in done.text
+    assert await service.directory.campaign_for("discord", "C1") == "friends-t2"
+
+
 async def test_settings_are_written_to_campaign_toml_and_a_hand_edit_wins(fresh):
     service = fresh
     clock = FrozenClock(dt.datetime(2026, 3, 6, tzinfo=dt.UTC))

@@ -21,7 +21,7 @@ from bot.render import skipped_lines
 from liminalis.campaign import CampaignConfig, is_discord_id, validate_slug
 from liminalis.campaign_file import GmRef, add_gm, remove_gm, set_settings
 from liminalis.engine import Engine
-from liminalis.errors import InvalidInput, LiminalisError, PermissionDenied
+from liminalis.errors import InvalidInput, LiminalisError, PermissionDenied, UnknownCampaign
 from liminalis.ingest.sections import source_of
 
 __all__ = ["command", "DM_NOT_LINKED", "parse_gm", "your_id"]
@@ -36,6 +36,14 @@ _LINK_REFUSED = (
     "or role id links first. Ask one of its GMs to run `/campaign gm add @you` ({you}), or make a "
     "campaign of your own with `/campaign create <name>`."
 )
+# A channel that plays a campaign is its table's: another campaign takes it only by a GM of the
+# one it plays, or by who administers where it is.
+_RELINK_REFUSED = (
+    "This channel plays another campaign: only one of its GMs, or {admin}, can link it to another "
+    "campaign ({you})."
+)
+_ADMIN = {"discord": "someone with Manage Server here", "slack": "a workspace admin or owner"}
+_CONFIRM_WORDS = frozenset({"confirm", "yes"})
 _ACTIONS = ("status", "link", "unlink", "release", "create", "list", "gm", "settings")
 _USAGE = (
     "Usage: `/campaign create <name>`, `/campaign list`, `/campaign link <slug>|unlink|status`, "
@@ -95,9 +103,11 @@ def _parse(arg: str) -> dict[str, OptionValue]:
     options: dict[str, OptionValue] = {"action": action}
     rest = arg.strip()[len(parts[0]) :].strip() if parts else ""
     if action == "link":
-        if len(parts) != 2:
+        if len(parts) not in {2, 3} or (len(parts) == 3 and parts[2].lower() not in _CONFIRM_WORDS):
             raise InvalidInput("bad link", user_message="Usage: `/campaign link <slug>`")
         options["slug"] = parts[1]
+        if len(parts) == 3:
+            options["confirm"] = "yes"
     elif action == "release":
         if len(parts) != 2:
             raise InvalidInput(
@@ -292,6 +302,11 @@ async def _link(request: Request, scope: Scope) -> Reply:
         raise PermissionDenied(
             "link by a non-GM", user_message=_LINK_REFUSED.format(you=your_id(msg))
         )
+    here = await services.directory.campaign_for(msg.platform, msg.channel_id, msg.parent_id)
+    if here is not None and here != cfg.slug:
+        ask = await _relink(request, scope, here, cfg)
+        if ask is not None:
+            return ask
     await services.directory.link(
         msg.platform,
         msg.channel_id,
@@ -299,6 +314,73 @@ async def _link(request: Request, scope: Scope) -> Reply:
         guild_id=msg.guild_id if msg.platform == "discord" else None,
     )
     return Reply(text=f"Linked this channel to **{cfg.name}**.")
+
+
+async def _relink(request: Request, scope: Scope, here: str, cfg: CampaignConfig) -> Reply | None:
+    """Whether the channel, which plays ``here``, may be linked to ``cfg``: by a GM of
+    ``here``, or by who administers where it is, once they confirmed what the channel loses.
+    Returns the confirmation to ask for, or ``None`` to go on.
+
+    Raises:
+        PermissionDenied: the asker is neither.
+    """
+    services, msg = scope.services, request.msg
+    refused = PermissionDenied(
+        "relink by a non-GM of the channel's campaign",
+        user_message=_RELINK_REFUSED.format(
+            admin=_ADMIN.get(msg.platform, "an administrator"), you=your_id(msg)
+        ),
+    )
+    current: CampaignConfig | None = None
+    try:
+        current = await services.config(here)
+    except UnknownCampaign:
+        return None  # the campaign is gone: a link to nothing loses nothing
+    except LiminalisError as exc:  # unreadable: its GMs cannot be told, an administrator can
+        _log.info("relink of %s: campaign %s unreadable: %s", msg.channel_id, here, exc)
+        if not msg.can_manage:
+            raise refused from exc
+    if current is not None and not (msg.can_manage or (await services.lens_of(msg, current)).is_gm):
+        raise refused
+    if request.string("confirm").lower() in _CONFIRM_WORDS:
+        return None
+    name = f"**{current.name}**" if current is not None else f"`{here}`"
+    lost = await _what_a_relink_ends(request, scope, here, current)
+    return Reply(
+        text=f"This channel plays {name}. Linking it to **{cfg.name}** ends that here:\n"
+        + "\n".join(f"• {line}" for line in lost)
+        + f"\nTo go on, run `/campaign link {cfg.slug} confirm` (on Discord: `confirm: yes`).",
+        ephemeral=True,
+    )
+
+
+async def _what_a_relink_ends(
+    request: Request, scope: Scope, here: str, current: CampaignConfig | None
+) -> list[str]:
+    """What linking the channel to another campaign takes from ``here``, in words."""
+    directory, msg = scope.services.directory, request.msg
+    name = f"**{current.name}**" if current is not None else f"`{here}`"
+    lost = [f"its players read the other campaign here, not {name}"]
+    crons = [
+        s.cron
+        for s in await directory.schedules_in(msg.platform, msg.channel_id)
+        if s.campaign == here
+    ]
+    if current is not None and current.recap_cron and current.recap_channel == msg.chat_key:
+        crons.append(current.recap_cron)
+    lost += [f"the recap of {name} posted here stops (`{c}`)" for c in crons]
+    if (
+        msg.platform == "discord"
+        and msg.guild_id is not None
+        and (current is None or not current.roles.discord_guilds)
+        and await directory.campaign_for(msg.platform, msg.channel_id) == here
+        and (await directory.linked_guilds("discord", here)).get(msg.guild_id) == 1
+    ):
+        lost.append(
+            f"it is the last channel of this server linked to {name}: its GM role names stop "
+            "counting on this server"
+        )
+    return lost
 
 
 async def _unlink(request: Request, scope: Scope) -> Reply:
@@ -537,12 +619,19 @@ command = Command(
             "budget", "integer", "settings: answer length, in tokens of context", low=LOW, high=HIGH
         ),
         Option("server", "string", "release: the server id (see status)", low=1, high=25),
+        Option(
+            "confirm",
+            "string",
+            "link: yes, link a channel that plays another campaign",
+            choices=("yes",),
+        ),
     ),
     usage=(
         "`/campaign create <name>` — make a campaign with you as its GM and link this channel "
         "(Discord: Manage Server; Slack: a workspace admin)",
         "`/campaign list` — the campaigns you are a GM of",
-        "`/campaign link <slug>|unlink|status` — link this channel to a campaign (GM)",
+        "`/campaign link <slug>|unlink|status` — link this channel to a campaign (GM; a channel "
+        "that plays another campaign: its GM or a server admin, who confirms)",
         "`/campaign gm add|remove @user|@role` — GM: who else is a GM",
         "`/campaign settings [recap <cron>|off] [uploads players|gm] [budget <tokens>]` — GM",
         "`/campaign release <server id>` — GM: unlink a Discord server, ending its GM role names",
