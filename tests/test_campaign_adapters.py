@@ -15,6 +15,7 @@ from fakes.discord_api import (
     GUILD_ID,
     MANAGER_PERMISSIONS,
     ROGUE_CHANNEL_ID,
+    ROGUE_GM_ROLE_ID,
     ROGUE_GUILD_ID,
     FakeDiscordApi,
     guild_payload,
@@ -242,6 +243,74 @@ async def test_a_channel_that_plays_a_campaign_changes_hands_only_by_its_gm_or_m
     await invoke(adapter, interaction_payload("campaign", confirmed, iid=4, **manager))
     assert "Linked this channel to **Mine**" in followups(api)[-1]["content"]
     assert await service.directory.campaign_for("discord", str(CHANNEL_ID)) == "mine-t1"
+
+
+async def test_removing_a_co_gm_removes_the_grants_they_set_up(discord_env):
+    """A co-GM who added a role id of their own and linked a channel of their own server (which
+    made it a home, where a role they named "GM" counts) keeps nothing once removed: the role id
+    and the link go with them, the reply names each, and status says who added each grant."""
+    api, adapter, service = discord_env
+    adapter.client._connection._add_guild_from_data(rogue_guild_payload())
+    manager = {"user_id": OWNER, "permissions": MANAGER_PERMISSIONS}
+    create = opts(action="create", name="Salt Road")
+    await invoke(adapter, interaction_payload("campaign", create, iid=1, **manager))
+    cfg = await service.config("salt-road-t1")
+    toml = cfg.root / "campaign.toml"
+    toml.write_text(toml.read_text().replace("gm = []", 'gm = ["GM"]'))  # the table's GM role
+    member = member_payload(PLAYER, "player", [])
+    member.pop("user")
+    add_player = [
+        *opts(action="gm", change="add"),
+        {"name": "member", "type": 9, "value": str(PLAYER)},
+    ]
+    resolved = {"users": {str(PLAYER): user_payload(PLAYER, "p")}, "members": {str(PLAYER): member}}
+    await invoke(
+        adapter, interaction_payload("campaign", add_player, iid=2, resolved=resolved, **manager)
+    )
+    # the co-GM, on a server of their own: a link that makes it a home, then their role id
+    rogue = {"guild_id": ROGUE_GUILD_ID, "channel_id": ROGUE_CHANNEL_ID}
+    link = opts(action="link", slug="salt-road-t1")
+    await invoke(adapter, interaction_payload("campaign", link, user_id=PLAYER, iid=3, **rogue))
+    assert "Linked this channel" in followups(api)[-1]["content"]
+    add_role = [
+        *opts(action="gm", change="add"),
+        {"name": "member", "type": 9, "value": str(ROGUE_GM_ROLE_ID)},
+    ]
+    roles = {"roles": {str(ROGUE_GM_ROLE_ID): role_payload(ROGUE_GM_ROLE_ID, "GM")}}
+    await invoke(
+        adapter,
+        interaction_payload("campaign", add_role, user_id=PLAYER, iid=4, resolved=roles, **rogue),
+    )
+    assert "is a GM" in followups(api)[-1]["content"]
+    status = opts(action="status")
+    await invoke(adapter, interaction_payload("campaign", status, iid=5, **manager))
+    shown = followups(api)[-1]["content"]
+    assert f"Discord role `{ROGUE_GM_ROLE_ID}` — added by user `{PLAYER}`" in shown, shown
+    assert f"`{ROGUE_GUILD_ID}`: 1 channel(s) linked by user `{PLAYER}`" in shown, shown
+
+    async def view(user: int, iid: int) -> str:
+        payload = interaction_payload(
+            "view", user_id=user, roles=[ROGUE_GM_ROLE_ID], iid=iid, **rogue
+        )
+        await invoke(adapter, payload)
+        return followups(api)[-1]["content"]
+
+    assert "the GM view" in await view(444, 6)  # a member of their role, on their server
+    remove = [
+        *opts(action="gm", change="remove"),
+        {"name": "member", "type": 9, "value": str(PLAYER)},
+    ]
+    await invoke(
+        adapter, interaction_payload("campaign", remove, iid=7, resolved=resolved, **manager)
+    )
+    removed = followups(api)[-1]["content"]
+    assert f"User `{PLAYER}` is no longer a GM" in removed, removed
+    assert f"Role `{ROGUE_GM_ROLE_ID}`" in removed and f"`{ROGUE_GUILD_ID}`" in removed
+    for user, iid in ((444, 8), (PLAYER, 9)):  # by the role id, or the role named "GM" there
+        assert "the GM view" not in await view(user, iid)
+    cfg = await service.config("salt-road-t1")
+    assert cfg.roles.discord_gm_role_ids == () and cfg.roles.discord_gm_users == (str(OWNER),)
+    assert await service.directory.homes("discord", "salt-road-t1") == {str(GUILD_ID)}
 
 
 async def test_a_gm_uploads_by_discord_dm_and_a_players_file_is_never_fetched(

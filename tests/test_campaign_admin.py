@@ -182,6 +182,32 @@ async def test_a_linked_channel_or_its_thread_changes_campaign_only_by_its_gm_wh
     assert await service.directory.campaign_for("discord", "C1") == "friends-t2"
 
 
+async def test_a_removed_gm_takes_what_they_set_up_but_not_what_the_asker_holds(fresh):
+    service = fresh
+    r1, r2, r3 = "600000000000000001", "600000000000000002", "600000000000000003"
+    await service.handle(owner("/campaign create Salt Road"))  # C1 on GUILD
+    await service.handle(owner(f"/campaign gm add <@{PLAYER}>"))
+    for added in (f"<@{FRIEND}>", f"<@&{r1}>", f"<@&{r2}>"):  # an alt, their role, the owner's
+        assert "is a GM" in (await service.handle(msg(f"/campaign gm add {added}"))).text
+    elsewhere = {"channel": "C9", "guild_id": "800000000000000002"}  # the co-GM's own server
+    await service.handle(msg("/campaign link salt-road-t1", **elsewhere))
+    await service.handle(msg(f"/campaign gm add <@&{r3}>", user=FRIEND))  # the alt's own
+    listed = await service.handle(owner("/campaign gm"))
+    assert f"Discord role `{r3}` — added by user `{FRIEND}`" in listed.text, listed.text
+    removed = await service.handle(owner(f"/campaign gm remove <@{PLAYER}>", role_ids=(r2,)))
+    assert not removed.error, removed.text
+    text = removed.text
+    assert f"User `{PLAYER}` is no longer a GM" in text
+    assert f"User `{FRIEND}`, added by user `{PLAYER}`" in text and "makes them a GM again" in text
+    assert f"Role `{r1}`" in text and f"Role `{r3}`, added by user `{FRIEND}`" in text
+    assert "server `800000000000000002`: unlinked 1 channel(s)" in text
+    assert f"Kept, though they set it up:\n• Role `{r2}`" in text and f"remove role:{r2}" in text
+    cfg = await service.config("salt-road-t1")
+    assert cfg.roles.discord_gm_users == (OWNER,) and cfg.roles.discord_gm_role_ids == (r2,)
+    assert await service.directory.homes("discord", "salt-road-t1") == {GUILD}
+    assert (await service.handle(msg("/lens", user=FRIEND))).text.endswith("(the players view).")
+
+
 async def test_settings_are_written_to_campaign_toml_and_a_hand_edit_wins(fresh):
     service = fresh
     clock = FrozenClock(dt.datetime(2026, 3, 6, tzinfo=dt.UTC))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 
 from bot.commands._base import Command, Need, Option, Request, Scope
 from bot.commands.budget import HIGH, LOW
@@ -23,6 +24,7 @@ from liminalis.campaign_file import GmRef, add_gm, remove_gm, set_settings
 from liminalis.engine import Engine
 from liminalis.errors import InvalidInput, LiminalisError, PermissionDenied, UnknownCampaign
 from liminalis.ingest.sections import source_of
+from liminalis.store.rows import GrantRow, LinkRow
 
 __all__ = ["command", "DM_NOT_LINKED", "parse_gm", "your_id"]
 
@@ -211,11 +213,13 @@ async def _create(request: Request, scope: Scope) -> Reply:
     cfg = await services.engine.create_campaign(
         name, gm=GmRef(msg.platform, "user", msg.user_id), slug=slug, tag=services.slug_tag
     )
+    await services.directory.grant(cfg.slug, msg.platform, "user", msg.user_id, by=msg.user_id)
     await services.directory.link(
         msg.platform,
         msg.channel_id,
         cfg.slug,
         guild_id=msg.guild_id if msg.platform == "discord" else None,
+        linked_by=msg.user_id,
     )
     return Reply(
         text=f"Created **{cfg.name}** (`{cfg.slug}`) and linked this channel to it; you are its GM "
@@ -266,6 +270,7 @@ async def _status(request: Request, scope: Scope) -> Reply:
     if (progress := scope.services.engine.index_progress(cfg.slug)) is not None:  # issue #26
         text += f"\nIndexing: {progress.describe()}."
     if scope.lens.is_gm:
+        text += "\n" + _gm_list(cfg, await scope.services.directory.grants(cfg.slug))
         text += "\n" + await _homes_report(scope, cfg)
         text += _health_report(scope.services.engine, cfg.slug)
     return Reply(text=text)
@@ -312,6 +317,7 @@ async def _link(request: Request, scope: Scope) -> Reply:
         msg.channel_id,
         cfg.slug,
         guild_id=msg.guild_id if msg.platform == "discord" else None,
+        linked_by=msg.user_id,
     )
     return Reply(text=f"Linked this channel to **{cfg.name}**.")
 
@@ -429,46 +435,203 @@ async def _gm(request: Request, scope: Scope) -> Reply:
     cfg, services, msg = scope.config, scope.services, request.msg
     change = request.string("change")
     if not change:
-        return Reply(text=_gm_list(cfg))
+        return Reply(text=_gm_list(cfg, await services.directory.grants(cfg.slug)))
     if change not in {"add", "remove"}:
         raise InvalidInput("bad gm", user_message=_GM_USAGE)
     member = request.string("member")
     if not member:
         raise InvalidInput("bad gm", user_message=_GM_USAGE)
     ref = parse_gm(member, msg.platform)
-    kind = {"role": "Role", "usergroup": "User group"}.get(ref.kind, "User")
-    what = f"{kind} `{ref.id}`"
-    if change == "add":
-        before = _gm_list(cfg)
-        after = await services.engine.edit_campaign(cfg.slug, lambda t: add_gm(t, ref)[0])
-        if _gm_list(after) == before:
-            return Reply(text=f"{what} is a GM of **{cfg.name}** already.")
-        return Reply(
-            text=f"{what} is a GM of **{after.name}** now"
+    if change == "remove":
+        return await _remove_gm(request, scope, ref)
+    what = _named(ref.kind, ref.id)
+    before = _gm_ids(cfg)
+    after = await services.engine.edit_campaign(cfg.slug, lambda t: add_gm(t, ref)[0])
+    if _gm_ids(after) == before:
+        return Reply(text=f"{what} is a GM of **{cfg.name}** already.")
+    # Kept so that removing whoever added it takes it too: a co-GM's own role id would
+    # otherwise outlive them.
+    await services.directory.grant(cfg.slug, ref.platform, ref.kind, ref.id, by=msg.user_id)
+    return Reply(
+        text=f"{what} is a GM of **{after.name}** now"
+        + (
+            ": role ids count on every server, in every channel linked to it."
+            if ref.kind == "role"
+            else "."
+        )
+    )
+
+
+async def _remove_gm(request: Request, scope: Scope, ref: GmRef) -> Reply:
+    """Remove ``ref`` and what a removed user set up: the GMs they listed (and theirs in turn),
+    and on Discord the links that alone made a server a home (where a role they named like the
+    GM role counts). What the asker is a GM through, and the server they ask from, stay: named,
+    with the command that removes each."""
+    cfg, services, msg = scope.config, scope.services, request.msg
+    directory = services.directory
+    removed, kept = (
+        _set_up_by(await directory.grants(cfg.slug), ref, _held(msg))
+        if ref.kind == "user"
+        else ([], [])
+    )
+    refs = [ref, *(GmRef(ref.platform, g.kind, g.ref) for g in removed)]  # type: ignore[arg-type]
+
+    def change(text: str) -> str:
+        for r in refs:
+            text = remove_gm(text, r)[0]
+        return text
+
+    before = _gm_ids(cfg)
+    after = await services.engine.edit_campaign(cfg.slug, change)
+    for r in refs:
+        await directory.revoke(cfg.slug, r.platform, r.kind, r.id)
+    gone_users = {ref.id} | {g.ref for g in removed if g.kind == "user"}
+    released, stays = (
+        await _end_homes_of(scope, gone_users, asked_from=msg.guild_id)
+        if ref.kind == "user" and msg.platform == "discord" and not after.roles.discord_guilds
+        else ([], [])
+    )
+    what = _named(ref.kind, ref.id)
+    lines = [
+        f"{what} is no longer a GM of **{after.name}**."
+        if (ref.platform, ref.kind, ref.id) in before
+        else f"{what} is not listed as a GM of **{cfg.name}** by id "
+        "(a GM role *name* is removed in campaign.toml by hand)."
+    ]
+    listed = [g for g in removed if (g.platform, g.kind, g.ref) in before]
+    if listed or released:
+        lines.append("Removed with them, as they set it up:")
+        lines += [
+            f"• {_named(g.kind, g.ref)}, added by user `{g.added_by}`"
             + (
-                ": role ids count on every server, in every channel linked to it."
-                if ref.kind == "role"
-                else "."
+                f" (`/campaign gm add {_written(g.kind, g.ref)}` makes them a GM again)"
+                if g.kind == "user"
+                else ""
             )
-        )
-    before = _gm_list(cfg)
-    after = await services.engine.edit_campaign(cfg.slug, lambda t: remove_gm(t, ref)[0])
-    if _gm_list(after) == before:
-        return Reply(
-            text=f"{what} is not listed as a GM of **{cfg.name}** by id "
-            "(a GM role *name* is removed in campaign.toml by hand)."
-        )
-    return Reply(text=f"{what} is no longer a GM of **{after.name}**.")
+            for g in listed
+        ]
+        lines += [
+            f"• server `{guild}`: unlinked {n} channel(s) they linked; its role names no longer "
+            "count"
+            for guild, n in released
+        ]
+    if kept or stays:
+        lines.append("Kept, though they set it up:")
+        lines += [
+            f"• {_named(g.kind, g.ref)}, added by user `{g.added_by}` (you are a GM through it): "
+            f"`/campaign gm remove {_written(g.kind, g.ref)}` removes it"
+            for g in kept
+        ]
+        lines += [
+            f"• server `{guild}`, a home through their links only (you ask from it): "
+            f"`/campaign release {guild}` ends it"
+            for guild in stays
+        ]
+    return Reply(text="\n".join(lines))
 
 
-def _gm_list(cfg: CampaignConfig) -> str:
+def _held(msg: IncomingMessage) -> frozenset[tuple[str, str]]:
+    """What the asker is a GM through, if listed: a removal never takes it from under them."""
+    return frozenset(
+        {
+            ("user", msg.user_id),
+            *(("role", r) for r in msg.role_ids),
+            *(("usergroup", g) for g in msg.usergroups),
+        }
+    )
+
+
+def _set_up_by(
+    grants: Sequence[GrantRow], ref: GmRef, held: frozenset[tuple[str, str]]
+) -> tuple[list[GrantRow], list[GrantRow]]:
+    """The grants user ``ref`` listed, and in turn those of the users they listed: (what goes,
+    what stays because the asker holds it)."""
+    removed: list[GrantRow] = []
+    kept: list[GrantRow] = []
+    seen = {("user", ref.id)}
+    adders = [ref.id]
+    while adders:
+        adder = adders.pop()
+        for g in grants:
+            if g.platform != ref.platform or g.added_by != adder or (g.kind, g.ref) in seen:
+                continue
+            seen.add((g.kind, g.ref))
+            if (g.kind, g.ref) in held:
+                kept.append(g)
+                continue
+            removed.append(g)
+            if g.kind == "user":
+                adders.append(g.ref)
+    return removed, kept
+
+
+async def _end_homes_of(
+    scope: Scope, users: set[str], *, asked_from: str | None
+) -> tuple[list[tuple[str, int]], list[str]]:
+    """Unlink the channels ``users`` linked on each Discord server where nobody else linked one
+    (a home they alone made, where role names count), but server ``asked_from``, where the asker
+    is. Returns ((server, channels unlinked)…, servers kept)."""
+    directory = scope.services.directory
+    by_server: dict[str, list[LinkRow]] = {}
+    for row in await directory.link_rows("discord", scope.config.slug):
+        if row.guild_id is not None:
+            by_server.setdefault(row.guild_id, []).append(row)
+    released: list[tuple[str, int]] = []
+    stays: list[str] = []
+    for guild, rows in sorted(by_server.items()):
+        if not all(r.linked_by in users for r in rows):
+            continue  # someone else linked a channel there: the home is theirs too
+        if guild == asked_from:
+            stays.append(guild)
+            continue
+        for r in rows:
+            await directory.unlink("discord", r.channel_id)
+        released.append((guild, len(rows)))
+    return released, stays
+
+
+def _gm_ids(cfg: CampaignConfig) -> frozenset[tuple[str, str, str]]:
+    """Every GM listed by id, as (platform, kind, id)."""
+    r = cfg.roles
+    return frozenset(
+        {
+            *(("discord", "user", u) for u in r.discord_gm_users),
+            *(("discord", "role", g) for g in r.discord_gm_role_ids),
+            *(("slack", "user", u) for u in r.slack_gm_users),
+            *(("slack", "usergroup", g) for g in r.slack_gm_usergroups),
+        }
+    )
+
+
+def _named(kind: str, ref: str) -> str:
+    return f"{ {'role': 'Role', 'usergroup': 'User group'}.get(kind, 'User') } `{ref}`"
+
+
+def _written(kind: str, ref: str) -> str:
+    """``ref`` as ``/campaign gm`` reads it back (``parse_gm``)."""
+    return f"role:{ref}" if kind == "role" else ref
+
+
+def _gm_list(cfg: CampaignConfig, grants: Sequence[GrantRow] = ()) -> str:
+    """The GMs, each with who added it from chat (a GM with no record was written by hand)."""
+    by = {(g.platform, g.kind, g.ref): g.added_by for g in grants}
+
+    def who(platform: str, kind: str, ref: str) -> str:
+        adder = by.get((platform, kind, ref))
+        if adder is None:
+            return " — written in campaign.toml"
+        return " — made the campaign" if adder == ref else f" — added by user `{adder}`"
+
     r = cfg.roles
     lines = [
-        *(f"• Discord user `{u}`" for u in r.discord_gm_users),
-        *(f"• Discord role `{g}`" for g in r.discord_gm_role_ids),
-        *(f"• Discord role named “{g}” (on its home servers)" for g in r.discord_gm_role_names),
-        *(f"• Slack user `{u}`" for u in r.slack_gm_users),
-        *(f"• Slack user group `{g}`" for g in r.slack_gm_usergroups),
+        *(f"• Discord user `{u}`{who('discord', 'user', u)}" for u in r.discord_gm_users),
+        *(f"• Discord role `{g}`{who('discord', 'role', g)}" for g in r.discord_gm_role_ids),
+        *(
+            f"• Discord role named “{g}” (on its home servers) — written in campaign.toml"
+            for g in r.discord_gm_role_names
+        ),
+        *(f"• Slack user `{u}`{who('slack', 'user', u)}" for u in r.slack_gm_users),
+        *(f"• Slack user group `{g}`{who('slack', 'usergroup', g)}" for g in r.slack_gm_usergroups),
     ]
     return f"GMs of **{cfg.name}**:\n" + "\n".join(lines or ["• none"])
 
@@ -550,18 +713,30 @@ async def _homes_report(scope: Scope, cfg: CampaignConfig) -> str:
     """The campaign's Discord homes, for its GMs: where role names count, and why."""
     directory = scope.services.directory
     linked = await directory.linked_guilds("discord", cfg.slug)
+    adders: dict[str, set[str | None]] = {}
+    for row in await directory.link_rows("discord", cfg.slug):
+        if row.guild_id is not None:
+            adders.setdefault(row.guild_id, set()).add(row.linked_by)
+
+    def by(guild: str) -> str:
+        known = sorted(u for u in adders.get(guild, set()) if u is not None)
+        said = ", ".join(f"user `{u}`" for u in known)
+        if None in adders.get(guild, set()):
+            said += (" and " if said else "") + "the host or before this was recorded"
+        return f" by {said}" if said else ""
+
     listed = cfg.roles.discord_guilds
     lines: list[str] = []
     for guild in listed:
         n = linked.get(guild, 0)
         lines.append(
             f"• `{guild}`: listed in campaign.toml `guilds`"
-            + (f", {n} channel(s) linked" if n else "")
+            + (f", {n} channel(s) linked{by(guild)}" if n else "")
         )
     for guild, n in sorted(linked.items()):
         if guild not in listed:
             lines.append(
-                f"• `{guild}`: {n} channel(s) linked"
+                f"• `{guild}`: {n} channel(s) linked{by(guild)}"
                 + (" (not a home: campaign.toml `guilds` lists the homes)" if listed else "")
             )
     unplaced = await directory.unplaced("discord", cfg.slug)
