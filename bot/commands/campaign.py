@@ -603,8 +603,12 @@ def _gm_ids(cfg: CampaignConfig) -> frozenset[tuple[str, str, str]]:
     )
 
 
+_KIND_NAMES = {"role": "Role", "usergroup": "User group", "user": "User"}
+
+
 def _named(kind: str, ref: str) -> str:
-    return f"{ {'role': 'Role', 'usergroup': 'User group'}.get(kind, 'User') } `{ref}`"
+    """``User `…```, ``Role `…``` or ``User group `…```: a GM as replies name it."""
+    return f"{_KIND_NAMES.get(kind, 'User')} `{ref}`"
 
 
 def _written(kind: str, ref: str) -> str:
