@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from liminalis.campaign import CampaignConfig, split_role_refs, validate_slug
 from liminalis.lens import GM, PLAYERS, Lens
+from liminalis.store.rows import GrantRow, LinkRow, ScheduleRow
 from liminalis.store.sqlite import Database
 
 __all__ = ["Directory", "gm_by_id", "lens_for"]
@@ -105,14 +106,42 @@ class Directory:
         self._threads_seen: set[tuple[str, str]] = set()
 
     async def link(
-        self, platform: str, channel_id: str, campaign: str, *, guild_id: str | None = None
+        self,
+        platform: str,
+        channel_id: str,
+        campaign: str,
+        *,
+        guild_id: str | None = None,
+        linked_by: str | None = None,
     ) -> None:
-        """Link a channel (of Discord server ``guild_id``); a recap schedule another campaign had
-        in it or in one of its threads goes (it would post that campaign's recaps to this one's
-        players)."""
+        """Link a channel (of Discord server ``guild_id``; ``linked_by`` the user who did, kept
+        so removing them as a GM can end the home it made); a recap schedule another campaign
+        had in it or in one of its threads goes (it would post that campaign's recaps to this
+        one's players)."""
         await self.db.links.link(
-            platform, str(channel_id), validate_slug(campaign), guild_id=guild_id
+            platform,
+            str(channel_id),
+            validate_slug(campaign),
+            guild_id=guild_id,
+            linked_by=linked_by,
         )
+
+    async def link_rows(self, platform: str, campaign: str) -> list[LinkRow]:
+        """The channels of ``platform`` linked to ``campaign``, each with its server and who
+        linked it (``None``: the host, or a link older than that record)."""
+        return await self.db.links.rows(platform, campaign)
+
+    async def grant(self, campaign: str, platform: str, kind: str, ref: str, *, by: str) -> None:
+        """Record that user ``by`` listed ``ref`` (a user, role or user group) as a GM."""
+        await self.db.grants.add(campaign, platform, kind, ref, added_by=by)
+
+    async def revoke(self, campaign: str, platform: str, kind: str, ref: str) -> None:
+        """Forget who listed ``ref`` (it is listed no more)."""
+        await self.db.grants.remove(campaign, platform, kind, ref)
+
+    async def grants(self, campaign: str) -> list[GrantRow]:
+        """Who listed each GM of ``campaign`` added from chat (a GM written by hand has none)."""
+        return await self.db.grants.of_campaign(campaign)
 
     async def unlink(self, platform: str, channel_id: str) -> bool:
         """Unlink a channel, and end the recap schedules in it and in its threads (a thread with
@@ -172,6 +201,14 @@ class Directory:
             if linked:
                 return linked
         return None
+
+    async def schedules_in(self, platform: str, channel_id: str) -> list[ScheduleRow]:
+        """The stored recap schedules that post in ``channel_id`` or in one of its threads."""
+        return [
+            s
+            for s in await self.db.schedules.all()
+            if s.platform == platform and str(channel_id) in (s.channel_id, s.parent_id)
+        ]
 
     async def links(self, campaign: str) -> list[tuple[str, str]]:
         return await self.db.links.of_campaign(campaign)

@@ -64,6 +64,10 @@ class IncomingMessage:
     usergroups: tuple[str, ...] = ()
     roles_known: bool = True
     is_dm: bool = False  # a direct message, by the platform's channel type
+    #: The author's own DM with the app: nobody but they and the bot read it, so the one place a
+    #: GM's or a personal view's answer may be a plain message. A DM between two people, a group
+    #: DM or a channel is shared. Adapters set it only where the platform proves it.
+    bot_dm: bool = False
     #: The sender administers where the message came from: Discord's Manage Server permission,
     #: a Slack workspace admin or owner (what ``/campaign create`` asks of the sender).
     can_manage: bool = False

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
@@ -82,6 +83,12 @@ MAX_MESSAGE_CHARS = 4000
 MAX_SEAT_CHANNELS = 50
 #: How long a DM author's campaigns and views are reused before they are looked up again.
 SEATS_TTL_S = 30.0
+_TAG_LETTERS = "abcdefghjkmnpqrstuvwxyz23456789"  # no 0/o, 1/l/i: a tag is read and typed
+
+
+def random_tag() -> str:
+    """Four letters or digits ending a campaign's slug made from chat (``/campaign create``)."""
+    return "".join(secrets.choice(_TAG_LETTERS) for _ in range(4))
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +135,7 @@ class BotService:
         cards: Cards | None = None,
         passes: Passes | None = None,
         monotonic: Callable[[], float] = time.monotonic,
+        slug_tag: Callable[[], str] = random_tag,
     ) -> None:
         self.engine = engine
         self.scheduler = scheduler
@@ -149,6 +157,9 @@ class BotService:
         #: Per platform, how its adapter finds where a DM's author sits (``use_seating``).
         self.seating: dict[str, Seating] = {}
         self._monotonic = monotonic
+        #: Ends the slug of a campaign made from chat: ``/campaign create`` always succeeds with
+        #: a slug of its own, so it tells nobody which campaigns others made.
+        self.slug_tag = slug_tag
         self._seats: dict[tuple[str, str], tuple[float, list[IncomingMessage]]] = {}
 
     def use_seating(self, platform: str, seating: Seating) -> None:

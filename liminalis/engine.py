@@ -61,6 +61,15 @@ if TYPE_CHECKING:
 __all__ = ["Engine", "Explanation", "Match", "CAMPAIGN_SCOPE", "MAX_QUERY_CHARS"]
 
 _log = logging.getLogger(__name__)
+#: How many tags ``create_campaign`` draws before it gives up (each taken one is drawn again).
+_TAG_DRAWS = 8
+
+
+def _tagged(base: str, tag: str) -> str:
+    """``<base>-<tag>``, the base cut so the slug stays a slug (63 characters at most)."""
+    return validate_slug(f"{base[: 62 - len(tag)].rstrip('-_')}-{tag}")
+
+
 CAMPAIGN_SCOPE = "campaign"
 MAX_QUERY_CHARS = 2000
 
@@ -392,31 +401,59 @@ class Engine:
         await self.db.campaigns.upsert(config.slug, str(config.root))
 
     async def create_campaign(
-        self, name: str, *, gm: GmRef, slug: str | None = None
+        self,
+        name: str,
+        *,
+        gm: GmRef,
+        slug: str | None = None,
+        tag: Callable[[], str] | None = None,
     ) -> CampaignConfig:
         """Make a campaign named ``name`` (its slug from the name unless given) with ``gm`` its
         first GM: a folder under :attr:`created_campaigns_dir` with a ``campaign.toml``, written
         atomically and registered; nothing is indexed until its first document.
 
+        Args:
+            tag: when given, the slug is ``<slug>-<tag()>``, drawn again while taken: whoever
+                creates from chat gets a campaign whatever others made, and so learns nothing
+                of the campaigns they cannot see.
+
         Raises:
             InvalidInput: the name gives no slug, or a campaign of that slug exists (in any
-                folder the engine reads).
+                folder the engine reads), or ``tag`` drew only taken slugs.
         """
         name = clean_text(name).strip()
-        slug = validate_slug(slug) if slug else slug_for(name)
+        base = validate_slug(slug) if slug else slug_for(name)
         parent = self.created_campaigns_dir or self.campaigns_dir
-        root = parent / slug
+        # Lazily drawn: a tag is drawn again only while the slugs drawn are taken.
+        candidates = (
+            iter((base,)) if tag is None else (_tagged(base, tag()) for _ in range(_TAG_DRAWS))
+        )
         async with self._creating:
-            taken = slug in await self.list_campaigns() or await asyncio.to_thread(
-                lambda: (self.campaigns_dir / slug).exists() or root.exists()
-            )
-            if taken:
-                raise InvalidInput(
-                    f"campaign {slug} exists",
-                    user_message=f"A campaign called `{slug}` exists already: give yours another "
-                    "name, or ask its GM to link this channel with `/campaign link "
-                    f"{slug}`.",
+            known = set(await self.list_campaigns())
+
+            def free(candidate: str) -> bool:
+                return candidate not in known and not (
+                    (self.campaigns_dir / candidate).exists() or (parent / candidate).exists()
                 )
+
+            chosen = None
+            for candidate in candidates:
+                if await asyncio.to_thread(free, candidate):
+                    chosen = candidate
+                    break
+            if chosen is None and tag is not None:
+                raise InvalidInput(
+                    f"no free tag for {base}",
+                    user_message="No short name was free for that campaign: try again.",
+                )
+            if chosen is None:
+                raise InvalidInput(
+                    f"campaign {base} exists",
+                    user_message=f"A campaign called `{base}` exists already: give yours another "
+                    "name, or ask its GM to link this channel with `/campaign link "
+                    f"{base}`.",
+                )
+            slug, root = chosen, parent / chosen
             text = new_campaign_toml(name or slug, gm)
             await asyncio.to_thread(write_atomically, root / "campaign.toml", text)
             await self.db.campaigns.upsert(slug, str(root))

@@ -56,6 +56,18 @@ def campaign_copy(tmp_path: Path) -> Path:
     return dest
 
 
+class Tags:
+    """``BotService(slug_tag=...)`` in tests: ``t1``, ``t2``, … in the order they are drawn, so a
+    campaign made from chat has a slug a test can name (``salt-road-t1``)."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def __call__(self) -> str:
+        self.n += 1
+        return f"t{self.n}"
+
+
 async def make_engine(
     tmp_path: Path, *, embedder=None, campaigns_dir: Path | None = None, milvus: bool = True, **kw
 ) -> Engine:

@@ -9,7 +9,7 @@ import datetime as dt
 from dataclasses import replace
 
 import pytest
-from conftest import close_engine, make_engine
+from conftest import Tags, close_engine, make_engine
 from fakes.tiny_campaign import make_tiny_campaign
 
 from bot.messages import Attachment, IncomingMessage
@@ -56,7 +56,7 @@ async def fresh(tmp_path):
         created_campaigns_dir=tmp_path / "data" / "campaigns",
         clock=FrozenClock(dt.datetime(2026, 3, 6, tzinfo=dt.UTC)),
     )
-    service = BotService(engine, campaign_creators=frozenset({FRIEND}))
+    service = BotService(engine, campaign_creators=frozenset({FRIEND}), slug_tag=Tags())
     yield service
     await close_engine(engine)
 
@@ -70,17 +70,17 @@ async def test_create_then_link_then_ask_without_touching_a_file(fresh, tmp_path
 
     created = await service.handle(owner("/campaign create The Salt Road"))
     assert not created.error and created.ephemeral, created.text
-    assert "Created **The Salt Road** (`the-salt-road`)" in created.text
-    assert (tmp_path / "data" / "campaigns" / "the-salt-road" / "campaign.toml").is_file()
+    assert "Created **The Salt Road** (`the-salt-road-t1`)" in created.text
+    assert (tmp_path / "data" / "campaigns" / "the-salt-road-t1" / "campaign.toml").is_file()
     assert not (tmp_path / "campaigns").exists()  # the campaigns folder (a checkout) is not written
-    assert await service.directory.campaign_for("discord", "C1") == "the-salt-road"
-    assert await service.directory.homes("discord", "the-salt-road") == {GUILD}
+    assert await service.directory.campaign_for("discord", "C1") == "the-salt-road-t1"
+    assert await service.directory.homes("discord", "the-salt-road-t1") == {GUILD}
     assert (await service.handle(owner("/lens"))).text.startswith(
         "In **The Salt Road** you see everything: the GM view"
     )
 
     # the creator links a second channel: a GM by user id, no role needed
-    linked = await service.handle(owner("/campaign link the-salt-road", channel="C2"))
+    linked = await service.handle(owner("/campaign link the-salt-road-t1", channel="C2"))
     assert "Linked this channel to **The Salt Road**" in linked.text
     early = await service.handle(msg("/ask who keeps the ferry?", channel="C2"))
     assert "no indexed documents yet" in early.text and "/upload" in early.text
@@ -96,8 +96,9 @@ async def test_create_then_link_then_ask_without_touching_a_file(fresh, tmp_path
     log = await service.handle(owner("/log"))
     assert "1 question from players" in log.text and "The Ferry — 1 answer(s)" in log.text
 
+    # the same name again is a campaign of its own: a name is not first come, first served
     again = await service.handle(owner("/campaign create The salt road!", channel="C3"))
-    assert again.error and "exists already" in again.text
+    assert not again.error and "(`the-salt-road-t2`)" in again.text
     busy = await service.handle(owner("/campaign create Another"))
     assert busy.error and "plays another campaign" in busy.text
 
@@ -114,7 +115,7 @@ async def test_the_host_allows_a_creator_and_a_dm_or_the_console_creates_nothing
     assert "Discord or Slack" in (await service.handle(console)).text
     bad = await service.handle(owner("/campaign create ???", channel="C9"))
     assert bad.error and "letters or digits" in bad.text
-    assert await service.engine.list_campaigns() == ["friends"]
+    assert await service.engine.list_campaigns() == ["friends-t1"]
 
 
 async def test_list_and_autocomplete_show_a_gm_their_campaigns_and_a_stranger_none(fresh):
@@ -122,12 +123,12 @@ async def test_list_and_autocomplete_show_a_gm_their_campaigns_and_a_stranger_no
     await service.handle(owner("/campaign create Salt Road"))
     await service.handle(msg("/campaign create Friends", user=FRIEND, channel="C2"))
     mine = await service.handle(owner("/campaign list", channel="C3"))
-    assert "**Salt Road** (`salt-road`): 1 linked channel(s)" in mine.text
+    assert "**Salt Road** (`salt-road-t1`): 1 linked channel(s)" in mine.text
     assert "friends" not in mine.text.lower()  # another group's campaign is not named
     stranger = await service.handle(msg("/campaign list", channel="C9"))
     assert "no campaign" in stranger.text and "salt" not in stranger.text.lower()
     assert f"your Discord user id is `{PLAYER}`" in stranger.text
-    assert await service.complete_campaigns(owner(""), "sa") == ["salt-road"]
+    assert await service.complete_campaigns(owner(""), "sa") == ["salt-road-t1"]
     assert await service.complete_campaigns(owner(""), "zz") == []
     assert await service.complete_campaigns(msg(""), "") == []
 
@@ -144,7 +145,7 @@ async def test_gms_are_added_and_removed_from_chat(fresh):
     )
     role = "600000000000000007"
     await service.handle(owner(f"/campaign gm add <@&{role}>"))
-    cfg = await service.config("salt-road")
+    cfg = await service.config("salt-road-t1")
     assert cfg.roles.discord_gm_users == (OWNER, PLAYER) and cfg.roles.discord_gm_role_ids == (
         role,
     )
@@ -160,6 +161,53 @@ async def test_gms_are_added_and_removed_from_chat(fresh):
     assert bad.error and "/campaign gm add @user" in bad.text
 
 
+async def test_a_linked_channel_or_its_thread_changes_campaign_only_by_its_gm_who_confirms(fresh):
+    service = fresh
+    await service.handle(owner("/campaign create Salt Road"))  # C1: salt-road-t1
+    await service.handle(msg("/campaign create Friends", user=FRIEND, channel="C2"))
+    for where in ({"channel": "C1"}, {"channel": "T1", "parent_id": "C1"}):
+        taken = await service.handle(msg("/campaign link friends-t2", user=FRIEND, **where))
+        assert taken.error and "only one of its GMs" in taken.text, taken.text
+    assert await service.directory.campaign_for("discord", "T1", "C1") == "salt-road-t1"
+    await service.handle(msg(f"/campaign gm add <@{OWNER}>", user=FRIEND, channel="C2"))
+    asked = await service.handle(owner("/campaign link friends-t2"))
+    assert not asked.error and asked.ephemeral and "This channel plays **Salt Road**" in asked.text
+    assert (
+        "GM role names stop counting" in asked.text
+        and "`/campaign link friends-t2 confirm`" in (asked.text)
+    )
+    assert await service.directory.campaign_for("discord", "C1") == "salt-road-t1"
+    done = await service.handle(owner("/campaign link friends-t2 confirm"))
+    assert "Linked this channel to **Friends**" in done.text
+    assert await service.directory.campaign_for("discord", "C1") == "friends-t2"
+
+
+async def test_a_removed_gm_takes_what_they_set_up_but_not_what_the_asker_holds(fresh):
+    service = fresh
+    r1, r2, r3 = "600000000000000001", "600000000000000002", "600000000000000003"
+    await service.handle(owner("/campaign create Salt Road"))  # C1 on GUILD
+    await service.handle(owner(f"/campaign gm add <@{PLAYER}>"))
+    for added in (f"<@{FRIEND}>", f"<@&{r1}>", f"<@&{r2}>"):  # an alt, their role, the owner's
+        assert "is a GM" in (await service.handle(msg(f"/campaign gm add {added}"))).text
+    elsewhere = {"channel": "C9", "guild_id": "800000000000000002"}  # the co-GM's own server
+    await service.handle(msg("/campaign link salt-road-t1", **elsewhere))
+    await service.handle(msg(f"/campaign gm add <@&{r3}>", user=FRIEND))  # the alt's own
+    listed = await service.handle(owner("/campaign gm"))
+    assert f"Discord role `{r3}` — added by user `{FRIEND}`" in listed.text, listed.text
+    removed = await service.handle(owner(f"/campaign gm remove <@{PLAYER}>", role_ids=(r2,)))
+    assert not removed.error, removed.text
+    text = removed.text
+    assert f"User `{PLAYER}` is no longer a GM" in text
+    assert f"User `{FRIEND}`, added by user `{PLAYER}`" in text and "makes them a GM again" in text
+    assert f"Role `{r1}`" in text and f"Role `{r3}`, added by user `{FRIEND}`" in text
+    assert "server `800000000000000002`: unlinked 1 channel(s)" in text
+    assert f"Kept, though they set it up:\n• Role `{r2}`" in text and f"remove role:{r2}" in text
+    cfg = await service.config("salt-road-t1")
+    assert cfg.roles.discord_gm_users == (OWNER,) and cfg.roles.discord_gm_role_ids == (r2,)
+    assert await service.directory.homes("discord", "salt-road-t1") == {GUILD}
+    assert (await service.handle(msg("/lens", user=FRIEND))).text.endswith("(the players view).")
+
+
 async def test_settings_are_written_to_campaign_toml_and_a_hand_edit_wins(fresh):
     service = fresh
     clock = FrozenClock(dt.datetime(2026, 3, 6, tzinfo=dt.UTC))
@@ -169,14 +217,14 @@ async def test_settings_are_written_to_campaign_toml_and_a_hand_edit_wins(fresh)
     assert "uploads that say nothing: GM-only" in shown.text and "6,000 tokens" in shown.text
     assert "No recap schedule" in shown.text
     assert "players" in (await service.handle(owner("/campaign settings uploads players"))).text
-    assert (await service.config("salt-road")).upload_visibility == "players"
+    assert (await service.config("salt-road-t1")).upload_visibility == "players"
     await service.handle(owner("/campaign settings budget 9,000"))
-    assert await service.engine.budget("salt-road") == 9000
+    assert await service.engine.budget("salt-road-t1") == 9000
     # a schedule /recap schedule stored would shadow campaign.toml's: the new one replaces it
     await service.handle(owner("/recap schedule 0 9 * * 1"))
     recap = await service.handle(owner("/campaign settings recap 0 18 * * 5"))
     assert "`0 18 * * 5`" in recap.text and not recap.error, recap.text
-    cfg = await service.config("salt-road")
+    cfg = await service.config("salt-road-t1")
     assert (cfg.recap_cron, cfg.recap_channel) == ("0 18 * * 5", "discord:C1")
     assert [(s.cron, s.source) for s in await service.scheduler.schedules()] == [
         ("0 18 * * 5", "config")
@@ -191,7 +239,7 @@ async def test_settings_are_written_to_campaign_toml_and_a_hand_edit_wins(fresh)
     )
     assert "GM-only" in (await service.handle(owner("/campaign settings"))).text  # read afresh
     off = await service.handle(owner("/campaign settings recap off"))
-    assert "No recap schedule" in off.text and not (await service.config("salt-road")).recap_cron
+    assert "No recap schedule" in off.text and not (await service.config("salt-road-t1")).recap_cron
 
 
 async def test_typed_options_reach_the_same_actions(fresh):
@@ -201,14 +249,14 @@ async def test_typed_options_reach_the_same_actions(fresh):
         return replace(owner("", **kw), command="campaign", options=options)
 
     made = await service.handle(typed({"action": "create", "name": "Typed Road", "slug": "typed"}))
-    assert "(`typed`)" in made.text
+    assert "(`typed-t1`)" in made.text
     await service.handle(
         typed({"action": "gm", "change": "add", "member": "<@&600000000000000009>"})
     )
     await service.handle(typed({"action": "settings", "uploads": "players", "budget": 7000}))
-    cfg = await service.config("typed")
+    cfg = await service.config("typed-t1")
     assert cfg.roles.discord_gm_role_ids == ("600000000000000009",)
-    assert cfg.upload_visibility == "players" and await service.engine.budget("typed") == 7000
+    assert cfg.upload_visibility == "players" and await service.engine.budget("typed-t1") == 7000
 
 
 # -- a GM's private upload by DM ------------------------------------------------------------

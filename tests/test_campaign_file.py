@@ -139,6 +139,21 @@ async def test_a_created_campaign_lives_under_the_data_directory_and_is_found(en
     assert other.slug == "salt-2"
 
 
+async def test_a_tagged_slug_is_drawn_again_while_taken(engine, tmp_path):
+    """From chat a slug is tagged: a taken one (made here, a folder of campaigns_dir) is drawn
+    again, a long name is cut to keep the slug a slug, and only taken draws give up."""
+    drawn = iter(["aa", "aa", "zz", "bb", "cc"])
+    (tmp_path / "campaigns" / "greyhold-zz").mkdir()
+    first = await engine.create_campaign("Greyhold", gm=ALICE, tag=lambda: next(drawn))
+    again = await engine.create_campaign("Greyhold", gm=ALICE, tag=lambda: next(drawn))
+    assert (first.slug, again.slug) == ("greyhold-aa", "greyhold-bb")
+    long = await engine.create_campaign("x" * 100, gm=ALICE, tag=lambda: next(drawn))
+    assert long.slug == "x" * 60 + "-cc" and (await engine.campaign(long.slug)).name == "x" * 100
+    with pytest.raises(InvalidInput) as err:
+        await engine.create_campaign("Greyhold", gm=ALICE, tag=lambda: "aa")
+    assert "try again" in err.value.user_message
+
+
 async def test_two_campaigns_made_at_once_are_one(engine):
     results = await asyncio.gather(
         engine.create_campaign("Twins", gm=ALICE),

@@ -82,6 +82,11 @@ def test_the_groups_hold_the_commands_each_platform_writes_with_them():
         ("/campaign", "campaign", {}),
         ("/campaign link greyhold", "campaign", {"action": "link", "slug": "greyhold"}),
         (
+            "/campaign link greyhold confirm",
+            "campaign",
+            {"action": "link", "slug": "greyhold", "confirm": "yes"},
+        ),
+        (
             "/campaign release 800000000000000001",
             "campaign",
             {"action": "release", "server": "800000000000000001"},

@@ -802,17 +802,16 @@ async def test_thread_recap_schedules_end_with_their_channels_link_and_unlink(en
     assert "will be posted" in all_text(followups(api)[-1]) and await thread_schedules() == [
         "greyhold"
     ]
-    await invoke(
-        adapter,
-        interaction_payload(
-            "campaign", opts(action="link", slug="saltmarsh"), user_id=ID_GM, iid=2
-        ),
-    )
+    relink = opts(action="link", slug="saltmarsh")
+    await invoke(adapter, interaction_payload("campaign", relink, user_id=ID_GM, iid=2))
+    asked = all_text(followups(api)[-1])  # a GM of the channel's campaign confirms first
+    assert "the recap of **Greyhold** posted here stops (`0 18 * * 5`)" in asked, asked
+    assert await thread_schedules() == ["greyhold"]
+    relink += opts(confirm="yes")
+    await invoke(adapter, interaction_payload("campaign", relink, user_id=ID_GM, iid=5))
     assert await thread_schedules() == []
-    await invoke(
-        adapter,
-        interaction_payload("campaign", opts(action="link", slug="greyhold"), user_id=ID_GM, iid=3),
-    )
+    back = opts(action="link", slug="greyhold", confirm="yes")
+    await invoke(adapter, interaction_payload("campaign", back, user_id=ID_GM, iid=3))
     await invoke(
         adapter, interaction_payload("recap", weekly, user_id=ID_GM, channel_id=THREAD_ID, iid=4)
     )

@@ -24,7 +24,7 @@ from fakes.discord_api import (
     modal_payload,
     rogue_guild_payload,
 )
-from fakes.tiny_campaign import CANARY, GM_TITLE, MIREL_CANARY, make_tiny_campaign
+from fakes.tiny_campaign import CANARY, GM_TITLE, MIREL_CANARY, MIREL_USER, make_tiny_campaign
 
 from bot.discord_adapter import DiscordAdapter
 from bot.presses import EXPIRED, REFUSED
@@ -440,6 +440,57 @@ async def test_a_dm_is_answered_for_the_members_one_campaign_through_their_view(
         ),
     )
     assert CANARY in text_of(sent(api, n)[-1])
+
+
+async def test_a_private_answer_in_a_conversation_between_people_goes_to_its_asker_alone(env):
+    """Only a member's own DM with the bot is private. A user-installed app's commands also come
+    from a DM between two people or a group DM (context ``PRIVATE_CHANNEL``): there a GM's or a
+    personal view's answer is ephemeral, never posted for the conversation."""
+    api, adapter, service = env
+    api.members[(GUILD_ID, GM)] = [GM_ROLE_ID]
+    people = 990000000000000005  # the GM's DM with a friend
+    asked = {
+        "lore ask": q("What is the truth about the baron?"),
+        "lore show": [{"name": "document", "type": 3, "value": GM_TITLE}],
+        "lore search": [{"name": "text", "type": 3, "value": "baron"}],
+        "lore entity": [{"name": "name", "type": 3, "value": "Baron Aldric"}],
+    }
+    for i, (name, options) in enumerate(asked.items()):
+        n = len(api.calls)
+        await run(
+            adapter,
+            interaction_payload(
+                name, options, user_id=GM, channel_id=people, private_channel=1, iid=10 + i
+            ),
+        )
+        (deferred,) = [c.json for c in api.calls[n:] if c.path.endswith("/callback")]
+        assert deferred.get("data", {}).get("flags", 0) & 64, name
+        assert all(b["flags"] & 64 for b in sent(api, n)), name
+        if name == "lore ask":
+            assert CANARY in text_of(sent(api, n)[-1])
+    # a group DM linked to the campaign: one player's backstory stays theirs there too
+    group = 990000000000000006
+    await service.directory.link("discord", str(group), "greyhold")
+    bell = q("Who took the baron's ninth bell?")
+    n = len(api.calls)
+    await run(
+        adapter,
+        interaction_payload(
+            "lore ask", bell, user_id=MIREL_USER, channel_id=group, private_channel=3, iid=20
+        ),
+    )
+    (mirel,) = sent(api, n)
+    assert mirel["flags"] & 64 and MIREL_CANARY in text_of(mirel)
+    # the GM's own DM with the bot: nobody else reads it
+    n = len(api.calls)
+    await run(
+        adapter,
+        interaction_payload(
+            "lore ask", asked["lore ask"], user_id=GM, dm=True, channel_id=people + 10, iid=21
+        ),
+    )
+    own = sent(api, n)[-1]
+    assert not own.get("flags", 0) & 64 and CANARY in text_of(own)
 
 
 async def test_a_dm_from_a_member_of_two_campaigns_asks_which_and_remembers(env, tmp_path):

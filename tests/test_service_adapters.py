@@ -31,9 +31,11 @@ async def service(tmp_path):
 
 
 def msg(
-    text: str, *, roles=(), channel="C1", dm=False, known=True, guild=None, user="9"
+    text: str, *, roles=(), channel="C1", dm=False, known=True, guild=None, user="9", bot_dm=None
 ) -> IncomingMessage:
+    """A Discord message; a DM is the member's own with the bot unless ``bot_dm`` says not."""
     return IncomingMessage(
+        bot_dm=dm if bot_dm is None else bot_dm,
         platform="discord",
         channel_id=channel,
         user_id=user,
@@ -93,7 +95,8 @@ async def test_will_be_ephemeral_predicts_handle(service):
         (
             msg("/ask who is the baron", roles=["Mirel"], dm=True),
             False,
-        ),  # (a DM is private already)
+        ),  # (the member's own DM with the bot is private already)
+        (msg("/ask who is the baron", roles=["Mirel"], dm=True, bot_dm=False), True),  # not so
         (msg("/help"), True),
         (msg("/recap"), False),
         (msg("/campaign status"), True),

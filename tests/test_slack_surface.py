@@ -19,7 +19,7 @@ from fakes.slack_api import (
     signed_headers,
     view_submission_body,
 )
-from fakes.tiny_campaign import CANARY, GM_TITLE, SLACK_GM, make_tiny_campaign
+from fakes.tiny_campaign import CANARY, GM_TITLE, MIREL_CANARY, SLACK_GM, make_tiny_campaign
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -76,9 +76,16 @@ async def dispatch(adapter: SlackAdapter, body: str, content_type: str = FORM) -
     return (await adapter.app.async_dispatch(req)).status
 
 
-async def lore(adapter, api, text: str, *, user: str, tag: str, channel: str = CHANNEL) -> dict:
+async def lore(
+    adapter, api, text: str, *, user: str, tag: str, channel: str = CHANNEL, **kw: str
+) -> dict:
     body = command_body(
-        "/lore", text, user_id=user, channel_id=channel, response_url=f"{api.url}/respond/{tag}"
+        "/lore",
+        text,
+        user_id=user,
+        channel_id=channel,
+        response_url=f"{api.url}/respond/{tag}",
+        **kw,
     )
     assert await dispatch(adapter, body) == 200
     return (await api.wait_for(f"/respond/{tag}"))[0].args
@@ -272,6 +279,45 @@ async def test_a_dm_is_answered_for_the_members_campaign_or_asks_which(env, tmp_
     )
     (answer,) = [c.args for c in await api.wait_for("/respond/pick")]
     assert answer["replace_original"] is True and "Saltmarsh" in dump(answer)
+
+
+async def test_a_private_answer_in_a_conversation_between_people_goes_to_its_asker_alone(env):
+    """Only a member's own DM with the app is private. In a DM between two people, or a group
+    DM, a GM's or a personal view's answer is ephemeral, never posted for the conversation."""
+    api, adapter, service = env
+    api.channel_members[CHANNEL] = [PLAYER, SLACK_GM, "UMIREL01", BOT_USER]
+    people = "D0PEOPLE1"  # the GM's DM with a player (the app's own DM with a member: D<user>)
+    asked = {
+        "ask": "ask What is the truth about the baron?",
+        "show": f"show {GM_TITLE}",
+        "search": "search baron",
+        "entity": "entity Baron Aldric",
+    }
+    for tag, text in asked.items():
+        reply = await lore(adapter, api, text, user=SLACK_GM, tag=f"dm-{tag}", channel=people)
+        assert reply["response_type"] == "ephemeral", text
+        assert not api.find("chat.postMessage"), text  # nor streamed into the conversation
+    assert CANARY in dump((await api.wait_for("/respond/dm-ask"))[0].args)
+    bell = "ask Who took the baron's ninth bell?"
+    mirel = await lore(adapter, api, bell, user="UMIREL01", tag="mirel", channel=people)
+    assert mirel["response_type"] == "ephemeral" and MIREL_CANARY in dump(mirel)
+    player = await lore(adapter, api, bell, user=PLAYER, tag="player", channel=people)
+    assert player["response_type"] == "in_channel" and MIREL_CANARY not in dump(player)
+    # a group DM linked to the campaign: a GM's answer is theirs alone there too
+    await service.directory.link("slack", "G0GROUP1", "greyhold")
+    group = await lore(
+        adapter,
+        api,
+        asked["ask"],
+        user=SLACK_GM,
+        tag="group",
+        channel="G0GROUP1",
+        channel_name="mpdm-ugm00001--uplayer01-1",
+    )
+    assert group["response_type"] == "ephemeral" and CANARY in dump(group)
+    # the GM's own DM with the app: nobody else reads it, so the answer is a plain message
+    own = await lore(adapter, api, asked["ask"], user=SLACK_GM, tag="own", channel=f"D{SLACK_GM}")
+    assert own["response_type"] == "in_channel" and CANARY in dump(own)
 
 
 async def test_the_home_tab_shows_campaigns_views_recaps_and_quick_actions(env):

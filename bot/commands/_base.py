@@ -35,6 +35,7 @@ __all__ = [
     "Scope",
     "Services",
     "private_in_shared_channels",
+    "shared_channel",
 ]
 
 #: ``mention``: a user or a role, as the platform writes a mention in text (``<@id>``,
@@ -138,6 +139,8 @@ class Services(Protocol):
     #: The analysis passes of this process (``serve`` and ``chat`` run them); ``None`` where
     #: none run, and ``/pass`` says so rather than pretend.
     passes: Passes | None
+    #: Draws the tag that ends a campaign's slug made from chat (random; fixed in tests).
+    slug_tag: Callable[[], str]
 
     async def config(self, slug: str) -> CampaignConfig: ...
 
@@ -162,12 +165,18 @@ class Scope:
         return self.campaign
 
 
+def shared_channel(request: Request) -> bool:
+    """Whether others may read the conversation the request comes from: anywhere but the
+    asker's own DM with the app and the console. A DM between two people and a group DM are
+    shared: a DM is not private by being a DM."""
+    return not request.msg.bot_dm and request.msg.platform != "console"
+
+
 def private_in_shared_channels(request: Request, scope: Scope) -> bool:
     """Whether a reply drawn from the asker's lens must be private: a GM's or a personal lens's
-    may hold what others in a shared channel must not read (a GM secret, one player's
-    backstory), so there only its asker reads it; a DM and the console are private anyway."""
-    shared = not request.msg.is_dm and request.msg.platform != "console"
-    return scope.lens.is_private and shared
+    may hold what others in a shared conversation must not read (a GM secret, one player's
+    backstory), so there only its asker reads it."""
+    return scope.lens.is_private and shared_channel(request)
 
 
 Run = Callable[[Request, Scope], Awaitable[Reply]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bot.cards import answer_actions
-from bot.commands._base import Command, Option, Request, Scope
+from bot.commands._base import Command, Option, Request, Scope, shared_channel
 from bot.commands.budget import effective_budget
 from bot.messages import OptionValue, Reply
 from liminalis.errors import InvalidInput
@@ -23,11 +23,6 @@ _SKIPPED_STAGE = {
 
 def _parse(arg: str) -> dict[str, OptionValue]:
     return {"question": arg} if arg else {}
-
-
-def shared_channel(request: Request) -> bool:
-    """Whether the request comes from a channel others read (not a DM, not the console)."""
-    return not request.msg.is_dm and request.msg.platform != "console"
 
 
 def private_in_shared(request: Request, scope: Scope) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 
 from bot.commands._base import Command, Need, Option, Request, Scope
 from bot.commands.budget import HIGH, LOW
@@ -22,8 +23,9 @@ from bot.render import skipped_lines
 from liminalis.campaign import CampaignConfig, is_discord_id, validate_slug
 from liminalis.campaign_file import GmRef, add_gm, remove_gm, set_settings
 from liminalis.engine import Engine
-from liminalis.errors import InvalidInput, LiminalisError, PermissionDenied
+from liminalis.errors import InvalidInput, LiminalisError, PermissionDenied, UnknownCampaign
 from liminalis.ingest.sections import source_of
+from liminalis.store.rows import GrantRow, LinkRow
 
 __all__ = ["command", "DM_NOT_LINKED", "parse_gm", "your_id"]
 
@@ -37,6 +39,14 @@ _LINK_REFUSED = (
     "or role id links first. Ask one of its GMs to run `/campaign gm add @you` ({you}), or make a "
     "campaign of your own with `/campaign create <name>`."
 )
+# A channel that plays a campaign is its table's: another campaign takes it only by a GM of the
+# one it plays, or by who administers where it is.
+_RELINK_REFUSED = (
+    "This channel plays another campaign: only one of its GMs, or {admin}, can link it to another "
+    "campaign ({you})."
+)
+_ADMIN = {"discord": "someone with Manage Server here", "slack": "a workspace admin or owner"}
+_CONFIRM_WORDS = frozenset({"confirm", "yes"})
 _ACTIONS = ("status", "link", "unlink", "release", "create", "list", "gm", "settings", "accept")
 _USAGE = (
     "Usage: `/campaign create <name>`, `/campaign list`, `/campaign link <slug>|unlink|status`, "
@@ -99,9 +109,11 @@ def _parse(arg: str) -> dict[str, OptionValue]:
     options: dict[str, OptionValue] = {"action": action}
     rest = arg.strip()[len(parts[0]) :].strip() if parts else ""
     if action == "link":
-        if len(parts) != 2:
+        if len(parts) not in {2, 3} or (len(parts) == 3 and parts[2].lower() not in _CONFIRM_WORDS):
             raise InvalidInput("bad link", user_message="Usage: `/campaign link <slug>`")
         options["slug"] = parts[1]
+        if len(parts) == 3:
+            options["confirm"] = "yes"
     elif action == "release":
         if len(parts) != 2:
             raise InvalidInput(
@@ -201,18 +213,23 @@ async def _create(request: Request, scope: Scope) -> Reply:
             "or have a GM of this one run `/campaign unlink` first.",
         )
     slug = request.string("slug") or None
+    # Tagged whatever else exists: a refusal for a taken name would tell anyone which
+    # campaigns others made, and a group's name is theirs to choose, not first come.
     cfg = await services.engine.create_campaign(
-        name, gm=GmRef(msg.platform, "user", msg.user_id), slug=slug
+        name, gm=GmRef(msg.platform, "user", msg.user_id), slug=slug, tag=services.slug_tag
     )
+    await services.directory.grant(cfg.slug, msg.platform, "user", msg.user_id, by=msg.user_id)
     await services.directory.link(
         msg.platform,
         msg.channel_id,
         cfg.slug,
         guild_id=msg.guild_id if msg.platform == "discord" else None,
+        linked_by=msg.user_id,
     )
     return Reply(
         text=f"Created **{cfg.name}** (`{cfg.slug}`) and linked this channel to it; you are its GM "
-        f"({your_id(msg)}).\nNext: `/upload` your notes (GM-only unless you say `players`), "
+        f"({your_id(msg)}). Its short name ends in a tag of its own: other groups may have a "
+        f"campaign named like yours.\nNext: `/upload` your notes (GM-only unless you say `players`), "
         "make co-GMs with `/campaign gm add @them`, and see `/campaign settings`."
     )
 
@@ -258,6 +275,7 @@ async def _status(request: Request, scope: Scope) -> Reply:
     if (progress := scope.services.engine.index_progress(cfg.slug)) is not None:  # issue #26
         text += f"\nIndexing: {progress.describe()}."
     if scope.lens.is_gm:
+        text += "\n" + _gm_list(cfg, await scope.services.directory.grants(cfg.slug))
         text += "\n" + await _homes_report(scope, cfg)
         text += _health_report(scope.services.engine, cfg.slug)
     return Reply(text=text)
@@ -311,13 +329,86 @@ async def _link(request: Request, scope: Scope) -> Reply:
         raise PermissionDenied(
             "link by a non-GM", user_message=_LINK_REFUSED.format(you=your_id(msg))
         )
+    here = await services.directory.campaign_for(msg.platform, msg.channel_id, msg.parent_id)
+    if here is not None and here != cfg.slug:
+        ask = await _relink(request, scope, here, cfg)
+        if ask is not None:
+            return ask
     await services.directory.link(
         msg.platform,
         msg.channel_id,
         cfg.slug,
         guild_id=msg.guild_id if msg.platform == "discord" else None,
+        linked_by=msg.user_id,
     )
     return Reply(text=f"Linked this channel to **{cfg.name}**.")
+
+
+async def _relink(request: Request, scope: Scope, here: str, cfg: CampaignConfig) -> Reply | None:
+    """Whether the channel, which plays ``here``, may be linked to ``cfg``: by a GM of
+    ``here``, or by who administers where it is, once they confirmed what the channel loses.
+    Returns the confirmation to ask for, or ``None`` to go on.
+
+    Raises:
+        PermissionDenied: the asker is neither.
+    """
+    services, msg = scope.services, request.msg
+    refused = PermissionDenied(
+        "relink by a non-GM of the channel's campaign",
+        user_message=_RELINK_REFUSED.format(
+            admin=_ADMIN.get(msg.platform, "an administrator"), you=your_id(msg)
+        ),
+    )
+    current: CampaignConfig | None = None
+    try:
+        current = await services.config(here)
+    except UnknownCampaign:
+        return None  # the campaign is gone: a link to nothing loses nothing
+    except LiminalisError as exc:  # unreadable: its GMs cannot be told, an administrator can
+        _log.info("relink of %s: campaign %s unreadable: %s", msg.channel_id, here, exc)
+        if not msg.can_manage:
+            raise refused from exc
+    if current is not None and not (msg.can_manage or (await services.lens_of(msg, current)).is_gm):
+        raise refused
+    if request.string("confirm").lower() in _CONFIRM_WORDS:
+        return None
+    name = f"**{current.name}**" if current is not None else f"`{here}`"
+    lost = await _what_a_relink_ends(request, scope, here, current)
+    return Reply(
+        text=f"This channel plays {name}. Linking it to **{cfg.name}** ends that here:\n"
+        + "\n".join(f"• {line}" for line in lost)
+        + f"\nTo go on, run `/campaign link {cfg.slug} confirm` (on Discord: `confirm: yes`).",
+        ephemeral=True,
+    )
+
+
+async def _what_a_relink_ends(
+    request: Request, scope: Scope, here: str, current: CampaignConfig | None
+) -> list[str]:
+    """What linking the channel to another campaign takes from ``here``, in words."""
+    directory, msg = scope.services.directory, request.msg
+    name = f"**{current.name}**" if current is not None else f"`{here}`"
+    lost = [f"its players read the other campaign here, not {name}"]
+    crons = [
+        s.cron
+        for s in await directory.schedules_in(msg.platform, msg.channel_id)
+        if s.campaign == here
+    ]
+    if current is not None and current.recap_cron and current.recap_channel == msg.chat_key:
+        crons.append(current.recap_cron)
+    lost += [f"the recap of {name} posted here stops (`{c}`)" for c in crons]
+    if (
+        msg.platform == "discord"
+        and msg.guild_id is not None
+        and (current is None or not current.roles.discord_guilds)
+        and await directory.campaign_for(msg.platform, msg.channel_id) == here
+        and (await directory.linked_guilds("discord", here)).get(msg.guild_id) == 1
+    ):
+        lost.append(
+            f"it is the last channel of this server linked to {name}: its GM role names stop "
+            "counting on this server"
+        )
+    return lost
 
 
 async def _unlink(request: Request, scope: Scope) -> Reply:
@@ -366,46 +457,207 @@ async def _gm(request: Request, scope: Scope) -> Reply:
     cfg, services, msg = scope.config, scope.services, request.msg
     change = request.string("change")
     if not change:
-        return Reply(text=_gm_list(cfg))
+        return Reply(text=_gm_list(cfg, await services.directory.grants(cfg.slug)))
     if change not in {"add", "remove"}:
         raise InvalidInput("bad gm", user_message=_GM_USAGE)
     member = request.string("member")
     if not member:
         raise InvalidInput("bad gm", user_message=_GM_USAGE)
     ref = parse_gm(member, msg.platform)
-    kind = {"role": "Role", "usergroup": "User group"}.get(ref.kind, "User")
-    what = f"{kind} `{ref.id}`"
-    if change == "add":
-        before = _gm_list(cfg)
-        after = await services.engine.edit_campaign(cfg.slug, lambda t: add_gm(t, ref)[0])
-        if _gm_list(after) == before:
-            return Reply(text=f"{what} is a GM of **{cfg.name}** already.")
-        return Reply(
-            text=f"{what} is a GM of **{after.name}** now"
+    if change == "remove":
+        return await _remove_gm(request, scope, ref)
+    what = _named(ref.kind, ref.id)
+    before = _gm_ids(cfg)
+    after = await services.engine.edit_campaign(cfg.slug, lambda t: add_gm(t, ref)[0])
+    if _gm_ids(after) == before:
+        return Reply(text=f"{what} is a GM of **{cfg.name}** already.")
+    # Kept so that removing whoever added it takes it too: a co-GM's own role id would
+    # otherwise outlive them.
+    await services.directory.grant(cfg.slug, ref.platform, ref.kind, ref.id, by=msg.user_id)
+    return Reply(
+        text=f"{what} is a GM of **{after.name}** now"
+        + (
+            ": role ids count on every server, in every channel linked to it."
+            if ref.kind == "role"
+            else "."
+        )
+    )
+
+
+async def _remove_gm(request: Request, scope: Scope, ref: GmRef) -> Reply:
+    """Remove ``ref`` and what a removed user set up: the GMs they listed (and theirs in turn),
+    and on Discord the links that alone made a server a home (where a role they named like the
+    GM role counts). What the asker is a GM through, and the server they ask from, stay: named,
+    with the command that removes each."""
+    cfg, services, msg = scope.config, scope.services, request.msg
+    directory = services.directory
+    removed, kept = (
+        _set_up_by(await directory.grants(cfg.slug), ref, _held(msg))
+        if ref.kind == "user"
+        else ([], [])
+    )
+    refs = [ref, *(GmRef(ref.platform, g.kind, g.ref) for g in removed)]  # type: ignore[arg-type]
+
+    def change(text: str) -> str:
+        for r in refs:
+            text = remove_gm(text, r)[0]
+        return text
+
+    before = _gm_ids(cfg)
+    after = await services.engine.edit_campaign(cfg.slug, change)
+    for r in refs:
+        await directory.revoke(cfg.slug, r.platform, r.kind, r.id)
+    gone_users = {ref.id} | {g.ref for g in removed if g.kind == "user"}
+    released, stays = (
+        await _end_homes_of(scope, gone_users, asked_from=msg.guild_id)
+        if ref.kind == "user" and msg.platform == "discord" and not after.roles.discord_guilds
+        else ([], [])
+    )
+    what = _named(ref.kind, ref.id)
+    lines = [
+        f"{what} is no longer a GM of **{after.name}**."
+        if (ref.platform, ref.kind, ref.id) in before
+        else f"{what} is not listed as a GM of **{cfg.name}** by id "
+        "(a GM role *name* is removed in campaign.toml by hand)."
+    ]
+    listed = [g for g in removed if (g.platform, g.kind, g.ref) in before]
+    if listed or released:
+        lines.append("Removed with them, as they set it up:")
+        lines += [
+            f"• {_named(g.kind, g.ref)}, added by user `{g.added_by}`"
             + (
-                ": role ids count on every server, in every channel linked to it."
-                if ref.kind == "role"
-                else "."
+                f" (`/campaign gm add {_written(g.kind, g.ref)}` makes them a GM again)"
+                if g.kind == "user"
+                else ""
             )
-        )
-    before = _gm_list(cfg)
-    after = await services.engine.edit_campaign(cfg.slug, lambda t: remove_gm(t, ref)[0])
-    if _gm_list(after) == before:
-        return Reply(
-            text=f"{what} is not listed as a GM of **{cfg.name}** by id "
-            "(a GM role *name* is removed in campaign.toml by hand)."
-        )
-    return Reply(text=f"{what} is no longer a GM of **{after.name}**.")
+            for g in listed
+        ]
+        lines += [
+            f"• server `{guild}`: unlinked {n} channel(s) they linked; its role names no longer "
+            "count"
+            for guild, n in released
+        ]
+    if kept or stays:
+        lines.append("Kept, though they set it up:")
+        lines += [
+            f"• {_named(g.kind, g.ref)}, added by user `{g.added_by}` (you are a GM through it): "
+            f"`/campaign gm remove {_written(g.kind, g.ref)}` removes it"
+            for g in kept
+        ]
+        lines += [
+            f"• server `{guild}`, a home through their links only (you ask from it): "
+            f"`/campaign release {guild}` ends it"
+            for guild in stays
+        ]
+    return Reply(text="\n".join(lines))
 
 
-def _gm_list(cfg: CampaignConfig) -> str:
+def _held(msg: IncomingMessage) -> frozenset[tuple[str, str]]:
+    """What the asker is a GM through, if listed: a removal never takes it from under them."""
+    return frozenset(
+        {
+            ("user", msg.user_id),
+            *(("role", r) for r in msg.role_ids),
+            *(("usergroup", g) for g in msg.usergroups),
+        }
+    )
+
+
+def _set_up_by(
+    grants: Sequence[GrantRow], ref: GmRef, held: frozenset[tuple[str, str]]
+) -> tuple[list[GrantRow], list[GrantRow]]:
+    """The grants user ``ref`` listed, and in turn those of the users they listed: (what goes,
+    what stays because the asker holds it)."""
+    removed: list[GrantRow] = []
+    kept: list[GrantRow] = []
+    seen = {("user", ref.id)}
+    adders = [ref.id]
+    while adders:
+        adder = adders.pop()
+        for g in grants:
+            if g.platform != ref.platform or g.added_by != adder or (g.kind, g.ref) in seen:
+                continue
+            seen.add((g.kind, g.ref))
+            if (g.kind, g.ref) in held:
+                kept.append(g)
+                continue
+            removed.append(g)
+            if g.kind == "user":
+                adders.append(g.ref)
+    return removed, kept
+
+
+async def _end_homes_of(
+    scope: Scope, users: set[str], *, asked_from: str | None
+) -> tuple[list[tuple[str, int]], list[str]]:
+    """Unlink the channels ``users`` linked on each Discord server where nobody else linked one
+    (a home they alone made, where role names count), but server ``asked_from``, where the asker
+    is. Returns ((server, channels unlinked)…, servers kept)."""
+    directory = scope.services.directory
+    by_server: dict[str, list[LinkRow]] = {}
+    for row in await directory.link_rows("discord", scope.config.slug):
+        if row.guild_id is not None:
+            by_server.setdefault(row.guild_id, []).append(row)
+    released: list[tuple[str, int]] = []
+    stays: list[str] = []
+    for guild, rows in sorted(by_server.items()):
+        if not all(r.linked_by in users for r in rows):
+            continue  # someone else linked a channel there: the home is theirs too
+        if guild == asked_from:
+            stays.append(guild)
+            continue
+        for r in rows:
+            await directory.unlink("discord", r.channel_id)
+        released.append((guild, len(rows)))
+    return released, stays
+
+
+def _gm_ids(cfg: CampaignConfig) -> frozenset[tuple[str, str, str]]:
+    """Every GM listed by id, as (platform, kind, id)."""
+    r = cfg.roles
+    return frozenset(
+        {
+            *(("discord", "user", u) for u in r.discord_gm_users),
+            *(("discord", "role", g) for g in r.discord_gm_role_ids),
+            *(("slack", "user", u) for u in r.slack_gm_users),
+            *(("slack", "usergroup", g) for g in r.slack_gm_usergroups),
+        }
+    )
+
+
+_KIND_NAMES = {"role": "Role", "usergroup": "User group", "user": "User"}
+
+
+def _named(kind: str, ref: str) -> str:
+    """``User `…```, ``Role `…``` or ``User group `…```: a GM as replies name it."""
+    return f"{_KIND_NAMES.get(kind, 'User')} `{ref}`"
+
+
+def _written(kind: str, ref: str) -> str:
+    """``ref`` as ``/campaign gm`` reads it back (``parse_gm``)."""
+    return f"role:{ref}" if kind == "role" else ref
+
+
+def _gm_list(cfg: CampaignConfig, grants: Sequence[GrantRow] = ()) -> str:
+    """The GMs, each with who added it from chat (a GM with no record was written by hand)."""
+    by = {(g.platform, g.kind, g.ref): g.added_by for g in grants}
+
+    def who(platform: str, kind: str, ref: str) -> str:
+        adder = by.get((platform, kind, ref))
+        if adder is None:
+            return " — written in campaign.toml"
+        return " — made the campaign" if adder == ref else f" — added by user `{adder}`"
+
     r = cfg.roles
     lines = [
-        *(f"• Discord user `{u}`" for u in r.discord_gm_users),
-        *(f"• Discord role `{g}`" for g in r.discord_gm_role_ids),
-        *(f"• Discord role named “{g}” (on its home servers)" for g in r.discord_gm_role_names),
-        *(f"• Slack user `{u}`" for u in r.slack_gm_users),
-        *(f"• Slack user group `{g}`" for g in r.slack_gm_usergroups),
+        *(f"• Discord user `{u}`{who('discord', 'user', u)}" for u in r.discord_gm_users),
+        *(f"• Discord role `{g}`{who('discord', 'role', g)}" for g in r.discord_gm_role_ids),
+        *(
+            f"• Discord role named “{g}” (on its home servers) — written in campaign.toml"
+            for g in r.discord_gm_role_names
+        ),
+        *(f"• Slack user `{u}`{who('slack', 'user', u)}" for u in r.slack_gm_users),
+        *(f"• Slack user group `{g}`{who('slack', 'usergroup', g)}" for g in r.slack_gm_usergroups),
     ]
     return f"GMs of **{cfg.name}**:\n" + "\n".join(lines or ["• none"])
 
@@ -487,18 +739,30 @@ async def _homes_report(scope: Scope, cfg: CampaignConfig) -> str:
     """The campaign's Discord homes, for its GMs: where role names count, and why."""
     directory = scope.services.directory
     linked = await directory.linked_guilds("discord", cfg.slug)
+    adders: dict[str, set[str | None]] = {}
+    for row in await directory.link_rows("discord", cfg.slug):
+        if row.guild_id is not None:
+            adders.setdefault(row.guild_id, set()).add(row.linked_by)
+
+    def by(guild: str) -> str:
+        known = sorted(u for u in adders.get(guild, set()) if u is not None)
+        said = ", ".join(f"user `{u}`" for u in known)
+        if None in adders.get(guild, set()):
+            said += (" and " if said else "") + "the host or before this was recorded"
+        return f" by {said}" if said else ""
+
     listed = cfg.roles.discord_guilds
     lines: list[str] = []
     for guild in listed:
         n = linked.get(guild, 0)
         lines.append(
             f"• `{guild}`: listed in campaign.toml `guilds`"
-            + (f", {n} channel(s) linked" if n else "")
+            + (f", {n} channel(s) linked{by(guild)}" if n else "")
         )
     for guild, n in sorted(linked.items()):
         if guild not in listed:
             lines.append(
-                f"• `{guild}`: {n} channel(s) linked"
+                f"• `{guild}`: {n} channel(s) linked{by(guild)}"
                 + (" (not a home: campaign.toml `guilds` lists the homes)" if listed else "")
             )
     unplaced = await directory.unplaced("discord", cfg.slug)
@@ -556,12 +820,19 @@ command = Command(
             "budget", "integer", "settings: answer length, in tokens of context", low=LOW, high=HIGH
         ),
         Option("server", "string", "release: the server id (see status)", low=1, high=25),
+        Option(
+            "confirm",
+            "string",
+            "link: yes, link a channel that plays another campaign",
+            choices=("yes",),
+        ),
     ),
     usage=(
         "`/campaign create <name>` — make a campaign with you as its GM and link this channel "
         "(Discord: Manage Server; Slack: a workspace admin)",
         "`/campaign list` — the campaigns you are a GM of",
-        "`/campaign link <slug>|unlink|status` — link this channel to a campaign (GM)",
+        "`/campaign link <slug>|unlink|status` — link this channel to a campaign (GM; a channel "
+        "that plays another campaign: its GM or a server admin, who confirms)",
         "`/campaign gm add|remove @user|@role` — GM: who else is a GM",
         "`/campaign settings [recap <cron>|off] [uploads players|gm] [budget <tokens>]` — GM",
         "`/campaign release <server id>` — GM: unlink a Discord server, ending its GM role names",

@@ -206,9 +206,13 @@ class DiscordAdapter:
         text: str,
         attachments: Iterable[Attachment] = (),
         file_count: int = 0,
+        bot_dm: bool | None = None,
     ) -> IncomingMessage:
         """Map who and where to an ``IncomingMessage``: role ids and role names apart (names count
         only on the campaign's home servers, ``BotService.at_home``); DMs get no roles.
+
+        ``bot_dm``: the DM is the author's own with the bot (default: any DM, as every message
+        a bot receives in a DM is; an interaction says where it came from).
 
         A DM is told by its channel's type, never by a missing guild: discord.py has no guild
         object for a server it has not cached, and such a message is a shared channel's. A member
@@ -251,6 +255,7 @@ class DiscordAdapter:
             roles_known=known,
             guild_id=str(guild_id) if guild_id is not None and not dm else None,
             is_dm=dm,
+            bot_dm=dm if bot_dm is None else dm and bot_dm,
             can_manage=manage,
             attachments=tuple(attachments),
             file_count=file_count,
@@ -264,11 +269,15 @@ class DiscordAdapter:
         options: Mapping[str, OptionValue] | None = None,
     ) -> IncomingMessage:
         """The neutral request of an app command: typed, never text."""
+        context = interaction.context
         msg = self.incoming(
             user=interaction.user,
             channel=interaction.channel or discord.Object(interaction.channel_id or 0),
             guild_id=interaction.guild_id,
             text="",
+            # A user-installed app's commands also come from DMs between people and group DMs
+            # (context PRIVATE_CHANNEL): only the bot's own DM (BOT_DM) is the author's alone.
+            bot_dm=context.dm_channel and not context.private_channel,
         )
         return replace(msg, command=command, options=dict(options or {}))
 

@@ -133,6 +133,7 @@ class SlackAdapter:
         self._socket: Any = None  # the Socket Mode client while `run` serves
         self._admins: dict[str, tuple[float, bool]] = {}
         self._members: dict[str, tuple[float, frozenset[str] | None]] = {}
+        self._app_dms: dict[str, str] = {}  # user id → the app's DM with them (never changes)
         self.clock = clock
         self.edit_interval = edit_interval
         self.app = AsyncApp(
@@ -227,6 +228,7 @@ class SlackAdapter:
         channel_id: str,
         text: str,
         is_dm: bool,
+        bot_dm: bool = False,
         attachments: tuple[Attachment, ...] = (),
         file_count: int = 0,
     ) -> IncomingMessage:
@@ -239,6 +241,7 @@ class SlackAdapter:
             text=text,
             usergroups=await self.usergroups_of(user_id),
             is_dm=is_dm,
+            bot_dm=bot_dm,
             # Asked of Slack only for /lore campaign (create needs it): one lookup, not one a message.
             can_manage=bool(_CAMPAIGN_COMMAND.match(text)) and await self.is_admin(user_id),
             attachments=attachments,
@@ -258,9 +261,16 @@ class SlackAdapter:
         is_dm = channel.startswith("D") or body.get("channel_name") == "directmessage"
         text = f"{body.get('command', '')} {body.get('text', '')}".strip()
         posted: list[str] = []  # the ts of a streamed answer's message
+        user = body.get("user_id", "")
         try:
             msg = await self.incoming(
-                user_id=body.get("user_id", ""), channel_id=channel, text=text, is_dm=is_dm
+                user_id=user,
+                channel_id=channel,
+                text=text,
+                is_dm=is_dm,
+                # A slash command works in any conversation, a DM between two people included,
+                # and its payload says only "directmessage": the app's own DM is told by its id.
+                bot_dm=is_dm and await self._is_app_dm(channel, user),
             )
             pending = await self.service.begin(msg)
             stream = None if pending.private else self._stream(channel, posted)
@@ -268,7 +278,6 @@ class SlackAdapter:
         except Exception:
             _log.exception("slack command failed")
             reply = Reply(text=NEUTRAL, ephemeral=True, error=True)
-        user = body.get("user_id", "")
         # A private reply's picture goes to the app's DM with the member, even for a command
         # typed in a DM: that DM may be one between two people.
         messages = render_blocks(reply, files_note=await self._private_files(reply, user))
@@ -325,6 +334,7 @@ class SlackAdapter:
         return rest
 
     async def _on_mention(self, event: dict[str, Any], context: Any) -> None:
+        # Events come only from conversations the app is in: an "im" there is its own DM.
         await self._answer_event(
             event,
             bot_user_id=getattr(context, "bot_user_id", None) or context.get("bot_user_id"),
@@ -359,6 +369,7 @@ class SlackAdapter:
                 channel_id=channel,
                 text=text or ("" if files else "/help"),  # files alone: a GM's DM upload
                 is_dm=is_dm,
+                bot_dm=is_dm,
                 file_count=len(files),
             )
             pending = await self.service.begin(msg)
@@ -402,15 +413,33 @@ class SlackAdapter:
         under the reply (``""`` for a public reply, whose files follow it in its channel)."""
         if not reply.files or not reply.ephemeral:
             return ""
+        dm = await self._app_dm(user)
+        if not dm:
+            return FILES_NOTE
+        return DM_FILES_NOTE if await self._upload(reply, channel=dm) else FILES_NOTE
+
+    async def _is_app_dm(self, channel: str, user: str) -> bool:
+        """Whether ``channel`` is the app's own DM with ``user`` (a DM's id starts with D; only
+        one is theirs with the app)."""
+        return channel.startswith("D") and channel == await self._app_dm(user)
+
+    async def _app_dm(self, user: str) -> str:
+        """The id of the app's own DM with ``user`` (``conversations.open``), ``""`` when it
+        cannot be opened (a missing ``im:write`` scope): then no conversation counts as it."""
+        if not user:
+            return ""
+        if user in self._app_dms:
+            return self._app_dms[user]
         try:
             resp = await self.client.conversations_open(users=user)
             dm = str((resp.get("channel") or {}).get("id") or "")
-        except Exception as exc:  # a missing im:write scope: the words alone
-            _log.warning("slack: no DM with %s for a private picture (%s)", user, exc)
-            return FILES_NOTE
-        if not dm.startswith("D"):  # never a shared conversation for a private picture
-            return FILES_NOTE
-        return DM_FILES_NOTE if await self._upload(reply, channel=dm) else FILES_NOTE
+        except Exception as exc:
+            _log.warning("slack: no DM with %s (%s)", user, exc)
+            return ""
+        if not dm.startswith("D"):  # never a shared conversation as a member's own
+            return ""
+        self._app_dms[user] = dm
+        return dm
 
     async def _upload(self, reply: Reply, *, channel: str, thread_ts: str | None = None) -> bool:
         """Upload ``reply.files`` to ``channel`` (and ``thread_ts``) with ``files_upload_v2``
@@ -449,6 +478,7 @@ class SlackAdapter:
                 channel_id=channel or dm_channel,
                 text="",
                 is_dm=home or channel.startswith("D"),
+                bot_dm=home or await self._is_app_dm(channel, user),
             )
             reply = await self.service.press(msg, action)
             if reply.form is not None and not reply.error and opens_form(action):
@@ -488,6 +518,7 @@ class SlackAdapter:
                 channel_id=channel or dm_channel,
                 text="",
                 is_dm=not channel or channel.startswith("D"),
+                bot_dm=not channel or await self._is_app_dm(channel, user),
             )
             reply = await self.service.press(msg, action, value)
         except Exception:
@@ -542,7 +573,11 @@ class SlackAdapter:
         user = str(event.get("user") or "")
         try:
             msg = await self.incoming(
-                user_id=user, channel_id=str(event.get("channel") or ""), text="", is_dm=True
+                user_id=user,
+                channel_id=str(event.get("channel") or ""),
+                text="",
+                is_dm=True,
+                bot_dm=True,
             )
             entries = [
                 HomeEntry(

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import aiosqlite
 
 from liminalis.store._base import Repository
-from liminalis.store.rows import ScheduleRow
+from liminalis.store.rows import LinkRow, ScheduleRow
 
 __all__ = ["LinkRepository", "ScheduleRepository"]
 
@@ -31,13 +31,21 @@ async def _unlink(conn: aiosqlite.Connection, platform: str, channel_id: str) ->
 
 class LinkRepository(Repository):
     async def link(
-        self, platform: str, channel_id: str, campaign: str, *, guild_id: str | None
+        self,
+        platform: str,
+        channel_id: str,
+        campaign: str,
+        *,
+        guild_id: str | None,
+        linked_by: str | None = None,
     ) -> None:
-        """Link a channel, ending the schedules another campaign had in it or its threads."""
+        """Link a channel (``linked_by``: the user who did, ``None`` for the host), ending the
+        schedules another campaign had in it or its threads."""
         async with self._db.write() as conn:
             await conn.execute(
-                "INSERT OR REPLACE INTO channel_links (platform, channel_id, campaign, guild_id) VALUES (?, ?, ?, ?)",
-                (platform, channel_id, campaign, guild_id),
+                "INSERT OR REPLACE INTO channel_links (platform, channel_id, campaign, guild_id, linked_by) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (platform, channel_id, campaign, guild_id, linked_by),
             )
             await conn.execute(
                 _END_SCHEDULES + " AND campaign <> ?", (platform, channel_id, channel_id, campaign)
@@ -108,6 +116,24 @@ class LinkRepository(Repository):
         )
         return [
             (str(r["channel_id"]), str(r["campaign"]), r["guild_id"] and str(r["guild_id"]))
+            for r in rows
+        ]
+
+    async def rows(self, platform: str, campaign: str) -> list[LinkRow]:
+        """Every channel of ``platform`` linked to ``campaign``, with its server and who linked it."""
+        rows = await self._db.fetchall(
+            "SELECT platform, channel_id, campaign, guild_id, linked_by FROM channel_links "
+            "WHERE platform = ? AND campaign = ? ORDER BY guild_id, channel_id",
+            (platform, campaign),
+        )
+        return [
+            LinkRow(
+                platform=str(r["platform"]),
+                channel_id=str(r["channel_id"]),
+                campaign=str(r["campaign"]),
+                guild_id=r["guild_id"] and str(r["guild_id"]),
+                linked_by=r["linked_by"] and str(r["linked_by"]),
+            )
             for r in rows
         ]
 

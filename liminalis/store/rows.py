@@ -6,7 +6,16 @@ from dataclasses import dataclass
 
 from liminalis.types import FileReport
 
-__all__ = ["CampaignRow", "FileRow", "PassageRow", "QuestionRow", "ScheduleRow", "TurnRow"]
+__all__ = [
+    "CampaignRow",
+    "FileRow",
+    "GrantRow",
+    "LinkRow",
+    "PassageRow",
+    "QuestionRow",
+    "ScheduleRow",
+    "TurnRow",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +47,28 @@ class PassageRow:
     prev_id: str | None
     next_id: str | None
     tokens: str  # space-joined; "" when a rebuild asked for re-tokenizing
+
+
+@dataclass(frozen=True, slots=True)
+class GrantRow:
+    """A GM listed by id in a campaign's ``campaign.toml`` from chat, and who added them."""
+
+    campaign: str
+    platform: str
+    kind: str  # "user", "role" (Discord) or "usergroup" (Slack)
+    ref: str
+    added_by: str  # a user id on ``platform``
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRow:
+    """A channel linked to a campaign: its server (Discord) and who linked it, when known."""
+
+    platform: str
+    channel_id: str
+    campaign: str
+    guild_id: str | None
+    linked_by: str | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -425,6 +425,25 @@ async def _v14_campaign_configs(conn: aiosqlite.Connection) -> None:
     await conn.execute(_V14_CAMPAIGN_CONFIGS)
 
 
+# Who set up each grant of GM power made from chat: a GM listed by id in campaign.toml
+# (``gm_grants``: the user, role or user group, and the user who added it) and a linked channel
+# (``channel_links.linked_by``: on Discord a link makes its server a home, where role names
+# count). Removing a GM removes what they set up; ``/campaign status`` says who added what. A
+# grant with no row (written by hand, or before this migration) is the host's: nobody's to take.
+_V15_GRANT_PROVENANCE = """
+ALTER TABLE channel_links ADD COLUMN linked_by TEXT;
+CREATE TABLE IF NOT EXISTS gm_grants (
+    campaign TEXT NOT NULL, platform TEXT NOT NULL, kind TEXT NOT NULL, ref TEXT NOT NULL,
+    added_by TEXT NOT NULL, PRIMARY KEY (campaign, platform, kind, ref)
+)"""
+
+
+async def _v15_grant_provenance(conn: aiosqlite.Connection) -> None:
+    for statement in _V15_GRANT_PROVENANCE.split(";"):
+        if statement.strip():
+            await conn.execute(statement)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -487,6 +506,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         14,
         "the last good campaign.toml of each campaign, which serves while the file is not",
         _v14_campaign_configs,
+    ),
+    Migration(
+        15,
+        "grant provenance: who added each GM listed by id, who linked each channel",
+        _v15_grant_provenance,
     ),
 )
 

@@ -42,6 +42,7 @@ from liminalis.store.documents import DocumentRepository
 from liminalis.store.embeddings import EmbeddingCache
 from liminalis.store.files import FileSignatureRepository
 from liminalis.store.generations import GenerationRepository
+from liminalis.store.grants import GrantRepository
 from liminalis.store.knowledge import KnowledgeRepository
 from liminalis.store.links import LinkRepository, ScheduleRepository
 from liminalis.store.memory import ChatMemoryRepository
@@ -147,6 +148,7 @@ class Database:
         self.spend = SpendRepository(self)
         self.credits = CreditRepository(self)
         self.links = LinkRepository(self)
+        self.grants = GrantRepository(self)
         self.schedules = ScheduleRepository(self)
         self.budgets = BudgetRepository(self)
         self.chat_models = ChatModelRepository(self)

@@ -382,10 +382,13 @@ def interaction_payload(
     iid: int = 400000000000000001,
     guild_id: int = GUILD_ID,
     permissions: int = MEMBER_PERMISSIONS,
+    private_channel: int | None = None,
 ) -> dict[str, Any]:
     """An INTERACTION_CREATE payload for a chat-input command (type 2) or its autocomplete (type
     4). ``name`` may name a group's subcommand, ``"lore ask"``: its options nest under it, as
-    Discord sends them."""
+    Discord sends them. ``private_channel`` (1: a DM, 3: a group DM) is a conversation between
+    people the app is not a member of, where a user-installed app's commands come from
+    (context 2, ``PRIVATE_CHANNEL``)."""
     group, _, sub = name.partition(" ")
     data: dict[str, Any] = {
         "id": "300000000000000001",
@@ -405,6 +408,7 @@ def interaction_payload(
         iid=iid,
         guild_id=guild_id,
         permissions=permissions,
+        private_channel=private_channel,
     )
 
 
@@ -481,7 +485,9 @@ def _interaction(
     iid: int,
     guild_id: int,
     permissions: int = MEMBER_PERMISSIONS,
+    private_channel: int | None = None,
 ) -> dict[str, Any]:
+    dm = dm or private_channel is not None
     p: dict[str, Any] = {
         "id": str(iid),
         "application_id": str(APP_ID),
@@ -494,15 +500,16 @@ def _interaction(
         "channel_id": str(channel_id),
         "entitlements": [],
         "authorizing_integration_owners": {"0": str(guild_id)},
-        "context": 1 if dm else 0,
+        "context": 2 if private_channel else 1 if dm else 0,
         "attachment_size_limit": 10485760,
     }
     if dm:
         p["user"] = user_payload(user_id, f"user{user_id}")
         p["channel"] = {
             "id": str(channel_id),
-            "type": 1,
-            "recipients": [user_payload(user_id, "u")],
+            "type": private_channel or 1,
+            "recipients": [user_payload(user_id, "u")]
+            + ([user_payload(user_id + 1, "friend")] if private_channel else []),
         }
     else:
         p["guild_id"] = str(guild_id)

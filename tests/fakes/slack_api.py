@@ -222,15 +222,25 @@ def signed_headers(
 
 
 def command_body(
-    command: str, text: str, *, user_id: str, channel_id: str = "C0TABLE", response_url: str
+    command: str,
+    text: str,
+    *,
+    user_id: str,
+    channel_id: str = "C0TABLE",
+    response_url: str,
+    channel_name: str | None = None,
 ) -> str:
+    """A slash command's form body. ``channel_name`` as Slack sends it: ``directmessage`` for
+    any DM (the app's or one between two people), ``mpdm-…`` for a group DM."""
+    if channel_name is None:
+        channel_name = "directmessage" if channel_id.startswith("D") else "table"
     return urlencode(
         {
             "token": "verification",
             "team_id": "T0001",
             "team_domain": "test",
             "channel_id": channel_id,
-            "channel_name": "directmessage" if channel_id.startswith("D") else "table",
+            "channel_name": channel_name,
             "user_id": user_id,
             "user_name": user_id.lower(),
             "command": command,
