@@ -423,3 +423,24 @@ async def test_bench_scale_smoke(tiny_set, tmp_path):
     )
     assert r["ingest"]["documents"] == 3 and r["tick_unchanged"]["passages_changed"] == 0
     assert r["tick_one_edit"]["passages_added"] >= 1 and r["full"]["asked"] == 2
+
+
+def test_bench_wall_smoke(tmp_path, capsys):
+    """The wall bench end to end on a tiny corpus: a paragraph with a GM comment in it is a
+    held paragraph (it is no longer whole in the players' view), the others are not."""
+    from bench.wall import main
+
+    corpus = tmp_path / "prose" / "corpus"
+    corpus.mkdir(parents=True)
+    (corpus / "a.md").write_text(
+        "# A\n\nThe ferryman waits.\n\nHe sings. <!-- GM: he is dead -->\n"
+    )
+    (corpus / "b.md").write_text("# B\n\nThe secret garden is open on Sundays.\n")
+    out = tmp_path / "wall.json"
+    res = main(["--corpus", str(corpus), "--out", str(out), "--examples", "2"])
+    fh = res["false_holds"]["prose"]
+    assert (fh["documents"], fh["paragraphs"], fh["held"]) == (2, 5, 1)
+    assert fh["examples"] == [{"file": "a.md", "paragraph": "He sings. <!-- GM: he is dead -->"}]
+    assert json.loads(out.read_text())["set"]["gm_marked"] >= 120
+    printed = capsys.readouterr().out
+    assert "recall" in printed and "false holds, prose: 1/5" in printed
