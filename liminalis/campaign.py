@@ -110,6 +110,9 @@ class CampaignConfig:
     # Runtime uploads live outside the (git-tracked) campaign folder, under the data directory;
     # their documents get ids under ``uploads/``.
     uploads_root: Path | None = None
+    #: Digests of text the wall held by habit that a GM reviewed and chose to show to players
+    #: (:func:`liminalis.ingest.sections.section_digest`): kept in the store, not in the file.
+    released: frozenset[str] = frozenset()
 
     def path_of(self, rel_path: str) -> Path:
         if self.uploads_root is not None and rel_path.startswith("uploads/"):

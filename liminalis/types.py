@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 __all__ = [
+    "HeldBack",
     "Span",
     "Segment",
     "TEXT",
@@ -126,6 +127,20 @@ class SkippedFile:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class HeldBack:
+    """One thing the wall held back from players, as the ingest report and the GM's review
+    show it: where (``line``), why (``rule``), what a decision is stored on (``digest``), whether
+    it awaits the GM's review (held by habit, not by the documented syntax), and its opening
+    words (GM-only text: for the GM's eyes alone)."""
+
+    line: int
+    rule: str
+    digest: str
+    reviewable: bool
+    excerpt: str
+
+
 @dataclass(slots=True)
 class FileReport:
     """What one ingest did to one file (an upload's reply lists these).
@@ -143,6 +158,9 @@ class FileReport:
     unchanged: int = 0
     hidden_sections: int = 0
     warnings: tuple[str, ...] = ()
+    #: What the wall held back from players in this file, and why (GM-only: the report is the
+    #: GM's and the host's).
+    held_back: tuple[HeldBack, ...] = ()
 
 
 @dataclass(slots=True)
@@ -176,6 +194,17 @@ class IngestReport:
             "hidden_sections": self.hidden_sections,
             "documents_repaired": self.documents_repaired,
             "warnings": [{"path": f.path, "warning": w} for f in self.files for w in f.warnings],
+            "held_back": [
+                {
+                    "document": f.path,
+                    "line": h.line,
+                    "rule": h.rule,
+                    "review": h.reviewable,
+                    "digest": h.digest,
+                }
+                for f in self.files
+                for h in f.held_back
+            ],
             "skipped": [{"path": s.path, "reason": s.reason} for s in self.skipped],
             "seconds": round(self.seconds, 3),
         }

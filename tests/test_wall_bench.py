@@ -17,14 +17,6 @@ from bench.wall import DATA, TARGETS, Outcome, load_manifest, run_set, score
 MANIFEST = load_manifest()
 _TOKEN = re.compile(r"cnry-[0-9a-f]{4}")
 
-#: Documented forms that leak on main today, found by this set: a second hidden fence in one
-#: document (```gm then ```secret, or two ```gm fences with prose between) reaches the players.
-#: strict: the fix turns these into passes, and then the mark must go.
-KNOWN_LEAKS = {
-    "cnry-0108": "a ```secret fence after a ```gm fence reaches players",
-    "cnry-0704": "the second ```gm fence of a document reaches players",
-}
-
 
 @functools.cache
 def _outcomes() -> dict[str, Outcome]:
@@ -63,13 +55,9 @@ _DOCUMENTED = [c for c in MANIFEST.canaries if c.form in MANIFEST.documented and
 @pytest.mark.parametrize(
     "canary",
     [
-        pytest.param(
-            c,
-            id=f"{c.id}-{c.form}",
-            marks=[pytest.mark.xfail(strict=True, reason=KNOWN_LEAKS[c.id])]
-            if c.id in KNOWN_LEAKS
-            else [],
-        )
+        # A second hidden fence in one document (```gm then ```secret, or two ```gm fences with
+        # prose between) once reached players: cnry-0108 and cnry-0704 guard that.
+        pytest.param(c, id=f"{c.id}-{c.form}")
         for c in _DOCUMENTED
     ],
 )
@@ -84,7 +72,6 @@ def test_the_documented_forms_cover_the_readme():
     assert forms == set(MANIFEST.documented)
 
 
-@pytest.mark.xfail(strict=False, reason="the recogniser of GM intent is being rewritten")
 def test_recall_and_probes_meet_the_issue_targets():
     s = score(list(_outcomes().values()), MANIFEST.documented)
     assert s["recall"] >= TARGETS["recall"], (s["recall"], s["leaked"][:10])

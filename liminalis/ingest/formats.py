@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import charset_normalizer
 
+from liminalis.ingest.intent import name_intent
+
 __all__ = [
     "BINARY_SUFFIXES",
     "TEXT_SUFFIXES",
@@ -337,6 +339,47 @@ def _pdf_title(reader: object) -> str:
 # --- Word ---------------------------------------------------------------------------------------
 
 _HEADING_STYLE = re.compile(r"heading\s*([1-9])", re.I)
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_OFF = frozenset({"0", "false", "off"})
+
+
+def _comment(text: str, why: str) -> str:
+    """``text`` as a hidden section (an HTML comment: GM-only, the GM still reads it). A ``--``
+    inside is broken up, so the text can never close its own comment early."""
+    return f"<!-- {why}: {text.replace('--', '- -').replace('--', '- -')} -->"
+
+
+def _paragraph_text(p: object) -> str:
+    """A Word paragraph's text, with what Word does not show its reader — hidden (``vanish``)
+    runs and tracked deletions — kept as hidden sections: GM-only, never dropped."""
+    parts: list[tuple[bool, str]] = []
+    for r in p.iter(f"{_W}r"):  # type: ignore[attr-defined]
+        hidden = False
+        anc = r.getparent()
+        while anc is not None and anc is not p:
+            if anc.tag in (f"{_W}del", f"{_W}moveFrom"):
+                hidden = True
+            anc = anc.getparent()
+        rpr = r.find(f"{_W}rPr")
+        if rpr is not None:
+            for tag in ("vanish", "specVanish", "webHidden"):
+                el = rpr.find(f"{_W}{tag}")
+                if el is not None and str(el.get(f"{_W}val", "true")).lower() not in _OFF:
+                    hidden = True
+        text = ""
+        for child in r:
+            if child.tag in (f"{_W}t", f"{_W}delText"):
+                text += child.text or ""
+            elif child.tag == f"{_W}tab":
+                text += "\t"
+            elif child.tag in (f"{_W}br", f"{_W}cr"):
+                text += "\n"
+        if text:
+            if parts and parts[-1][0] == hidden:
+                parts[-1] = (hidden, parts[-1][1] + text)
+            else:
+                parts.append((hidden, text))
+    return "".join(_comment(t, "hidden in Word") if h else t for h, t in parts)
 
 
 def extract_docx(raw: bytes, *, limits: ZipLimits = ZipLimits()) -> Extracted:
@@ -358,10 +401,13 @@ def extract_docx(raw: bytes, *, limits: ZipLimits = ZipLimits()) -> Extracted:
         blocks: list[str] = []
         for item in document.iter_inner_content():
             if isinstance(item, Paragraph):
-                text = " ".join(item.text.split("\n")).strip()
+                text = " ".join(_paragraph_text(item._p).split("\n")).strip()
                 if not text:
                     continue
                 style = (item.style.name if item.style is not None else "") or ""
+                if not _HEADING_STYLE.search(style) and name_intent(style):
+                    # A paragraph style the GM named for their notes ("GM Notes", "Secret").
+                    text = _comment(text, f"style {style}")
                 m = _HEADING_STYLE.search(style)
                 if m:
                     blocks.append("#" * min(int(m.group(1)), 6) + " " + text)
@@ -382,7 +428,16 @@ def extract_docx(raw: bytes, *, limits: ZipLimits = ZipLimits()) -> Extracted:
     except Exception:  # noqa: BLE001 (python-docx and lxml raise many kinds on a hostile file)
         _log.debug("python-docx failed", exc_info=True)
         raise LoadError("not a readable Word document (.docx)") from None
-    text = "\n\n".join(b for b in blocks if b.strip())
+    try:
+        notes = [
+            _comment(" ".join(c.text.split()), f"comment by {c.author or 'someone'}")
+            for c in document.comments
+            if c.text.strip()
+        ]
+    except Exception:  # noqa: BLE001 (broken comments: the text still reads, the comments not)
+        _log.debug("Word comments unreadable", exc_info=True)
+        notes = []
+    text = "\n\n".join(b for b in [*blocks, *notes] if b.strip())
     if not text.strip():
         raise LoadError("empty Word document (no text)")
     return Extracted(text=text)

@@ -577,6 +577,7 @@ class Indexer:
                 type=parsed.type,
                 hidden_sections=parsed.hidden_sections,
                 warnings=parsed.warnings,
+                held_back=parsed.held_back,
             )
             if whole.doc_id in stored and stored[whole.doc_id][1] == whole.content_hash:
                 file_reports[whole.doc_id].unchanged = len(stored_by_doc.get(whole.doc_id, []))

@@ -36,10 +36,13 @@ from liminalis.ingest.formats import (
     plain_wikilinks,
 )
 from liminalis.ingest.ids import bound_doc_id
+from liminalis.ingest.intent import meta_intent, path_intent
 from liminalis.ingest.sections import (
+    HeldBack,
     HiddenSection,
     View,
     find_hidden_sections,
+    section_digest,
     source_of,
     split_views,
     view_id,
@@ -326,6 +329,21 @@ class ParsedFile:
     declared: bool = False
     #: ``(visibility of the view it is in, target, alias)`` of each ``[[Target|alias]]`` link.
     links: tuple[tuple[frozenset[str], str, str], ...] = ()
+    #: What the wall held back and why, for the ingest report and the GM's review.
+    held_back: tuple[HeldBack, ...] = ()
+
+
+def _held_back(
+    body: str, sections: list[HiddenSection], held_file: tuple[str, str] | None
+) -> tuple[HeldBack, ...]:
+    out = []
+    if held_file is not None:
+        rule, digest = held_file
+        out.append(HeldBack(1, rule, digest, True, " ".join(body.split())[:200]))
+    for h in sections:
+        excerpt = " ".join(body[h.start : h.end].split())[:200]
+        out.append(HeldBack(h.line, h.rule or h.kind, h.digest, not h.explicit, excerpt))
+    return tuple(out)
 
 
 def parse_file(
@@ -395,11 +413,26 @@ def parse_file(
     )
     if _flagged_gm(meta):
         vis = frozenset({GM})
+    # A GM's habits outside the documented syntax (a `DM/` folder, `publish: false`, `tags: [gm]`,
+    # a nested `visibility: gm`): GM-only unless the GM reviewed this text and chose to show it.
+    habit = meta_intent(meta, known_lenses=config.lenses)
+    if habit is None and "visibility" not in meta and not said:
+        habit = path_intent(rel_path)
+    held_file: tuple[str, str] | None = None
+    if habit is not None and vis != frozenset({GM}):
+        digest = section_digest(body)
+        if digest not in config.released:
+            vis = frozenset({GM})
+            held_file = (f"{habit.rule} “{habit.words}”"[:120], digest)
     if visibility is not None:
         # The uploader's option decides a file that says nothing; front matter that says more
         # wins only where it is narrower.
         vis = narrowest(vis, visibility) if said else visibility
-    sections = find_hidden_sections(body, lenses=config.lenses)
+    sections = find_hidden_sections(body, lenses=config.lenses, released=config.released)
+    if vis == frozenset({GM}):
+        # Nothing of a GM-only file reaches players: what habit would hold in it is not held
+        # back from anyone, and asks no review.
+        sections = [h for h in sections if h.explicit]
     warnings = notes + tuple(
         f"a hidden {h.kind} opened on line {h.line} is never closed: everything after it is GM-only"
         for h in sections
@@ -449,7 +482,8 @@ def parse_file(
         type=kind,
         hidden_sections=len(sections),
         warnings=warnings,
-        declared=said,
+        declared=said or held_file is not None,
+        held_back=_held_back(body, sections, held_file),
         links=tuple(links),
     )
 

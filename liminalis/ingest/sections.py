@@ -28,14 +28,26 @@ hidden section covering it has an audience meeting ``L``:
 
 from __future__ import annotations
 
+import hashlib
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from liminalis.ingest.intent import label_intent, name_intent, tag_intent
 from liminalis.lens import GM, NOT_GM, PLAYERS
+from liminalis.types import HeldBack
 
-__all__ = ["HiddenSection", "View", "find_hidden_sections", "split_views", "view_id", "source_of"]
+__all__ = [
+    "HeldBack",
+    "HiddenSection",
+    "View",
+    "find_hidden_sections",
+    "section_digest",
+    "split_views",
+    "view_id",
+    "source_of",
+]
 
 _GM_WORDS = frozenset(
     {
@@ -66,6 +78,8 @@ _QUOTE_DEPTH = re.compile(r"^[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?((?:>[ \t]?)*
 _ATX_OPEN = re.compile(r"[ \t]{0,3}(#{1,6})(?=[ \t]|$)")
 #: A heading inside a quote or a list item: ``> ## Plans (GM)``, ``- ## Plans (GM)``.
 _NESTED_ATX = re.compile(r"^[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+|(?:>[ \t]?)+)[ \t]*#{1,6}[ \t]")
+_BOLD_LINE = re.compile(r"^[ \t]*(?:\*\*|__)([^*_\n]{1,60})(?:\*\*|__)[ \t]*:?[ \t]*$")
+_BOLD_RUN = re.compile(r"^[ \t]*(?:\*\*|__)[^*_\n]{1,60}(?:\*\*|__)")
 _SETEXT = re.compile(r"^[ \t]{0,3}(=+|-+)[ \t]*$")
 #: A hiding mark anywhere in a heading's title, once emphasis and block ids are set aside.
 _HEADING_MARK = re.compile(
@@ -96,6 +110,13 @@ class HiddenSection:
     kind: str
     line: int
     terminated: bool = True
+    #: The rule that fired, in a GM's words (``heading “GM Notes”``), for the ingest report.
+    rule: str = ""
+    #: Marked by the documented syntax (or invisible in the format itself): the GM said so, and
+    #: no review is asked. ``False``: held by the recogniser's reading of GM habits, reviewable.
+    explicit: bool = True
+    #: :func:`section_digest` of the section's text: what a GM's review decision is stored on.
+    digest: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,11 +248,16 @@ def _code_blocks(text: str, lines: list[tuple[int, int]]) -> list[tuple[int, int
     while i < len(lines):
         line = text[lines[i][0] : lines[i][1]]
         fm = _FENCE.match(line)
-        if not fm or _fence_audience(fm.group("info"), frozenset()) is not None:
+        if not fm:
             i += 1
             continue
         depth, fence = fm.group("quotes").count(">"), fm.group("fence")
         j, closed = _fence_close(text, lines, i, fence, depth)
+        if _fence_audience(fm.group("info"), frozenset()) is not None:
+            # A hiding fence is no code block, but its closing line is no opening either: read
+            # past it, or the next hiding fence would be taken for the inside of a code block.
+            i = j + 1 if closed else i + 1
+            continue
         if closed:
             j += 1
         elif j >= len(lines) and not depth:  # never closed: not a fence
@@ -292,13 +318,17 @@ def _comments(
     return found
 
 
-def find_hidden_sections(text: str, *, lenses: Iterable[str] = ()) -> list[HiddenSection]:
+def find_hidden_sections(
+    text: str, *, lenses: Iterable[str] = (), released: frozenset[str] = frozenset()
+) -> list[HiddenSection]:
     """Every hidden section of ``text`` (normalized, ``\\n`` line ends), in document order.
 
     HTML comments are found first, anywhere; Obsidian comments outside code; then the
     line-based marks (fences, callouts, headings) on the text with comments blanked out, so a
     heading or fence a comment holds neither opens nor ends anything. Sections whose audience
-    is every player (``lens:players``) are not hidden and not returned.
+    is every player (``lens:players``) are not hidden and not returned, and neither are
+    sections held by habit (not ``explicit``) whose :func:`section_digest` is in ``released``:
+    the GM reviewed them and chose to show them.
     """
     known = frozenset(x.lower() for x in lenses) - {GM}
     lines = _lines(text)
@@ -318,7 +348,9 @@ def find_hidden_sections(text: str, *, lenses: Iterable[str] = ()) -> list[Hidde
     }
 
     i = 0
-    heading_stack: list[tuple[int, int, frozenset[str], int]] = []  # (level, start, audience, line)
+    # (level, start, audience, line, rule)
+    heading_stack: list[tuple[int, int, frozenset[str], int, str]] = []
+    habits: list[HiddenSection] = []
     while i < len(lines):
         s, e = lines[i]
         line = masked[s:e]
@@ -352,6 +384,19 @@ def find_hidden_sections(text: str, *, lenses: Iterable[str] = ()) -> list[Hidde
         callout_aud = _audience(cm.group("kind"), known) if cm else None
         if callout_aud is None and nested:
             callout_aud = _marked(line[nested.end() :], known)
+        habit = ""
+        if callout_aud is None and cm:
+            title = line[cm.end() :].strip()
+            word = name_intent(cm.group("kind").replace("-", " ")) or name_intent(title)
+            if word:
+                callout_aud, habit = (
+                    frozenset(),
+                    f"callout “{(cm.group('kind') + ' ' + title).strip()[:60]}”",
+                )
+        if callout_aud is None and nested:
+            title = line[nested.end() :].strip()
+            if name_intent(title):
+                callout_aud, habit = frozenset(), f"heading “{title[:60]}”"
         if callout_aud is not None:
             depth = _depth(line)
             j = i + 1
@@ -374,14 +419,28 @@ def find_hidden_sections(text: str, *, lenses: Iterable[str] = ()) -> list[Hidde
                     callout_aud,
                     "callout" if cm else "heading section",
                     i + 1,
+                    rule=habit or ("callout" if cm else "heading mark"),
+                    explicit=not habit,
                 )
             )
             i += 1  # and on through its lines: a GM callout may sit inside a personal one
             continue
         level, title = 0, ""
         head = _heading(line)
+        bold = _BOLD_LINE.match(line) if not head else None
         if head:
             level, title = head
+        elif bold and name_intent(bold.group(1)) and _title_like(masked, lines, i):
+            # ``**GM Notes**`` alone on a line: a heading in all but syntax, below every real one.
+            level, title = 7, bold.group(1)
+        elif (
+            heading_stack
+            and heading_stack[-1][0] == 7
+            and _BOLD_RUN.match(line)
+            and _title_like(masked, lines, i, sentence=False)
+        ):
+            # ``**Properties.** Weight 2 lb``: the next bold run-in closes such a pseudo-heading.
+            level, title = 7, ""
         elif (
             i + 1 < len(lines)
             and line.strip()
@@ -393,22 +452,299 @@ def find_hidden_sections(text: str, *, lenses: Iterable[str] = ()) -> list[Hidde
                 # A ``---`` under a paragraph is read as a heading only when it opens a hidden
                 # section: as an end of one it is more likely a rule the GM meant.
                 level, title = (1 if sm.group(1)[0] == "=" else 2), line.strip()
-                if sm.group(1)[0] == "-" and _marked(title, known) is None:
+                if (
+                    sm.group(1)[0] == "-"
+                    and _marked(title, known) is None
+                    and not name_intent(title)
+                    and not _title_like(masked, lines, i)
+                ):
                     level = 0
         if level:
             while heading_stack and heading_stack[-1][0] >= level:
-                _lv, start, aud, ln = heading_stack.pop()
-                found.append(HiddenSection(start, s, aud, "heading section", ln))
+                _lv, start, aud, ln, rule = heading_stack.pop()
+                found.append(_heading_section(start, s, aud, ln, rule))
             heading_aud = _marked(title, known)
+            rule = "heading mark"
+            if heading_aud is None and name_intent(title):
+                heading_aud, rule = frozenset(), f"heading “{_plain(title)[:60]}”"
             if heading_aud is not None:
-                heading_stack.append((level, s, heading_aud, i + 1))
+                heading_stack.append((level, s, heading_aud, i + 1, rule))
+        else:
+            habits.extend(_line_habits(masked, lines, i, code_lines, line_of))
         i += 1
-    for _lv, start, aud, ln in heading_stack:
-        found.append(HiddenSection(start, len(text), aud, "heading section", ln))
-    return sorted(
-        (h for h in found if PLAYERS not in h.audience and h.end > h.start),
-        key=lambda h: (h.start, -h.end),
+    for _lv, start, aud, ln, rule in heading_stack:
+        found.append(_heading_section(start, len(text), aud, ln, rule))
+    found += habits
+    found += _html_hidden(masked, code, line_of)
+    found += _link_comments(masked, lines, code_lines)
+    out = []
+    for h in found:
+        if PLAYERS in h.audience or h.end <= h.start:
+            continue
+        digest = section_digest(text[h.start : h.end])
+        if not h.explicit and digest in released:
+            continue  # the GM read it and chose to show it
+        out.append(replace(h, digest=digest, rule=h.rule or h.kind))
+    return sorted(out, key=lambda h: (h.start, -h.end))
+
+
+def section_digest(text: str) -> str:
+    """What a GM's review decision is stored on: a hash of the section's words, so a decision
+    holds across re-ingests and moves, and is asked again once the section's text changes.
+
+        digest(s) = sha256(" ".join(words(s)))[:16]
+    """
+    return hashlib.sha256(" ".join(text.split()).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _title_like(text: str, lines: list[tuple[int, int]], i: int, *, sentence: bool = True) -> bool:
+    """Whether line ``i`` over a ``---`` reads as a title (``Hooks``), not as the last line of a
+    paragraph (``She lies.``): a short line of its own, after a blank line, with no sentence end.
+    Only such a ``---`` closes a hidden section as a heading would: a rule under prose keeps the
+    section open (the safe side)."""
+    line = text[lines[i][0] : lines[i][1]].strip()
+    before = text[lines[i - 1][0] : lines[i - 1][1]].strip() if i else ""
+    return (
+        not before and len(line.split()) <= 8 and not line.endswith((".", "!", "?", ":", ";", ","))
     )
+
+
+def _plain(title: str) -> str:
+    """A heading's or label's words without emphasis marks, for the report."""
+    return " ".join(re.sub(r"[*_~`#>]+", " ", title).split())
+
+
+def _heading_section(
+    start: int, end: int, aud: frozenset[str], line: int, rule: str
+) -> HiddenSection:
+    return HiddenSection(
+        start, end, aud, "heading section", line, rule=rule, explicit=rule == "heading mark"
+    )
+
+
+#: A line that opens with a label and a colon: ``GM: …``, ``**DM:** …``, ``- *Secret*: …``,
+#: ``> GM note — …`` is not one (a dash is prose), ``🔒 Secret: …`` is.
+_LABEL_LINE = re.compile(
+    r"^[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?(?:>[ \t]?)*[ \t]*"
+    r"(?P<label>[^\s:：][^:：\n]{0,40}?)[ \t]*[:：]"
+)
+#: A marker in the middle of a line, set apart by emphasis: ``… ale. **GM:** she is a spy``.
+_EMPHASIS_MARK = re.compile(
+    r"(?:\*\*|__|\*|_)[ \t]*(?P<label>[^*_\n:]{1,40}?)[ \t]*(?::[ \t]*(?:\*\*|__|\*|_)|(?:\*\*|__|\*|_)[ \t]*:)"
+)
+#: A marker after a sentence ends: ``… pours ale. GM: she is a spy``.
+_SENTENCE_MARK = re.compile(r"(?<=[.!?;])[ \t]+(?P<label>[A-Za-z][\w ]{0,24}?)[ \t]*:[ \t]")
+#: An aside opened by a marker: ``(GM: a chest of tithes)``, ``[DM note - …]``, ``{secret: …}``.
+_ASIDE = re.compile(
+    r"(?<!\[)(?P<open>[(\[{])[ \t]*(?P<label>[^:)\]}\n\-–—]{1,40}?)[ \t]*(?::|[-–—][ \t])"
+)
+#: A bare marker in a line: ``The chest under the floor (GM only)``, ``[secret]``.
+_BARE = re.compile(r"(?<!\[)[(\[{][ \t]*(?P<label>[^()\[\]{}\n]{1,40}?)[ \t]*[)\]}](?![(\[\]])")
+_CLOSE = {"(": ")", "[": "]", "{": "}"}
+
+
+def _continuation_end(text: str, lines: list[tuple[int, int]], i: int) -> int:
+    """Where the block that line ``i`` opens ends: the end of the last of its lines before a
+    blank line, a new block (list item, heading, quote, fence) or another ``Label:`` line."""
+    j = i + 1
+    while j < len(lines):
+        nxt = text[lines[j][0] : lines[j][1]]
+        if not nxt.strip() or _BLOCK_START.match(nxt) or nxt.lstrip().startswith(">"):
+            break
+        m = _LABEL_LINE.match(nxt)
+        if m and len(m.group("label").split()) <= 3:
+            break
+        j += 1
+    return lines[j - 1][1]
+
+
+def _line_habits(
+    masked: str,
+    lines: list[tuple[int, int]],
+    i: int,
+    code_lines: set[int],
+    line_of: Callable[[int], int],
+) -> list[HiddenSection]:
+    """GM habits on one line that is not a heading: a ``GM:`` label opening it, a marker later
+    in it, an aside naming the GM, a bare ``(GM only)`` mark."""
+    s, e = lines[i]
+    line = masked[s:e]
+    if not line.strip() or i in code_lines:
+        return []
+    out: list[HiddenSection] = []
+    m = _LABEL_LINE.match(line)
+    if m and label_intent(m.group("label")):
+        stop = _continuation_end(masked, lines, i)
+        rule = f"line “{_plain(m.group('label'))}:”"
+        return [
+            HiddenSection(
+                s, min(stop + 1, len(masked)), frozenset(), "line", i + 1, rule=rule, explicit=False
+            )
+        ]
+    for pattern in (_EMPHASIS_MARK, _SENTENCE_MARK):
+        for mm in pattern.finditer(line):
+            if label_intent(mm.group("label")):
+                stop = _continuation_end(masked, lines, i)
+                rule = f"marker “{_plain(mm.group('label'))}:”"
+                out.append(
+                    HiddenSection(
+                        s + mm.start(),
+                        stop,
+                        frozenset(),
+                        "marker",
+                        i + 1,
+                        rule=rule,
+                        explicit=False,
+                    )
+                )
+                return out
+    for mm in _ASIDE.finditer(line):
+        if label_intent(mm.group("label")):
+            start = s + mm.start()
+            stop = _aside_end(masked, start, mm.group("open"))
+            rule = f"aside “{mm.group('open')}{_plain(mm.group('label'))}:”"
+            out.append(
+                HiddenSection(start, stop, frozenset(), "aside", i + 1, rule=rule, explicit=False)
+            )
+    for mm in _BARE.finditer(line):
+        label = mm.group("label")
+        if label_intent(label) and not any(h.start <= s + mm.start() < h.end for h in out):
+            stop = _continuation_end(masked, lines, i)
+            rule = f"mark “{mm.group(0)[:40]}”"
+            out.append(
+                HiddenSection(
+                    s,
+                    min(stop + 1, len(masked)),
+                    frozenset(),
+                    "marked line",
+                    i + 1,
+                    rule=rule,
+                    explicit=False,
+                )
+            )
+            break
+    return out
+
+
+def _aside_end(text: str, start: int, opener: str) -> int:
+    """Where the aside opened at ``start`` closes (its brackets nest); one never closed runs to
+    the end of its paragraph."""
+    closer = _CLOSE[opener]
+    depth = 0
+    limit = text.find("\n\n", start)
+    limit = len(text) if limit < 0 else limit
+    for k in range(start, limit):
+        c = text[k]
+        if c == opener:
+            depth += 1
+        elif c == closer:
+            depth -= 1
+            if depth == 0:
+                return k + 1
+    return limit
+
+
+_OPEN_TAG = re.compile(r"<(?P<tag>[A-Za-z][\w-]{0,20})(?P<attrs>(?:\s[^<>]*)?)>")
+_INVISIBLE = re.compile(
+    r"(?:^|\s)hidden(?:\s|=|$)|display\s*:\s*none|visibility\s*:\s*hidden|aria-hidden\s*=\s*[\"']?true",
+    re.I,
+)
+_CLASS = re.compile(r"class\s*=\s*[\"']([^\"']*)[\"']", re.I)
+_SUMMARY = re.compile(r"\s*<summary[^>]*>(.*?)</summary>", re.I | re.S)
+_VOID = frozenset({"br", "hr", "img", "input", "meta", "link", "source", "wbr", "col", "area"})
+
+
+def _html_hidden(
+    masked: str, code: list[tuple[int, int]], line_of: Callable[[int], int]
+) -> list[HiddenSection]:
+    """HTML a GM meant to be invisible (``hidden``, ``display: none``, ``aria-hidden``: explicit,
+    as the page itself never shows it) or marked as theirs (a ``class="gm"``, a ``<details>``
+    whose summary names the GM: held by habit). Its element runs to its matching close tag; one
+    never closed hides the rest of the document."""
+    out: list[HiddenSection] = []
+    if "<" not in masked:
+        return out
+    for m in _OPEN_TAG.finditer(masked):
+        if code and _inside(m.start(), code):
+            continue
+        tag, attrs = m.group("tag").lower(), m.group("attrs")
+        if tag in _VOID or attrs.rstrip().endswith("/"):
+            continue
+        rule, explicit = "", True
+        if _INVISIBLE.search(attrs):
+            rule = f"invisible <{tag}>"
+        else:
+            cls = _CLASS.search(attrs)
+            if cls and any(tag_intent(c) for c in cls.group(1).split()):
+                rule, explicit = f"<{tag} class=“{cls.group(1)[:30]}”>", False
+            elif tag == "details":
+                sm = _SUMMARY.match(masked, m.end())
+                if sm and name_intent(re.sub(r"<[^>]+>", " ", sm.group(1))):
+                    rule, explicit = f"<details> “{_plain(sm.group(1))[:40]}”", False
+        if not rule:
+            continue
+        stop, closed = _element_end(masked, m.end(), tag)
+        out.append(
+            HiddenSection(
+                m.start(),
+                stop,
+                frozenset(),
+                "html",
+                line_of(m.start()),
+                terminated=closed,
+                rule=rule,
+                explicit=explicit,
+            )
+        )
+    return out
+
+
+def _element_end(text: str, pos: int, tag: str) -> tuple[int, bool]:
+    """The end of the element of ``tag`` whose open tag ends at ``pos`` (same-name elements
+    nest), and whether it closed."""
+    pattern = re.compile(rf"<(/?){re.escape(tag)}(?=[\s>/])[^<>]*>", re.I)
+    depth = 1
+    for m in pattern.finditer(text, pos):
+        if m.group(0).endswith("/>"):
+            continue
+        depth += -1 if m.group(1) else 1
+        if depth == 0:
+            return m.end(), True
+    return len(text), False
+
+
+#: Markdown's comment idiom: a link reference definition nothing links to, which never renders:
+#: ``[//]: # (…)``, ``[comment]: <> (…)``, ``[_]: # "…"``.
+_LINK_COMMENT = re.compile(
+    r"^[ \t]{0,3}\[(?P<label>[^\]\n]{1,40})\]:[ \t]*(?P<dest>#|<>|//)(?:[ \t]|$)"
+)
+
+
+def _link_comments(
+    masked: str, lines: list[tuple[int, int]], code_lines: set[int]
+) -> list[HiddenSection]:
+    """Markdown link-reference comments, each with the lines its title runs on."""
+    out: list[HiddenSection] = []
+    for i, (s, e) in enumerate(lines):
+        if i in code_lines or "]:" not in masked[s:e]:
+            continue
+        if _LINK_COMMENT.match(masked[s:e]):
+            stop = e
+            rest = masked[s:e]
+            # A title in parentheses may run over several lines: to its closing parenthesis.
+            if rest.count("(") > rest.count(")"):
+                stop = _aside_end(masked, s + rest.index("("), "(")
+            out.append(
+                HiddenSection(
+                    s,
+                    min(stop + 1, len(masked)),
+                    frozenset(),
+                    "comment",
+                    i + 1,
+                    rule="link-reference comment",
+                )
+            )
+    return out
 
 
 def _join(pieces: list[str]) -> str:

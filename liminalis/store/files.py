@@ -15,7 +15,7 @@ import aiosqlite
 
 from liminalis.store._base import Repository
 from liminalis.store.rows import FileRow
-from liminalis.types import FileReport
+from liminalis.types import FileReport, HeldBack
 from liminalis.workers import run_cpu
 
 __all__ = ["FileSignatureRepository"]
@@ -30,6 +30,7 @@ def _report_json(r: FileReport) -> str:
             "type": r.type,
             "hidden_sections": r.hidden_sections,
             "warnings": list(r.warnings),
+            "held_back": [[h.line, h.rule, h.digest, h.reviewable, h.excerpt] for h in r.held_back],
         }
     )
 
@@ -43,6 +44,10 @@ def _report(text: str) -> FileReport:
         type=str(d["type"]),
         hidden_sections=int(d["hidden_sections"]),
         warnings=tuple(map(str, d["warnings"])),
+        held_back=tuple(
+            HeldBack(int(a), str(b), str(c), bool(e), str(f))
+            for a, b, c, e, f in d.get("held_back", ())
+        ),
     )
 
 

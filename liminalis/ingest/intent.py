@@ -1,0 +1,551 @@
+"""GM intent in a GM's own words: the vocabulary that marks text as GM-only, and where it counts.
+
+GMs do not write a product's syntax. They write ``## GM Notes``, ``**DM:** …``, ``(GM: …)``,
+keep a ``DM/`` folder, set ``publish: false`` or ``tags: [gm]``. This module is the one
+vocabulary the loader (:mod:`liminalis.ingest.loaders`) and the section finder
+(:mod:`liminalis.ingest.sections`) read those habits with. The rule is default-deny: whatever
+names GM intent is GM-only until the GM says otherwise (the review queue).
+
+Precision is the other half. A *name* (a title, a heading, a folder, a file name, a line's
+``label:``) states GM intent only when it is about GM-ness and nothing else:
+
+    intent(name) ⇔ (∃ t ∈ tokens: strong(t) ∨ (weak(t) ∧ ∃ u: marker(u)))
+                   ∧ ∀ t ∈ tokens: term(t) ∨ filler(t)
+
+so ``GM Notes``, ``Secrets``, ``For the DM``, ``Notes du MJ`` and ``Private notes`` name it,
+while ``The Secret Garden``, ``A private room`` and ``Keeper`` (a weak word alone, as a
+character's name would be) do not. A term set apart as a mark — ``(GM)``, ``[secret]``,
+``Plans — GM``, ``GM: Plans`` — names it whatever else the title says.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "Intent",
+    "STRONG",
+    "WEAK",
+    "name_intent",
+    "label_intent",
+    "path_intent",
+    "meta_intent",
+    "tag_intent",
+]
+
+#: Words that name the GM or a secret on their own, in English, French, German, Spanish and
+#: Portuguese. Multi-word forms are joined with ``_`` before matching (see :data:`_PHRASES`).
+STRONG = frozenset(
+    {
+        "gm",
+        "gms",
+        "dm",
+        "dms",
+        "gamemaster",
+        "game_master",
+        "dungeon_master",
+        "dungeonmaster",
+        "secret",
+        "secrets",
+        "spoiler",
+        "spoilers",
+        "gm_only",
+        "dm_only",
+        "gmonly",
+        "dmonly",
+        "not_for_players",
+        "players_dont_know",
+        "behind_the_screen",
+        "narrator_only",
+        "eyes_only",
+        # French
+        "mj",
+        "mjs",
+        "maitre_du_jeu",
+        "meneur",
+        "meneuse",
+        "secrete",
+        "secretes",
+        # German
+        "sl",
+        "spielleiter",
+        "spielleiterin",
+        "spielleitung",
+        "geheim",
+        "geheimnis",
+        "geheimnisse",
+        "geheimes",
+        "spielleiterinfo",
+        # Spanish
+        "dj",
+        "director_de_juego",
+        "directora_de_juego",
+        "secreto",
+        "secretos",
+        "secreta",
+        "secretas",
+        # Portuguese
+        "mestre",
+        "mestra",
+        "segredo",
+        "segredos",
+        "narrador_apenas",
+    }
+)
+
+#: Words that name GM intent only beside a marker word (``Private notes``, ``Keeper only``): alone
+#: they are as often a place's, a room's or a character's name.
+WEAK = frozenset(
+    {
+        "keeper",
+        "keepers",
+        "referee",
+        "storyteller",
+        "narrator",
+        "hidden",
+        "private",
+        "prep",
+        "master",
+        "maestro",
+        "meister",
+        "cache",
+        "caches",
+        "prive",
+        "privee",
+        "versteckt",
+        "privat",
+        "oculto",
+        "oculta",
+        "privado",
+        "privada",
+        "confidential",
+        "classified",
+        "restricted",
+        "reveal",
+        "reveals",
+    }
+)
+
+#: Words that turn a weak word into a mark: ``Private notes``, ``Keeper's eyes``, ``Hidden info``.
+MARKERS = frozenset(
+    {
+        "notes",
+        "note",
+        "only",
+        "info",
+        "information",
+        "eyes",
+        "stuff",
+        "section",
+        "material",
+        "materials",
+        "prep",
+        "notizen",
+        "notas",
+        "nur",
+        "solo",
+        "apenas",
+        "so",
+        "seulement",
+        "uniquement",
+        "reserve",
+        "reservado",
+    }
+)
+
+#: Words that may stand beside a term without making the name about something else.
+FILLER = MARKERS | frozenset(
+    {
+        "the",
+        "a",
+        "an",
+        "for",
+        "of",
+        "to",
+        "and",
+        "or",
+        "my",
+        "our",
+        "her",
+        "his",
+        "their",
+        "its",
+        "your",
+        "this",
+        "these",
+        "here",
+        "below",
+        "from",
+        "by",
+        "in",
+        "on",
+        "with",
+        "about",
+        "what",
+        "who",
+        "why",
+        "how",
+        "session",
+        "sessions",
+        "campaign",
+        "details",
+        "detail",
+        "plans",
+        "plan",
+        "planning",
+        "preparation",
+        "ideas",
+        "idea",
+        "tips",
+        "hints",
+        "reference",
+        "screen",
+        "truth",
+        "true",
+        "real",
+        "story",
+        "twist",
+        "twists",
+        "agenda",
+        "motives",
+        "misc",
+        "folder",
+        "files",
+        "docs",
+        "pages",
+        "page",
+        "content",
+        "text",
+        "aside",
+        "asides",
+        "mode",
+        "use",
+        "read",
+        "players",
+        "player",
+        "know",
+        "knows",
+        "dont",
+        "do",
+        "not",
+        "never",
+        "tell",
+        "reveal",
+        "reveals",
+        "revealed",
+        "background",
+        "facts",
+        "lore",
+        "world",
+        "npc",
+        "npcs",
+        "extra",
+        "more",
+        "additional",
+        "private",
+        "hidden",
+        "part",
+        "chapter",
+        "appendix",
+        "ch",
+        "pt",
+        "vol",
+        "act",
+        "scene",
+        # French, German, Spanish, Portuguese fillers
+        "du",
+        "de",
+        "des",
+        "le",
+        "la",
+        "les",
+        "pour",
+        "au",
+        "aux",
+        "et",
+        "der",
+        "die",
+        "das",
+        "den",
+        "fur",
+        "und",
+        "zum",
+        "zur",
+        "el",
+        "los",
+        "las",
+        "del",
+        "para",
+        "y",
+        "da",
+        "dos",
+        "o",
+        "os",
+        "e",
+        "sessao",
+        "sesion",
+        "seance",
+        "sitzung",
+    }
+)
+
+#: Multi-word forms, matched on the normalized token string and joined into one token.
+_PHRASES = (
+    ("game master", "game_master"),
+    ("games master", "game_master"),
+    ("dungeon master", "dungeon_master"),
+    ("dungeon masters", "dungeon_master"),
+    ("game masters", "game_master"),
+    ("para el master", "director_de_juego"),
+    ("para la master", "director_de_juego"),
+    ("not for players", "not_for_players"),
+    ("not for the players", "not_for_players"),
+    ("players dont know", "players_dont_know"),
+    ("players do not know", "players_dont_know"),
+    ("the players dont know", "players_dont_know"),
+    ("behind the screen", "behind_the_screen"),
+    ("narrator only", "narrator_only"),
+    ("eyes only", "eyes_only"),
+    ("gm only", "gm_only"),
+    ("dm only", "dm_only"),
+    ("maitre du jeu", "maitre_du_jeu"),
+    ("maitresse du jeu", "maitre_du_jeu"),
+    ("director de juego", "director_de_juego"),
+    ("directora de juego", "directora_de_juego"),
+    ("mestre do jogo", "mestre"),
+    ("mestre de jogo", "mestre"),
+)
+_PHRASE_RES = tuple((re.compile(rf"(?<![\w]){a}(?![\w])"), b) for a, b in _PHRASES)
+
+#: A term set off as a mark inside a longer name: ``(GM)``, ``[secret]``, ``{DM only}``.
+_BRACKETED = re.compile(r"[(\[{<]\s*([^()\[\]{}<>]{1,40}?)\s*[)\]}>]")
+#: A term at the start or end of a name, set off by a colon or a dash: ``GM: plans``,
+#: ``Plans — GM``, ``Secret - the Duke``.
+_LEAD = re.compile(r"^\s*([^:\-–—|]{1,40}?)\s*(?::|\s[-–—|]+\s)")
+_TRAIL = re.compile(r"(?:\s[-–—|:]+\s*|\s*[-–—|]\s)([^:\-–—|]{1,40}?)\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class Intent:
+    """Why a name, a path or a front matter was read as GM intent: the ``rule`` that fired and
+    the words it fired on, for the ingest report and the review queue."""
+
+    rule: str
+    words: str
+
+
+def _fold(text: str) -> str:
+    """Lower case, accents folded (``maître`` → ``maitre``, ``für`` → ``fur``), apostrophes
+    dropped (``don't`` → ``dont``), everything else that is not a letter or digit a space."""
+    text = unicodedata.normalize("NFKD", text.lower())
+    text = "".join(c for c in text if not unicodedata.combining(c))
+    text = re.sub(r"[’'`´]", "", text)
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text).split())
+
+
+def _tokens(text: str) -> list[str]:
+    folded = f" {_fold(text)} "
+    for pattern, joined in _PHRASE_RES:
+        folded = pattern.sub(joined, folded)
+    # ``gm-only``, ``dm_notes``, ``GMNotes``: split a glued GM word off its marker.
+    out: list[str] = []
+    for tok in folded.split():
+        m = re.fullmatch(r"(gm|dm|mj|sl)(notes?|only|info|prep|stuff)", tok)
+        out += [m.group(1), m.group(2)] if m else [tok]
+    return out
+
+
+def _is_number(tok: str) -> bool:
+    return bool(re.fullmatch(r"\d+[a-z]{0,2}|[a-z]{1,4}\d+|[ivxlc]{1,6}", tok))
+
+
+def _whole(tokens: list[str]) -> str | None:
+    """The term that makes ``tokens`` a name about GM intent, else ``None`` (module docstring)."""
+    if not tokens:
+        return None
+    strong = [t for t in tokens if t in STRONG]
+    weak = [t for t in tokens if t in WEAK]
+    others = [
+        t
+        for t in tokens
+        if t not in STRONG and t not in WEAK and t not in FILLER and not _is_number(t)
+    ]
+    if others:
+        return None
+    if strong:
+        return strong[0]
+    if weak and any(t in MARKERS and t != w for t in tokens for w in weak):
+        return weak[0]
+    return None
+
+
+def name_intent(name: str) -> str | None:
+    """The GM word a heading, callout title, folder or file name states GM intent with, else
+    ``None``: the whole name is about GM-ness, or a strong term is set off as a mark in it."""
+    if not name or len(name) > 300:
+        return None
+    found = _whole(_tokens(name))
+    if found:
+        return found
+    for m in _BRACKETED.finditer(name):
+        found = _whole(_tokens(m.group(1)))
+        if found:
+            return found
+    for pattern in (_LEAD, _TRAIL):
+        part = pattern.search(name)
+        if part:
+            toks = _tokens(part.group(1))
+            found = _whole(toks)
+            if found and any(t in STRONG for t in toks):
+                return found
+    return None
+
+
+def label_intent(label: str) -> str | None:
+    """The GM word a line's label (the text before its colon: ``GM``, ``**DM note**``,
+    ``Secret``) states GM intent with, else ``None``. Only the whole-label rule: a label is
+    short, and ``Keeper`` alone is a speaker's name."""
+    if not label or len(label) > 40:
+        return None
+    return _whole(_tokens(label))
+
+
+#: Folder names a GM keeps prep in that say so without a GM word.
+_PREP_FOLDERS = frozenset({"prep", "private", "hidden", "_private", "_hidden", ".private"})
+
+
+def path_intent(rel_path: str) -> Intent | None:
+    """GM intent in a file's path: a folder at any depth (``DM/``, ``GM Notes/``, ``_gm/``,
+    ``Secrets/``, ``Private/``) or the file's own name (``gm-notes.md``, ``Session 3 - GM
+    prep.md``)."""
+    parts = [p for p in rel_path.replace("\\", "/").split("/") if p]
+    if not parts:
+        return None
+    *folders, name = parts
+    for folder in folders:
+        if folder.lower().strip(" _.-") in _PREP_FOLDERS:
+            return Intent("folder", folder)
+        if name_intent(folder.strip(" _.-")) or _whole(_tokens(folder)):
+            return Intent("folder", folder)
+        # ``Private`` or ``Keeper`` alone as a folder name is a place to keep things, not a name.
+        toks = _tokens(folder)
+        if len(toks) == 1 and toks[0] in {"private", "hidden", "keeper", "referee"}:
+            return Intent("folder", folder)
+    stem = name.rsplit(".", 1)[0] if "." in name.strip(".") else name
+    if name_intent(stem.replace("_", " ")):
+        return Intent("file name", name)
+    return None
+
+
+def tag_intent(tag: str) -> str | None:
+    """The GM word a tag or css class names: ``gm``, ``#secret``, ``gm-only``, ``status/secret``
+    (each level of a nested tag read alone), else ``None``."""
+    for level in str(tag).strip().lstrip("#").split("/"):
+        found = label_intent(level.replace("-", " ").replace("_", " "))
+        if found:
+            return found
+    return None
+
+
+#: Front-matter flags that make a file GM-only when true (``gm: true``, ``spoiler: yes``).
+FLAG_KEYS = frozenset(
+    {
+        "gm",
+        "dm",
+        "secret",
+        "private",
+        "hidden",
+        "gmonly",
+        "dmonly",
+        "spoiler",
+        "spoilers",
+        "gmnotes",
+        "dmnotes",
+        "secrets",
+        "geheim",
+        "secreto",
+        "segredo",
+        "prive",
+        "privat",
+        "privado",
+        "mjonly",
+        "slonly",
+    }
+)
+_TRUE = frozenset({"", "true", "yes", "y", "on", "1", "gm", "only", "gm only", "~", "null", "none"})
+_FALSE = frozenset({"false", "no", "n", "off", "0"})
+#: Keys whose falsy value keeps a file from its readers: Obsidian Publish, static site drafts.
+_UNPUBLISH = {"publish": _FALSE, "published": _FALSE, "share": _FALSE, "dgpublish": _FALSE}
+_DRAFT = frozenset({"draft"})
+_AUDIENCE_KEYS = frozenset({"visibility", "audience", "access", "readers", "visibleto"})
+_TAG_KEYS = frozenset({"tags", "tag", "cssclasses", "cssclass", "cssclasse", "classes", "class"})
+_PLAYER_WORDS = frozenset({"players", "player", "public", "all", "everyone", "party", "table"})
+
+
+def _norm_key(key: object) -> str:
+    return re.sub(r"[-_ ]", "", str(key).lower())
+
+
+def _values(value: object) -> Iterable[object]:
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return value
+    if isinstance(value, str) and "," in value:
+        return [v for v in value.split(",")]
+    if isinstance(value, str):
+        return value.split()
+    return [value]
+
+
+def meta_intent(meta: Mapping[Any, object], *, known_lenses: Iterable[str] = ()) -> Intent | None:
+    """GM intent in front matter, at any nesting depth: a true flag (``secret: true``,
+    ``dm_only: yes``), ``publish: false``, ``draft: true``, a tag or css class naming the
+    vocabulary (``tags: [npc, gm]``), or a ``visibility``/``audience`` naming no player lens
+    below the top level (``meta: {visibility: gm}``; the top-level ``visibility`` is read by
+    :func:`liminalis.lens.parse_visibility`)."""
+    lenses = {x.lower() for x in known_lenses}
+    return _walk(meta, lenses, top=True, depth=0)
+
+
+def _walk(meta: Mapping[Any, object], lenses: set[str], *, top: bool, depth: int) -> Intent | None:
+    if depth > 20:
+        return Intent("front matter", "nested too deep")
+    for key, value in meta.items():
+        k = _norm_key(key)
+        v = "" if value is None else str(value).strip().lower()
+        if k in FLAG_KEYS and not isinstance(value, Mapping) and v in _TRUE:
+            return Intent("front matter flag", f"{key}: {value}")
+        if (
+            k in _UNPUBLISH
+            and v in _UNPUBLISH[k]
+            or (isinstance(value, bool) and k in _UNPUBLISH and not value)
+        ):
+            return Intent("front matter", f"{key}: {value}")
+        if k in _DRAFT and (value is True or v in {"true", "yes", "y", "on", "1"}):
+            return Intent("front matter", f"{key}: {value}")
+        if k in _TAG_KEYS:
+            for tag in _values(value):
+                if isinstance(tag, (str, int)) and tag_intent(str(tag)):
+                    return Intent("tag", f"{key}: {tag}")
+        if (
+            k in _AUDIENCE_KEYS
+            and not (top and k == "visibility")
+            and not isinstance(value, Mapping)
+        ):
+            words = {_fold(str(x)) for x in _values(value) if x is not None}
+            if not words or any(w not in _PLAYER_WORDS | lenses for w in words):
+                return Intent("front matter", f"{key}: {value}")
+        if isinstance(value, Mapping):
+            found = _walk(value, lenses, top=False, depth=depth + 1)
+            if found:
+                return found
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                if isinstance(item, Mapping):
+                    found = _walk(item, lenses, top=False, depth=depth + 1)
+                    if found:
+                        return found
+    return None
