@@ -105,6 +105,14 @@ def _parser() -> argparse.ArgumentParser:
     lg.add_argument("--campaign", required=True)
     lg.add_argument("--days", type=int, default=7, help="how many days back (1-90; default 7)")
 
+    rv = sub.add_parser(
+        "review", help="what the wall held back as GM notes by habit, and your word on each"
+    )
+    rv.add_argument("--campaign", required=True)
+    decide = rv.add_mutually_exclusive_group()
+    decide.add_argument("--show", metavar="ID", help="show a held section to players")
+    decide.add_argument("--keep", metavar="ID", help="keep a held section GM-only")
+
     sub.add_parser("serve", help="run the Discord and/or Slack bots that have tokens")
 
     # issue #26: operations
@@ -265,6 +273,8 @@ async def _run(args: argparse.Namespace) -> int:
             return 0
         if args.command == "log":
             return await log_command(engine, args.campaign, args.days)
+        if args.command == "review":
+            return await review_command(engine, args.campaign, show=args.show, keep=args.keep)
         if args.command == "pass":
             from bot.main import open_passes, open_service
 
@@ -332,6 +342,31 @@ async def log_command(
     config = await engine.campaign(campaign)  # an unknown campaign fails here, named
     report = await engine.question_report(config.slug, days=days)
     out(report.render(name=config.name))
+    return 0
+
+
+async def review_command(
+    engine: Engine,
+    campaign: str,
+    *,
+    show: str | None = None,
+    keep: str | None = None,
+    out: Callable[[str], object] = print,
+) -> int:
+    """``liminalis review``: the queue ``/review`` shows in chat, and the host's word on one."""
+    config = await engine.campaign(campaign)  # an unknown campaign fails here, named
+    if show or keep:
+        item = await engine.review_decide(
+            config.slug, show or keep or "", show=bool(show), by="cli"
+        )
+        verb = "shown to players" if show else "kept GM-only"
+        out(f"{item.path} line {item.line} ({item.rule}): {verb}")
+        return 0
+    queue = await engine.review.queue(config.slug)
+    if not queue:
+        out("nothing awaits review")
+    for i in queue:
+        out(f"{i.key}  {i.path}:{i.line}  {i.rule}\n    {i.excerpt[:160]}")
     return 0
 
 

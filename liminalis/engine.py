@@ -48,6 +48,7 @@ from liminalis.retrieval.browse import Match, cited_passage, richest_view, searc
 from liminalis.retrieval.catalog import Catalog
 from liminalis.retrieval.learned import DocumentRanker
 from liminalis.retrieval.retriever import RetrievalParams, Retriever, Trace
+from liminalis.review import ReviewItem, WallReview
 from liminalis.scope import CampaignScope
 from liminalis.store.sqlite import Database
 from liminalis.text import Tokenizer, clean_text
@@ -216,6 +217,8 @@ class Engine:
         # -- index progress (issue #26) ------------------------------------------------------
         self._clock: Clock = clock or SystemClock()
         self._progress = ProgressBoard(self._clock)
+        #: The GM's review of what the wall held back by habit (liminalis.review).
+        self.review = WallReview(db, clock=self._clock)
         #: The knowledge layer's read API over this engine's store (written by the passes).
         self.knowledge = Knowledge(db)
         #: slug → the background build of its snapshot after an ingest that changed it
@@ -230,6 +233,22 @@ class Engine:
         return self.campaigns_dir / validate_slug(slug)
 
     async def campaign(self, slug: str) -> CampaignConfig:
+        """The config that governs a campaign now (:meth:`_governing`), with the sections its
+        GM chose to show of what the wall held back by habit (:mod:`liminalis.review`)."""
+        config = await self._governing(slug)
+        released = await self.review.released(config.slug)
+        return replace(config, released=released) if released != config.released else config
+
+    async def review_decide(self, slug: str, key: str, *, show: bool, by: str) -> ReviewItem:
+        """Store a GM's word on a held section and, when it shows it, index the campaign again so
+        players read it now (every file is read once: the released sections are part of the
+        configuration a file row was read under)."""
+        item = await self.review.decide(slug, key, show=show, by=by)
+        if show:
+            await self.ingest(slug)
+        return item
+
+    async def _governing(self, slug: str) -> CampaignConfig:
         """The config that governs a campaign now; raises ``UnknownCampaign``, or
         ``ConfigError`` for a campaign.toml that cannot be read when no good one was ever kept.
 
@@ -553,6 +572,7 @@ class Engine:
                 self._progress.finish(config.slug)
         self._ensured.add(config.slug)
         self._note_skipped(config.slug, report, whole=path is None)
+        self.review.note(config.slug, report.files, whole=path is None)
         for listener in self.ingest_listeners:  # passes (issue #23): see __init__
             try:
                 listener(config.slug, report)

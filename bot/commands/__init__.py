@@ -19,6 +19,7 @@ from bot.commands import (
     passes,
     pin,
     recap,
+    review,
     search,
     show,
     summary,
@@ -73,6 +74,7 @@ REGISTRY = Registry(
         explain.command,
         memory.command,
         log.command,
+        review.command,
         passes.command,
         campaign.command,
     ]

@@ -444,6 +444,19 @@ async def _v15_grant_provenance(conn: aiosqlite.Connection) -> None:
             await conn.execute(statement)
 
 
+# A GM's word on what the wall held back by habit (liminalis.store.reviews): shown to players
+# or kept GM-only, per section digest. A decision is the GM's, not derived: it travels in exports.
+_V16_WALL_REVIEWS = """
+CREATE TABLE IF NOT EXISTS wall_reviews (
+    campaign TEXT NOT NULL, digest TEXT NOT NULL, decision TEXT NOT NULL,
+    decided_by TEXT NOT NULL, decided_at REAL NOT NULL, PRIMARY KEY (campaign, digest)
+)"""
+
+
+async def _v16_wall_reviews(conn: aiosqlite.Connection) -> None:
+    await conn.execute(_V16_WALL_REVIEWS)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -511,6 +524,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         15,
         "grant provenance: who added each GM listed by id, who linked each channel",
         _v15_grant_provenance,
+    ),
+    Migration(
+        16,
+        "wall reviews: what a GM showed to players or kept GM-only of what habit held back",
+        _v16_wall_reviews,
     ),
 )
 

@@ -49,6 +49,7 @@ from liminalis.store.memory import ChatMemoryRepository
 from liminalis.store.passes import PassRepository
 from liminalis.store.pins import PinRepository
 from liminalis.store.questions import QuestionLogRepository
+from liminalis.store.reviews import ReviewRepository
 from liminalis.store.schema import LATEST, MIGRATIONS
 from liminalis.store.spend import CreditRepository, SpendRepository
 from liminalis.store.transfer import TransferRepository
@@ -149,6 +150,7 @@ class Database:
         self.credits = CreditRepository(self)
         self.links = LinkRepository(self)
         self.grants = GrantRepository(self)
+        self.reviews = ReviewRepository(self)
         self.schedules = ScheduleRepository(self)
         self.budgets = BudgetRepository(self)
         self.chat_models = ChatModelRepository(self)
