@@ -481,3 +481,67 @@ def test_upload_options_parse_and_never_widen(tmp_path):
     )
     # an upload that says nothing is GM-only, even one saved by an earlier version
     assert parse_file(b"The party slept.", "uploads/old.md", config).visibility == GM
+
+
+# GM habits a red-team hunt found leaking after the recogniser first landed: each holds CANARY.
+HABITS = [
+    (
+        "lore/duke.md",
+        "# Duke\n\nThe duke rules.\n\n## Secrets and Clues\n\n- The duke is a {c} vampire.",
+    ),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## GM notes & hooks\n\nHe is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nGM:\n- The duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nGM Notes:\n\nThe duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n*GM Notes*\n\nThe duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nGM - The duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n**DM** — the duke is a {c} vampire."),
+    ("npcs/duke-aldric-gm.md", "# Duke\n\nThe duke is a {c} vampire."),
+    ("npcs/gm-duke.md", "# Duke\n\nThe duke is a {c} vampire."),
+    ("sessions/session-03-prep.md", "# Session 3\n\nThe duke is a {c} vampire."),
+    ("Session Prep/duke.md", "# Duke\n\nThe duke is a {c} vampire."),
+    (
+        "lore/duke.md",
+        "# Duke\n\nThe duke rules.\n\n## Duke Aldric: GM notes\n\nHe is a {c} vampire.",
+    ),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## Duke Aldric—GM\n\nHe is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nGM hint: the duke is a {c} vampire."),
+    ("lore/duke.md", "# Duque\n\nEl duque manda.\n\nNota del DJ: el duque es un {c} vampiro."),
+    ("lore/duke.md", "# Herzog\n\nDer Herzog herrscht.\n\n## Meisterinformationen\n\n{c} Vampir."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n```ad-secret\nThe duke is a {c} vampire.\n```"),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n> [!gm|wide]\n> The duke is a {c} vampire."),
+    ("lore/duke.md", "---\nmj: true\n---\n# Duke\n\nThe duke is a {c} vampire."),
+    ("lore/duke.md", "---\nstatus: secret\n---\n# Duke\n\nThe duke is a {c} vampire."),
+    ("lore/duke.md", "---\npublic: false\n---\n# Duke\n\nThe duke is a {c} vampire."),
+    ("lore/duke.md", "---\ntags: [[npc, gm]]\n---\n# Duke\n\nThe duke is a {c} vampire."),
+    (
+        "lore/duke.md",
+        "# Duke\n\nThe duke rules.\n\n<details><summary>Spoilers! Click</summary>\n{c}\n</details>",
+    ),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n<div class=gm>The duke is a {c} vampire.</div>"),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## <u>GM Notes</u>\n\nHe is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n\u00a0GM: the duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## G\u200bM Notes\n\nHe is a {c} vampire."),
+]
+
+KEPT = [
+    ("lieux/le-jardin-secret.md", "# Le Jardin secret\n\nUn jardin clos, {c}."),
+    ("sessions/recap.md", "# Recap\n\nPresent: Alice (DM), Bob, Carol.\nWe fought {c} goblins."),
+    ("places/the-secret-garden.md", "# The Secret Garden\n\nA walled garden, {c}."),
+    ("lore/keeper.md", "# Keeper\n\nKeeper: welcome, travellers. {c}"),
+    ("lore/inn.md", "# Inn\n\nA private room at the inn costs a silver, {c}."),
+]
+
+
+@pytest.mark.parametrize("path,text", HABITS)
+def test_a_gm_habit_holds_its_text_and_the_gm_reads_it(tmp_path, path, text):
+    config = load_campaign(make_tiny_campaign(tmp_path / "campaigns"))
+    parsed = parse_file(text.format(c=SECRET).encode(), path, config)
+    assert not [v for v in parsed.views if v.visibility & {"players"} and SECRET in v.text]
+    assert any(SECRET in v.text for v in parsed.views)
+
+
+@pytest.mark.parametrize("path,text", KEPT)
+def test_players_prose_with_gm_words_stays_theirs(tmp_path, path, text):
+    config = load_campaign(make_tiny_campaign(tmp_path / "campaigns"))
+    parsed = parse_file(text.format(c=SECRET).encode(), path, config)
+    assert [v for v in parsed.views if v.visibility & {"players"} and SECRET in v.text]

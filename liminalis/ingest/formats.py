@@ -419,7 +419,10 @@ def extract_docx(raw: bytes, *, limits: ZipLimits = ZipLimits()) -> Extracted:
                     blocks.append(text)
             elif isinstance(item, Table):
                 rows = [
-                    " | ".join(" ".join(cell.text.split()) for cell in row.cells)
+                    " | ".join(
+                        " ".join(" ".join(_paragraph_text(p._p) for p in cell.paragraphs).split())
+                        for cell in row.cells
+                    )
                     for row in item.rows
                 ]
                 blocks.append("\n".join(r for r in rows if r.strip(" |")))

@@ -80,6 +80,12 @@ STRONG = frozenset(
         "geheimnisse",
         "geheimes",
         "spielleiterinfo",
+        "spielleiterhinweise",
+        "spielleiterinformationen",
+        "meister",
+        "meisterinfo",
+        "meisterinfos",
+        "meisterinformationen",
         # Spanish
         "dj",
         "director_de_juego",
@@ -111,7 +117,8 @@ WEAK = frozenset(
         "prep",
         "master",
         "maestro",
-        "meister",
+        "narrador",
+        "narradora",
         "cache",
         "caches",
         "prive",
@@ -146,6 +153,7 @@ MARKERS = frozenset(
         "prep",
         "notizen",
         "notas",
+        "nota",
         "nur",
         "solo",
         "apenas",
@@ -194,6 +202,30 @@ FILLER = MARKERS | frozenset(
         "campaign",
         "details",
         "detail",
+        "hint",
+        "tip",
+        "reminder",
+        "reminders",
+        "clue",
+        "clues",
+        "hook",
+        "hooks",
+        "says",
+        "lazy",
+        "box",
+        "click",
+        "alert",
+        "warning",
+        "inside",
+        "infos",
+        "hinweise",
+        "informationen",
+        "informacion",
+        "informacoes",
+        "anotacoes",
+        "jeu",
+        "jogo",
+        "juego",
         "plans",
         "plan",
         "planning",
@@ -325,8 +357,10 @@ _PHRASE_RES = tuple((re.compile(rf"(?<![\w]){a}(?![\w])"), b) for a, b in _PHRAS
 _BRACKETED = re.compile(r"[(\[{<]\s*([^()\[\]{}<>]{1,40}?)\s*[)\]}>]")
 #: A term at the start or end of a name, set off by a colon or a dash: ``GM: plans``,
 #: ``Plans — GM``, ``Secret - the Duke``.
-_LEAD = re.compile(r"^\s*([^:\-–—|]{1,40}?)\s*(?::|\s[-–—|]+\s)")
-_TRAIL = re.compile(r"(?:\s[-–—|:]+\s*|\s*[-–—|]\s)([^:\-–—|]{1,40}?)\s*$")
+_LEAD = re.compile(r"^\s*([^:\-–—|]{1,40}?)\s*(?::|\s[-–—|]+\s|[–—|])")
+_TRAIL = re.compile(r"(?:\s*[:|–—]\s*|\s-+\s*|\s*-+\s)([^:\-–—|]{1,40}?)\s*$")
+#: What joins two names in one title: ``Secrets and Clues``, ``GM notes & hooks``.
+_JOINS = re.compile(r"\s+(?:and|&|\+|vs\.?|versus|et|und|y|e)\s+|\s*[/&+]\s*", re.I)
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,6 +375,8 @@ class Intent:
 def _fold(text: str) -> str:
     """Lower case, accents folded (``maître`` → ``maitre``, ``für`` → ``fur``), apostrophes
     dropped (``don't`` → ``dont``), everything else that is not a letter or digit a space."""
+    text = re.sub(r"<[^<>]{0,80}>", " ", text)
+    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
     text = unicodedata.normalize("NFKD", text.lower())
     text = "".join(c for c in text if not unicodedata.combining(c))
     text = re.sub(r"[’'`´]", "", text)
@@ -391,6 +427,12 @@ def name_intent(name: str) -> str | None:
     found = _whole(_tokens(name))
     if found:
         return found
+    parts = _JOINS.split(name)
+    if len(parts) > 1:
+        for part in parts:
+            found = _whole(_tokens(part))
+            if found:
+                return found
     for m in _BRACKETED.finditer(name):
         found = _whole(_tokens(m.group(1)))
         if found:
@@ -429,16 +471,34 @@ def path_intent(rel_path: str) -> Intent | None:
     for folder in folders:
         if folder.lower().strip(" _.-") in _PREP_FOLDERS:
             return Intent("folder", folder)
-        if name_intent(folder.strip(" _.-")) or _whole(_tokens(folder)):
+        if name_intent(folder.strip(" _.-")) or _whole(_tokens(folder)) or _edge_term(folder):
             return Intent("folder", folder)
         # ``Private`` or ``Keeper`` alone as a folder name is a place to keep things, not a name.
         toks = _tokens(folder)
         if len(toks) == 1 and toks[0] in {"private", "hidden", "keeper", "referee"}:
             return Intent("folder", folder)
     stem = name.rsplit(".", 1)[0] if "." in name.strip(".") else name
-    if name_intent(stem.replace("_", " ")):
+    if name_intent(stem.replace("_", " ")) or _edge_term(stem):
         return Intent("file name", name)
     return None
+
+
+#: Terms that mark a file or folder name from either end: ``gm-duke.md``, ``duke-gm.md``.
+_EDGE_ABBREVIATIONS = frozenset({"gm", "dm", "mj", "sl", "gms", "dms"})
+#: Terms that mark a name from its end: ``Duke-secret.md``, ``session-03-prep.md``.
+_EDGE_TAIL = frozenset({"secrets", "spoilers", "prep", "gmnotes", "dmnotes"})
+
+
+def _edge_term(name: str) -> bool:
+    """``duke-aldric-gm``, ``GM_duke``, ``Duke SECRETS``, ``session-03-prep``: a GM word at an
+    end of a name that says more. In the middle (``The Secret Garden``) it is a name's word."""
+    toks = _tokens(name.replace("_", " ").replace(".", " "))
+    if len(toks) < 2:
+        return False
+    last = toks[-1] if not _is_number(toks[-1]) or len(toks) < 3 else toks[-2]
+    if toks[-1] in ("notes", "note") and len(toks) >= 3:
+        last = toks[-2]
+    return toks[0] in _EDGE_ABBREVIATIONS or last in _EDGE_ABBREVIATIONS | _EDGE_TAIL
 
 
 def tag_intent(tag: str) -> str | None:
@@ -474,15 +534,38 @@ FLAG_KEYS = frozenset(
         "privado",
         "mjonly",
         "slonly",
+        "mj",
+        "sl",
     }
 )
 _TRUE = frozenset({"", "true", "yes", "y", "on", "1", "gm", "only", "gm only", "~", "null", "none"})
 _FALSE = frozenset({"false", "no", "n", "off", "0"})
 #: Keys whose falsy value keeps a file from its readers: Obsidian Publish, static site drafts.
-_UNPUBLISH = {"publish": _FALSE, "published": _FALSE, "share": _FALSE, "dgpublish": _FALSE}
+_UNPUBLISH = {
+    "publish": _FALSE,
+    "published": _FALSE,
+    "share": _FALSE,
+    "shared": _FALSE,
+    "public": _FALSE,
+    "dgpublish": _FALSE,
+}
 _DRAFT = frozenset({"draft"})
 _AUDIENCE_KEYS = frozenset({"visibility", "audience", "access", "readers", "visibleto"})
-_TAG_KEYS = frozenset({"tags", "tag", "cssclasses", "cssclass", "cssclasse", "classes", "class"})
+_TAG_KEYS = frozenset(
+    {
+        "tags",
+        "tag",
+        "cssclasses",
+        "cssclass",
+        "classes",
+        "class",
+        "status",
+        "category",
+        "categories",
+        "keywords",
+        "type",
+    }
+)
 _PLAYER_WORDS = frozenset({"players", "player", "public", "all", "everyone", "party", "table"})
 
 
@@ -492,7 +575,11 @@ def _norm_key(key: object) -> str:
 
 def _values(value: object) -> Iterable[object]:
     if isinstance(value, (list, tuple, set, frozenset)):
-        return value
+        return (
+            [x for v in value for x in _values(v)]
+            if any(isinstance(v, (list, tuple)) for v in value)
+            else value
+        )
     if isinstance(value, str) and "," in value:
         return [v for v in value.split(",")]
     if isinstance(value, str):

@@ -78,7 +78,10 @@ _QUOTE_DEPTH = re.compile(r"^[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?((?:>[ \t]?)*
 _ATX_OPEN = re.compile(r"[ \t]{0,3}(#{1,6})(?=[ \t]|$)")
 #: A heading inside a quote or a list item: ``> ## Plans (GM)``, ``- ## Plans (GM)``.
 _NESTED_ATX = re.compile(r"^[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+|(?:>[ \t]?)+)[ \t]*#{1,6}[ \t]")
-_BOLD_LINE = re.compile(r"^[ \t]*(?:\*\*|__)([^*_\n]{1,60})(?:\*\*|__)[ \t]*:?[ \t]*$")
+_BOLD_LINE = re.compile(
+    r"^[ \t]*(?:(?:\*\*|__|\*|_)(?P<a>[^*_\n]{1,60}?)[ \t]*:?[ \t]*(?:\*\*|__|\*|_)"
+    r"|(?P<b>[^*_\n:：]{1,40}?)[ \t]*[:：])[ \t]*:?[ \t]*$"
+)
 _BOLD_RUN = re.compile(r"^[ \t]*(?:\*\*|__)[^*_\n]{1,60}(?:\*\*|__)")
 _SETEXT = re.compile(r"^[ \t]{0,3}(=+|-+)[ \t]*$")
 #: A hiding mark anywhere in a heading's title, once emphasis and block ids are set aside.
@@ -274,7 +277,15 @@ def _fence_audience(info: str, known: frozenset[str]) -> frozenset[str] | None:
     first = (
         info.strip().strip("{}").split(None, 1)[0].strip("{}.") if info.strip().strip("{}") else ""
     )
-    return _audience(first, known) if first else None
+    if not first:
+        return None
+    aud = _audience(first, known)
+    if aud is None and not first.lower().startswith("lens"):
+        # ```ad-secret (Obsidian's admonitions), ```spoiler, ```gm-notes: a fence named for it.
+        word = re.sub(r"^ad-", "", first.lower()).replace("-", " ").replace("_", " ")
+        if name_intent(word):
+            return frozenset()
+    return aud
 
 
 def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
@@ -381,13 +392,15 @@ def find_hidden_sections(
             continue
         cm = _CALLOUT.match(line)
         nested = _NESTED_ATX.match(line)
-        callout_aud = _audience(cm.group("kind"), known) if cm else None
+        # ``[!gm|wide]``: what follows a ``|`` is the callout's look (Obsidian's metadata).
+        kind = cm.group("kind").split("|", 1)[0] if cm else ""
+        callout_aud = _audience(kind, known) if cm else None
         if callout_aud is None and nested:
             callout_aud = _marked(line[nested.end() :], known)
         habit = ""
         if callout_aud is None and cm:
             title = line[cm.end() :].strip()
-            word = name_intent(cm.group("kind").replace("-", " ")) or name_intent(title)
+            word = name_intent(kind.replace("-", " ")) or name_intent(title)
             if word:
                 callout_aud, habit = (
                     frozenset(),
@@ -430,9 +443,14 @@ def find_hidden_sections(
         bold = _BOLD_LINE.match(line) if not head else None
         if head:
             level, title = head
-        elif bold and name_intent(bold.group(1)) and _title_like(masked, lines, i):
-            # ``**GM Notes**`` alone on a line: a heading in all but syntax, below every real one.
-            level, title = 7, bold.group(1)
+        elif (
+            bold
+            and (name_intent(bold.group("a")) if bold.group("a") else label_intent(bold.group("b")))
+            and _alone(masked, lines, i)
+        ):
+            # ``**GM Notes**`` or ``GM Notes:`` alone on a line: a heading in all but syntax,
+            # below every real one.
+            level, title = 7, bold.group("a") or bold.group("b")
         elif (
             heading_stack
             and heading_stack[-1][0] == 7
@@ -509,6 +527,19 @@ def _title_like(text: str, lines: list[tuple[int, int]], i: int, *, sentence: bo
     )
 
 
+def _alone(text: str, lines: list[tuple[int, int]], i: int) -> bool:
+    """Whether line ``i`` stands alone as a title would: a short line after a blank one, before
+    a blank line, a list or another block (``GM Notes:``, ``*Secrets*``, ``**GM:**``)."""
+    line = text[lines[i][0] : lines[i][1]].strip()
+    before = text[lines[i - 1][0] : lines[i - 1][1]].strip() if i else ""
+    after = text[lines[i + 1][0] : lines[i + 1][1]] if i + 1 < len(lines) else ""
+    return (
+        not before
+        and len(line.split()) <= 8
+        and (not after.strip() or bool(_BLOCK_START.match(after)) or after.lstrip().startswith(">"))
+    )
+
+
 def _plain(title: str) -> str:
     """A heading's or label's words without emphasis marks, for the report."""
     return " ".join(re.sub(r"[*_~`#>]+", " ", title).split())
@@ -525,8 +556,8 @@ def _heading_section(
 #: A line that opens with a label and a colon: ``GM: …``, ``**DM:** …``, ``- *Secret*: …``,
 #: ``> GM note — …`` is not one (a dash is prose), ``🔒 Secret: …`` is.
 _LABEL_LINE = re.compile(
-    r"^[ \t]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?(?:>[ \t]?)*[ \t]*"
-    r"(?P<label>[^\s:：][^:：\n]{0,40}?)[ \t]*[:：]"
+    r"^[ \t\u00a0]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?(?:>[ \t]?)*[ \t\u00a0]*"
+    r"(?P<label>[^\s:：][^:：\n]{0,40}?)[ \t]*(?:[:：]|(?<=[\w*_])[ \t]+[-–—]+(?=[ \t]))"
 )
 #: A marker in the middle of a line, set apart by emphasis: ``… ale. **GM:** she is a spy``.
 _EMPHASIS_MARK = re.compile(
@@ -539,7 +570,9 @@ _ASIDE = re.compile(
     r"(?<!\[)(?P<open>[(\[{])[ \t]*(?P<label>[^:)\]}\n\-–—]{1,40}?)[ \t]*(?::|[-–—][ \t])"
 )
 #: A bare marker in a line: ``The chest under the floor (GM only)``, ``[secret]``.
-_BARE = re.compile(r"(?<!\[)[(\[{][ \t]*(?P<label>[^()\[\]{}\n]{1,40}?)[ \t]*[)\]}](?![(\[\]])")
+_BARE = re.compile(
+    r"(?<!\[)[(\[{][ \t]*(?P<label>[^()\[\]{}\n]{1,40}?)[ \t]*[)\]}](?![(\[\]])[ \t*_.:;!]*$"
+)
 _CLOSE = {"(": ")", "[": "]", "{": "}"}
 
 
@@ -649,7 +682,7 @@ _INVISIBLE = re.compile(
     r"(?:^|\s)hidden(?:\s|=|$)|display\s*:\s*none|visibility\s*:\s*hidden|aria-hidden\s*=\s*[\"']?true",
     re.I,
 )
-_CLASS = re.compile(r"class\s*=\s*[\"']([^\"']*)[\"']", re.I)
+_CLASS = re.compile(r"class\s*=\s*(?:[\"']([^\"']*)[\"']|([^\s\"'>]+))", re.I)
 _SUMMARY = re.compile(r"\s*<summary[^>]*>(.*?)</summary>", re.I | re.S)
 _VOID = frozenset({"br", "hr", "img", "input", "meta", "link", "source", "wbr", "col", "area"})
 
@@ -675,8 +708,9 @@ def _html_hidden(
             rule = f"invisible <{tag}>"
         else:
             cls = _CLASS.search(attrs)
-            if cls and any(tag_intent(c) for c in cls.group(1).split()):
-                rule, explicit = f"<{tag} class=“{cls.group(1)[:30]}”>", False
+            names = (cls.group(1) or cls.group(2) or "") if cls else ""
+            if names and any(tag_intent(c) for c in names.split()):
+                rule, explicit = f"<{tag} class=“{names[:30]}”>", False
             elif tag == "details":
                 sm = _SUMMARY.match(masked, m.end())
                 if sm and name_intent(re.sub(r"<[^>]+>", " ", sm.group(1))):
