@@ -324,12 +324,12 @@ async def test_a_campaign_toml_caught_mid_edit_keeps_the_last_good_config_servin
 
 
 def make_walled_campaign(campaigns_dir: Path) -> Path:
-    """The tiny campaign with its GM folder named ``prep/``: a campaign.toml that loses its
-    ``gm_paths`` parses as the default ``gm/**``, which leaves ``prep/`` open."""
+    """The tiny campaign with its GM folder named ``plot/``: a campaign.toml that loses its
+    ``gm_paths`` parses as the default ``gm/**``, which leaves ``plot/`` open."""
     root = make_tiny_campaign(campaigns_dir)
-    (root / "gm").rename(root / "prep")
+    (root / "gm").rename(root / "plot")
     (root / "campaign.toml").write_text(
-        CAMPAIGN_TOML.replace('gm_paths = ["gm/**"]', 'gm_paths = ["prep/**"]'), encoding="utf-8"
+        CAMPAIGN_TOML.replace('gm_paths = ["gm/**"]', 'gm_paths = ["plot/**"]'), encoding="utf-8"
     )
     return root
 
@@ -380,7 +380,7 @@ async def test_a_campaign_toml_emptied_deleted_or_cut_short_never_opens_the_gm_f
         assert CANARY in gm_reply.text  # the GMs are still the last good file's
         status = (await svc.handle(msg("/campaign status", gm=True))).text
         assert "⚠ campaign.toml of greyhold changed:" in status
-        assert {"emptied": "empty", "deleted": "missing"}.get(how, "`prep/**`") in status
+        assert {"emptied": "empty", "deleted": "missing"}.get(how, "`plot/**`") in status
         assert "⚠" not in (await svc.handle(msg("/campaign status"))).text
         save(toml, good)  # restored: nothing waits any more
         assert "⚠" not in (await svc.handle(msg("/campaign status", gm=True))).text
@@ -389,7 +389,7 @@ async def test_a_campaign_toml_emptied_deleted_or_cut_short_never_opens_the_gm_f
 
 
 def test_what_a_campaign_toml_drops_is_named_and_what_it_adds_is_not(tmp_path):
-    text = CAMPAIGN_TOML.replace('gm_paths = ["gm/**"]', 'gm_paths = ["Prep/**"]').replace(
+    text = CAMPAIGN_TOML.replace('gm_paths = ["gm/**"]', 'gm_paths = ["Plot/**"]').replace(
         'gm_users = ["111"]', 'gm_users = ["111"]\nguilds = ["123456789012345678"]'
     )
     good = parse_campaign(text, tmp_path, "greyhold")
@@ -398,8 +398,8 @@ def test_what_a_campaign_toml_drops_is_named_and_what_it_adds_is_not(tmp_path):
         assert old in text
         return walls_dropped(good, parse_campaign(text.replace(old, new), tmp_path, "greyhold"))
 
-    assert dropped('"Prep/**"', '"prep/**", "drafts/**"') == ()  # the same folder, and one more
-    assert "`Prep/**`" in dropped('"Prep/**"', '"Prep/*"')[0]  # not the same files
+    assert dropped('"Plot/**"', '"plot/**", "drafts/**"') == ()  # the same folder, and one more
+    assert "`Plot/**`" in dropped('"Plot/**"', '"Plot/*"')[0]  # not the same files
     assert "`mirel`" in dropped('lenses = ["mirel"]', "lenses = []")[0]
     assert dropped('lenses = ["mirel"]', 'lenses = ["mirel", "vessa"]') == ()
     assert "`players`" in dropped('name = "Greyhold"', 'upload_visibility = "players"')[0]
@@ -422,7 +422,7 @@ async def test_at_a_restart_the_last_good_campaign_toml_serves(tmp_path):
     good = toml.read_text()
     for broken, said in (
         (good.replace('name = "Greyhold"', 'name = "Greyhold'), "line 2"),
-        (good.replace('gm_paths = ["prep/**"]', "gm_paths = []"), "`prep/**`"),
+        (good.replace('gm_paths = ["plot/**"]', "gm_paths = []"), "`plot/**`"),
     ):
         save(toml, broken)
         engine = await make_engine(tmp_path, milvus=False)
@@ -453,9 +453,9 @@ async def test_a_wall_dropped_by_hand_counts_once_a_gm_accepts_it(tmp_path):
         svc = BotService(engine)
         await svc.directory.link("discord", "C1", "greyhold")
         good = toml.read_text()
-        save(toml, good.replace('gm_paths = ["prep/**"]', 'gm_paths = ["prep/**", "drafts/**"]'))
-        assert (await engine.campaign("greyhold")).gm_paths == ("prep/**", "drafts/**")
-        opened = good.replace('gm_paths = ["prep/**"]', 'gm_paths = ["gm/**"]')
+        save(toml, good.replace('gm_paths = ["plot/**"]', 'gm_paths = ["plot/**", "drafts/**"]'))
+        assert (await engine.campaign("greyhold")).gm_paths == ("plot/**", "drafts/**")
+        opened = good.replace('gm_paths = ["plot/**"]', 'gm_paths = ["gm/**"]')
         save(toml, opened)
         await tick(engine)
         assert not await players_see_the_plot(svc)
@@ -465,7 +465,7 @@ async def test_a_wall_dropped_by_hand_counts_once_a_gm_accepts_it(tmp_path):
         assert 'gm_users = ["111"]' in toml.read_text()  # the held file was not rewritten
         accepted = await svc.handle(msg("/campaign accept", gm=True))
         assert (
-            not accepted.error and "`prep/**`" in accepted.text and "`drafts/**`" in accepted.text
+            not accepted.error and "`plot/**`" in accepted.text and "`drafts/**`" in accepted.text
         )
         await tick(engine)
         assert await players_see_the_plot(svc)
