@@ -208,8 +208,6 @@ FILLER = MARKERS | frozenset(
         "reminders",
         "clue",
         "clues",
-        "hook",
-        "hooks",
         "says",
         "lazy",
         "box",

@@ -443,11 +443,7 @@ def find_hidden_sections(
         bold = _BOLD_LINE.match(line) if not head else None
         if head:
             level, title = head
-        elif (
-            bold
-            and (name_intent(bold.group("a")) if bold.group("a") else label_intent(bold.group("b")))
-            and _alone(masked, lines, i)
-        ):
+        elif bold and label_intent(bold.group("a") or bold.group("b")) and _alone(masked, lines, i):
             # ``**GM Notes**`` or ``GM Notes:`` alone on a line: a heading in all but syntax,
             # below every real one.
             level, title = 7, bold.group("a") or bold.group("b")
