@@ -30,6 +30,8 @@ from dataclasses import dataclass
 import charset_normalizer
 
 from liminalis.ingest.intent import name_intent
+from liminalis.ingest.running_heads import strip_running_lines
+from liminalis.ingest.titles import pdf_title
 
 __all__ = [
     "BINARY_SUFFIXES",
@@ -43,6 +45,7 @@ __all__ = [
     "extract_pdf",
     "extract_docx",
     "WIKILINK",
+    "WORD_OPENERS",
     "plain_wikilinks",
 ]
 
@@ -262,8 +265,31 @@ def _with_headings(text: str, heads: list[tuple[int, str]]) -> str:
     return "\n\n".join([*top, "\n".join(lines)]) if top else "\n".join(lines)
 
 
+def _labels(reader: object, count: int) -> list[str]:
+    """Each page's printed label, or its number where the labels are broken."""
+    try:
+        labels = [str(x) for x in getattr(reader, "page_labels", [])]
+    except Exception:  # noqa: BLE001 (broken page labels: number the pages instead)
+        labels = []
+    return labels if len(labels) == count else [str(i + 1) for i in range(count)]
+
+
+def _page_texts(reader: object, count: int) -> list[str]:
+    """Each page's extracted text; ``""`` for a page pypdf cannot read (the others still are)."""
+    pages = getattr(reader, "pages", [])
+    texts: list[str] = []
+    for i in range(count):
+        try:
+            texts.append(pages[i].extract_text() or "")
+        except Exception:  # noqa: BLE001 (one unreadable page must not lose the others)
+            _log.debug("page %d unreadable", i + 1, exc_info=True)
+            texts.append("")
+    return texts
+
+
 def extract_pdf(raw: bytes, *, max_pages: int = 2000) -> Extracted:
-    """A PDF's pages as text, bookmarks as headings (raises :class:`LoadError`).
+    """A PDF's pages as text, bookmarks as headings, running heads and page numbers left out
+    (:mod:`liminalis.ingest.running_heads`; raises :class:`LoadError`).
 
     A PDF with no text layer (a scan) is refused: ingested, it would be a document with no
     words. Pages without text in an otherwise readable PDF are named in a warning."""
@@ -287,29 +313,21 @@ def extract_pdf(raw: bytes, *, max_pages: int = 2000) -> Extracted:
         raise LoadError("empty PDF (no pages)")
     if count > max_pages:
         raise LoadError(f"PDF too long ({count:,} pages; limit {max_pages:,})")
-    try:
-        labels = list(reader.page_labels)
-    except Exception:  # noqa: BLE001 (broken page labels: number the pages instead)
-        labels = []
-    if len(labels) != count:
-        labels = [str(i + 1) for i in range(count)]
+    labels = _labels(reader, count)
     heads: dict[int, list[tuple[int, str]]] = {}
     for page, level, title in _outline(reader):
         heads.setdefault(page, []).append((level, title))
-    pages: list[Page] = []
-    blank: list[str] = []
-    for i in range(count):
-        try:
-            text = reader.pages[i].extract_text() or ""
-        except Exception:  # noqa: BLE001 (one unreadable page must not lose the others)
-            _log.debug("page %d unreadable", i + 1, exc_info=True)
-            text = ""
-        if sum(not c.isspace() for c in text) < _MIN_PAGE_CHARS:
-            blank.append(labels[i])
-            text = ""
-        if heads.get(i):
-            text = _with_headings(text, heads[i])
-        pages.append(Page(label=" ".join(labels[i].split())[:20] or str(i + 1), text=text))
+    texts = _page_texts(reader, count)
+    empty = [sum(not c.isspace() for c in t) < _MIN_PAGE_CHARS for t in texts]
+    blank = [labels[i] for i in range(count) if empty[i]]
+    texts = strip_running_lines(["" if e else t for t, e in zip(texts, empty, strict=True)], labels)
+    pages = [
+        Page(
+            label=" ".join(labels[i].split())[:20] or str(i + 1),
+            text=_with_headings(texts[i], heads[i]) if heads.get(i) else texts[i],
+        )
+        for i in range(count)
+    ]
     if len(blank) == count:
         raise LoadError(
             f"scanned PDF: none of its {count:,} pages has a text layer "
@@ -326,14 +344,13 @@ def extract_pdf(raw: bytes, *, max_pages: int = 2000) -> Extracted:
 
 
 def _pdf_title(reader: object) -> str:
-    """The title a PDF's metadata gives, unless it is a converter's file name."""
+    """The title a PDF's metadata gives, when it reads as a real title
+    (:func:`liminalis.ingest.titles.pdf_title`)."""
     try:
-        title = " ".join(str(getattr(getattr(reader, "metadata", None), "title", "") or "").split())
+        raw = str(getattr(getattr(reader, "metadata", None), "title", "") or "")
     except Exception:  # noqa: BLE001 (broken metadata: no title, not no document)
         return ""
-    if re.search(r"\.(docx?|pdf|odt|rtf|indd|txt)$|^microsoft word|^untitled", title, re.I):
-        return ""
-    return title[:200]
+    return pdf_title(raw)
 
 
 # --- Word ---------------------------------------------------------------------------------------
@@ -341,6 +358,9 @@ def _pdf_title(reader: object) -> str:
 _HEADING_STYLE = re.compile(r"heading\s*([1-9])", re.I)
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 _OFF = frozenset({"0", "false", "off"})
+#: How each hidden section :func:`_comment` writes opens: the only HTML comments the hiding wall
+#: reads in a Word document's text (:mod:`liminalis.ingest.syntaxes`).
+WORD_OPENERS = ("<!-- hidden in Word: ", "<!-- style ", "<!-- comment by ")
 
 
 def _comment(text: str, why: str) -> str:

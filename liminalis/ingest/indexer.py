@@ -26,7 +26,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 
@@ -44,8 +44,10 @@ from liminalis.ingest.loaders import (
     sidecar_of,
     source_of,
 )
+from liminalis.ingest.obsidian import template_folders
 from liminalis.ingest.sections import find_hidden_sections
 from liminalis.ingest.synopsis import contextual_text, extractive_synopsis, title_text
+from liminalis.ingest.syntaxes import comment_gate
 from liminalis.lens import GM
 from liminalis.ports import Embedder, VectorRecord, VectorStore
 from liminalis.store.rows import FileRow
@@ -153,6 +155,11 @@ def _by_doc(vectors: Iterable[str]) -> dict[str, set[str]]:
     for vid in vectors:
         out.setdefault(vector_doc(vid), set()).add(vid)
     return out
+
+
+def _gated(doc: Document) -> str:
+    """A stored document's text as the wall reads it for its file's format."""
+    return comment_gate(doc.text, PurePosixPath(doc.path).suffix)
 
 
 def _batches(files: list[list[Document]], size: int) -> Iterator[list[list[Document]]]:
@@ -291,14 +298,21 @@ class Indexer:
 
         A symlink to a file inside the campaign is that file's path (``lore/plan.md`` linking to
         ``gm/plan.md`` is in the GM folder: GM-only). A symlink to lore outside the campaign is
-        ingested where the link sits, instead of failing the whole ingest."""
+        ingested where the link sits, instead of failing the whole ingest. A vault's configured
+        template folder is not campaign material (:mod:`liminalis.ingest.obsidian`)."""
         real_root = root.resolve()
         base = scope.resolve().relative_to(real_root).as_posix()
         if scope.is_file():
             yield scope, prefix + base
             return
+        templates = template_folders(root)
         for dirpath, dirnames, filenames in os.walk(scope):
-            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            dirnames[:] = sorted(
+                d
+                for d in dirnames
+                if not d.startswith(".")
+                and Path(os.path.relpath(Path(dirpath) / d, root)).as_posix() not in templates
+            )
             for name in sorted(filenames):
                 if name.startswith(".") or name in _SKIP_NAMES:
                     continue
@@ -875,13 +889,14 @@ class Indexer:
         was = (
             {
                 old.text[h.start : h.end]
-                for h in find_hidden_sections(old.text, lenses=config.lenses)
+                for h in find_hidden_sections(_gated(old), lenses=config.lenses)
             }
             if old
             else set()
         )
         now = {
-            doc.text[h.start : h.end] for h in find_hidden_sections(doc.text, lenses=config.lenses)
+            doc.text[h.start : h.end]
+            for h in find_hidden_sections(_gated(doc), lenses=config.lenses)
         }
         return stored_visibility[source] if now - was else frozenset()
 

@@ -48,6 +48,8 @@ from liminalis.ingest.sections import (
     view_id,
 )
 from liminalis.ingest.synopsis import extractive_synopsis
+from liminalis.ingest.syntaxes import comment_gate
+from liminalis.ingest.titles import document_title, file_title
 from liminalis.lens import GM, NOT_GM, PLAYERS, narrowest, parse_visibility
 from liminalis.text import clean_text
 from liminalis.types import Document
@@ -101,7 +103,6 @@ _TRUTHY = frozenset({"", "true", "yes", "y", "on", "1", "gm", "only", "gm only",
 _TRUTHY_BODY = frozenset({"true", "yes", "y", "on", "1", "gm only"})
 _LENS_WORDS = frozenset({"gm", "dm", "players", "player", "public", "private", "secret", "hidden"})
 #: Near misses of ``visibility`` a GM types: within two edits of it, ``visible``, or starting ``visib``.
-_TITLE_LINE = re.compile(r"\A\s*#\s+(.+?)\s*#*\s*$", re.M)
 #: A fence that is not ``---`` (``----``, TOML's ``+++``), and the lines after it up to the next.
 _OTHER_FENCE = re.compile(
     r"\A(?:-{4,}|\+{3,})[ \t]*\n(.*?)(?:\n(?:-{3,}|\+{3,})[ \t]*(?:\n|\Z)|\Z)", re.S
@@ -369,7 +370,7 @@ def parse_file(
         notes = extracted.warnings
         if pages:
             # A PDF's first bookmark is a chapter, not the book: its metadata or file name is.
-            meta["title"] = extracted.title or _title_of(rel_path)
+            meta["title"] = extracted.title or file_title(rel_path)
         # No front matter in a PDF or a Word document, but a `visibility: gm` in its first lines
         # is still a GM's word: refuse rather than publish.
         _refuse_misplaced_visibility(body, config, after_front=False)
@@ -428,7 +429,9 @@ def parse_file(
         # The uploader's option decides a file that says nothing; front matter that says more
         # wins only where it is narrower.
         vis = narrowest(vis, visibility) if said else visibility
-    sections = find_hidden_sections(body, lenses=config.lenses, released=config.released)
+    sections = find_hidden_sections(
+        comment_gate(body, suffix), lenses=config.lenses, released=config.released
+    )
     if vis == frozenset({GM}):
         # Nothing of a GM-only file reaches players: what habit would hold in it is not held
         # back from anyone, and asks no review.
@@ -581,10 +584,10 @@ def _view_document(
         _log.warning("page offsets dropped for %s: its text was not normal", doc_id)
         pages = ()
     body = normal
-    title = str(meta.get("title") or "").strip()
-    if not title:
-        tm = _TITLE_LINE.search(body[:500])
-        title = tm.group(1).strip() if tm else _title_of(rel_path)
+    # A PDF's first heading is its first chapter, not another name of the book.
+    head = "" if pages else body
+    title, also = document_title(str(meta.get("title") or ""), head, rel_path)
+    aliases = tuple(dict.fromkeys([*_as_tuple(meta.get("aliases")), *also]))
     if personal:
         title = f"{title} ({personal.title()} only)"
     synopsis = str(meta.get("summary") or meta.get("synopsis") or "").strip()
@@ -596,6 +599,7 @@ def _view_document(
     # exact search); every other document keeps its hash.
     extra += "\x1fids:escaped" if needs_escaped_ids(doc_id) else ""
     extra += f"\x1fpages:{pages!r}" if pages else ""
+    extra += f"\x1ftitles:{also!r}" if also else ""
     return Document(
         doc_id=doc_id,
         path=rel_path,
@@ -603,7 +607,7 @@ def _view_document(
         text=body,
         visibility=visibility,
         type=doc_type,
-        aliases=_as_tuple(meta.get("aliases")),
+        aliases=aliases,
         tags=tags,
         content_hash=content_hash(
             title
@@ -618,11 +622,6 @@ def _view_document(
         synopsis=normalize_text(synopsis)[:600],
         pages=pages,
     )
-
-
-def _title_of(rel_path: str) -> str:
-    """A title from a file name: ``the-copper-kettle.md`` → ``The Copper Kettle``."""
-    return PurePosixPath(rel_path).stem.replace("-", " ").replace("_", " ").title()
 
 
 def with_front_matter(

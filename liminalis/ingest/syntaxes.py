@@ -1,0 +1,43 @@
+"""Which hiding syntaxes a file's format speaks: Markdown's comments belong to Markdown.
+
+``%% … %%``, ``<!-- … -->`` and a link-reference comment (``[//]: # (…)``) are how a GM hides
+text *in Markdown* (and in a ``.txt`` note written the same way). In text extracted from a PDF
+they are nothing of the kind: a rulebook's table of ``%%`` percentages, read as an Obsidian
+comment that never closes, hid everything after it from players. A Word document hides text its
+own way (hidden runs, tracked deletions, comments, a GM-named style), which the extractor writes
+as HTML comments opened by a fixed phrase (:data:`WORD_OPENERS`); those are kept, and every other
+comment opener the document's own text holds is not read as one.
+
+The gate masks the openers that do not apply with spaces of the same length, so every offset a
+hidden section is found at still points into the real text (the views are cut from it).
+Everything else the wall reads (GM headings, labels, callouts, fences) is read in every format.
+"""
+
+from __future__ import annotations
+
+import re
+
+from liminalis.ingest.formats import TEXT_SUFFIXES, WORD_OPENERS
+
+__all__ = ["comment_gate"]
+
+#: An HTML comment opener, an Obsidian comment mark, a link-reference comment's opening ``[``.
+_OPENERS = re.compile(
+    r"<!--|%%|^[ \t]{0,3}\[(?=[^\]\n]{1,40}\]:[ \t]*(?:#|<>|//)(?:[ \t]|$))", re.M
+)
+
+
+def comment_gate(text: str, suffix: str) -> str:
+    """``text`` as the wall should read it for a file ending ``suffix``: unchanged for Markdown
+    and text; for a PDF or Word document, with Markdown's comment openers blanked (a Word
+    document keeps the hidden runs its extractor marked)."""
+    if suffix.lower() in TEXT_SUFFIXES:
+        return text
+    word = suffix.lower() == ".docx"
+
+    def blank(m: re.Match[str]) -> str:
+        if word and text.startswith(WORD_OPENERS, m.start()):
+            return m.group(0)
+        return " " * len(m.group(0))
+
+    return _OPENERS.sub(blank, text)
