@@ -7,6 +7,8 @@ from bot.commands.entities import NOT_BUILT
 from bot.messages import OptionValue, Reply
 from liminalis.answer import Source
 from liminalis.errors import InvalidInput, NotFound
+from liminalis.knowledge.confidence import DRAW_CONFIDENCE
+from liminalis.knowledge.service import RelationInfo
 
 __all__ = ["command"]
 
@@ -15,6 +17,14 @@ _MAX_RELATIONS = 12
 
 def _parse(arg: str) -> dict[str, OptionValue]:
     return {"name": arg.strip()} if arg.strip() else {}
+
+
+def _relation_line(r: RelationInfo) -> str:
+    """One relation and where it stands: ``- A —ally-of→ B (Tobin Harrow, line 29)``; one the
+    map does not draw (only a GM is listed those) says it is unsure."""
+    where = f" ({r.title or r.doc_id}, line {r.line})" if r.line else f" ({r.title or r.doc_id})"
+    unsure = " — unsure, not drawn" if r.confidence < DRAW_CONFIDENCE else ""
+    return f"- {r.src} —{r.kind}→ {r.dst}{where}{unsure}"
 
 
 async def run(request: Request, scope: Scope) -> Reply:
@@ -42,7 +52,7 @@ async def run(request: Request, scope: Scope) -> Reply:
     if card.lines:
         parts.append("\n".join(f"> {line}" for line in card.lines))
     if card.relations:
-        rels = [f"- {r.src} —{r.kind}→ {r.dst}" for r in card.relations[:_MAX_RELATIONS]]
+        rels = [_relation_line(r) for r in card.relations[:_MAX_RELATIONS]]
         if len(card.relations) > _MAX_RELATIONS:
             rels.append(f"- … {len(card.relations) - _MAX_RELATIONS} more")
         parts.append("**Relations**\n" + "\n".join(rels))

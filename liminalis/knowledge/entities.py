@@ -267,9 +267,28 @@ _ALLY_WORDS = re.compile(
     r"loves?|protects?|employs?)\b",
     re.I,
 )
+# "distrusts" and "wary of" are not on the list: a character who distrusts another is no enemy
+# of theirs, and a map that draws them as enemies tells the table something the notes do not.
 _ENEMY_WORDS = re.compile(
-    r"\b(?:enem(?:y|ies)|hostile|rivals?|war|hates?|hunts?|betray\w*|distrusts?)\b", re.I
+    r"\b(?:enem(?:y|ies)|hostile|rivals?|war|hates?|hunts?|betray\w*)\b", re.I
 )
+#: The last word of "the X of Y" that makes X a person's place in Y; any other ("the ninth bell
+#: of", "a copy of", "an old name in", "the second of") states no relation between the two names.
+_PERSON_ROLES = _LEADER_ROLES | frozenset(
+    "member keeper servant agent priest priestess monk nun knight guard soldier spy officer "
+    "pupil student apprentice ringer bell-ringer inspector founder professor smith healer lady "
+    "lord prince princess duke duchess count countess baron baroness envoy herald steward "
+    "champion heir sergeant warden lamp-warden pilot".split()
+)
+#: Words between "in"/"at" and a place that show the second name is not where the first is
+#: ("at the end of the Long Winter", "in her cellar when the Ashen Watch came").
+_NOT_A_PLACE = frozenset(
+    "of end beginning start middle night day days year years time winter summer spring autumn "
+    "when while as and but because after before until where who which that than since if".split()
+)
+#: Particles a name may hold in lower case ("House of the Moon"); any other lower-case word in a
+#: bold list label ("Masters, journeymen and apprentices") makes it a head count, not a name.
+_NAME_PARTICLES = frozenset("of the and de da di du la le von van der den y".split())
 _MEMBER_HEADINGS = re.compile(r"members|leadership|structure|people|crew|staff", re.I)
 _RELATION_HEADINGS = re.compile(r"relation|allies|enemies|friends", re.I)
 _M = "\u27e8(\\d+)\u27e9"  # ⟨i⟩: the i-th mention of the sentence in its skeleton
@@ -314,7 +333,17 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     # "Tobin's grandmother, Maud Harrow"
     (re.compile(_M + r"'s\s+(?:\w+\s+)?" + _KIN + r",?\s+" + _M), "kin-b-a"),
     # "Marshal Osric Dunmore commands the Watch", "She rules the Lantern Court"
-    (re.compile(_M + r"\s+(?:commands|rules|leads|heads|runs)\s+(?:the\s+)?" + _M), "leader"),
+    (
+        re.compile(_M + r"\**\s+(?:commands|rules|leads|heads|runs)\s+(?:the\s+)?" + _M),
+        "leader",
+    ),
+    # "Sualtim, son of Roig", "Death is the brother of Sleep"
+    (
+        re.compile(
+            _M + r",?\s+(?:(?:is|was)\s+)?(?:the\s+|a\s+)?(?:\w+\s+)?" + _KIN + r"\s+of\s+" + _M
+        ),
+        "kin-of",
+    ),
     # "Aldous Fenn is the abbot of Cinderhold Abbey", "Gideon Pike, a member of the Court"
     (
         re.compile(
@@ -329,7 +358,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(
             _M
             + r"(?:'s)?\s+(?:(?:stands|lies|sits|hangs|is|was)\s+)?(?:in|inside|beneath|under|on|at|above)\s+"
-            r"(?:the\s+)?(?:[a-z][\w-]*\s+){0,5}?" + _M
+            r"(?:the\s+)?((?:[a-z][\w-]*\s+){0,5}?)" + _M
         ),
         "located",
     ),
@@ -337,7 +366,7 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (
         re.compile(
             _M
-            + r"\s+(?:[\w' -]{0,30}\s)?(?:hostile to|at war with|enemy of|distrusts|hates|betrayed)\s+(?:the\s+)?"
+            + r"\s+(?:[\w' -]{0,30}\s)?(?:hostile to|at war with|enemy of|hates|betrayed)\s+(?:the\s+)?"
             + _M
         ),
         "enemy",
@@ -353,15 +382,33 @@ _PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 
 
+#: A sentence of a character's own page whose subject is a pronoun: the page's owner is meant.
+_PRONOUN_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"\b(?:she|he)\s+(?:commands|rules|leads|heads|runs)\s+(?:the\s+)?" + _M, re.I),
+        "leader-of",
+    ),
+    (
+        re.compile(
+            r"\b(?:she|he)\s+(?:hid|protects|defends|trusts|likes|loves)\s+(?:the\s+)?" + _M, re.I
+        ),
+        "ally-of",
+    ),
+    (re.compile(r"\b(?:she|he)\s+(?:hates|betrayed|hunts)\s+(?:the\s+)?" + _M, re.I), "enemy-of"),
+)
+
+
 def extract_relations(
     doc: Document, mentions: Sequence[Mention], owner: str | None = None
 ) -> tuple[RelationFact, ...]:
     """Relations ``doc``'s sentences state, between name keys (resolved at read time).
 
     Two sources: sentence patterns over a skeleton where each name is ``⟨i⟩`` (kinship,
-    leadership, "the X of Y" roles, located-in, ally/enemy verbs); and, in a view that defines
-    ``owner``, its ``Relationships``/``Relations`` items (ally or enemy by their words) and its
-    ``Notable Members``/``Leadership`` items (member-of)."""
+    leadership, "the X of Y" roles, located-in, ally/enemy verbs, and in a view that defines
+    ``owner`` a pronoun subject as the owner); and, in such a view, its
+    ``Relationships``/``Relations`` items (ally or enemy by their words) and its
+    ``Notable Members``/``Leadership`` items (member-of, leader-of by the role the item names).
+    How far each is trusted is :func:`liminalis.knowledge.confidence.relation_confidence`."""
     text = doc.text
     ordered = sorted((m for m in mentions if not m.surface.isupper()), key=lambda m: m.start)
     starts = [m.start for m in ordered]
@@ -370,19 +417,34 @@ def extract_relations(
         lo, hi = bisect_right(starts, s - 1), bisect_right(starts, e - 1)
         ms = [m for m in ordered[lo:hi] if m.end <= e]
         sentence = text[s:e]
-        if len(ms) < 2 or sentence.lstrip().startswith("#"):
+        if not ms or sentence.lstrip().startswith("#"):
             continue
         skel = _skeleton(sentence, s, ms)
-        for rx, kind in _PATTERNS:
-            for m in rx.finditer(skel):
-                found = _relation(kind, m, ms)
-                if found and found[0] != found[2]:
-                    out.append(
-                        RelationFact(found[0], found[1], found[2], s, e, " ".join(sentence.split()))
-                    )
+        evidence = " ".join(sentence.split())
+        found = _sentence_relations(skel, ms) if len(ms) >= 2 else []
+        found += _pronoun_relations(skel, ms, owner) if owner else []
+        out += [RelationFact(a, k, b, s, e, evidence) for a, k, b in found if a != b]
     if owner:
         out += _section_relations(text, ordered, owner)
     return tuple(dict.fromkeys(out))
+
+
+def _sentence_relations(skel: str, ms: Sequence[Mention]) -> list[tuple[str, str, str]]:
+    out = []
+    for rx, kind in _PATTERNS:
+        for m in rx.finditer(skel):
+            found = _relation(kind, m, ms)
+            if found:
+                out.append(found)
+    return out
+
+
+def _pronoun_relations(skel: str, ms: Sequence[Mention], owner: str) -> list[tuple[str, str, str]]:
+    return [
+        (owner, kind, ms[int(m.group(1))].key)
+        for rx, kind in _PRONOUN_PATTERNS
+        for m in rx.finditer(skel)
+    ]
 
 
 def _relation(kind: str, m: re.Match[str], ms: Sequence[Mention]) -> tuple[str, str, str] | None:
@@ -391,20 +453,44 @@ def _relation(kind: str, m: re.Match[str], ms: Sequence[Mention]) -> tuple[str, 
     if kind == "kin-b-a":
         return _kin(ms[int(m.group(3))].key, m.group(2), ms[int(m.group(1))].key)
     a, b = ms[int(m.group(1))].key, ms[int(m.group(m.lastindex or 2))].key
-    if kind == "leader":
-        return (a, "leader-of", b)
+    if kind == "kin-of":
+        return _kin(a, m.group(2), b)
     if kind == "role":
         role = m.group(2).lower().split()
-        if not role or role[-1] in {"end", "rest", "top", "bottom", "edge", "middle", "night"}:
+        if not role or role[-1] not in _PERSON_ROLES:
             return None
         return (a, "leader-of" if role[-1] in _LEADER_ROLES else "member-of", b)
     if kind == "located":
-        return (a, "located-in", b)
-    if kind == "enemy":
-        return (a, "enemy-of", b)
-    if kind == "ally":
-        return (a, "ally-of", b)
-    return None
+        first = ms[int(m.group(1))]
+        if first.initial and " " not in first.key:
+            return None  # "Magic in the Vell valley": a capital that only opens the sentence
+        between = set(m.group(2).lower().split())
+        return None if between & _NOT_A_PLACE else (a, "located-in", b)
+    return {
+        "leader": (a, "leader-of", b),
+        "enemy": (a, "enemy-of", b),
+        "ally": (a, "ally-of", b),
+    }.get(kind)
+
+
+def _list_label_is_a_name(stripped: str) -> bool:
+    """Whether a list item's bold label names something: ``**The Assayers:**`` does, ``**Masters,
+    journeymen and apprentices:**`` (a head count) does not. An item without one passes."""
+    m = re.match(r"(?:[-*+]\s+)?\*\*(.+?)\*\*", stripped)
+    if not m:
+        return True
+    words = re.findall(r"[A-Za-z][\w'-]*", m.group(1))
+    return all(w[0].isupper() or w.lower() in _NAME_PARTICLES for w in words)
+
+
+def _member_kind(stripped: str) -> str:
+    """``leader-of`` when a member item's first word after its name is a leader's role
+    ("**The Lantern Queen** — ruler", "**Brother Aldous Fenn**, abbot"), else ``member-of``:
+    "seven master bellwrights" further on does not make the Council the Guild's master."""
+    rest = re.sub(r"^(?:[-*+]\s+)?\*\*.+?\*\*", "", stripped)
+    words = [w.lower() for w in re.findall(r"[A-Za-z][\w'’-]*", rest)]
+    words = [w for w in words if w not in {"the", "a", "an"}][:1]
+    return "leader-of" if set(words) & (_LEADER_ROLES | {"ruler", "warden"}) else "member-of"
 
 
 def _section_relations(text: str, mentions: Sequence[Mention], owner: str) -> list[RelationFact]:
@@ -428,18 +514,23 @@ def _section_relations(text: str, mentions: Sequence[Mention], owner: str) -> li
         evidence = " ".join(stripped.lstrip("-* ").split())
         end = start + len(line)
         if _MEMBER_HEADINGS.search(heading):
-            out.append(RelationFact(target.key, "member-of", owner, start, end, evidence))
+            if _list_label_is_a_name(stripped):
+                kind = _member_kind(stripped)
+                out.append(RelationFact(target.key, kind, owner, start, end, evidence))
         elif _RELATION_HEADINGS.search(heading):
-            if _ENEMY_WORDS.search(stripped):
-                kind = "enemy-of"
-            elif re.search(r"\bemploys?\b", stripped, re.I):
-                kind = "employs"
-            elif _ALLY_WORDS.search(stripped):
-                kind = "ally-of"
-            else:
-                continue
-            out.append(RelationFact(owner, kind, target.key, start, end, evidence))
+            kind = _listed_kind(stripped)
+            if kind:
+                out.append(RelationFact(owner, kind, target.key, start, end, evidence))
     return out
+
+
+def _listed_kind(stripped: str) -> str:
+    """The relation a ``Relationships`` item states by its words, or ``""`` when none."""
+    if _ENEMY_WORDS.search(stripped):
+        return "enemy-of"
+    if re.search(r"\bemploys?\b", stripped, re.I):
+        return "employs"
+    return "ally-of" if _ALLY_WORDS.search(stripped) else ""
 
 
 # -- read time ---------------------------------------------------------------------------------

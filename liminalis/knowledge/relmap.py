@@ -4,7 +4,9 @@ Built only from an :class:`~liminalis.knowledge.entities.EntityIndex` over the v
 reads (so a GM-only name is never a node of a player's map), then cut to a size a picture can
 show. Without a centre, the ``max_nodes`` entities with most relations (ties: most mentions)
 and the relations among them; with a centre, a breadth-first walk from it over relations taken
-both ways, up to ``radius`` steps, nearest first. Deterministic: the same facts, the same map.
+both ways, up to ``radius`` steps, nearest first. Only relations trusted enough to draw
+(:func:`liminalis.knowledge.confidence.drawn`) are edges: a doubtful one stays for retrieval and
+the GM's cards, not in the picture. Deterministic: the same facts, the same map.
 Drawing it is an adapter's (:mod:`liminalis.adapters.relmap_png`).
 """
 
@@ -14,6 +16,7 @@ from collections import Counter, defaultdict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from liminalis.knowledge.confidence import drawn
 from liminalis.knowledge.entities import EntityIndex
 from liminalis.knowledge.facts import ViewFacts
 
@@ -69,7 +72,7 @@ def build_map(
     for v in idx.views:
         for r in v.relations:
             src, dst = idx.resolve(r.src), idx.resolve(r.dst)
-            if src and dst and src != dst:
+            if src and dst and src != dst and drawn(r):
                 if "player" in (idx.entities[src].type, idx.entities[dst].type):
                     continue
                 edges[(src, r.kind, dst)] = None
@@ -103,5 +106,5 @@ def build_map(
     nodes = tuple(
         MapNode(k, idx.entities[k].name, idx.entities[k].type or "other", mentions[k]) for k in kept
     )
-    drawn = tuple(MapEdge(s, kind, d) for s, kind, d in edges if s in keep and d in keep)
-    return RelationMap(nodes, tuple(sorted(drawn, key=lambda e: (e.src, e.kind, e.dst))), start)
+    shown = tuple(MapEdge(s, kind, d) for s, kind, d in edges if s in keep and d in keep)
+    return RelationMap(nodes, tuple(sorted(shown, key=lambda e: (e.src, e.kind, e.dst))), start)

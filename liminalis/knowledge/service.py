@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from liminalis.ingest.sections import source_of
+from liminalis.knowledge.confidence import DRAW_CONFIDENCE, relation_confidence
 from liminalis.knowledge.entities import (
     Entity,
     EntityIndex,
@@ -92,13 +93,18 @@ class EntityInfo:
 
 @dataclass(frozen=True, slots=True)
 class RelationInfo:
-    """``src`` —kind→ ``dst`` (entity names), the document and sentence that state it."""
+    """``src`` —kind→ ``dst`` (entity names), the document and sentence that state it: where
+    (the view's ``title`` and 1-based ``line``) and how far it is trusted
+    (:func:`~liminalis.knowledge.confidence.relation_confidence`)."""
 
     src: str
     kind: str
     dst: str
     doc_id: str
     evidence: str
+    title: str = ""
+    line: int = 0
+    confidence: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,29 +293,45 @@ class Knowledge:
         ent = idx.find(name)
         if ent is None:
             return None
-        titles = {v.doc_id: v.title for v in views}
-        relations = []
-        for v in views:
-            for r in v.relations:
-                src, dst = idx.resolve(r.src), idx.resolve(r.dst)
-                if src and dst and src != dst and ent.key in (src, dst):
-                    relations.append(
-                        RelationInfo(
-                            idx.entities[src].name,
-                            r.kind,
-                            idx.entities[dst].name,
-                            v.doc_id,
-                            r.evidence,
-                        )
-                    )
+        relations = await self._relations(campaign, lens, views, idx, ent.key)
         lines = await self._lines(campaign, ent.key, ent.defined_in, ent.mentions, max_lines)
         docs = ent.documents
+        titles = {v.doc_id: v.title for v in views}
         return EntityCard(
             entity=_info(ent),
             lines=tuple(lines),
             relations=tuple(dict.fromkeys(relations)),
             sources=tuple((d, titles.get(d, d)) for d in docs),
         )
+
+    async def _relations(
+        self,
+        campaign: str,
+        lens: frozenset[str],
+        views: Sequence[ViewFacts],
+        idx: EntityIndex,
+        key: str,
+    ) -> list[RelationInfo]:
+        """The relations of entity ``key`` that the views ``lens`` reads state, each with the
+        document and line it stands on. A player is listed only the relations trusted enough to
+        draw (:data:`~liminalis.knowledge.confidence.DRAW_CONFIDENCE`); the GM reads them all."""
+        out: list[RelationInfo] = []
+        texts: dict[str, str] = {}
+        for v in views:
+            for r in v.relations:
+                src, dst = idx.resolve(r.src), idx.resolve(r.dst)
+                conf = relation_confidence(r)
+                if not (src and dst and src != dst and key in (src, dst)):
+                    continue
+                if GM not in lens and conf < DRAW_CONFIDENCE:
+                    continue
+                if v.doc_id not in texts:
+                    doc = await self.db.documents.get(campaign, v.doc_id)
+                    texts[v.doc_id] = doc.text if doc else ""
+                line = texts[v.doc_id].count("\n", 0, r.start) + 1
+                names = (idx.entities[src].name, r.kind, idx.entities[dst].name)
+                out.append(RelationInfo(*names, v.doc_id, r.evidence, v.title, line, conf))
+        return out
 
     async def _lines(
         self,
