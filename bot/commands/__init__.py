@@ -23,6 +23,7 @@ from bot.commands import (
     search,
     show,
     summary,
+    timeline,
     upload,
     view,
 )
@@ -65,6 +66,7 @@ REGISTRY = Registry(
         entity.command,
         summary.command,
         map.command,
+        timeline.command,
         view.command,
         help.command,
         # /gm: the GM's work

@@ -42,6 +42,7 @@ from liminalis.knowledge.sessions import (
     session_mark,
 )
 from liminalis.knowledge.summaries import MODEL, summarize, summarize_with_model
+from liminalis.knowledge.timeline import Timeline, build_timeline
 from liminalis.lens import GM, NOT_GM, PLAYERS, players_lens, visible
 from liminalis.ports import LanguageModel
 from liminalis.recap import RecapSession
@@ -430,6 +431,28 @@ class Knowledge:
     async def _heads(self, campaign: str, lens: frozenset[str]) -> list[ViewFacts]:
         """The rows of the views ``lens`` reads, without their mentions (cheap: per question)."""
         return lens_views(await self.db.knowledge.heads(campaign), frozenset(lens))
+
+    async def timeline(
+        self, campaign: str, lens: frozenset[str], *, entity: str | None = None
+    ) -> Timeline | None:
+        """The sessions and dated events ``lens`` reads, in order (:mod:`liminalis.knowledge.timeline`),
+        about the entity ``entity`` names if given; ``None`` when ``lens`` knows no such entity."""
+        views = await self._views(campaign, lens)
+        ids = {v.doc_id for v in views}
+        texts = {d.doc_id: d.text for d in await self.db.documents.all(campaign) if d.doc_id in ids}
+        sessions = self._sessions(views)
+        if not entity:
+            return build_timeline(sessions, texts)
+        ent = EntityIndex(views).find(entity)
+        if ent is None:
+            return None
+        return build_timeline(
+            sessions,
+            texts,
+            entity=ent.name,
+            names=[ent.name, *sorted(ent.aliases)],
+            entity_docs=frozenset(ent.documents),
+        )
 
     async def resolve_time(self, campaign: str, lens: frozenset[str], question: str) -> list[str]:
         """The session doc ids the time words of ``question`` point at ("last session", …)."""
