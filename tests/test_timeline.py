@@ -8,6 +8,8 @@ from __future__ import annotations
 import struct
 
 from fakes.discord_api import GM_ROLE_ID
+
+# ``env``: the Discord adapter over the fake API and the tiny campaign, as its own tests use it.
 from test_discord_adapter import GM, PLAYER, env, interaction_payload, invoke  # noqa: F401
 
 from liminalis.knowledge.sessions import SessionInfo
@@ -76,7 +78,10 @@ async def _built(service, root) -> None:
     await passes.run_triggered("greyhold", "changed")
 
 
-async def test_a_players_timeline_holds_no_gm_session_or_event_and_the_gms_does(env, tmp_path):
+async def test_a_players_timeline_holds_no_gm_session_or_event_and_the_gms_does(
+    env,  # noqa: F811
+    tmp_path,
+):
     api, adapter, service = env
     await _built(service, tmp_path / "campaigns" / "greyhold")
 
@@ -100,7 +105,7 @@ async def test_a_players_timeline_holds_no_gm_session_or_event_and_the_gms_does(
     assert b"Sessions (3)" in raw
 
 
-async def test_a_timeline_about_one_name_keeps_what_concerns_it(env, tmp_path):
+async def test_a_timeline_about_one_name_keeps_what_concerns_it(env, tmp_path):  # noqa: F811
     api, adapter, service = env
     await _built(service, tmp_path / "campaigns" / "greyhold")
     opts = [{"name": "entity", "type": 3, "value": "Ilsa Marsh"}]
