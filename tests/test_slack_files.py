@@ -250,3 +250,21 @@ async def test_a_mention_in_a_thread_streams_its_answer_in_place_and_ends_whole(
     assert reply.split(" [")[0] in dump(final)
     await asyncio.sleep(0.05)
     assert len(api.find("chat.postMessage")) == 1 and not api.find("chat.postEphemeral")
+
+
+async def test_a_players_timeline_is_uploaded_and_holds_no_gm_only_event(mapped, api):
+    from test_timeline import png_text
+
+    adapter = adapter_for(mapped, api)
+    reply = await lore(adapter, api, "timeline", user=PLAYER, tag="t")
+    assert reply["response_type"] == "in_channel" and "Sessions (7)" in dump(reply)
+    await api.wait_for("files.completeUploadExternal")
+    (shared,) = api.shared
+    assert shared.data.startswith(PNG) and shared.title == "emberfall-timeline.png"
+    labels = png_text(shared.data)["Description"]
+    assert "Session 7" in labels and "19 Highsun 524" in labels
+    # Dated only in GM material (gm/, a hidden section): neither drawn nor listed.
+    for secret in ("Guildmaster Hale", "winter of 518", "walked into the Vell"):
+        assert secret not in labels and secret not in dump(reply)
+    gm = await lore(adapter, api, "timeline", user=SLACK_GM, tag="g")
+    assert "Guildmaster Hale" in dump(gm)  # the GM's timeline has them, privately
