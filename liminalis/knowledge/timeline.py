@@ -41,6 +41,8 @@ _YEAR = re.compile(
 #: A ``Label: value`` line (a session's ``In-world date:``): the note's metadata, no event.
 _LABEL_LINE = re.compile(r"^\W*[\w -]{1,30}:\**\s")
 _MAX_LABEL = 90
+#: Markdown a label does not draw: bold marks, and a GM's comment marks around their own text.
+_MARKUP = re.compile(r"\*\*|<!--\s*(?:lens:[\w-]+\s*)?|\s*-->|%%\s*(?:lens:[\w-]+\s*)?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +118,7 @@ def dated_events(doc_id: str, text: str) -> list[tuple[str, str, tuple[int, int,
             continue
         found = _date_of(sentence)
         if found:
-            out.append((found[0], sentence.replace("**", ""), found[1]))
+            out.append((found[0], _MARKUP.sub("", sentence).strip(), found[1]))
     return out
 
 
