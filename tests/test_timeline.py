@@ -5,15 +5,23 @@ fake received), not even as a position; the GM's holds the GM-only session."""
 
 from __future__ import annotations
 
+import shutil
 import struct
 
+from conftest import SAMPLE, close_engine, make_engine
 from fakes.discord_api import GM_ROLE_ID
 
 # ``env``: the Discord adapter over the fake API and the tiny campaign, as its own tests use it.
 from test_discord_adapter import GM, PLAYER, env, interaction_payload, invoke  # noqa: F401
+from test_knowledge_wiring import console, wire
 
+from bot.console import format_reply, save_files
+from bot.service import BotService
+from liminalis.knowledge.passes import KnowledgePasses
 from liminalis.knowledge.sessions import SessionInfo
 from liminalis.knowledge.timeline import build_timeline
+from liminalis.passes import Passes
+from liminalis.testing import FrozenClock
 
 TL_CANARY = "velvet-gallows-canary"
 
@@ -67,10 +75,6 @@ def _write_sessions(root) -> None:
 
 
 async def _built(service, root) -> None:
-    from liminalis.knowledge.passes import KnowledgePasses
-    from liminalis.passes import Passes
-    from liminalis.testing import FrozenClock
-
     _write_sessions(root)
     passes = Passes(service.engine.database, clock=FrozenClock())
     KnowledgePasses(passes).attach()
@@ -134,3 +138,25 @@ def test_events_are_ordered_by_their_in_world_date_and_sessions_by_campaign_orde
     ]
     assert [e.date for e in tl.events] == ["503", "1 January 1024", "5 March 1024"]
     assert [e.position for e in tl.events] == [1, 2, 3]
+
+
+async def test_the_console_writes_the_timeline_picture_and_prints_it_as_text(tmp_path):
+    shutil.copytree(SAMPLE, tmp_path / "campaigns" / "emberfall")
+    engine = await make_engine(tmp_path, milvus=False)
+    passes, _ = await wire(engine)
+    try:
+        await engine.ingest("emberfall")
+        await passes.idle()
+        service = BotService(engine, default_campaign="emberfall")
+        players = await service.handle(console("/timeline"))
+        gm = await service.handle(console("/timeline", lens="gm"))
+    finally:
+        await passes.close()
+        await close_engine(engine)
+    [png] = players.files
+    saved = save_files(players, tmp_path / "files")
+    assert saved[0].read_bytes() == png.data and f"File: {saved[0]}" in format_reply(players, saved)
+    assert "7. Session 7" in players.text and "19 Highsun 524" in players.text
+    labels = png_text(png.data)["Description"]
+    assert "Guildmaster Hale" not in labels + players.text  # dated in GM material only
+    assert "Guildmaster Hale" in gm.text
