@@ -140,6 +140,8 @@ def test_a_note_is_titled_by_its_file_name_when_the_name_reads_as_a_title(vault)
         ("", "No heading here.", "lore/the-copper-kettle.md", "The Copper Kettle", ()),
         ("Front Matter Title", "# Heading\n", "Some Note.md", "Front Matter Title",
          ("Heading", "Some Note")),
+        ("", "# 🔗 Connections\n\nText.", "NPCs/Klem.md", "Klem", ()),
+        ("", "# Background\n\nText.", "Nelo.md", "Nelo", ()),
     ],
 )  # fmt: skip
 def test_document_titles_follow_obsidians_convention(declared, text, path, title, aliases):

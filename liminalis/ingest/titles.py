@@ -5,7 +5,8 @@ first heading says ("World Description"); a folder of kebab-case files (``tobin-
 named by its heading. A file name *reads as a title* when it holds a space or a capital letter
 (the convention of tools that show file names to their reader); then it is the title, else the
 first heading is, else the file name made readable. Whichever of the two is not the title stays
-an alias, so a question naming either finds the note.
+an alias, so a question naming either finds the note; a heading that only names a section
+("Background", "🔗 Connections") is no name of the note and no alias.
 
 A PDF's metadata title is the book's own name only when it reads as one: a layout tool often
 leaves a file name (``magicstyles.qxd:e23.qxd``), its own name, an empty string or mangled
@@ -29,6 +30,15 @@ _TOOL_NAMES = re.compile(
     r"^(?:microsoft (?:word|powerpoint|excel)\b|untitled|document\s*\d*$|layout\s*\d*$"
     r"|adobe\b|quarkxpress|indesign|acrobat|pdf\b|title$|print$|\d+$)",
     re.I,
+)
+#: Words of a section heading that opens a note without naming it ("Background", "🔗
+#: Connections", "Session Notes"): such a heading is no second name of the note, so it is no alias
+#: (an entity page's aliases resolve names: "Background" must not become the character).
+_SECTION_WORDS = frozenset(
+    "about abilities appearance background backstory bio biography connections contents "
+    "description details general goals history info information inventory loot notes overview "
+    "personality recap relations relationships session sessions stats summary table the "
+    "of and my our".split()
 )
 #: ``4Th``, ``1St``, ``2Nd``: a converter title-cased an ordinal, so the casing is not the author's.
 _TITLED_ORDINAL = re.compile(r"\d(?:St|Nd|Rd|Th)\b")
@@ -62,10 +72,16 @@ def document_title(declared: str, text: str, rel_path: str) -> tuple[str, tuple[
     named = file_title(rel_path) if reads_as_title(stem) else ""
     title = declared.strip() or named or heading or file_title(rel_path)
     aliases: list[str] = []
-    for other in (heading, named):
+    for other in (heading if _names_a_note(heading) else "", named):
         if other and _key(other) != _key(title) and _key(other) not in map(_key, aliases):
             aliases.append(other)
     return title, tuple(aliases)
+
+
+def _names_a_note(heading: str) -> bool:
+    """Whether a first heading reads as a name, not as a section ("Background", "Connections")."""
+    words = re.findall(r"[a-z]+", heading.lower())
+    return bool(words) and not set(words) <= _SECTION_WORDS
 
 
 def pdf_title(raw: str) -> str:
