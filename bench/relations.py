@@ -22,8 +22,10 @@ relation counts once per file (the GM's and the players' views of a file are one
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
+import re
 import sys
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
@@ -31,11 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from liminalis.adapters.anthropic import AnthropicModel
 from liminalis.campaign import CampaignConfig, load_campaign
 from liminalis.ingest.loaders import parse_file
 from liminalis.knowledge.confidence import DRAW_CONFIDENCE, relation_confidence
 from liminalis.knowledge.facts import RelationFact
-from liminalis.knowledge.service import extract_view
+from liminalis.knowledge.passes import ENTITY_SYSTEM, merge_model_entities
+from liminalis.knowledge.service import extract_parts, extract_view
+from liminalis.ports import Message
 from liminalis.types import Document
 
 __all__ = ["LABELS", "Gold", "load_gold", "extracted", "score", "sweep", "main"]
@@ -151,18 +156,11 @@ def _model_extractor() -> Extractor | None:
     reply merged and validated as the pass does), or ``None`` without a key."""
     if not os.environ.get("ANTHROPIC_API_KEY"):
         return None
-    import asyncio
-    import re
-
-    from liminalis.adapters.anthropic import AnthropicModel
-    from liminalis.knowledge.passes import _ENTITY_SYSTEM, merge_model_entities
-    from liminalis.knowledge.service import extract_parts
-    from liminalis.ports import Message
 
     async def ask(doc: Document) -> Sequence[RelationFact]:
         async with AnthropicModel(os.environ["ANTHROPIC_API_KEY"]) as model:
             reply = await model.complete(
-                system=[_ENTITY_SYSTEM],
+                system=[ENTITY_SYSTEM],
                 messages=[Message("user", doc.text[:24_000])],
                 max_tokens=1200,
                 role="extract",

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from liminalis.store.sqlite import Database
 
 __all__ = [
+    "ENTITY_SYSTEM",
     "KNOWLEDGE_PASSES",
     "KnowledgePasses",
     "install",
@@ -386,6 +387,8 @@ _ENTITY_SYSTEM = (
     '"kind": "<one of: ' + ", ".join(_RELATION_KINDS) + '>", "target": "<name>"}]}. '
     "Use names as the text writes them; invent nothing."
 )
+#: What the seeded ``extract-entities`` pass asks a model (the relation benchmark asks the same).
+ENTITY_SYSTEM = _ENTITY_SYSTEM
 _MOTIF_SYSTEM = (
     "You read one document of a tabletop roleplaying campaign. Reply with JSON only: "
     '{"themes": ["<up to 8 single lower-case words the text uses that carry its recurring '
