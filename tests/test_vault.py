@@ -251,3 +251,14 @@ async def test_an_obsidian_vault_ingests_with_titles_and_the_wall_and_no_templat
     titles = {d.title for d in stored.values()}
     assert {"Session Zero Description", "GURPS Lite", "Mirabel Fenwick"} <= titles
     assert players == [] and gm  # the GM reads their comments; players never do
+
+
+def test_a_running_head_that_marks_gm_text_is_never_left_out(vault):
+    pages = [
+        f"Secrets of the Keep (GM only)\nPage {n} tells how {CANARY} {n} works.\n{n}"
+        for n in range(4)
+    ]
+    parsed = parse_file(text_pdf(pages), "Rules/keep.pdf", load_campaign(vault))
+    whole = parsed.views[0].text
+    assert whole.count("Secrets of the Keep (GM only)") == 4  # the mark stays for the wall
+    assert "\n0\n" not in f"\n{whole}\n"  # the bare page numbers still go

@@ -9,7 +9,9 @@ pages (and of at least :data:`MIN_PAGES` pages): a left page and a right page ea
 own head, so each is on about half the pages. A bare page number (``12``, ``- 12 -``, ``Page
 12``, the page's own label) at a page's edge is dropped on any page. Only the edges are read:
 a line repeated inside the text (a table's header) stays. Headings the outline gave (``#``
-lines) are never dropped.
+lines) are never dropped, and neither is a line that names GM intent ("Secrets of the Keep (GM
+only)" atop every page of a GM's book): the wall reads those lines, and leaving out a running
+head must never publish what it marks.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Sequence
+
+from liminalis.ingest.intent import name_intent
 
 __all__ = ["EDGE_LINES", "MIN_PAGES", "SHARE", "strip_running_lines"]
 
@@ -27,6 +31,7 @@ EDGE_LINES = 2
 SHARE = 0.4
 #: Fewer pages than this prove nothing repeats.
 MIN_PAGES = 3
+_GM_WORDS = re.compile(r"\b(?:gm|dm|gms|dms|secrets?|spoilers?|keeper|referee)\b", re.I)
 _NUMBER = re.compile(r"[\W_]*(?:page|p\.|pg\.?)?[\W_]*\d{1,4}[\W_]*", re.I)
 
 
@@ -59,7 +64,9 @@ def _strip_page(text: str, label: str, running: set[str]) -> str:
     lines = text.split("\n")
 
     def furniture(line: str) -> bool:
-        return not line.startswith("#") and (_key(line) in running or _page_number(line, label))
+        if line.startswith("#") or _GM_WORDS.search(line) or name_intent(line.strip()):
+            return False
+        return _key(line) in running or _page_number(line, label)
 
     drop: set[int] = set()
     filled = [i for i, ln in enumerate(lines) if ln.strip()]
