@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from bot.settings import Settings
     from liminalis.engine import Engine
     from liminalis.passes import Passes, RunResult
+    from liminalis.types import IngestReport
 
 __all__ = ["log_command", "main", "pass_command", "transfer_command"]
 
@@ -226,12 +227,8 @@ async def _run(args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps({**d, "passes": [_run_dict(r) for r in ran]}))
             else:
-                print(
-                    f"{d['documents']} documents: +{d['passages_added']} -{d['passages_removed']} ={d['passages_unchanged']} passages; "
-                    f"embedded {d['embedded']} passages and {d['windows_embedded']} windows in {d['seconds']:.1f}s"
-                )
-                for s in report.skipped:
-                    print(f"  skipped {s.path}: {s.reason}")
+                for line in await ingest_lines(engine, args.campaign, report):
+                    print(line)
                 if ran:
                     print(_passes_line(ran))
             return 0
@@ -343,6 +340,25 @@ async def log_command(
     report = await engine.question_report(config.slug, days=days)
     out(report.render(name=config.name))
     return 0
+
+
+async def ingest_lines(engine: Engine, slug: str, report: IngestReport) -> list[str]:
+    """What a plain ``liminalis ingest`` prints: the counts, what was skipped, and — when the
+    wall held sections back by habit that await the GM's word — where to review them."""
+    d = report.as_dict()
+    lines = [
+        f"{d['documents']} documents: +{d['passages_added']} -{d['passages_removed']} "
+        f"={d['passages_unchanged']} passages; embedded {d['embedded']} passages and "
+        f"{d['windows_embedded']} windows in {d['seconds']:.1f}s"
+    ]
+    lines += [f"  skipped {s.path}: {s.reason}" for s in report.skipped]
+    awaiting = await engine.review.awaiting(slug, report.files)
+    if awaiting:
+        lines.append(
+            f"{awaiting} section{'s' if awaiting != 1 else ''} held back as GM notes: "
+            f"`liminalis review --campaign {slug}`"
+        )
+    return lines
 
 
 async def review_command(

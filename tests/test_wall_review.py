@@ -32,6 +32,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.discord_adapter import DiscordAdapter
+from bot.messages import Attachment
 from bot.presses import REFUSED
 from bot.service import BotService, IncomingMessage
 from bot.slack_adapter import ChannelRateLimiter, SlackAdapter
@@ -356,3 +357,39 @@ async def test_the_cli_lists_and_decides(env):
     assert await review_command(engine, "greyhold", keep=key, out=lines.append) == 0
     assert "kept GM-only" in lines[-1]
     assert len(await engine.review.queue("greyhold")) == 1
+
+
+async def test_a_plain_ingest_names_what_awaits_review_and_stops_once_decided(env):
+    from bot.cli import ingest_lines
+
+    _, _, engine, _, report = env
+    lines = await ingest_lines(engine, "greyhold", report)
+    assert lines[-1] == "2 sections held back as GM notes: `liminalis review --campaign greyhold`"
+    for item in await engine.review.queue("greyhold"):
+        await engine.review_decide("greyhold", item.key, show=False, by="cli")
+    again = await ingest_lines(engine, "greyhold", await engine.ingest("greyhold"))
+    assert not any("held back as GM notes" in x for x in again)
+
+
+async def test_an_upload_names_what_awaits_review(env):
+    _, _, engine, _, _ = env
+    service = BotService(engine)
+    await service.directory.link("discord", "C1", "greyhold")
+
+    async def upload(name: str, text: str) -> str:
+        msg = IncomingMessage(
+            platform="discord",
+            channel_id="C1",
+            user_id="111",
+            roles=("GM",),
+            text="/upload players",
+            attachments=(Attachment(filename=name, data=text.encode()),),
+        )
+        return (await service.handle(msg)).text
+
+    held = await upload(
+        "ferry.md", "# Ferry\n\nThe ferry crosses at dawn.\n\n## GM Notes\n\nSunk.\n"
+    )
+    assert "1 section held back as GM notes: `/gm review`" in held
+    plain = await upload("inn.md", "# Inn\n\nThe inn serves eel pie.\n")
+    assert "held back as GM notes" not in plain
