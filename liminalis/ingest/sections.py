@@ -642,8 +642,9 @@ _ASIDE = re.compile(
 )
 #: A bare marker in a line: ``The chest under the floor (GM only)``, ``[secret]``.
 _BARE = re.compile(
-    r"(?<!\[)[(\[{][ \t]*(?P<label>[^()\[\]{}\n]{1,40}?)[ \t]*[)\]}](?![(\[\]])[ \t*_.:;!]*$"
-)
+    r"(?<!\[)[(\[{][ \t]*(?P<label>[^()\[\]{}\n/][^()\[\]{}\n]{0,39}?)[ \t]*[)\]}](?![(\[\]])"
+    r"[ \t*_.:;!]*$"
+)  # not a BBCode closing tag (``[/spoiler]``): its block is held from its opening tag
 _CLOSE = {"(": ")", "[": "]", "{": "}"}
 
 
