@@ -529,7 +529,9 @@ def _heading_at(doc: _Text, i: int, stack: list[_Open]) -> tuple[int, str]:
     head = _heading(line)
     if head:
         return head
-    bold = _BOLD_LINE.match(line)
+    # Matched on the stripped line: its optional spaces around a label backtrack quadratically
+    # over a long run of blanks (a masked comment), and a label's edges never need them.
+    bold = _BOLD_LINE.match(line.strip())
     if bold and label_intent(bold.group("a") or bold.group("b")) and _alone(masked, lines, i):
         # ``**GM Notes**`` or ``GM Notes:`` alone on a line: a heading in all but syntax.
         return 7, bold.group("a") or bold.group("b")
