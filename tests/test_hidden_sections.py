@@ -228,6 +228,8 @@ SLIPS = [
     "x5: 5\nx6: 6\nx7: 7\nx8: 8\nvisibility: gm\n---\n\n",
     "---\nGM Only: true\n---\n",
     "---\ngm-only: yes\n---\n",
+    # Notion-like properties with no title above them: a front matter without its fences.
+    "Visibility: GM\nType: NPC\n\n# Duke\n\n",
 ]
 
 
@@ -542,7 +544,6 @@ HABITS = [
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nGM:: the duke is a {c} vampire."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nSecret:: true\n\nA {c} vampire."),
     ("lore/duke.md", "# Duke\n\nVisibility: GM\nType: NPC\n\nThe duke is a {c} vampire."),
-    ("lore/duke.md", "Visibility: GM\nType: NPC\n\n# Duke\n\nThe duke is a {c} vampire."),
     # BBCode.
     ("lore/duke.md", "# Duke\n\nThe duke rules. [spoiler]He is a {c} vampire.[/spoiler] Yes."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n[gm]\nHe is a {c} vampire.\n[/gm]"),

@@ -810,9 +810,9 @@ _PROPERTY_LINES = 30
 
 def body_properties(text: str) -> dict[str, str]:
     """The page properties a body states in a tool's own syntax: every Dataview inline field,
-    and the ``Key: value`` lines of a Notion export's property block (the run of such lines that
-    opens the page, before its first heading or right under its ``# Title``). Later keys of the
-    same name are kept apart (``visibility#2``)."""
+    and the ``Key: value`` lines of a Notion export's property block (the run of such lines right
+    under the ``# Title`` the page opens with). Later keys of the same name are kept apart
+    (``visibility#2``)."""
     props: dict[str, str] = {}
 
     def keep(key: str, value: str) -> None:
@@ -826,10 +826,14 @@ def body_properties(text: str) -> dict[str, str]:
     i = 0
     while i < len(lines) and not lines[i].strip():
         i += 1
-    if i < len(lines) and re.match(r"[ \t]{0,3}#[ \t]", lines[i]):
-        i += 1  # a Notion page opens with its title, its properties under it
-        while i < len(lines) and not lines[i].strip():
-            i += 1
+    if i >= len(lines) or not re.match(r"[ \t]{0,3}#[ \t]", lines[i]):
+        # A Notion page opens with its title, its properties under it. ``visibility: gm`` lines
+        # with no title above are a front matter written without its fences: the loader refuses
+        # the file with a reason the GM can act on.
+        return props
+    i += 1
+    while i < len(lines) and not lines[i].strip():
+        i += 1
     while i < len(lines) and (pm := _PROPERTY_LINE.match(lines[i])):
         keep(pm.group("k"), pm.group("v"))
         i += 1
