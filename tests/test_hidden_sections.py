@@ -587,12 +587,46 @@ KEPT = [
     ("lore/duke.md", "# Duke\n\nThe duke rules (Alice, Bob; {c}) the city."),
 ]
 
+# A dialogue transcript: a `DM:` speaker's lines are speech the table heard.
+TRANSCRIPT = (
+    "# Session 4 transcript\n\n"
+    "DM: The gate creaks open, {c}.\n"
+    "Alice: I light a torch.\n"
+    "Bob: I keep watch at the back.\n"
+    "DM: Roll perception.\n"
+    "Carol: Seventeen.\n"
+    "Alice: What do we see?\n"
+    "DM: Bones, and a door.\n"
+)
+KEPT.append(("sessions/session-04-transcript.md", TRANSCRIPT))
+
 # Where a GM's mark still holds although the heading names the role.
 STILL_HELD = [
     ("rules/guide.md", "# Guide\n\nIntro.\n\n## The GM's Secrets\n\nRuns the game, {c}."),
     ("rules/guide.md", "# Guide\n\nIntro.\n\n## For the GM\n\nRuns the game, {c}."),
     ("rules/guide.md", "# Guide\n\nIntro.\n\n## GM\n\nRuns the game, {c}."),
 ]
+
+
+# Not clearly a transcript (one other speaker, or mostly prose), or a note inside one: held.
+NOT_DIALOGUE = [
+    (
+        "lore/duke.md",
+        "# Duke\n\nDM: the duke is a {c} vampire.\nAlice: I ask.\nDM: He smiles.\n"
+        "Alice: Again.\nDM: No.\nAlice: Fine.\n",
+    ),
+    (
+        "lore/duke.md",
+        "# Duke\n\nThe duke rules the city.\n\nHe hunts at night.\n\nHe owns ships.\n\n"
+        "DM: the duke is a {c} vampire.\nAlice: I ask.\nBob: Me too.\n\nHe is old.\n\n"
+        "He is rich.\n\nHe is cruel.\n",
+    ),
+    (
+        "sessions/session-04-transcript.md",
+        TRANSCRIPT.replace("{c}", "x") + "GM note: the door is a {c} mimic.\n",
+    ),
+]
+STILL_HELD += NOT_DIALOGUE
 
 
 @pytest.mark.parametrize("path,text", HABITS + STILL_HELD)

@@ -36,6 +36,7 @@ __all__ = [
     "meta_intent",
     "tag_intent",
     "mark_intent",
+    "role_label",
     "body_properties",
     "property_intent",
     "confusable_fold",
@@ -591,6 +592,13 @@ def name_intent(name: str) -> str | None:
             if found and any(t in STRONG for t in toks):
                 return found
     return None
+
+
+def role_label(label: str) -> bool:
+    """Whether a label names the GM's role and nothing else (``DM``, ``**GM**``, ``Dungeon
+    Master``): a speaker's name in a transcript. ``GM note``, ``Secret`` are no role."""
+    tokens = _tokens(label)
+    return bool(tokens) and all(t in ROLE for t in tokens)
 
 
 def mark_intent(label: str) -> str | None:

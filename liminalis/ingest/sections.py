@@ -34,7 +34,13 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from liminalis.ingest.intent import label_intent, mark_intent, name_intent, tag_intent
+from liminalis.ingest.intent import (
+    label_intent,
+    mark_intent,
+    name_intent,
+    role_label,
+    tag_intent,
+)
 from liminalis.lens import GM, NOT_GM, PLAYERS
 from liminalis.types import HeldBack
 
@@ -345,6 +351,8 @@ class _Text:
     code: list[tuple[int, int]]
     code_lines: frozenset[int]
     known: frozenset[str]
+    #: The text is a dialogue transcript (:func:`_is_dialogue`).
+    dialogue: bool = False
 
     def line_of(self, pos: int) -> int:
         return bisect_right(self.starts, pos)
@@ -395,7 +403,44 @@ def _read_comments(text: str, known: frozenset[str]) -> tuple[_Text, list[Hidden
     code_lines = frozenset(
         k for a, b in _code_blocks(masked, lines) for k in range(line_of(a) - 1, line_of(b))
     )
-    return _Text(text, masked, lines, starts, code, code_lines, known), found
+    dialogue = _is_dialogue(masked, lines, code_lines)
+    return _Text(text, masked, lines, starts, code, code_lines, known, dialogue), found
+
+
+#: A speaker's line of a transcript: ``Alice: …``, ``**DM:** …``, ``- Bob: …``.
+_SPEAKER = re.compile(
+    r"^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?(?P<name>[^\W\d][\w .'’-]{0,30}?)(?:\*\*|__)?[ \t]*:"
+    r"(?:\*\*|__)?[ \t]+\S"
+)
+#: How much of a file must be speakers' lines, by how many speakers besides the GM, for it to
+#: read as a transcript.
+_DIALOGUE_SHARE, _DIALOGUE_LINES, _DIALOGUE_SPEAKERS = 0.6, 6, 2
+
+
+def _is_dialogue(masked: str, lines: list[tuple[int, int]], code_lines: frozenset[int]) -> bool:
+    """Whether a text is clearly a dialogue transcript, where ``DM:`` is a speaker, not a note:
+    most of its lines (headings and blank lines aside) are ``Name:`` lines, at least six, by the
+    GM and at least two other speakers.
+
+        dialogue ⇔ |S| ≥ 6 ∧ |S| ≥ 0.6·|L| ∧ |{name(s) : s ∈ S} ∖ ROLE| ≥ 2
+
+    Unsure is no: a page of notes with a few ``DM:`` lines keeps them held."""
+    content = 0
+    names: list[str] = []
+    for i, (s, e) in enumerate(lines):
+        line = masked[s:e]
+        if not line.strip() or i in code_lines or _heading(line):
+            continue
+        content += 1
+        m = _SPEAKER.match(line)
+        if m:
+            names.append(m.group("name").strip())
+    others = {n.lower() for n in names if not role_label(n)}
+    return (
+        len(names) >= _DIALOGUE_LINES
+        and len(names) >= _DIALOGUE_SHARE * content
+        and len(others) >= _DIALOGUE_SPEAKERS
+    )
 
 
 def _finish(text: str, found: list[HiddenSection], released: frozenset[str]) -> list[HiddenSection]:
@@ -438,7 +483,11 @@ def _line_marks(doc: _Text) -> list[HiddenSection]:
             found += _close_headings(stack, level, doc.lines[i][0])
             _open_heading(stack, level, title, doc, i)
         else:
-            habits.extend(_line_habits(doc.masked, doc.lines, i, doc.code_lines, doc.line_of))
+            habits.extend(
+                _line_habits(
+                    doc.masked, doc.lines, i, doc.code_lines, doc.line_of, dialogue=doc.dialogue
+                )
+            )
         i += 1
     found += _close_headings(stack, 0, len(doc.text))
     return found + habits
@@ -671,15 +720,21 @@ def _line_habits(
     i: int,
     code_lines: frozenset[int],
     line_of: Callable[[int], int],
+    *,
+    dialogue: bool = False,
 ) -> list[HiddenSection]:
     """GM habits on one line that is not a heading: a ``GM:`` label opening it, a marker later
-    in it, an aside naming the GM, a bare ``(GM only)`` mark."""
+    in it, an aside naming the GM, a bare ``(GM only)`` mark. In a ``dialogue`` (a transcript:
+    :func:`_is_dialogue`) a ``DM:`` speaker's line is speech, not a note: only what else the
+    line holds is read."""
     s, e = lines[i]
     line = masked[s:e]
     if not line.strip() or i in code_lines:
         return []
     out: list[HiddenSection] = []
     m = _LABEL_LINE.match(line)
+    if m and dialogue and role_label(m.group("label")):
+        line, m = " " * m.end() + line[m.end() :], None
     if m and label_intent(m.group("label")):
         stop = _continuation_end(masked, lines, i)
         rule = f"line “{_plain(m.group('label'))}:”"
