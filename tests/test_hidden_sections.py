@@ -642,3 +642,20 @@ def test_players_prose_with_gm_words_stays_theirs(tmp_path, path, text):
     config = load_campaign(make_tiny_campaign(tmp_path / "campaigns"))
     parsed = parse_file(text.format(c=SECRET).encode(), path, config)
     assert [v for v in parsed.views if v.visibility & {"players"} and SECRET in v.text]
+
+
+def test_a_ragged_table_with_a_gm_column_is_held_whole(tmp_path):
+    """A row whose cells do not line up with the header cannot say which cell is the GM's: the
+    whole table is held (fail closed), the text around it stays the players'."""
+    text = (
+        "# Watch\n\nThe watch patrols the quays.\n\n"
+        f"| Name | GM notes |\n|---|---|\n| Holt | takes bribes |\n| Wren | {SECRET} | spy |\n\n"
+        "They wear blue coats.\n"
+    )
+    config = load_campaign(make_tiny_campaign(tmp_path / "campaigns"))
+    parsed = parse_file(text.encode(), "npcs/watch.md", config)
+    (shared,) = [v for v in parsed.views if v.visibility & {"players"}]
+    assert "patrols the quays" in shared.text and "blue coats" in shared.text
+    assert SECRET not in shared.text and "Holt" not in shared.text
+    assert any(SECRET in v.text for v in parsed.views if v.visibility == GM)
+    assert [h.rule for h in parsed.held_back] == ["table column “GM notes”"]
