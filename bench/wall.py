@@ -246,8 +246,33 @@ def _pdf_sunken_abbey() -> bytes:
     )
 
 
+def _docx_lockkeeper() -> bytes:
+    """Hidden by a style, not by the run: a character style and a paragraph style whose font is
+    Hidden (Word's ``vanish``), one inheriting it through ``basedOn``; names that say nothing."""
+    import docx
+    from docx.enum.style import WD_STYLE_TYPE
+
+    d = docx.Document()
+    quiet = d.styles.add_style("Aside Text", WD_STYLE_TYPE.CHARACTER)
+    quiet.font.hidden = True
+    still = d.styles.add_style("Margin", WD_STYLE_TYPE.PARAGRAPH)
+    still.font.hidden = True
+    deeper = d.styles.add_style("Margin Two", WD_STYLE_TYPE.PARAGRAPH)
+    deeper.base_style = still
+    d.add_heading("The Lockkeeper", level=1)
+    p = d.add_paragraph("She keeps the third lock on the canal. cnry-d201 ")
+    p.add_run("She sells the lock codes to smugglers. cnry-d202", style="Aside Text")
+    d.add_paragraph("Her brother is the smugglers' captain. cnry-d203", style="Margin")
+    d.add_paragraph("The canal freezes in the ninth month. cnry-d204", style="Margin Two")
+    d.add_paragraph("She whistles when a barge comes. cnry-d205")
+    out = io.BytesIO()
+    d.save(out)
+    return out.getvalue()
+
+
 GENERATORS: dict[str, Callable[[], bytes]] = {
     "docx_ferryman": _docx_ferryman,
+    "docx_lockkeeper": _docx_lockkeeper,
     "docx_passeur": _docx_passeur,
     "pdf_sunken_abbey": _pdf_sunken_abbey,
 }

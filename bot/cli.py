@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from bot.settings import Settings
     from liminalis.engine import Engine
     from liminalis.passes import Passes, RunResult
+    from liminalis.types import IngestReport
 
 __all__ = ["log_command", "main", "pass_command", "transfer_command"]
 
@@ -216,118 +217,144 @@ async def _run(args: argparse.Namespace) -> int:
 
         return await doctor(settings, verify=not args.offline, deep=args.deep)
     async with build_engine(settings, reset=args.reset) as engine:
-        if args.command == "reindex":
-            return await _reindex(args, settings, engine)
-        if args.command == "ingest":
-            path = args.path.resolve() if args.path else None
-            report = await engine.ingest(args.campaign, path)
-            d = report.as_dict()
-            ran = [] if args.no_passes else await _knowledge_passes(settings, engine, args.campaign)
-            if args.json:
-                print(json.dumps({**d, "passes": [_run_dict(r) for r in ran]}))
-            else:
-                print(
-                    f"{d['documents']} documents: +{d['passages_added']} -{d['passages_removed']} ={d['passages_unchanged']} passages; "
-                    f"embedded {d['embedded']} passages and {d['windows_embedded']} windows in {d['seconds']:.1f}s"
-                )
-                for s in report.skipped:
-                    print(f"  skipped {s.path}: {s.reason}")
-                if ran:
-                    print(_passes_line(ran))
-            return 0
-        if args.command == "ask":
-            lens = _lens(args.lens)
-            from bot.console import ConsoleAdapter, format_reply, save_files
-            from bot.main import open_passes, open_service
+        return await _engine_command(args, settings, engine)
 
-            async with (
-                open_service(settings, engine, owner="cli") as service,
-                open_passes(engine, service.responder.router, listen=True) as passes,
-            ):
-                if await engine.ensure_indexed(args.campaign, announce=_announce, prewarm=False):
-                    await passes.idle()  # a first index: its knowledge too, before answering
-                if args.passages:
-                    bundle = await engine.retrieve(args.campaign, args.question, lens)
-                    for doc in bundle.documents:
-                        print(f"## {doc.title}{' (pinned)' if doc.pinned else ''}\n{doc.text}\n")
-                    return 0
-                reply = await ConsoleAdapter(service, campaign=args.campaign, lens=args.lens).ask(
-                    args.question
-                )
-            saved = await asyncio.to_thread(save_files, reply, settings.data_dir / "files")
-            print(format_reply(reply, saved))
-            return 1 if reply.error else 0
-        if args.command == "explain":
-            ex = await engine.explain(
-                args.campaign, args.question, relevant=args.relevant, lens=_lens(args.lens)
-            )
-            print(ex.render())
-            return 0
-        if args.command == "memory":
-            await engine.ensure_indexed(args.campaign, announce=_announce, prewarm=False)
-            if engine.memory is None:
-                print("error: no campaign memory configured", file=sys.stderr)
-                return 2
-            stats = await engine.memory_stats(args.campaign)
-            print(json.dumps(stats, indent=2, sort_keys=True))
-            return 0
-        if args.command == "log":
-            return await log_command(engine, args.campaign, args.days)
-        if args.command == "review":
-            return await review_command(engine, args.campaign, show=args.show, keep=args.keep)
-        if args.command == "pass":
-            from bot.main import open_passes, open_service
 
-            await engine.campaign(args.campaign)  # an unknown campaign fails here, named
-            async with (
-                open_service(settings, engine) as service,
-                open_passes(engine, service.responder.router) as passes,
-            ):
-                return await pass_command(passes, args.action, args.campaign, args.name)
-        if args.command == "mcp":
-            from bot.mcp import serve as serve_mcp
+async def _engine_command(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    """The subcommands that work on an open engine."""
+    handler = _ENGINE_COMMANDS.get(args.command)
+    if handler is not None:
+        return await handler(args, settings, engine)
+    if args.command == "reindex":
+        return await _reindex(args, settings, engine)
+    if args.command == "explain":
+        ex = await engine.explain(
+            args.campaign, args.question, relevant=args.relevant, lens=_lens(args.lens)
+        )
+        print(ex.render())
+        return 0
+    if args.command == "log":
+        return await log_command(engine, args.campaign, args.days)
+    if args.command == "review":
+        return await review_command(engine, args.campaign, show=args.show, keep=args.keep)
+    if args.command == "mcp":
+        from bot.mcp import serve as serve_mcp
 
-            return await serve_mcp(
-                settings,
-                engine,
-                campaign=args.campaign,
-                lens=Lens(_lens(args.lens)),
-                http=args.http,
-            )
-        if args.command in {"export", "import"}:
-            rederive = args.command == "import" and not args.no_passes
-            return await transfer_command(
-                engine,
-                args,
-                derive=partial(_knowledge_passes, settings, engine) if rederive else None,
-            )
-        if args.command == "chat":
-            from bot.console import ConsoleAdapter
-            from bot.main import open_passes, open_service
-
-            campaign = args.campaign or settings.default_campaign
-            try:
-                async with (
-                    open_service(settings, engine, owner="cli") as service,
-                    open_passes(engine, service.responder.router, listen=True) as passes,
-                ):
-                    service.passes = passes  # `/pass` at the prompt
-                    # A first index starts the passes itself; otherwise what is still pending
-                    # (an interrupted `liminalis ingest`, a pause lifted) runs in the background.
-                    if not await engine.ensure_indexed(campaign, announce=_announce):
-                        passes.on_ingested(campaign)
-                    service.default_campaign = campaign
-                    await ConsoleAdapter(
-                        service,
-                        campaign=campaign,
-                        lens=args.lens,
-                        files_dir=settings.data_dir / "files",
-                    ).run()
-            except asyncio.CancelledError:  # Ctrl-C
-                _exit_within(_EXIT_GRACE_S, 130)
-                raise
-            return 0
+        return await serve_mcp(
+            settings, engine, campaign=args.campaign, lens=Lens(_lens(args.lens)), http=args.http
+        )
+    if args.command in {"export", "import"}:
+        rederive = args.command == "import" and not args.no_passes
+        return await transfer_command(
+            engine,
+            args,
+            derive=partial(_knowledge_passes, settings, engine) if rederive else None,
+        )
     return 2
+
+
+async def _ingest(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    """``liminalis ingest``: the report (``--json``: as JSON), then the knowledge passes."""
+    path = args.path.resolve() if args.path else None
+    report = await engine.ingest(args.campaign, path)
+    ran = [] if args.no_passes else await _knowledge_passes(settings, engine, args.campaign)
+    if args.json:
+        print(json.dumps({**report.as_dict(), "passes": [_run_dict(r) for r in ran]}))
+        return 0
+    for line in await ingest_lines(engine, args.campaign, report):
+        print(line)
+    if ran:
+        print(_passes_line(ran))
+    return 0
+
+
+async def _ask(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    """``liminalis ask``: one answer (``--passages``: the retrieved passages) through a lens."""
+    lens = _lens(args.lens)
+    from bot.console import ConsoleAdapter, format_reply, save_files
+    from bot.main import open_passes, open_service
+
+    async with (
+        open_service(settings, engine, owner="cli") as service,
+        open_passes(engine, service.responder.router, listen=True) as passes,
+    ):
+        if await engine.ensure_indexed(args.campaign, announce=_announce, prewarm=False):
+            await passes.idle()  # a first index: its knowledge too, before answering
+        if args.passages:
+            bundle = await engine.retrieve(args.campaign, args.question, lens)
+            for doc in bundle.documents:
+                print(f"## {doc.title}{' (pinned)' if doc.pinned else ''}\n{doc.text}\n")
+            return 0
+        reply = await ConsoleAdapter(service, campaign=args.campaign, lens=args.lens).ask(
+            args.question
+        )
+    saved = await asyncio.to_thread(save_files, reply, settings.data_dir / "files")
+    print(format_reply(reply, saved))
+    return 1 if reply.error else 0
+
+
+async def _memory(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    """``liminalis memory``: the campaign memory's statistics as JSON."""
+    await engine.ensure_indexed(args.campaign, announce=_announce, prewarm=False)
+    if engine.memory is None:
+        print("error: no campaign memory configured", file=sys.stderr)
+        return 2
+    stats = await engine.memory_stats(args.campaign)
+    print(json.dumps(stats, indent=2, sort_keys=True))
+    return 0
+
+
+async def _pass(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    """``liminalis pass``: run, list or pause a campaign's analysis passes."""
+    from bot.main import open_passes, open_service
+
+    await engine.campaign(args.campaign)  # an unknown campaign fails here, named
+    async with (
+        open_service(settings, engine) as service,
+        open_passes(engine, service.responder.router) as passes,
+    ):
+        return await pass_command(passes, args.action, args.campaign, args.name)
+
+
+async def _chat(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    """``liminalis chat``: the console at a prompt, the passes running behind it."""
+    from bot.console import ConsoleAdapter
+    from bot.main import open_passes, open_service
+
+    campaign = args.campaign or settings.default_campaign
+    try:
+        async with (
+            open_service(settings, engine, owner="cli") as service,
+            open_passes(engine, service.responder.router, listen=True) as passes,
+        ):
+            service.passes = passes  # `/pass` at the prompt
+            # A first index starts the passes itself; otherwise what is still pending
+            # (an interrupted `liminalis ingest`, a pause lifted) runs in the background.
+            if not await engine.ensure_indexed(campaign, announce=_announce):
+                passes.on_ingested(campaign)
+            service.default_campaign = campaign
+            await ConsoleAdapter(
+                service,
+                campaign=campaign,
+                lens=args.lens,
+                files_dir=settings.data_dir / "files",
+            ).run()
+    except asyncio.CancelledError:  # Ctrl-C
+        _exit_within(_EXIT_GRACE_S, 130)
+        raise
+    return 0
+
+
+_EngineCommand = Callable[[argparse.Namespace, "Settings", "Engine"], Awaitable[int]]
+#: The engine subcommands with a stage of their own (the short ones stay in
+#: :func:`_engine_command`).
+_ENGINE_COMMANDS: dict[str, _EngineCommand] = {
+    "ingest": _ingest,
+    "ask": _ask,
+    "memory": _memory,
+    "pass": _pass,
+    "chat": _chat,
+}
 
 
 async def log_command(
@@ -343,6 +370,25 @@ async def log_command(
     report = await engine.question_report(config.slug, days=days)
     out(report.render(name=config.name))
     return 0
+
+
+async def ingest_lines(engine: Engine, slug: str, report: IngestReport) -> list[str]:
+    """What a plain ``liminalis ingest`` prints: the counts, what was skipped, and — when the
+    wall held sections back by habit that await the GM's word — where to review them."""
+    d = report.as_dict()
+    lines = [
+        f"{d['documents']} documents: +{d['passages_added']} -{d['passages_removed']} "
+        f"={d['passages_unchanged']} passages; embedded {d['embedded']} passages and "
+        f"{d['windows_embedded']} windows in {d['seconds']:.1f}s"
+    ]
+    lines += [f"  skipped {s.path}: {s.reason}" for s in report.skipped]
+    awaiting = await engine.review.awaiting(slug, report.files)
+    if awaiting:
+        lines.append(
+            f"{awaiting} section{'s' if awaiting != 1 else ''} held back as GM notes: "
+            f"`liminalis review --campaign {slug}`"
+        )
+    return lines
 
 
 async def review_command(

@@ -27,11 +27,14 @@ from bot.commands import Request, Scope
 from bot.commands import ask as ask_command
 from bot.commands.budget import effective_budget
 from bot.commands.recap import recap_text
+from bot.commands.review import REVIEW_VERB
+from bot.commands.review import decide as review_decide
+from bot.commands.review import listing as review_listing
 from bot.commands.search import search_page
 from bot.commands.show import document_page
 from bot.messages import Action, Form, IncomingMessage, Reply
 from liminalis.errors import InvalidInput, PermissionDenied
-from liminalis.lens import PLAYERS, Lens
+from liminalis.lens import GM, PLAYERS, Lens
 from liminalis.store.cards import CardRow
 
 if TYPE_CHECKING:
@@ -236,6 +239,24 @@ async def _page(service: BotService, msg: IncomingMessage, parts: list[str], _: 
     return replace(reply, ephemeral=not same, delivery="replace" if same else "private")
 
 
+# -- the GM's review of what the wall held back ----------------------------------------------
+
+
+async def _review(service: BotService, msg: IncomingMessage, parts: list[str], _: str) -> Reply:
+    """Show to players / Keep GM-only under ``/gm review``: the presser's lens, resolved now
+    where they press, must be a GM's of the card's campaign (the card's own lens is not trusted
+    for it); the button names only which held section, and the queue decides whether it still
+    awaits review. The listing is then shown again in place, less what was decided."""
+    card, scope = await _card(service, msg, parts, "review")
+    if GM not in scope.lens:
+        raise _refused("a review press by a member who is not the campaign's GM")
+    if len(parts) < 3 or parts[1] not in {"s", "k"}:
+        raise InvalidInput("bad review press", user_message=EXPIRED)
+    note = await review_decide(scope, msg, parts[2], show=parts[1] == "s")
+    reply = await review_listing(scope, card.card_id, note=note)
+    return replace(reply, delivery="replace")
+
+
 # -- direct messages -------------------------------------------------------------------------
 
 
@@ -331,6 +352,7 @@ _HANDLERS: dict[str, Handler] = {
     "why": _why,
     "share": _share,
     "page": _page,
+    REVIEW_VERB: _review,
     "pick": _pick,
     "switch": _switch,
     "hask": _home_ask,

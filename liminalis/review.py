@@ -81,6 +81,12 @@ class WallReview:
                     )
         return list(items.values())
 
+    async def awaiting(self, slug: str, files: list[FileReport]) -> int:
+        """How many sections ``files`` held back by habit still await the GM's word: what an
+        ingest or an upload names when it points the GM at the review."""
+        queued = {i.digest for i in await self.queue(slug)}
+        return len({h.digest for f in files for h in f.held_back if h.digest in queued})
+
     async def decide(self, slug: str, key: str, *, show: bool, by: str) -> ReviewItem:
         """Store the GM's word on the held section ``key`` names (a digest or its first
         characters). Raises :class:`InvalidInput` when no held section answers to it."""

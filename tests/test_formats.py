@@ -161,6 +161,30 @@ def test_a_broken_pdf_or_word_document_is_refused_without_echoing_it(config):
 # --- Word --------------------------------------------------------------------------------------
 
 
+def test_word_text_in_a_hidden_character_or_paragraph_style_is_the_gms(config):
+    import docx
+    from docx.enum.style import WD_STYLE_TYPE
+
+    d = docx.Document()
+    d.styles.add_style("Aside Text", WD_STYLE_TYPE.CHARACTER).font.hidden = True
+    margin = d.styles.add_style("Margin", WD_STYLE_TYPE.PARAGRAPH)
+    margin.font.hidden = True
+    d.styles.add_style("Margin Two", WD_STYLE_TYPE.PARAGRAPH).base_style = margin
+    p = d.add_paragraph("The lock opens at dawn. ")
+    p.add_run("run-canary sells the codes.", style="Aside Text")
+    d.add_paragraph("para-canary is her brother.", style="Margin")
+    d.add_paragraph("based-canary freezes.", style="Margin Two")
+    d.add_paragraph("She whistles at barges.")
+    out = io.BytesIO()
+    d.save(out)
+    parsed = parse_file(out.getvalue(), "npcs/lockkeeper.docx", config)
+    shared = [v for v in parsed.views if v.visibility & {PLAYERS}]
+    assert shared and "The lock opens at dawn" in shared[0].text and "whistles" in shared[0].text
+    for canary in ("run-canary", "para-canary", "based-canary"):
+        assert canary not in shared[0].text
+        assert any(canary in v.text for v in parsed.views if v.visibility == frozenset({GM}))
+
+
 def test_word_headings_become_the_heading_path_and_a_gm_heading_hides_its_block(config):
     raw = word_document(
         [

@@ -228,6 +228,8 @@ SLIPS = [
     "x5: 5\nx6: 6\nx7: 7\nx8: 8\nvisibility: gm\n---\n\n",
     "---\nGM Only: true\n---\n",
     "---\ngm-only: yes\n---\n",
+    # Notion-like properties with no title above them: a front matter without its fences.
+    "Visibility: GM\nType: NPC\n\n# Duke\n\n",
 ]
 
 
@@ -521,6 +523,42 @@ HABITS = [
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## <u>GM Notes</u>\n\nHe is a {c} vampire."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n\u00a0GM: the duke is a {c} vampire."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## G\u200bM Notes\n\nHe is a {c} vampire."),
+    # A table's GM column: its cells are held, the rest of the table stays the players'.
+    (
+        "lore/duke.md",
+        "# Duke\n\n| NPC | Role | GM notes |\n|---|---|---|\n| Duke | ruler | a {c} vampire |",
+    ),
+    ("lore/duke.md", "# Duke\n\n| NPC | Secret |\n| :-- | --: |\n| Duke | a {c} vampire |"),
+    # Obsidian tags in the body: the paragraph, or the section a tag under a heading opens.
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nThe duke is a {c} vampire. #gm"),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n#secret The duke is a\n{c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## Blood\n#dm-only\n\nA {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## Blood\n\n#gm\n\nA {c} vampire."),
+    # Hugo's TOML front matter, with the keys YAML front matter has.
+    ("lore/duke.md", "+++\ntitle = 'Duke'\nsecret = true\n+++\n# Duke\n\nA {c} vampire."),
+    ("lore/duke.md", "+++\nvisibility = 'gm'\n+++\n# Duke\n\nThe duke is a {c} vampire."),
+    ("lore/duke.md", "+++\ntags = ['npc', 'gm']\n+++\n# Duke\n\nThe duke is a {c} vampire."),
+    ("lore/duke.md", "+++\ndraft = true\n+++\n# Duke\n\nThe duke is a {c} vampire."),
+    # Dataview inline fields and a Notion export's properties.
+    ("lore/duke.md", "# Duke\n\nvisibility:: gm\n\nThe duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nGM:: the duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nSecret:: true\n\nA {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nVisibility: GM\nType: NPC\n\nThe duke is a {c} vampire."),
+    # BBCode.
+    ("lore/duke.md", "# Duke\n\nThe duke rules. [spoiler]He is a {c} vampire.[/spoiler] Yes."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n[gm]\nHe is a {c} vampire.\n[/gm]"),
+    ("lore/duke.md", "# Duke\n\nThe duke rules. [SECRET=Duke]a {c} vampire[/SECRET]"),
+    ("lore/duke.md", "# Duke\n\nThe duke rules. [spoiler]He is a {c} vampire."),
+    # Asides.
+    ("lore/duke.md", "# Duke\n\nThe duke rules (GM, he is a {c} vampire) the city."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules (DM; he is a {c} vampire) the city."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules. [GM note: he is a {c} vampire] Yes."),
+    # Look-alike letters: Cyrillic, Greek, fullwidth.
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## G\u041c Notes\n\nHe is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n\u0500M: the duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## \u0405\u0435cr\u0435ts\n\nA {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## G\u039c only\n\nHe is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n\uff27\uff2d: the duke is a {c} vampire."),
 ]
 
 KEPT = [
@@ -529,10 +567,69 @@ KEPT = [
     ("places/the-secret-garden.md", "# The Secret Garden\n\nA walled garden, {c}."),
     ("lore/keeper.md", "# Keeper\n\nKeeper: welcome, travellers. {c}"),
     ("lore/inn.md", "# Inn\n\nA private room at the inn costs a silver, {c}."),
+    # A heading about the role as a topic is no mark.
+    ("rules/guide.md", "# The Dungeon Master\n\nThe DM describes the world, {c}."),
+    ("rules/guide.md", "# Guide\n\nIntro.\n\n## The Game Master\n\nRuns the game, {c}."),
+    ("rules/guide.md", "# Guide\n\nIntro.\n\n## GM and Players\n\nThey share it, {c}."),
+    (
+        "rules/guide.md",
+        "# Guide\n\nIntro.\n\n## How the GM and players share the table\n\nTurns, {c}.",
+    ),
+    # An empty or false flag says nothing.
+    ("lore/duke.md", "---\nsecret:\n---\n# Duke\n\nThe duke rules, {c}."),
+    ("lore/duke.md", "---\ngm: false\n---\n# Duke\n\nThe duke rules, {c}."),
+    ("lore/duke.md", "---\nspoiler: no\n---\n# Duke\n\nThe duke rules, {c}."),
+    ("lore/duke.md", "+++\ntitle = 'Duke'\nsecret = false\n+++\n# Duke\n\nThe duke rules, {c}."),
+    # A GM column's neighbours, a tag that is no GM word, a BBCode tag that is not a mark.
+    ("lore/duke.md", "# Duke\n\n| NPC | Role | GM notes |\n|---|---|---|\n| {c} | ruler | x |"),
+    ("lore/duke.md", "# Duke\n\nThe duke rules, {c}. #npc #secret-garden"),
+    ("lore/duke.md", "# Duke\n\nThe duke rules, [b]{c}[/b]."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules (Alice, Bob; {c}) the city."),
+]
+
+# A dialogue transcript: a `DM:` speaker's lines are speech the table heard.
+TRANSCRIPT = (
+    "# Session 4 transcript\n\n"
+    "DM: The gate creaks open, {c}.\n"
+    "Alice: I light a torch.\n"
+    "Bob: I keep watch at the back.\n"
+    "DM: Roll perception.\n"
+    "Carol: Seventeen.\n"
+    "Alice: What do we see?\n"
+    "DM: Bones, and a door.\n"
+)
+KEPT.append(("sessions/session-04-transcript.md", TRANSCRIPT))
+
+# Where a GM's mark still holds although the heading names the role.
+STILL_HELD = [
+    ("rules/guide.md", "# Guide\n\nIntro.\n\n## The GM's Secrets\n\nRuns the game, {c}."),
+    ("rules/guide.md", "# Guide\n\nIntro.\n\n## For the GM\n\nRuns the game, {c}."),
+    ("rules/guide.md", "# Guide\n\nIntro.\n\n## GM\n\nRuns the game, {c}."),
 ]
 
 
-@pytest.mark.parametrize("path,text", HABITS)
+# Not clearly a transcript (one other speaker, or mostly prose), or a note inside one: held.
+NOT_DIALOGUE = [
+    (
+        "lore/duke.md",
+        "# Duke\n\nDM: the duke is a {c} vampire.\nAlice: I ask.\nDM: He smiles.\n"
+        "Alice: Again.\nDM: No.\nAlice: Fine.\n",
+    ),
+    (
+        "lore/duke.md",
+        "# Duke\n\nThe duke rules the city.\n\nHe hunts at night.\n\nHe owns ships.\n\n"
+        "DM: the duke is a {c} vampire.\nAlice: I ask.\nBob: Me too.\n\nHe is old.\n\n"
+        "He is rich.\n\nHe is cruel.\n",
+    ),
+    (
+        "sessions/session-04-transcript.md",
+        TRANSCRIPT.replace("{c}", "x") + "GM note: the door is a {c} mimic.\n",
+    ),
+]
+STILL_HELD += NOT_DIALOGUE
+
+
+@pytest.mark.parametrize("path,text", HABITS + STILL_HELD)
 def test_a_gm_habit_holds_its_text_and_the_gm_reads_it(tmp_path, path, text):
     config = load_campaign(make_tiny_campaign(tmp_path / "campaigns"))
     parsed = parse_file(text.format(c=SECRET).encode(), path, config)
@@ -545,3 +642,20 @@ def test_players_prose_with_gm_words_stays_theirs(tmp_path, path, text):
     config = load_campaign(make_tiny_campaign(tmp_path / "campaigns"))
     parsed = parse_file(text.format(c=SECRET).encode(), path, config)
     assert [v for v in parsed.views if v.visibility & {"players"} and SECRET in v.text]
+
+
+def test_a_ragged_table_with_a_gm_column_is_held_whole(tmp_path):
+    """A row whose cells do not line up with the header cannot say which cell is the GM's: the
+    whole table is held (fail closed), the text around it stays the players'."""
+    text = (
+        "# Watch\n\nThe watch patrols the quays.\n\n"
+        f"| Name | GM notes |\n|---|---|\n| Holt | takes bribes |\n| Wren | {SECRET} | spy |\n\n"
+        "They wear blue coats.\n"
+    )
+    config = load_campaign(make_tiny_campaign(tmp_path / "campaigns"))
+    parsed = parse_file(text.encode(), "npcs/watch.md", config)
+    (shared,) = [v for v in parsed.views if v.visibility & {"players"}]
+    assert "patrols the quays" in shared.text and "blue coats" in shared.text
+    assert SECRET not in shared.text and "Holt" not in shared.text
+    assert any(SECRET in v.text for v in parsed.views if v.visibility == GM)
+    assert [h.rule for h in parsed.held_back] == ["table column “GM notes”"]

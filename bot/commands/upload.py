@@ -473,10 +473,10 @@ async def run(request: Request, scope: Scope) -> Reply:
         return Reply(text=f"Nothing was ingested.\n{listed}", error=True)
     lines: list[str] = []
     ingested = 0
-    habit = 0  # sections held back by habit: what the GM is asked to review
+    reports: list[FileReport] = []  # what each file held back: the GM is asked to review it
     for name in saved:  # only these files are read: the rest of the campaign is left as it is
         report = await services.engine.ingest(cfg.slug, cfg.uploads_root / name)
-        habit += sum(h.reviewable for f in report.files for h in f.held_back)
+        reports += report.files
         if name.endswith("/"):
             ingested += len(report.files)
             lines += _vault_lines(name, report.files, report.skipped, again=name in replaced)
@@ -500,11 +500,12 @@ async def run(request: Request, scope: Scope) -> Reply:
         lines += [f"  ⚠ {w}" for w in f.warnings]
     lines += [f"• skipped {n}: {r}" for n, r in skipped]
     lines.insert(0, f"Ingested {ingested} file(s) into **{cfg.name}**:")
+    habit = await services.engine.review.awaiting(cfg.slug, reports)
     if habit:
         lines.append(
-            f"{habit} section{'s' if habit != 1 else ''} held back as GM notes (they read like a "
-            "GM's: a GM Notes heading, a `GM:` line, a DM folder…): `/gm review` to show or keep "
-            "each."
+            f"{habit} section{'s' if habit != 1 else ''} held back as GM notes: `/gm review` "
+            "(they read like a GM's: a GM Notes heading, a `GM:` line, a DM folder…) to show or "
+            "keep each."
         )
     if visibility is None and cfg.upload_visibility == GM:
         lines.append(

@@ -369,23 +369,73 @@ def _comment(text: str, why: str) -> str:
     return f"<!-- {why}: {text.replace('--', '- -').replace('--', '- -')} -->"
 
 
-def _paragraph_text(p: object) -> str:
+def _vanishes(rpr: object) -> bool:
+    """Whether run properties (a run's, or a style's) hide the text: Word's Hidden font."""
+    if rpr is None:
+        return False
+    for tag in ("vanish", "specVanish", "webHidden"):
+        el = rpr.find(f"{_W}{tag}")  # type: ignore[attr-defined]
+        if el is not None and str(el.get(f"{_W}val", "true")).lower() not in _OFF:
+            return True
+    return False
+
+
+def _hidden_styles(styles: object) -> frozenset[str]:
+    """The ids of the styles (character or paragraph) whose font is Hidden, directly or through
+    the styles they are based on: a GM who hides prep with a style of their own ("Aside", "My
+    notes") hides it as surely as with the font dialog.
+
+        hidden(s) = vanish(rPr(s)) ∨ hidden(basedOn(s))
+    """
+    based: dict[str, str] = {}
+    direct: set[str] = set()
+    for st in styles.iter(f"{_W}style"):  # type: ignore[attr-defined]
+        sid = str(st.get(f"{_W}styleId") or "")
+        base = st.find(f"{_W}basedOn")
+        if base is not None:
+            based[sid] = str(base.get(f"{_W}val") or "")
+        if _vanishes(st.find(f"{_W}rPr")):
+            direct.add(sid)
+    out = set()
+    for sid in based.keys() | direct:
+        seen, cur = set(), sid
+        while cur and cur not in seen:  # a cycle of basedOn ends the walk
+            if cur in direct:
+                out.add(sid)
+                break
+            seen.add(cur)
+            cur = based.get(cur, "")
+    return frozenset(out)
+
+
+def _style_of(el: object, props: str, ref: str) -> str:
+    pr = el.find(f"{_W}{props}")  # type: ignore[attr-defined]
+    st = pr.find(f"{_W}{ref}") if pr is not None else None
+    return str(st.get(f"{_W}val") or "") if st is not None else ""
+
+
+def _run_hidden(r: object, p: object, hidden: frozenset[str]) -> bool:
+    """Whether Word hides run ``r`` of paragraph ``p``: a tracked deletion, the run's own Hidden
+    font, its character style's, or its paragraph style's (``hidden``: :func:`_hidden_styles`)."""
+    anc = r.getparent()  # type: ignore[attr-defined]
+    while anc is not None and anc is not p:
+        if anc.tag in (f"{_W}del", f"{_W}moveFrom"):
+            return True
+        anc = anc.getparent()
+    if _vanishes(r.find(f"{_W}rPr")):  # type: ignore[attr-defined]
+        return True
+    return bool(hidden) and (
+        _style_of(r, "rPr", "rStyle") in hidden or _style_of(p, "pPr", "pStyle") in hidden
+    )
+
+
+def _paragraph_text(p: object, hidden_style_ids: frozenset[str] = frozenset()) -> str:
     """A Word paragraph's text, with what Word does not show its reader — hidden (``vanish``)
-    runs and tracked deletions — kept as hidden sections: GM-only, never dropped."""
+    runs, text in a hidden style and tracked deletions — kept as hidden sections: GM-only,
+    never dropped."""
     parts: list[tuple[bool, str]] = []
     for r in p.iter(f"{_W}r"):  # type: ignore[attr-defined]
-        hidden = False
-        anc = r.getparent()
-        while anc is not None and anc is not p:
-            if anc.tag in (f"{_W}del", f"{_W}moveFrom"):
-                hidden = True
-            anc = anc.getparent()
-        rpr = r.find(f"{_W}rPr")
-        if rpr is not None:
-            for tag in ("vanish", "specVanish", "webHidden"):
-                el = rpr.find(f"{_W}{tag}")
-                if el is not None and str(el.get(f"{_W}val", "true")).lower() not in _OFF:
-                    hidden = True
+        hidden = _run_hidden(r, p, hidden_style_ids)
         text = ""
         for child in r:
             if child.tag in (f"{_W}t", f"{_W}delText"):
@@ -418,10 +468,11 @@ def extract_docx(raw: bytes, *, limits: ZipLimits = ZipLimits()) -> Extracted:
 
     try:
         document = docx.Document(io.BytesIO(raw))
+        vanish = _hidden_styles(document.styles.element)
         blocks: list[str] = []
         for item in document.iter_inner_content():
             if isinstance(item, Paragraph):
-                text = " ".join(_paragraph_text(item._p).split("\n")).strip()
+                text = " ".join(_paragraph_text(item._p, vanish).split("\n")).strip()
                 if not text:
                     continue
                 style = (item.style.name if item.style is not None else "") or ""
@@ -440,7 +491,9 @@ def extract_docx(raw: bytes, *, limits: ZipLimits = ZipLimits()) -> Extracted:
             elif isinstance(item, Table):
                 rows = [
                     " | ".join(
-                        " ".join(" ".join(_paragraph_text(p._p) for p in cell.paragraphs).split())
+                        " ".join(
+                            " ".join(_paragraph_text(p._p, vanish) for p in cell.paragraphs).split()
+                        )
                         for cell in row.cells
                     )
                     for row in item.rows

@@ -35,6 +35,12 @@ __all__ = [
     "path_intent",
     "meta_intent",
     "tag_intent",
+    "mark_intent",
+    "role_label",
+    "body_properties",
+    "property_intent",
+    "confusable_fold",
+    "ROLE",
 ]
 
 #: Words that name the GM or a secret on their own, in English, French, German, Spanish and
@@ -370,12 +376,90 @@ class Intent:
     words: str
 
 
+#: Letters of other scripts drawn like the Latin ones a GM word is spelt with (after lower
+#: casing): a ``GМ`` with a Cyrillic ``М``, a Greek ``Μ``, a Cherokee ``Ꮐ`` reads as ``GM`` to
+#: a player, so it must to the recogniser. A small table after Unicode's confusables (UTS #39),
+#: limited to the letters the vocabulary uses; compatibility forms (fullwidth ``ＧＭ``, small
+#: capitals' NFKC images) are folded by NFKC/NFKD first.
+_CONFUSABLES = str.maketrans(
+    {
+        # Cyrillic
+        "а": "a",
+        "в": "b",
+        "с": "c",
+        "ԁ": "d",
+        "е": "e",
+        "ё": "e",
+        "ԍ": "g",
+        "һ": "h",
+        "н": "h",
+        "і": "i",
+        "ј": "j",
+        "к": "k",
+        "ӏ": "l",
+        "м": "m",
+        "п": "n",
+        "о": "o",
+        "р": "p",
+        "ԛ": "q",
+        "г": "r",
+        "ѕ": "s",
+        "т": "t",
+        "у": "y",
+        "х": "x",
+        # Greek
+        "α": "a",
+        "β": "b",
+        "ε": "e",
+        "ζ": "z",
+        "η": "n",
+        "ι": "i",
+        "κ": "k",
+        "μ": "m",
+        "ν": "v",
+        "ο": "o",
+        "ρ": "p",
+        "τ": "t",
+        "υ": "u",
+        "χ": "x",
+        # Latin small capitals and script letters outside NFKC
+        "ɡ": "g",
+        "ɢ": "g",
+        "ᴅ": "d",
+        "ᴍ": "m",
+        "ꜱ": "s",
+        "ᴇ": "e",
+        "ᴄ": "c",
+        "ʀ": "r",
+        "ᴛ": "t",
+        "ᴏ": "o",
+        "ᴘ": "p",
+        # Cherokee capitals lower-case to their small forms
+        "ꮐ": "g",
+        "ꮇ": "m",
+        "ꭰ": "d",
+        "ꮪ": "s",
+        "ꭼ": "e",
+        "ꮯ": "c",
+        "ꭱ": "r",
+        "ꮦ": "t",
+    }
+)
+
+
+def confusable_fold(text: str) -> str:
+    """``text`` lower-cased, in NFKC, with look-alike letters of other scripts read as the Latin
+    ones they imitate (:data:`_CONFUSABLES`): what a mark is matched on."""
+    return unicodedata.normalize("NFKC", text).lower().translate(_CONFUSABLES)
+
+
 def _fold(text: str) -> str:
-    """Lower case, accents folded (``maître`` → ``maitre``, ``für`` → ``fur``), apostrophes
-    dropped (``don't`` → ``dont``), everything else that is not a letter or digit a space."""
+    """Lower case, look-alike letters read as Latin (:func:`confusable_fold`), accents folded
+    (``maître`` → ``maitre``, ``für`` → ``fur``), apostrophes dropped (``don't`` → ``dont``),
+    everything else that is not a letter or digit a space."""
     text = re.sub(r"<[^<>]{0,80}>", " ", text)
     text = "".join(c for c in text if unicodedata.category(c) != "Cf")
-    text = unicodedata.normalize("NFKD", text.lower())
+    text = unicodedata.normalize("NFKD", confusable_fold(text))
     text = "".join(c for c in text if not unicodedata.combining(c))
     text = re.sub(r"[’'`´]", "", text)
     return " ".join(re.sub(r"[^a-z0-9]+", " ", text).split())
@@ -417,10 +501,75 @@ def _whole(tokens: list[str]) -> str | None:
     return None
 
 
+#: The words that name the GM's *role* (not a secret): a heading may be about the role as a
+#: topic, as a rulebook's chapter is.
+ROLE = frozenset(
+    {
+        "gm",
+        "gms",
+        "dm",
+        "dms",
+        "gamemaster",
+        "game_master",
+        "dungeon_master",
+        "dungeonmaster",
+        "mj",
+        "mjs",
+        "maitre_du_jeu",
+        "meneur",
+        "meneuse",
+        "sl",
+        "spielleiter",
+        "spielleiterin",
+        "spielleitung",
+        "meister",
+        "dj",
+        "director_de_juego",
+        "directora_de_juego",
+        "mestre",
+        "mestra",
+    }
+)
+#: Articles that make a role word a noun phrase about the role: ``The Dungeon Master``.
+_ARTICLES = frozenset({"the", "a", "an", "le", "la", "l", "der", "die", "el", "o", "um", "un"})
+#: Words that address a name to the GM (``For the GM``) or make it theirs (``GM notes``): with one
+#: of them the name is a mark, article or not.
+_ADDRESSED = MARKERS | frozenset(
+    {"for", "to", "pour", "fur", "para", "my", "our", "your", "his", "her", "their"}
+)
+
+
+def _topic(tokens: list[str]) -> bool:
+    """Whether ``tokens`` name the GM's role as a topic, not a mark: every GM word is a role
+    word, nothing addresses the text to the GM, and the role stands as a noun phrase — after an
+    article (``The Dungeon Master``) or beside the players (``GM and Players``):
+
+        topic(t) ⇔ {t} ∩ STRONG ⊆ ROLE ∧ {t} ∩ ADDRESSED = ∅
+                   ∧ (∃ i: t[i] ∈ ROLE ∧ t[i-1] ∈ ARTICLES ∨ ∃ u ∈ t: u ∈ {player, players})
+
+    ``The GM's Secrets`` (a secret word), ``For the GM`` and ``GM`` alone stay marks."""
+    strong = [t for t in tokens if t in STRONG]
+    if not strong or any(t not in ROLE for t in strong) or any(t in _ADDRESSED for t in tokens):
+        return False
+    after_article = any(
+        t in ROLE and i > 0 and tokens[i - 1] in _ARTICLES for i, t in enumerate(tokens)
+    )
+    return after_article or any(t in {"player", "players"} for t in tokens)
+
+
+def _named(text: str) -> str | None:
+    """:func:`_whole` for a name, which may be about the role as a topic (:func:`_topic`)."""
+    tokens = _tokens(text)
+    return None if _topic(tokens) else _whole(tokens)
+
+
 def name_intent(name: str) -> str | None:
     """The GM word a heading, callout title, folder or file name states GM intent with, else
-    ``None``: the whole name is about GM-ness, or a strong term is set off as a mark in it."""
+    ``None``: the whole name is about GM-ness, or a strong term is set off as a mark in it. A
+    name about the role as a topic (``The Dungeon Master``, ``GM and Players``) is none."""
     if not name or len(name) > 300:
+        return None
+    if _topic(_tokens(name)):
         return None
     found = _whole(_tokens(name))
     if found:
@@ -428,7 +577,7 @@ def name_intent(name: str) -> str | None:
     parts = _JOINS.split(name)
     if len(parts) > 1:
         for part in parts:
-            found = _whole(_tokens(part))
+            found = _named(part)
             if found:
                 return found
     for m in _BRACKETED.finditer(name):
@@ -443,6 +592,21 @@ def name_intent(name: str) -> str | None:
             if found and any(t in STRONG for t in toks):
                 return found
     return None
+
+
+def role_label(label: str) -> bool:
+    """Whether a label names the GM's role and nothing else (``DM``, ``**GM**``, ``Dungeon
+    Master``): a speaker's name in a transcript. ``GM note``, ``Secret`` are no role."""
+    tokens = _tokens(label)
+    return bool(tokens) and all(t in ROLE for t in tokens)
+
+
+def mark_intent(label: str) -> str | None:
+    """:func:`label_intent` for a label that may be prose about the role (``(the GM, …)`` in a
+    rulebook's aside): a topic (:func:`_topic`) names no intent."""
+    if not label or len(label) > 40:
+        return None
+    return _named(label)
 
 
 def label_intent(label: str) -> str | None:
@@ -536,7 +700,9 @@ FLAG_KEYS = frozenset(
         "sl",
     }
 )
-_TRUE = frozenset({"", "true", "yes", "y", "on", "1", "gm", "only", "gm only", "~", "null", "none"})
+#: A flag's values that set it. An empty value (``secret:``) says nothing either way: a template's
+#: unfilled field, left as the players' like any other page.
+_TRUE = frozenset({"true", "yes", "y", "on", "1", "gm", "only", "gm only"})
 _FALSE = frozenset({"false", "no", "n", "off", "0"})
 #: Keys whose falsy value keeps a file from its readers: Obsidian Publish, static site drafts.
 _UNPUBLISH = {
@@ -633,4 +799,78 @@ def _walk(meta: Mapping[Any, object], lenses: set[str], *, top: bool, depth: int
                     found = _walk(item, lenses, top=False, depth=depth + 1)
                     if found:
                         return found
+    return None
+
+
+#: A Dataview inline field on a line of its own (``visibility:: gm``, ``- **Secret**:: true``)
+#: or in brackets inside one (``[visibility:: gm]``, ``(GM:: …)``).
+_INLINE_FIELD = re.compile(
+    r"^[ \t]*(?:[-*+][ \t]+)?[*_]*(?P<k>[^\W\d][\w -]{0,30}?)[*_]*[ \t]*::[ \t]*(?P<v>[^\n]*)$"
+    r"|[\[(](?P<bk>[^\W\d][\w -]{0,30}?)[ \t]*::[ \t]*(?P<bv>[^\])\n]*)[\])]",
+    re.M,
+)
+#: A property line of a Notion export (``Visibility: GM``), read only in the block of such lines
+#: that opens a page (before its first heading, or right under its title).
+_PROPERTY_LINE = re.compile(r"^[ \t]*(?P<k>[^\W\d][\w -]{0,30}?)[ \t]*:[ \t]+(?P<v>\S[^\n]*)$")
+#: How many of a page's first lines a Notion property block may run over.
+_PROPERTY_LINES = 30
+
+
+def body_properties(text: str) -> dict[str, str]:
+    """The page properties a body states in a tool's own syntax: every Dataview inline field,
+    and the ``Key: value`` lines of a Notion export's property block (the run of such lines right
+    under the ``# Title`` the page opens with). Later keys of the same name are kept apart
+    (``visibility#2``)."""
+    props: dict[str, str] = {}
+
+    def keep(key: str, value: str) -> None:
+        key = key.strip().strip("*_ ")
+        name = key if key not in props else f"{key}#{len(props)}"
+        props[name] = value.strip().strip("*_ ")
+
+    for m in _INLINE_FIELD.finditer(text):
+        keep(m.group("k") or m.group("bk") or "", m.group("v") or m.group("bv") or "")
+    lines = text.split("\n")[:_PROPERTY_LINES]
+    i = 0
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    if i >= len(lines) or not re.match(r"[ \t]{0,3}#[ \t]", lines[i]):
+        # A Notion page opens with its title, its properties under it. ``visibility: gm`` lines
+        # with no title above are a front matter written without its fences: the loader refuses
+        # the file with a reason the GM can act on.
+        return props
+    i += 1
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    while i < len(lines) and (pm := _PROPERTY_LINE.match(lines[i])):
+        keep(pm.group("k"), pm.group("v"))
+        i += 1
+    return props
+
+
+#: A flag's values that set it in the body, where ``GM: yes`` is more often a transcript's line.
+_BODY_TRUE = frozenset({"true", "yes", "y", "on", "1", "gm only"})
+#: The flags read in a body: not ``hidden``/``private``, which a trap's stat block writes.
+_BODY_FLAGS = frozenset(
+    {"gm", "dm", "mj", "sl", "secret", "secrets", "gmonly", "dmonly", "spoiler", "spoilers"}
+)
+#: Role words as flags: ``GM: yes`` is a transcript's line, so only ``true`` sets them.
+_ROLE_FLAGS = frozenset({"gm", "dm", "mj", "sl"})
+
+
+def property_intent(props: Mapping[str, str]) -> Intent | None:
+    """GM intent in body properties (:func:`body_properties`): an audience naming the GM
+    (``visibility:: gm``, ``Visibility: GM only``: a value that is a GM word, not ``poor (fog)``),
+    a set flag (``Secret:: true``; ``GM``/``DM`` only with ``true``), a tag naming the
+    vocabulary, or ``publish:: false``."""
+    for key, value in props.items():
+        k, v = _norm_key(key.split("#", 1)[0]), value.strip().lower()
+        if k in _AUDIENCE_KEYS and (label_intent(value) or tag_intent(value)):
+            return Intent("page property", f"{key}: {value}"[:80])
+        if k in _BODY_FLAGS and v in (_BODY_TRUE if k not in _ROLE_FLAGS else {"true"}):
+            return Intent("page property", f"{key}: {value}"[:80])
+        if k in _TAG_KEYS and any(tag_intent(t) for t in re.split(r"[\s,]+", value) if t):
+            return Intent("page property", f"{key}: {value}"[:80])
+        if k in _UNPUBLISH and v in _UNPUBLISH[k]:
+            return Intent("page property", f"{key}: {value}"[:80])
     return None

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import tomllib
 import unicodedata
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -36,7 +37,13 @@ from liminalis.ingest.formats import (
     plain_wikilinks,
 )
 from liminalis.ingest.ids import bound_doc_id
-from liminalis.ingest.intent import meta_intent, path_intent
+from liminalis.ingest.intent import (
+    Intent,
+    body_properties,
+    meta_intent,
+    path_intent,
+    property_intent,
+)
 from liminalis.ingest.sections import (
     HeldBack,
     HiddenSection,
@@ -85,6 +92,8 @@ _FRONT = re.compile(
     r"\A---[ \t]*(?:ya?ml)?[ \t]*(?:#[^\n]*)?\n(.*?)\n(?:---|\.\.\.)[ \t]*(?:#[^\n]*)?(?:\n|\Z)",
     re.S | re.I,
 )
+#: Hugo's TOML front matter: ``+++`` … ``+++``, read with the keys YAML front matter has.
+_TOML_FRONT = re.compile(r"\A\+\+\+[ \t]*\n(.*?)\n?\+\+\+[ \t]*(?:\n|\Z)", re.S)
 #: Line ends besides ``\n`` that Python's ``splitlines`` (and so an editor) honours: a front matter
 #: written with them must still be read as front matter, not as one long first line of prose.
 _LINE_ENDS = re.compile("\r\n|[\r\u2028\u2029\x85\x0b\x0c\x1c\x1d\x1e]")
@@ -99,7 +108,9 @@ _FLAG_KEYS = frozenset({"gm", "secret", "private", "hidden", "gmonly", "dm", "dm
 #: Flags read in a document's first lines outside front matter: not ``hidden``/``private``/``dm``,
 #: which a trap's stat block or a transcript writes as ordinary text.
 _BODY_FLAG_KEYS = frozenset({"gm", "secret", "gmonly", "dmonly"})
-_TRUTHY = frozenset({"", "true", "yes", "y", "on", "1", "gm", "only", "gm only", "~", "null"})
+#: A flag's values that set it. An empty one (``secret:``, a template's unfilled field) says
+#: nothing either way.
+_TRUTHY = frozenset({"true", "yes", "y", "on", "1", "gm", "only", "gm only"})
 _TRUTHY_BODY = frozenset({"true", "yes", "y", "on", "1", "gm only"})
 _LENS_WORDS = frozenset({"gm", "dm", "players", "player", "public", "private", "secret", "hidden"})
 #: Near misses of ``visibility`` a GM types: within two edits of it, ``visible``, or starting ``visib``.
@@ -347,61 +358,108 @@ def _held_back(
     return tuple(out)
 
 
-def parse_file(
-    raw: bytes,
-    rel_path: str,
-    config: CampaignConfig,
-    *,
-    visibility: frozenset[str] | None = None,
-    doc_type: str | None = None,
-) -> ParsedFile:
-    """Turn one file's bytes into the documents each lens reads (raises :class:`LoadError`).
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """A file read to text: its body (front matter cut), its front matter, a PDF's pages, the
+    extractor's warnings, and the page properties its body states (Dataview, Notion)."""
 
-    ``visibility`` and ``doc_type`` are an uploader's options: the visibility applies only where
-    it is narrower than the front matter's (:func:`~liminalis.lens.narrowest`); the type wins.
-    """
+    body: str
+    meta: dict[str, object]
+    pages: list[tuple[int, str]]
+    notes: tuple[str, ...]
+    properties: Intent | None = None
+
+
+def _read_binary(raw: bytes, rel_path: str, config: CampaignConfig) -> _Source:
+    """A PDF's or a Word document's text. No front matter there, but a `visibility: gm` in its
+    first lines is still a GM's word: refuse rather than publish."""
     suffix = PurePosixPath(rel_path).suffix.lower()
+    extracted = extract_pdf(raw) if suffix == ".pdf" else extract_docx(raw)
+    body, pages = _paged_text(extracted)
     meta: dict[str, object] = {}
-    pages: list[tuple[int, str]] = []
-    notes: tuple[str, ...] = ()
-    if suffix in BINARY_SUFFIXES:
-        extracted = extract_pdf(raw) if suffix == ".pdf" else extract_docx(raw)
-        body, pages = _paged_text(extracted)
-        notes = extracted.warnings
-        if pages:
-            # A PDF's first bookmark is a chapter, not the book: its metadata or file name is.
-            meta["title"] = extracted.title or file_title(rel_path)
-        # No front matter in a PDF or a Word document, but a `visibility: gm` in its first lines
-        # is still a GM's word: refuse rather than publish.
-        _refuse_misplaced_visibility(body, config, after_front=False)
-        m = None
+    if pages:
+        # A PDF's first bookmark is a chapter, not the book: its metadata or file name is.
+        meta["title"] = extracted.title or file_title(rel_path)
+    _refuse_misplaced_visibility(body, config, after_front=False)
+    return _Source(body, meta, pages, extracted.warnings)
+
+
+def _parse_front(m: re.Match[str]) -> dict[str, object]:
+    """The front matter ``m`` matched, YAML (``---``) or TOML (``+++``, Hugo's), as a mapping
+    with lower-case keys (raises :class:`LoadError`)."""
+    if m.re is _TOML_FRONT:
+        try:
+            loaded: object = tomllib.loads(m.group(1))
+        except (tomllib.TOMLDecodeError, ValueError, RecursionError):
+            raise LoadError("malformed front matter (TOML between +++ lines)") from None
     else:
-        body = _without_invisible_lead(_LINE_ENDS.sub("\n", _decode(raw)))
-        m = _FRONT.match(body)
-    if m and _looks_like_front_matter(m.group(1)):
         loaded = _front_matter(m.group(1))
-        if loaded is None:
-            loaded = {}
-        if not isinstance(loaded, dict):
-            raise LoadError("malformed front matter (not a mapping)")
-        meta = {str(k).lower(): v for k, v in loaded.items()}
-        _check_keys(meta)
+    if loaded is None:
+        loaded = {}
+    if not isinstance(loaded, dict):
+        raise LoadError("malformed front matter (not a mapping)")
+    meta = {str(k).lower(): v for k, v in loaded.items()}
+    _check_keys(meta)
+    return meta
+
+
+def _read_text(raw: bytes, config: CampaignConfig) -> _Source:
+    """A Markdown or text file: its front matter read (YAML or TOML), a visibility the GM
+    meant but wrote where front matter is not refused, and its page properties read."""
+    body = _without_invisible_lead(_LINE_ENDS.sub("\n", _decode(raw)))
+    m = _FRONT.match(body) or _TOML_FRONT.match(body)
+    meta: dict[str, object] = {}
+    if m and (m.re is _TOML_FRONT or _looks_like_front_matter(m.group(1))):
+        meta = _parse_front(m)
         body = body[m.end() :]
-        _refuse_misplaced_visibility(body, config, after_front=True)
-    elif pages or suffix in BINARY_SUFFIXES:
-        pass
+        after_front = True
     elif (
-        not m
+        (not m)
         and re.match(r"---[ \t]*\n", body)
         and _looks_like_front_matter(body[4:].split("\n\n", 1)[0])
     ):
         raise LoadError("malformed front matter (no closing ---)")
     else:
-        _refuse_misplaced_visibility(body, config, after_front=False)
-    if not pages:
-        body = normalize_text(body)
+        after_front = False
+    # Page properties a GM's tool writes in the body (``visibility:: gm``, a Notion export's
+    # ``Visibility: GM``) are read as what they are, not refused as a misplaced front matter.
+    properties = property_intent(body_properties(body))
+    if properties is None:
+        _refuse_misplaced_visibility(body, config, after_front=after_front)
+    return _Source(body, meta, [], (), properties)
+
+
+def _read_source(raw: bytes, rel_path: str, config: CampaignConfig) -> _Source:
+    """Stage one of :func:`parse_file`: the file's text and what it says of itself."""
+    if PurePosixPath(rel_path).suffix.lower() in BINARY_SUFFIXES:
+        source = _read_binary(raw, rel_path, config)
+    else:
+        source = _read_text(raw, config)
+    body = source.body if source.pages else normalize_text(source.body)
     if not body:
         raise LoadError("empty document (no text after front matter)")
+    return replace(source, body=body)
+
+
+@dataclass(frozen=True, slots=True)
+class _Audience:
+    """Who reads a file: its visibility, whether the file says so itself, and what the wall
+    held back of it whole (the rule and the body's digest), if anything."""
+
+    vis: frozenset[str]
+    said: bool
+    held_file: tuple[str, str] | None
+
+
+def _audience(
+    source: _Source,
+    rel_path: str,
+    config: CampaignConfig,
+    visibility: frozenset[str] | None,
+) -> _Audience:
+    """Stage two of :func:`parse_file`: the file's readers, from its front matter, its path,
+    the GM's habits (held back whole unless reviewed and shown) and an uploader's option."""
+    meta = source.meta
     gm_path = config.is_gm_path(rel_path)
     if "visibility" in meta and meta["visibility"] is None:
         meta["visibility"] = ""  # "visibility:" with no value: not understood, so GM-only
@@ -415,13 +473,14 @@ def parse_file(
     if _flagged_gm(meta):
         vis = frozenset({GM})
     # A GM's habits outside the documented syntax (a `DM/` folder, `publish: false`, `tags: [gm]`,
-    # a nested `visibility: gm`): GM-only unless the GM reviewed this text and chose to show it.
-    habit = meta_intent(meta, known_lenses=config.lenses)
+    # a nested `visibility: gm`, `visibility:: gm` in the body): GM-only unless the GM reviewed
+    # this text and chose to show it.
+    habit = meta_intent(meta, known_lenses=config.lenses) or source.properties
     if habit is None and "visibility" not in meta and not said:
         habit = path_intent(rel_path)
     held_file: tuple[str, str] | None = None
     if habit is not None and vis != frozenset({GM}):
-        digest = section_digest(body)
+        digest = section_digest(source.body)
         if digest not in config.released:
             vis = frozenset({GM})
             held_file = (f"{habit.rule} “{habit.words}”"[:120], digest)
@@ -429,6 +488,13 @@ def parse_file(
         # The uploader's option decides a file that says nothing; front matter that says more
         # wins only where it is narrower.
         vis = narrowest(vis, visibility) if said else visibility
+    return _Audience(vis, said, held_file)
+
+
+def _sections(
+    body: str, suffix: str, vis: frozenset[str], config: CampaignConfig
+) -> list[HiddenSection]:
+    """Stage three of :func:`parse_file`: the hidden sections of a file its readers get."""
     sections = find_hidden_sections(
         comment_gate(body, suffix), lenses=config.lenses, released=config.released
     )
@@ -436,13 +502,20 @@ def parse_file(
         # Nothing of a GM-only file reaches players: what habit would hold in it is not held
         # back from anyone, and asks no review.
         sections = [h for h in sections if h.explicit]
-    warnings = notes + tuple(
-        f"a hidden {h.kind} opened on line {h.line} is never closed: everything after it is GM-only"
-        for h in sections
-        if not h.terminated
-    )
+    return sections
+
+
+def _documents(
+    source: _Source,
+    sections: list[HiddenSection],
+    vis: frozenset[str],
+    *,
+    rel_path: str,
+    kind: str,
+) -> tuple[tuple[Document, ...], list[tuple[frozenset[str], str, str]]]:
+    """Stage four of :func:`parse_file`: one document per view, and the wikilinks of each."""
     doc_id = doc_id_for(rel_path)
-    kind = (doc_type or str(meta.get("type") or "lore")).strip().lower()
+    body, pages = source.body, source.pages
     paged = (
         _paged_views(body, sections, vis, pages)
         if pages
@@ -457,7 +530,7 @@ def parse_file(
             links += [(view.visibility, target, alias) for target, alias in found]
         views_list.append(
             _view_document(
-                meta,
+                source.meta,
                 text,
                 view.visibility,
                 view_id(doc_id, view.key),
@@ -478,15 +551,43 @@ def parse_file(
             replace(v, synopsis=synopsis) if v.doc_id in {doc_id, view_id(doc_id, "gm")} else v
             for v in views
         )
+    return views, links
+
+
+def parse_file(
+    raw: bytes,
+    rel_path: str,
+    config: CampaignConfig,
+    *,
+    visibility: frozenset[str] | None = None,
+    doc_type: str | None = None,
+) -> ParsedFile:
+    """Turn one file's bytes into the documents each lens reads (raises :class:`LoadError`).
+
+    ``visibility`` and ``doc_type`` are an uploader's options: the visibility applies only where
+    it is narrower than the front matter's (:func:`~liminalis.lens.narrowest`); the type wins.
+    Four stages: the file's text and what it says of itself, its readers, its hidden sections,
+    and the documents of its views.
+    """
+    source = _read_source(raw, rel_path, config)
+    audience = _audience(source, rel_path, config, visibility)
+    sections = _sections(source.body, PurePosixPath(rel_path).suffix.lower(), audience.vis, config)
+    warnings = source.notes + tuple(
+        f"a hidden {h.kind} opened on line {h.line} is never closed: everything after it is GM-only"
+        for h in sections
+        if not h.terminated
+    )
+    kind = (doc_type or str(source.meta.get("type") or "lore")).strip().lower()
+    views, links = _documents(source, sections, audience.vis, rel_path=rel_path, kind=kind)
     return ParsedFile(
-        doc_id=doc_id,
+        doc_id=doc_id_for(rel_path),
         views=views,
-        visibility=vis,
+        visibility=audience.vis,
         type=kind,
         hidden_sections=len(sections),
         warnings=warnings,
-        declared=said or held_file is not None,
-        held_back=_held_back(body, sections, held_file),
+        declared=audience.said or audience.held_file is not None,
+        held_back=_held_back(source.body, sections, audience.held_file),
         links=tuple(links),
     )
 

@@ -34,7 +34,13 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
-from liminalis.ingest.intent import label_intent, name_intent, tag_intent
+from liminalis.ingest.intent import (
+    label_intent,
+    mark_intent,
+    name_intent,
+    role_label,
+    tag_intent,
+)
 from liminalis.lens import GM, NOT_GM, PLAYERS
 from liminalis.types import HeldBack
 
@@ -329,19 +335,59 @@ def _comments(
     return found
 
 
+#: An open heading section while the lines are read: ``(level, start, audience, line, rule)``.
+_Open = tuple[int, int, frozenset[str], int, str]
+
+
+@dataclass(frozen=True, slots=True)
+class _Text:
+    """A document's text as the line-based marks read it: the lines, the text with comments
+    blanked (``masked``), code spans and the lines code blocks cover, and the lenses known."""
+
+    text: str
+    masked: str
+    lines: list[tuple[int, int]]
+    starts: list[int]
+    code: list[tuple[int, int]]
+    code_lines: frozenset[int]
+    known: frozenset[str]
+    #: The text is a dialogue transcript (:func:`_is_dialogue`).
+    dialogue: bool = False
+
+    def line_of(self, pos: int) -> int:
+        return bisect_right(self.starts, pos)
+
+    def line(self, i: int) -> str:
+        return self.masked[self.lines[i][0] : self.lines[i][1]]
+
+
 def find_hidden_sections(
     text: str, *, lenses: Iterable[str] = (), released: frozenset[str] = frozenset()
 ) -> list[HiddenSection]:
     """Every hidden section of ``text`` (normalized, ``\\n`` line ends), in document order.
 
     HTML comments are found first, anywhere; Obsidian comments outside code; then the
-    line-based marks (fences, callouts, headings) on the text with comments blanked out, so a
-    heading or fence a comment holds neither opens nor ends anything. Sections whose audience
-    is every player (``lens:players``) are not hidden and not returned, and neither are
-    sections held by habit (not ``explicit``) whose :func:`section_digest` is in ``released``:
-    the GM reviewed them and chose to show them.
+    line-based marks (fences, callouts, headings, GM lines) on the text with comments blanked
+    out, so a heading or fence a comment holds neither opens nor ends anything; then the marks
+    inside lines (invisible HTML, link-reference comments, a table's GM column, body tags,
+    BBCode). Sections whose audience is every player (``lens:players``) are not hidden and not
+    returned, and neither are sections held by habit (not ``explicit``) whose
+    :func:`section_digest` is in ``released``: the GM reviewed them and chose to show them.
     """
     known = frozenset(x.lower() for x in lenses) - {GM}
+    doc, found = _read_comments(text, known)
+    found += _line_marks(doc)
+    found += _html_hidden(doc.masked, doc.code, doc.line_of)
+    found += _link_comments(doc.masked, doc.lines, doc.code_lines)
+    found += _table_columns(doc)
+    found += _body_tags(doc)
+    found += _bbcode(doc)
+    return _finish(text, found, released)
+
+
+def _read_comments(text: str, known: frozenset[str]) -> tuple[_Text, list[HiddenSection]]:
+    """Stage one: HTML comments anywhere, Obsidian comments outside code, and the text with
+    both blanked for the stages after."""
     lines = _lines(text)
     starts = [s for s, _ in lines]
 
@@ -354,143 +400,52 @@ def find_hidden_sections(
     obsidian = _comments(masked, "%%", "%%", "obsidian comment", known, code, line_of)
     found += obsidian
     masked = _mask(masked, [(h.start, h.end) for h in obsidian])
-    code_lines = {
+    code_lines = frozenset(
         k for a, b in _code_blocks(masked, lines) for k in range(line_of(a) - 1, line_of(b))
-    }
+    )
+    dialogue = _is_dialogue(masked, lines, code_lines)
+    return _Text(text, masked, lines, starts, code, code_lines, known, dialogue), found
 
-    i = 0
-    # (level, start, audience, line, rule)
-    heading_stack: list[tuple[int, int, frozenset[str], int, str]] = []
-    habits: list[HiddenSection] = []
-    while i < len(lines):
-        s, e = lines[i]
+
+#: A speaker's line of a transcript: ``Alice: …``, ``**DM:** …``, ``- Bob: …``.
+_SPEAKER = re.compile(
+    r"^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?(?P<name>[^\W\d][\w .'’-]{0,30}?)(?:\*\*|__)?[ \t]*:"
+    r"(?:\*\*|__)?[ \t]+\S"
+)
+#: How much of a file must be speakers' lines, by how many speakers besides the GM, for it to
+#: read as a transcript.
+_DIALOGUE_SHARE, _DIALOGUE_LINES, _DIALOGUE_SPEAKERS = 0.6, 6, 2
+
+
+def _is_dialogue(masked: str, lines: list[tuple[int, int]], code_lines: frozenset[int]) -> bool:
+    """Whether a text is clearly a dialogue transcript, where ``DM:`` is a speaker, not a note:
+    most of its lines (headings and blank lines aside) are ``Name:`` lines, at least six, by the
+    GM and at least two other speakers.
+
+        dialogue ⇔ |S| ≥ 6 ∧ |S| ≥ 0.6·|L| ∧ |{name(s) : s ∈ S} ∖ ROLE| ≥ 2
+
+    Unsure is no: a page of notes with a few ``DM:`` lines keeps them held."""
+    content = 0
+    names: list[str] = []
+    for i, (s, e) in enumerate(lines):
         line = masked[s:e]
-        if i in code_lines:
-            i += 1
+        if not line.strip() or i in code_lines or _heading(line):
             continue
-        fm = _FENCE.match(line)
-        if fm and (fence_aud := _fence_audience(fm.group("info"), known)) is not None:
-            j, closed = _fence_close(
-                masked, lines, i, fm.group("fence"), fm.group("quotes").count(">")
-            )
-            stop = (
-                min(lines[j][1] + 1, len(text))
-                if closed
-                else (lines[j - 1][1] + 1 if j < len(lines) else len(text))
-            )
-            found.append(
-                HiddenSection(
-                    s,
-                    min(stop, len(text)),
-                    fence_aud,
-                    "fenced block",
-                    i + 1,
-                    terminated=closed or j < len(lines),
-                )
-            )
-            i = j + 1 if closed else j
-            continue
-        cm = _CALLOUT.match(line)
-        nested = _NESTED_ATX.match(line)
-        # ``[!gm|wide]``: what follows a ``|`` is the callout's look (Obsidian's metadata).
-        kind = cm.group("kind").split("|", 1)[0] if cm else ""
-        callout_aud = _audience(kind, known) if cm else None
-        if callout_aud is None and nested:
-            callout_aud = _marked(line[nested.end() :], known)
-        habit = ""
-        if callout_aud is None and cm:
-            title = line[cm.end() :].strip()
-            word = name_intent(kind.replace("-", " ")) or name_intent(title)
-            if word:
-                callout_aud, habit = (
-                    frozenset(),
-                    f"callout “{(cm.group('kind') + ' ' + title).strip()[:60]}”",
-                )
-        if callout_aud is None and nested:
-            title = line[nested.end() :].strip()
-            if name_intent(title):
-                callout_aud, habit = frozenset(), f"heading “{title[:60]}”"
-        if callout_aud is not None:
-            depth = _depth(line)
-            j = i + 1
-            while j < len(lines):
-                nxt = masked[lines[j][0] : lines[j][1]]
-                if not nxt.strip():
-                    break
-                d = _depth(nxt)
-                rest = _QUOTE_DEPTH.sub("", nxt, count=1) if d else nxt
-                # A lazy continuation line (fewer ``>``, or none) still belongs to the quote's
-                # paragraph unless it starts a block of its own.
-                if d >= depth or not _BLOCK_START.match(rest):
-                    j += 1
-                    continue
-                break
-            found.append(
-                HiddenSection(
-                    s,
-                    min(lines[j - 1][1] + 1, len(text)),
-                    callout_aud,
-                    "callout" if cm else "heading section",
-                    i + 1,
-                    rule=habit or ("callout" if cm else "heading mark"),
-                    explicit=not habit,
-                )
-            )
-            i += 1  # and on through its lines: a GM callout may sit inside a personal one
-            continue
-        level, title = 0, ""
-        head = _heading(line)
-        bold = _BOLD_LINE.match(line) if not head else None
-        if head:
-            level, title = head
-        elif bold and label_intent(bold.group("a") or bold.group("b")) and _alone(masked, lines, i):
-            # ``**GM Notes**`` or ``GM Notes:`` alone on a line: a heading in all but syntax,
-            # below every real one.
-            level, title = 7, bold.group("a") or bold.group("b")
-        elif (
-            heading_stack
-            and heading_stack[-1][0] == 7
-            and _BOLD_RUN.match(line)
-            and _title_like(masked, lines, i, sentence=False)
-        ):
-            # ``**Properties.** Weight 2 lb``: the next bold run-in closes such a pseudo-heading.
-            level, title = 7, ""
-        elif (
-            i + 1 < len(lines)
-            and line.strip()
-            and _depth(line) == 0
-            and not _BLOCK_START.match(line)
-        ):
-            sm = _SETEXT.match(masked[lines[i + 1][0] : lines[i + 1][1]])
-            if sm:
-                # A ``---`` under a paragraph is read as a heading only when it opens a hidden
-                # section: as an end of one it is more likely a rule the GM meant.
-                level, title = (1 if sm.group(1)[0] == "=" else 2), line.strip()
-                if (
-                    sm.group(1)[0] == "-"
-                    and _marked(title, known) is None
-                    and not name_intent(title)
-                    and not _title_like(masked, lines, i)
-                ):
-                    level = 0
-        if level:
-            while heading_stack and heading_stack[-1][0] >= level:
-                _lv, start, aud, ln, rule = heading_stack.pop()
-                found.append(_heading_section(start, s, aud, ln, rule))
-            heading_aud = _marked(title, known)
-            rule = "heading mark"
-            if heading_aud is None and name_intent(title):
-                heading_aud, rule = frozenset(), f"heading “{_plain(title)[:60]}”"
-            if heading_aud is not None:
-                heading_stack.append((level, s, heading_aud, i + 1, rule))
-        else:
-            habits.extend(_line_habits(masked, lines, i, code_lines, line_of))
-        i += 1
-    for _lv, start, aud, ln, rule in heading_stack:
-        found.append(_heading_section(start, len(text), aud, ln, rule))
-    found += habits
-    found += _html_hidden(masked, code, line_of)
-    found += _link_comments(masked, lines, code_lines)
+        content += 1
+        m = _SPEAKER.match(line)
+        if m:
+            names.append(m.group("name").strip())
+    others = {n.lower() for n in names if not role_label(n)}
+    return (
+        len(names) >= _DIALOGUE_LINES
+        and len(names) >= _DIALOGUE_SHARE * content
+        and len(others) >= _DIALOGUE_SPEAKERS
+    )
+
+
+def _finish(text: str, found: list[HiddenSection], released: frozenset[str]) -> list[HiddenSection]:
+    """The last stage: digests and rules set, sections every player reads and habits the GM
+    chose to show dropped, in document order."""
     out = []
     for h in found:
         if PLAYERS in h.audience or h.end <= h.start:
@@ -500,6 +455,176 @@ def find_hidden_sections(
             continue  # the GM read it and chose to show it
         out.append(replace(h, digest=digest, rule=h.rule or h.kind))
     return sorted(out, key=lambda h: (h.start, -h.end))
+
+
+def _line_marks(doc: _Text) -> list[HiddenSection]:
+    """Stage two: the marks a line opens — hiding fences, callouts, headings (and everything
+    under them to the next heading of the same or a higher level), GM lines and asides."""
+    found: list[HiddenSection] = []
+    habits: list[HiddenSection] = []
+    stack: list[_Open] = []
+    i = 0
+    while i < len(doc.lines):
+        if i in doc.code_lines:
+            i += 1
+            continue
+        fenced = _hidden_fence(doc, i)
+        if fenced is not None:
+            found.append(fenced[0])
+            i = fenced[1]
+            continue
+        callout = _callout(doc, i)
+        if callout is not None:
+            found.append(callout)
+            i += 1  # and on through its lines: a GM callout may sit inside a personal one
+            continue
+        level, title = _heading_at(doc, i, stack)
+        if level:
+            found += _close_headings(stack, level, doc.lines[i][0])
+            _open_heading(stack, level, title, doc, i)
+        else:
+            habits.extend(
+                _line_habits(
+                    doc.masked, doc.lines, i, doc.code_lines, doc.line_of, dialogue=doc.dialogue
+                )
+            )
+        i += 1
+    found += _close_headings(stack, 0, len(doc.text))
+    return found + habits
+
+
+def _hidden_fence(doc: _Text, i: int) -> tuple[HiddenSection, int] | None:
+    """A fence whose info string hides (```` ```gm ````) opened on line ``i``: its section and
+    the line to read on from."""
+    fm = _FENCE.match(doc.line(i))
+    if not fm:
+        return None
+    fence_aud = _fence_audience(fm.group("info"), doc.known)
+    if fence_aud is None:
+        return None
+    lines, n = doc.lines, len(doc.text)
+    j, closed = _fence_close(doc.masked, lines, i, fm.group("fence"), fm.group("quotes").count(">"))
+    stop = min(lines[j][1] + 1, n) if closed else (lines[j - 1][1] + 1 if j < len(lines) else n)
+    section = HiddenSection(
+        lines[i][0],
+        min(stop, n),
+        fence_aud,
+        "fenced block",
+        i + 1,
+        terminated=closed or j < len(lines),
+    )
+    return section, (j + 1 if closed else j)
+
+
+def _callout_audience(line: str, known: frozenset[str]) -> tuple[frozenset[str] | None, str, bool]:
+    """The audience a callout (``> [!gm]``, ``> [!note] GM``) or a heading nested in a quote or
+    a list (``> ## Plans (GM)``) on ``line`` gives, the rule held by habit (``""`` for the
+    documented syntax), and whether it is a callout."""
+    cm = _CALLOUT.match(line)
+    nested = _NESTED_ATX.match(line)
+    # ``[!gm|wide]``: what follows a ``|`` is the callout's look (Obsidian's metadata).
+    kind = cm.group("kind").split("|", 1)[0] if cm else ""
+    aud = _audience(kind, known) if cm else None
+    if aud is None and nested:
+        aud = _marked(line[nested.end() :], known)
+    if aud is None and cm:
+        title = line[cm.end() :].strip()
+        if name_intent(kind.replace("-", " ")) or name_intent(title):
+            rule = f"callout “{(cm.group('kind') + ' ' + title).strip()[:60]}”"
+            return frozenset(), rule, True
+    if aud is None and nested:
+        title = line[nested.end() :].strip()
+        if name_intent(title):
+            return frozenset(), f"heading “{title[:60]}”", False
+    return aud, "", cm is not None
+
+
+def _callout(doc: _Text, i: int) -> HiddenSection | None:
+    """The hidden callout (or quoted heading) opened on line ``i``, with its lazy lines."""
+    line = doc.line(i)
+    aud, habit, is_callout = _callout_audience(line, doc.known)
+    if aud is None:
+        return None
+    depth = _depth(line)
+    j = i + 1
+    while j < len(doc.lines):
+        nxt = doc.line(j)
+        if not nxt.strip():
+            break
+        d = _depth(nxt)
+        rest = _QUOTE_DEPTH.sub("", nxt, count=1) if d else nxt
+        # A lazy continuation line (fewer ``>``, or none) still belongs to the quote's
+        # paragraph unless it starts a block of its own.
+        if d >= depth or not _BLOCK_START.match(rest):
+            j += 1
+            continue
+        break
+    return HiddenSection(
+        doc.lines[i][0],
+        min(doc.lines[j - 1][1] + 1, len(doc.text)),
+        aud,
+        "callout" if is_callout else "heading section",
+        i + 1,
+        rule=habit or ("callout" if is_callout else "heading mark"),
+        explicit=not habit,
+    )
+
+
+def _heading_at(doc: _Text, i: int, stack: list[_Open]) -> tuple[int, str]:
+    """``(level, title)`` when line ``i`` is a heading — ATX, a bold or label line standing
+    alone as one (level 7, below every real one), a bold run-in that ends such a pseudo-heading,
+    or a setext heading that opens a hidden section — else ``(0, "")``."""
+    masked, lines, line = doc.masked, doc.lines, doc.line(i)
+    head = _heading(line)
+    if head:
+        return head
+    # Matched on the stripped line: its optional spaces around a label backtrack quadratically
+    # over a long run of blanks (a masked comment), and a label's edges never need them.
+    bold = _BOLD_LINE.match(line.strip())
+    if bold and label_intent(bold.group("a") or bold.group("b")) and _alone(masked, lines, i):
+        # ``**GM Notes**`` or ``GM Notes:`` alone on a line: a heading in all but syntax.
+        return 7, bold.group("a") or bold.group("b")
+    if stack and stack[-1][0] == 7 and _BOLD_RUN.match(line):
+        if _title_like(masked, lines, i, sentence=False):
+            # ``**Properties.** Weight 2 lb``: the next bold run-in closes such a pseudo-heading.
+            return 7, ""
+    if i + 1 < len(lines) and line.strip() and _depth(line) == 0 and not _BLOCK_START.match(line):
+        sm = _SETEXT.match(doc.line(i + 1))
+        if sm:
+            # A ``---`` under a paragraph is read as a heading only when it opens a hidden
+            # section: as an end of one it is more likely a rule the GM meant.
+            level, title = (1 if sm.group(1)[0] == "=" else 2), line.strip()
+            if (
+                sm.group(1)[0] == "-"
+                and _marked(title, doc.known) is None
+                and not name_intent(title)
+                and not _title_like(masked, lines, i)
+            ):
+                return 0, ""
+            return level, title
+    return 0, ""
+
+
+def _close_headings(stack: list[_Open], level: int, end: int) -> list[HiddenSection]:
+    """The open heading sections a heading of ``level`` (0: the end of the text) closes."""
+    out = []
+    while stack and stack[-1][0] >= level:
+        _lv, start, aud, ln, rule = stack.pop()
+        out.append(_heading_section(start, end, aud, ln, rule))
+    return out
+
+
+def _open_heading(stack: list[_Open], level: int, title: str, doc: _Text, i: int) -> None:
+    """Open a hidden section at the heading on line ``i`` when it marks one: the documented
+    ``(GM)`` mark, a title that names GM intent, or a GM tag on the line right under it."""
+    aud = _marked(title, doc.known)
+    rule = "heading mark"
+    if aud is None and name_intent(title):
+        aud, rule = frozenset(), f"heading “{_plain(title)[:60]}”"
+    if aud is None and (tag := _tag_under(doc, i)):
+        aud, rule = frozenset(), f"tag “{tag}” under a heading"
+    if aud is not None:
+        stack.append((level, doc.lines[i][0], aud, i + 1, rule))
 
 
 def section_digest(text: str) -> str:
@@ -563,12 +688,14 @@ _EMPHASIS_MARK = re.compile(
 _SENTENCE_MARK = re.compile(r"(?<=[.!?;])[ \t]+(?P<label>[A-Za-z][\w ]{0,24}?)[ \t]*:[ \t]")
 #: An aside opened by a marker: ``(GM: a chest of tithes)``, ``[DM note - …]``, ``{secret: …}``.
 _ASIDE = re.compile(
-    r"(?<!\[)(?P<open>[(\[{])[ \t]*(?P<label>[^:)\]}\n\-–—]{1,40}?)[ \t]*(?::|[-–—][ \t])"
+    r"(?<!\[)(?P<open>[(\[{])[ \t]*(?P<label>[^:)\]}\n\-–—,;]{1,40}?)[ \t]*"
+    r"(?P<sep>:|[-–—][ \t]|[,;])"
 )
 #: A bare marker in a line: ``The chest under the floor (GM only)``, ``[secret]``.
 _BARE = re.compile(
-    r"(?<!\[)[(\[{][ \t]*(?P<label>[^()\[\]{}\n]{1,40}?)[ \t]*[)\]}](?![(\[\]])[ \t*_.:;!]*$"
-)
+    r"(?<!\[)[(\[{][ \t]*(?P<label>[^()\[\]{}\n/][^()\[\]{}\n]{0,39}?)[ \t]*[)\]}](?![(\[\]])"
+    r"[ \t*_.:;!]*$"
+)  # not a BBCode closing tag (``[/spoiler]``): its block is held from its opening tag
 _CLOSE = {"(": ")", "[": "]", "{": "}"}
 
 
@@ -591,17 +718,23 @@ def _line_habits(
     masked: str,
     lines: list[tuple[int, int]],
     i: int,
-    code_lines: set[int],
+    code_lines: frozenset[int],
     line_of: Callable[[int], int],
+    *,
+    dialogue: bool = False,
 ) -> list[HiddenSection]:
     """GM habits on one line that is not a heading: a ``GM:`` label opening it, a marker later
-    in it, an aside naming the GM, a bare ``(GM only)`` mark."""
+    in it, an aside naming the GM, a bare ``(GM only)`` mark. In a ``dialogue`` (a transcript:
+    :func:`_is_dialogue`) a ``DM:`` speaker's line is speech, not a note: only what else the
+    line holds is read."""
     s, e = lines[i]
     line = masked[s:e]
     if not line.strip() or i in code_lines:
         return []
     out: list[HiddenSection] = []
     m = _LABEL_LINE.match(line)
+    if m and dialogue and role_label(m.group("label")):
+        line, m = " " * m.end() + line[m.end() :], None
     if m and label_intent(m.group("label")):
         stop = _continuation_end(masked, lines, i)
         rule = f"line “{_plain(m.group('label'))}:”"
@@ -628,7 +761,9 @@ def _line_habits(
                 )
                 return out
     for mm in _ASIDE.finditer(line):
-        if label_intent(mm.group("label")):
+        # ``(GM, …)``, ``(DM; …)``: after a comma the label must be a mark, not ``(the GM, …)``.
+        loose = mm.group("sep") in {",", ";"}
+        if (mark_intent if loose else label_intent)(mm.group("label")):
             start = s + mm.start()
             stop = _aside_end(masked, start, mm.group("open"))
             rule = f"aside “{mm.group('open')}{_plain(mm.group('label'))}:”"
@@ -751,7 +886,7 @@ _LINK_COMMENT = re.compile(
 
 
 def _link_comments(
-    masked: str, lines: list[tuple[int, int]], code_lines: set[int]
+    masked: str, lines: list[tuple[int, int]], code_lines: frozenset[int]
 ) -> list[HiddenSection]:
     """Markdown link-reference comments, each with the lines its title runs on."""
     out: list[HiddenSection] = []
@@ -774,6 +909,154 @@ def _link_comments(
                     rule="link-reference comment",
                 )
             )
+    return out
+
+
+#: A tag in a note's body (Obsidian's ``#gm``, ``#dm-only``, ``#status/secret``): not a heading's
+#: ``# ``, not a URL's fragment, not ``C#``.
+_BODY_TAG = re.compile(r"(?<![\w#&/\\])#(?P<tag>[^\W\d][\w/-]{0,40})")
+#: A line of tags alone: ``#gm``, ``#npc #secret``.
+_TAG_LINE = re.compile(r"^[ \t]*(?:#[^\W\d][\w/-]{0,40}[ \t]*)+$")
+
+
+def _gm_tags(doc: _Text, i: int) -> str | None:
+    """The first tag on line ``i`` (outside code) naming GM intent, else ``None``."""
+    s, e = doc.lines[i]
+    for m in _BODY_TAG.finditer(doc.masked, s, e):
+        if doc.code and _inside(m.start(), doc.code):
+            continue
+        if tag_intent(m.group("tag")):
+            return m.group(0)
+    return None
+
+
+def _tag_under(doc: _Text, i: int) -> str | None:
+    """A GM tag on a line of tags alone right under the heading on line ``i`` (one blank line
+    between them at most): it marks the heading's whole section."""
+    for j in (i + 1, i + 2):
+        if j >= len(doc.lines) or j in doc.code_lines:
+            return None
+        line = doc.line(j)
+        if line.strip():
+            return _gm_tags(doc, j) if _TAG_LINE.match(line) else None
+    return None
+
+
+def _paragraph(doc: _Text, i: int) -> tuple[int, int]:
+    """``(start, end)`` of the paragraph line ``i`` is in: between blank lines, its last line's
+    newline included."""
+    a = i
+    while a > 0 and doc.line(a - 1).strip() and _heading(doc.line(a - 1)) is None:
+        a -= 1
+    b = i
+    while b + 1 < len(doc.lines) and doc.line(b + 1).strip() and not _heading(doc.line(b + 1)):
+        b += 1
+    return doc.lines[a][0], min(doc.lines[b][1] + 1, len(doc.text))
+
+
+def _body_tags(doc: _Text) -> list[HiddenSection]:
+    """A paragraph carrying a GM tag (``… a spy. #gm``): the paragraph is held. A tag under a
+    heading holds the heading's section instead (:func:`_open_heading`)."""
+    out: list[HiddenSection] = []
+    for i in range(len(doc.lines)):
+        if i in doc.code_lines or "#" not in doc.line(i) or _heading(doc.line(i)):
+            continue
+        tag = _gm_tags(doc, i)
+        if tag is None:
+            continue
+        start, stop = _paragraph(doc, i)
+        rule = f"tag “{tag}”"
+        out.append(
+            HiddenSection(
+                start, stop, frozenset(), "tagged paragraph", i + 1, rule=rule, explicit=False
+            )
+        )
+    return out
+
+
+#: A BBCode tag a forum or a VTT writes: ``[spoiler]``, ``[gm]``, ``[secret=Duke]``.
+_BB_OPEN = re.compile(r"(?<!\[)\[(?P<tag>[A-Za-z][\w-]{0,20})(?:=[^\]\n]{0,60})?\](?![(\[:])")
+
+
+def _bbcode(doc: _Text) -> list[HiddenSection]:
+    """BBCode blocks naming GM intent (``[spoiler]…[/spoiler]``, ``[gm]…[/gm]``,
+    ``[secret]…[/secret]``), to their closing tag; one never closed holds the rest of its
+    paragraph."""
+    out: list[HiddenSection] = []
+    masked = doc.masked
+    for m in _BB_OPEN.finditer(masked):
+        if (doc.code and _inside(m.start(), doc.code)) or not tag_intent(m.group("tag")):
+            continue
+        if any(h.start <= m.start() < h.end for h in out):
+            continue
+        close = re.compile(rf"\[/{re.escape(m.group('tag'))}\]", re.I).search(masked, m.end())
+        if close is not None:
+            stop = close.end()
+        else:
+            stop = _paragraph(doc, doc.line_of(m.start()) - 1)[1]
+        rule = f"BBCode “[{m.group('tag')}]”"
+        line = doc.line_of(m.start())
+        out.append(
+            HiddenSection(m.start(), stop, frozenset(), "bbcode", line, rule=rule, explicit=False)
+        )
+    return out
+
+
+#: A Markdown table's delimiter row: ``|---|:--:|``, ``--- | ---``.
+_TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{1,}:?[ \t]*(?:\|[ \t]*:?-{1,}:?[ \t]*)*\|?[ \t]*$")
+
+
+def _cells(doc: _Text, i: int) -> list[tuple[int, int]]:
+    """``(start, end)`` of each cell's content on table row ``i`` (an escaped ``\\|`` or one in
+    code is no border; the outer pipes are optional)."""
+    s, e = doc.lines[i]
+    bars = [
+        k
+        for k in range(s, e)
+        if doc.masked[k] == "|"
+        and doc.masked[k - 1 : k] != "\\"
+        and not (doc.code and _inside(k, doc.code))
+    ]
+    line = doc.masked[s:e]
+    edges = [s - 1 if not line.lstrip().startswith("|") else None, *bars]
+    if not line.rstrip().endswith("|"):
+        edges.append(e)
+    points = [x for x in edges if x is not None]
+    return [(a + 1, b) for a, b in zip(points, points[1:], strict=False)]
+
+
+def _table_columns(doc: _Text) -> list[HiddenSection]:
+    """A Markdown table whose column header names GM intent (``GM notes``, ``Secret``): that
+    column's cells are held, so players read the rest of the table. A row whose cells do not line
+    up with the header holds the whole table (fail closed)."""
+    out: list[HiddenSection] = []
+    for i in range(1, len(doc.lines)):
+        if i in doc.code_lines or not _TABLE_RULE.match(doc.line(i)) or "|" not in doc.line(i - 1):
+            continue
+        header = _cells(doc, i - 1)
+        names = [doc.masked[a:b].strip() for a, b in header]
+        marked = [k for k, n in enumerate(names) if name_intent(n) or label_intent(n)]
+        if not marked:
+            continue
+        rows = [i - 1]
+        j = i + 1
+        while j < len(doc.lines) and "|" in doc.line(j) and j not in doc.code_lines:
+            rows.append(j)
+            j += 1
+        rule = f"table column “{_plain(names[marked[0]])[:40]}”"
+        spans = [_cells(doc, r) for r in rows]
+        if any(len(c) != len(header) for c in spans):
+            start, stop = doc.lines[i - 1][0], min(doc.lines[j - 1][1] + 1, len(doc.text))
+            out.append(
+                HiddenSection(start, stop, frozenset(), "table", i, rule=rule, explicit=False)
+            )
+            continue
+        for r, cells in zip(rows, spans, strict=True):
+            for k in marked:
+                a, b = cells[k]
+                out.append(
+                    HiddenSection(a, b, frozenset(), "table cell", r + 1, rule=rule, explicit=False)
+                )
     return out
 
 
