@@ -10,8 +10,9 @@ import pytest
 from conftest import close_engine, make_engine, upgraded_engine
 from fakes.tiny_campaign import CANARY, make_tiny_campaign
 
+from bot.cron import parse_cron
 from bot.directory import Directory
-from bot.scheduler import RecapScheduler, latest_slot, parse_cron, parse_target
+from bot.scheduler import RecapScheduler, latest_slot, parse_target
 from bot.service import BotService, IncomingMessage, Reply
 from liminalis.errors import InvalidInput
 from liminalis.testing import FrozenClock

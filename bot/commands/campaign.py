@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from bot.commands._base import Command, Need, Option, Request, Scope
 from bot.commands.budget import HIGH, LOW
+from bot.cron import parse_cron
 from bot.messages import IncomingMessage, OptionValue, Reply
 from bot.render import skipped_lines
 from liminalis.campaign import CampaignConfig, is_discord_id, validate_slug
@@ -722,8 +723,6 @@ async def _set_recap(request: Request, scope: Scope, spec: str) -> str:
                 user_message="Set the recap in the channel itself (in a thread, `/recap schedule` "
                 "posts there).",
             )
-        from bot.scheduler import parse_cron  # the scheduler imports the service, which imports us
-
         parse_cron(spec)
     cron, channel = ("", "") if off else (spec, f"{msg.platform}:{msg.channel_id}")
     await services.engine.edit_campaign(
