@@ -9,17 +9,31 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.commands.log import DAYS
+from bot.commands.passes import pass_action
+from bot.console import ConsoleAdapter, format_reply, save_files
+from bot.health import doctor, health
+from bot.main import build_engine, check_database, configure_logging, open_passes, open_service
+from bot.serve import serve
+from bot.settings import Settings
+from liminalis import models
+from liminalis.clock import SystemClock
 from liminalis.errors import ConfigError, LiminalisError
 from liminalis.lens import Lens
+from liminalis.passes import parse_definition
+from liminalis.routing import spend_report
+from liminalis.store.sqlite import Database
 
 if TYPE_CHECKING:
-    from bot.settings import Settings
     from liminalis.engine import Engine
     from liminalis.passes import Passes, RunResult
 
@@ -187,8 +201,6 @@ def _lens(spec: str) -> frozenset[str]:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from bot.main import build_engine, configure_logging
-    from bot.settings import Settings
 
     settings = Settings.from_env()
     configure_logging(
@@ -197,8 +209,6 @@ async def _run(args: argparse.Namespace) -> int:
         else settings.log_level
     )
     if args.command == "serve":
-        from bot.serve import serve
-
         return await serve(settings, reset=args.reset)
     if args.command == "models":
         print(settings.role_table().render())
@@ -208,12 +218,8 @@ async def _run(args: argparse.Namespace) -> int:
     if args.command in {"health", "doctor"}:  # issue #26: what they print is the output
         logging.getLogger().setLevel(logging.WARNING)
     if args.command == "health":  # no engine, no model weights (unless --deep)
-        from bot.health import health
-
         return await health(settings, serve=args.serve, deep=args.deep, verbose=args.verbose)
     if args.command == "doctor":
-        from bot.health import doctor
-
         return await doctor(settings, verify=not args.offline, deep=args.deep)
     async with build_engine(settings, reset=args.reset) as engine:
         if args.command == "reindex":
@@ -237,8 +243,6 @@ async def _run(args: argparse.Namespace) -> int:
             return 0
         if args.command == "ask":
             lens = _lens(args.lens)
-            from bot.console import ConsoleAdapter, format_reply, save_files
-            from bot.main import open_passes, open_service
 
             async with (
                 open_service(settings, engine, owner="cli") as service,
@@ -276,8 +280,6 @@ async def _run(args: argparse.Namespace) -> int:
         if args.command == "review":
             return await review_command(engine, args.campaign, show=args.show, keep=args.keep)
         if args.command == "pass":
-            from bot.main import open_passes, open_service
-
             await engine.campaign(args.campaign)  # an unknown campaign fails here, named
             async with (
                 open_service(settings, engine) as service,
@@ -302,9 +304,6 @@ async def _run(args: argparse.Namespace) -> int:
                 derive=partial(_knowledge_passes, settings, engine) if rederive else None,
             )
         if args.command == "chat":
-            from bot.console import ConsoleAdapter
-            from bot.main import open_passes, open_service
-
             campaign = args.campaign or settings.default_campaign
             try:
                 async with (
@@ -334,8 +333,6 @@ async def log_command(
     engine: Engine, campaign: str, days: int, *, out: Callable[[str], object] = print
 ) -> int:
     """``liminalis log``: the GM's view of the table, as ``/log`` shows it in chat."""
-    from bot.commands.log import DAYS
-
     if not 1 <= days <= DAYS:
         print(f"error: --days must be between 1 and {DAYS}", file=sys.stderr)
         return 2
@@ -418,8 +415,6 @@ async def pass_command(
     """``liminalis pass …``: list, show (with the last run's trace summary), run now, save a
     definition file, pause or resume a campaign's autonomous runs. Everything but ``save`` is
     :func:`bot.commands.passes.pass_action`, so ``/gm pass`` in chat says what this prints."""
-    from bot.commands.passes import pass_action
-
     if action in {"show", "run", "save"} and not name:
         print(
             f"error: `pass {action}` needs a {'file' if action == 'save' else 'pass name'}",
@@ -429,7 +424,6 @@ async def pass_command(
     if action == "save":
         text = await asyncio.to_thread(Path(str(name)).read_text, encoding="utf-8")
         fmt = "toml" if str(name).endswith(".toml") else "json"
-        from liminalis.passes import parse_definition
 
         definition = parse_definition(text, format=fmt)
         changed = await passes.save(campaign, definition)
@@ -442,11 +436,6 @@ async def pass_command(
 
 async def _ledger(args: argparse.Namespace, settings: Settings) -> int:
     """``credits`` and ``spend``: the database only (no models loaded)."""
-    from bot.main import check_database
-    from liminalis.clock import SystemClock
-    from liminalis.routing import spend_report
-    from liminalis.store.sqlite import Database
-
     await check_database(settings, reset=args.reset)
     async with Database(settings.sqlite_path) as db:
         known = args.campaign in await db.campaigns.slugs()
@@ -480,8 +469,6 @@ async def _knowledge_passes(settings: Settings, engine: Engine, campaign: str) -
     """Run the campaign's passes now and wait for them (after ``liminalis ingest``), so the
     console that follows has its entities, summaries and overview: model-backed when a model is
     configured, each run within its definition's caps."""
-    from bot.main import open_passes, open_service
-
     async with (
         open_service(settings, engine, owner="cli") as service,
         open_passes(engine, service.responder.router) as passes,
@@ -530,9 +517,6 @@ def _exit_within(seconds: float, code: int) -> None:
     short is as safe as a kill, which ingest is built to survive: at the prompt nothing is being
     written, SQLite commits are atomic, and Milvus Lite finishes its background work on the next
     open."""
-    import os
-    import threading
-    import time
 
     def leave() -> None:
         time.sleep(seconds)
@@ -557,8 +541,6 @@ async def _reindex(args: argparse.Namespace, settings: Settings, engine: Engine)
     if not args.status:
         embedder = None
         if args.embedder:
-            from liminalis import models
-
             shipped = models.find_models_dir(settings.models_dir)
             embedder = await asyncio.to_thread(
                 models.load_embedder, args.embedder, "none", shipped=shipped

@@ -15,7 +15,14 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from bot.heartbeat import Heartbeat, Probe, status_path
+from bot.main import build_engine, open_passes, open_service
+from bot.pass_jobs import PassJobs
+from bot.render import skipped_lines
+from bot.scheduler import RecapScheduler
 from bot.settings import Settings
+from liminalis.clock import SystemClock
+from liminalis.errors import LiminalisError
 
 __all__ = [
     "serve",
@@ -93,9 +100,6 @@ async def serve(
 async def _serve_enabled(
     settings: Settings, enabled: set[str], out: Callable[[str], None], *, reset: bool = False
 ) -> int:
-    from bot.heartbeat import Heartbeat, status_path
-    from bot.main import build_engine, open_passes, open_service
-    from liminalis.clock import SystemClock
 
     # issue #26: `liminalis health` reads "starting" while the models load.
     await Heartbeat(status_path(settings.data_dir), clock=SystemClock()).beat("starting")
@@ -149,9 +153,6 @@ async def index_campaigns(engine: Any, out: Callable[[str], None]) -> list[str]:
     """Index every campaign of the campaigns folder that is not indexed yet (the bot serves all
     of them; LIMINALIS_DEFAULT_CAMPAIGN is the console's). One that fails to load is reported and
     skipped, not a failed start. Returns the campaigns that are ready."""
-    from bot.render import skipped_lines
-    from liminalis.errors import LiminalisError
-
     ready = []
     for slug in await engine.list_campaigns():
         try:
@@ -214,10 +215,6 @@ async def _run_platforms(
     passes: Any = None,
 ) -> int:
     """Run the enabled platform adapters and the recap scheduler until they stop."""
-    from bot.heartbeat import Heartbeat, Probe, status_path
-    from bot.scheduler import RecapScheduler
-    from liminalis.clock import SystemClock
-
     posters = {}
     runners = []
     probes: dict[str, Probe] = {}  # issue #26: the status file's "connected" flags
@@ -246,8 +243,6 @@ async def _run_platforms(
     scheduler = RecapScheduler(service, posters=posters, tick_seconds=settings.tick_seconds)
     service.scheduler = scheduler
     if passes is not None:  # issue #23: a cron job per scheduled pass, kept in line every tick
-        from bot.pass_jobs import PassJobs
-
         scheduler.tick_tasks.append(PassJobs(passes, scheduler).sync)
     failed = False
     heartbeat = Heartbeat(

@@ -33,6 +33,7 @@ from bot.commands.recap import recap_text
 from bot.commands.upload import looks_like_upload_options, visibility_choices
 from bot.directory import Directory, gm_by_id, lens_for
 from bot.messages import Action, Attachment, IncomingMessage, Progress, Reply
+from bot.presses import press
 from liminalis.answer import Responder, Source
 from liminalis.campaign import CampaignConfig
 from liminalis.engine import MAX_QUERY_CHARS, Engine
@@ -350,8 +351,6 @@ class BotService:
     async def press(self, msg: IncomingMessage, action: str, value: str = "") -> Reply:
         """A button pressed (``action``, its id) or a form sent (``value``, its text) by
         ``msg``'s author, where ``msg`` says. Never raises: errors become user-safe replies."""
-        from bot.presses import press
-
         try:
             msg = replace(msg, text=clean_text(msg.text or ""))
             return await press(self, msg, action, clean_text(value or "").strip())

@@ -12,8 +12,9 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from liminalis.answer import Answer, Responder
 from liminalis.campaign import (
     CampaignConfig,
     has_gm,
@@ -52,12 +53,15 @@ from liminalis.review import ReviewItem, WallReview
 from liminalis.scope import CampaignScope
 from liminalis.store.sqlite import Database
 from liminalis.text import Tokenizer, clean_text
+from liminalis.transfer import (
+    ExportReport,
+    ImportReport,
+    ImportTarget,
+    export_campaign,
+    import_campaign,
+)
 from liminalis.types import Bundle, IngestReport, SkippedFile, StageTrace
 from liminalis.workers import run_cpu
-
-if TYPE_CHECKING:
-    from liminalis.answer import Answer, Responder
-    from liminalis.transfer import ExportReport, ImportReport
 
 __all__ = ["Engine", "Explanation", "Match", "CAMPAIGN_SCOPE", "MAX_QUERY_CHARS"]
 
@@ -928,8 +932,6 @@ class Engine:
     def answerer(self) -> Responder:
         """The answer pipeline (offline quoting unless the composition root gave it a model)."""
         if self._answerer is None:
-            from liminalis.answer import Responder
-
             self._answerer = Responder(self)
         return self._answerer
 
@@ -1163,22 +1165,32 @@ class Engine:
             raise NotFound(f"{doc_id} not visible")
         return doc.title, doc.text
 
-    # -- export and import (issue #26): liminalis.transfer -----------------------------------
+    # -- export and import: liminalis.transfer, handed the store and models, not the Engine -----------------------------------
 
     async def export_campaign(self, slug: str, out: Path) -> ExportReport:
         """Write the campaign, its files (upload sidecars included) and what the store holds of
         it but what an import derives again from the files, to zip ``out``."""
-        from liminalis.transfer import export_campaign
-
-        return await export_campaign(self, slug, out)
+        return await export_campaign(
+            await self.campaign(slug),
+            out,
+            db=self.db,
+            indexer=self.indexer,
+            embedder=self.embedder,
+        )
 
     async def import_campaign(self, archive: Path, slug: str | None = None) -> ImportReport:
         """Import an export as a new campaign (``slug``, default the exported one's) and index it
         from its files; derived rows and chat memory are never taken from an archive (the
         passes listening to ingests derive the knowledge again)."""
-        from liminalis.transfer import import_campaign
-
-        return await import_campaign(self, archive, slug)
+        target = ImportTarget(
+            db=self.db,
+            embedder=self.embedder,
+            campaigns_dir=self.campaigns_dir,
+            uploads_dir=self.uploads_dir,
+            existing=await self.list_campaigns(),
+            reindex=self.ingest,
+        )
+        return await import_campaign(target, archive, slug)
 
     # -- browsing: search, read, cited passages (the chat surface's /search, /show, Sources) --
 

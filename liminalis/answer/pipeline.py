@@ -33,6 +33,7 @@ from dataclasses import replace
 from liminalis.answer.citations import Answer, cited_sources
 from liminalis.answer.offline import OfflineAnswerer
 from liminalis.campaign import CampaignConfig
+from liminalis.clock import SystemClock
 from liminalis.context.budget import BudgetParams
 from liminalis.context.material import ContextDoc
 from liminalis.context.prompt import (
@@ -98,8 +99,6 @@ class Responder:
         assert isinstance(engine, Engine)
         self.engine = engine
         if router is None and model is not None:
-            from liminalis.clock import SystemClock
-
             router = Router(
                 model,
                 db=engine.db,

@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -210,8 +211,6 @@ class MemoryModel:
         scope: str | None = None,
     ) -> Recall:
         """Memory's ranking for one question (read-only; :meth:`record` writes the turn)."""
-        import time
-
         t0 = time.perf_counter()
         p = self.params
         lens = frozenset(lens)
