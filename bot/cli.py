@@ -43,6 +43,7 @@ _log = logging.getLogger(__name__)
 
 
 def _parser() -> argparse.ArgumentParser:
+    """The command line: one sub-command per stage below, each adding its own commands."""
     p = argparse.ArgumentParser(
         prog="liminalis", description="Campaign-grounded answers for tabletop groups."
     )
@@ -53,7 +54,15 @@ def _parser() -> argparse.ArgumentParser:
         "held one): the old database and vector store are moved aside, nothing is deleted",
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _index_commands(sub)
+    _question_commands(sub)
+    _gm_commands(sub)
+    _ops_commands(sub)
+    return p
 
+
+def _index_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """What builds a campaign's index: ingest, reindex, the memory's stats."""
     ing = sub.add_parser("ingest", help="ingest new and changed documents of a campaign")
     ing.add_argument("--campaign", required=True)
     ing.add_argument(
@@ -66,6 +75,32 @@ def _parser() -> argparse.ArgumentParser:
         help="do not wait for the analysis passes (entities, summaries, motifs) after ingesting",
     )
 
+    rx = sub.add_parser(
+        "reindex",
+        help="build a campaign's next vector generation while the current one answers; publish "
+        "it when every document is written",
+    )
+    rx.add_argument("--campaign", required=True)
+    rx.add_argument(
+        "--embedder", default=None, help="build with this embedder (default: LIMINALIS_EMBEDDER)"
+    )
+    rx.add_argument(
+        "--rollback",
+        action="store_true",
+        help="serve the previous generation again; the tick does not build the one it replaces "
+        "until the next reindex",
+    )
+    rx.add_argument("--status", action="store_true", help="print how far a build has come")
+
+    mem = sub.add_parser(
+        "memory", help="the campaign memory: `memory stats` (graph size and history)"
+    )
+    mem.add_argument("action", choices=["stats"])
+    mem.add_argument("--campaign", required=True)
+
+
+def _question_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Asking from a terminal: one question, a chat, an explanation of the ranking."""
     ask = sub.add_parser("ask", help="ask one question and print the answer with sources")
     ask.add_argument("--campaign", required=True)
     ask.add_argument("--lens", default="players", help="gm, players, or players,<personal lens>")
@@ -84,13 +119,9 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--relevant", nargs="*", default=[])
     ex.add_argument("--lens", default="gm")
 
-    mem = sub.add_parser(
-        "memory", help="the campaign memory: `memory stats` (graph size and history)"
-    )
-    mem.add_argument("action", choices=["stats"])
-    mem.add_argument("--campaign", required=True)
 
-    # issue #23: passes are data
+def _gm_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """A GM's work: passes, models, credits and spend, the question log, the wall's review."""
     ps = sub.add_parser(
         "pass",
         help="analysis passes: `pass list|show NAME|run NAME|save FILE|pause|resume --campaign S`",
@@ -112,7 +143,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     spend.add_argument("--campaign", required=True)
     spend.add_argument("--days", type=int, default=1, help="UTC days back, today included")
-    # issue #25: the GM's view of the table
     lg = sub.add_parser(
         "log", help="what players asked, the gaps in the notes, the documents they ask about"
     )
@@ -127,9 +157,12 @@ def _parser() -> argparse.ArgumentParser:
     decide.add_argument("--show", metavar="ID", help="show a held section to players")
     decide.add_argument("--keep", metavar="ID", help="keep a held section GM-only")
 
+
+def _ops_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Running and reaching the service: serve, health, doctor, MCP, export and import."""
     sub.add_parser("serve", help="run the Discord and/or Slack bots that have tokens")
 
-    # issue #26: operations
+    # operations: what they print is the answer
     hl = sub.add_parser(
         "health",
         help="exit 0 when the service is healthy, else 1 with one line per problem",
@@ -150,7 +183,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     doc.add_argument("--deep", action="store_true", help="also load the models (seconds of torch)")
 
-    # issue #26: reach (MCP, export/import)
+    # reach: MCP clients, export and import
     mcp = sub.add_parser(
         "mcp", help="serve a campaign to MCP clients (stdio, or streamable HTTP with --http)"
     )
@@ -173,25 +206,6 @@ def _parser() -> argparse.ArgumentParser:
         help="do not derive the knowledge again now (the passes do at the next start)",
     )
 
-    rx = sub.add_parser(
-        "reindex",
-        help="build a campaign's next vector generation while the current one answers; publish "
-        "it when every document is written",
-    )
-    rx.add_argument("--campaign", required=True)
-    rx.add_argument(
-        "--embedder", default=None, help="build with this embedder (default: LIMINALIS_EMBEDDER)"
-    )
-    rx.add_argument(
-        "--rollback",
-        action="store_true",
-        help="serve the previous generation again; the tick does not build the one it replaces "
-        "until the next reindex",
-    )
-    rx.add_argument("--status", action="store_true", help="print how far a build has come")
-
-    return p
-
 
 def _lens(spec: str) -> frozenset[str]:
     names = {x.strip().lower() for x in spec.split(",") if x.strip()}
@@ -201,13 +215,24 @@ def _lens(spec: str) -> frozenset[str]:
 
 
 async def _run(args: argparse.Namespace) -> int:
-
+    """Run one command: those that need no engine first, then the engine's, by name."""
     settings = Settings.from_env()
     configure_logging(
         "WARNING"
         if args.command in {"ask", "chat", "ingest", "explain", "log"}
         else settings.log_level
     )
+    if (code := await _run_without_engine(args, settings)) is not None:
+        return code
+    command = _ENGINE_COMMANDS.get(args.command)
+    if command is None:
+        return 2
+    async with build_engine(settings, reset=args.reset) as engine:
+        return await command(args, settings, engine)
+
+
+async def _run_without_engine(args: argparse.Namespace, settings: Settings) -> int | None:
+    """The commands that open no engine (and load no model weights); ``None`` for the others."""
     if args.command == "serve":
         return await serve(settings, reset=args.reset)
     if args.command == "models":
@@ -215,118 +240,161 @@ async def _run(args: argparse.Namespace) -> int:
         return 0
     if args.command in {"credits", "spend"}:
         return await _ledger(args, settings)
-    if args.command in {"health", "doctor"}:  # issue #26: what they print is the output
+    if args.command in {"health", "doctor"}:  # what they print is the output: no log lines
         logging.getLogger().setLevel(logging.WARNING)
     if args.command == "health":  # no engine, no model weights (unless --deep)
         return await health(settings, serve=args.serve, deep=args.deep, verbose=args.verbose)
     if args.command == "doctor":
         return await doctor(settings, verify=not args.offline, deep=args.deep)
-    async with build_engine(settings, reset=args.reset) as engine:
-        if args.command == "reindex":
-            return await _reindex(args, settings, engine)
-        if args.command == "ingest":
-            path = args.path.resolve() if args.path else None
-            report = await engine.ingest(args.campaign, path)
-            d = report.as_dict()
-            ran = [] if args.no_passes else await _knowledge_passes(settings, engine, args.campaign)
-            if args.json:
-                print(json.dumps({**d, "passes": [_run_dict(r) for r in ran]}))
-            else:
-                print(
-                    f"{d['documents']} documents: +{d['passages_added']} -{d['passages_removed']} ={d['passages_unchanged']} passages; "
-                    f"embedded {d['embedded']} passages and {d['windows_embedded']} windows in {d['seconds']:.1f}s"
-                )
-                for s in report.skipped:
-                    print(f"  skipped {s.path}: {s.reason}")
-                if ran:
-                    print(_passes_line(ran))
-            return 0
-        if args.command == "ask":
-            lens = _lens(args.lens)
+    return None
 
-            async with (
-                open_service(settings, engine, owner="cli") as service,
-                open_passes(engine, service.responder.router, listen=True) as passes,
-            ):
-                if await engine.ensure_indexed(args.campaign, announce=_announce, prewarm=False):
-                    await passes.idle()  # a first index: its knowledge too, before answering
-                if args.passages:
-                    bundle = await engine.retrieve(args.campaign, args.question, lens)
-                    for doc in bundle.documents:
-                        print(f"## {doc.title}{' (pinned)' if doc.pinned else ''}\n{doc.text}\n")
-                    return 0
-                reply = await ConsoleAdapter(service, campaign=args.campaign, lens=args.lens).ask(
-                    args.question
-                )
-            saved = await asyncio.to_thread(save_files, reply, settings.data_dir / "files")
-            print(format_reply(reply, saved))
-            return 1 if reply.error else 0
-        if args.command == "explain":
-            ex = await engine.explain(
-                args.campaign, args.question, relevant=args.relevant, lens=_lens(args.lens)
-            )
-            print(ex.render())
-            return 0
-        if args.command == "memory":
-            await engine.ensure_indexed(args.campaign, announce=_announce, prewarm=False)
-            if engine.memory is None:
-                print("error: no campaign memory configured", file=sys.stderr)
-                return 2
-            stats = await engine.memory_stats(args.campaign)
-            print(json.dumps(stats, indent=2, sort_keys=True))
-            return 0
-        if args.command == "log":
-            return await log_command(engine, args.campaign, args.days)
-        if args.command == "review":
-            return await review_command(engine, args.campaign, show=args.show, keep=args.keep)
-        if args.command == "pass":
-            await engine.campaign(args.campaign)  # an unknown campaign fails here, named
-            async with (
-                open_service(settings, engine) as service,
-                open_passes(engine, service.responder.router) as passes,
-            ):
-                return await pass_command(passes, args.action, args.campaign, args.name)
-        if args.command == "mcp":
-            from bot.mcp import serve as serve_mcp
 
-            return await serve_mcp(
-                settings,
-                engine,
-                campaign=args.campaign,
-                lens=Lens(_lens(args.lens)),
-                http=args.http,
-            )
-        if args.command in {"export", "import"}:
-            rederive = args.command == "import" and not args.no_passes
-            return await transfer_command(
-                engine,
-                args,
-                derive=partial(_knowledge_passes, settings, engine) if rederive else None,
-            )
-        if args.command == "chat":
-            campaign = args.campaign or settings.default_campaign
-            try:
-                async with (
-                    open_service(settings, engine, owner="cli") as service,
-                    open_passes(engine, service.responder.router, listen=True) as passes,
-                ):
-                    service.passes = passes  # `/pass` at the prompt
-                    # A first index starts the passes itself; otherwise what is still pending
-                    # (an interrupted `liminalis ingest`, a pause lifted) runs in the background.
-                    if not await engine.ensure_indexed(campaign, announce=_announce):
-                        passes.on_ingested(campaign)
-                    service.default_campaign = campaign
-                    await ConsoleAdapter(
-                        service,
-                        campaign=campaign,
-                        lens=args.lens,
-                        files_dir=settings.data_dir / "files",
-                    ).run()
-            except asyncio.CancelledError:  # Ctrl-C
-                _exit_within(_EXIT_GRACE_S, 130)
-                raise
+async def _ingest(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    """``liminalis ingest``: index new and changed files, then wait for the passes."""
+    path = args.path.resolve() if args.path else None
+    report = await engine.ingest(args.campaign, path)
+    d = report.as_dict()
+    ran = [] if args.no_passes else await _knowledge_passes(settings, engine, args.campaign)
+    if args.json:
+        print(json.dumps({**d, "passes": [_run_dict(r) for r in ran]}))
+    else:
+        print(
+            f"{d['documents']} documents: +{d['passages_added']} -{d['passages_removed']} ={d['passages_unchanged']} passages; "
+            f"embedded {d['embedded']} passages and {d['windows_embedded']} windows in {d['seconds']:.1f}s"
+        )
+        for s in report.skipped:
+            print(f"  skipped {s.path}: {s.reason}")
+        if ran:
+            print(_passes_line(ran))
+    return 0
+
+
+async def _ask(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    """``liminalis ask``: one question, answered as the chat would (or its passages)."""
+    lens = _lens(args.lens)
+
+    async with (
+        open_service(settings, engine, owner="cli") as service,
+        open_passes(engine, service.responder.router, listen=True) as passes,
+    ):
+        if await engine.ensure_indexed(args.campaign, announce=_announce, prewarm=False):
+            await passes.idle()  # a first index: its knowledge too, before answering
+        if args.passages:
+            bundle = await engine.retrieve(args.campaign, args.question, lens)
+            for doc in bundle.documents:
+                print(f"## {doc.title}{' (pinned)' if doc.pinned else ''}\n{doc.text}\n")
             return 0
-    return 2
+        reply = await ConsoleAdapter(service, campaign=args.campaign, lens=args.lens).ask(
+            args.question
+        )
+    saved = await asyncio.to_thread(save_files, reply, settings.data_dir / "files")
+    print(format_reply(reply, saved))
+    return 1 if reply.error else 0
+
+
+async def _explain(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    """``liminalis explain``: which stage each relevant document reached."""
+    ex = await engine.explain(
+        args.campaign, args.question, relevant=args.relevant, lens=_lens(args.lens)
+    )
+    print(ex.render())
+    return 0
+
+
+async def _memory(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    """``liminalis memory stats``: the campaign memory's size and history."""
+    await engine.ensure_indexed(args.campaign, announce=_announce, prewarm=False)
+    if engine.memory is None:
+        print("error: no campaign memory configured", file=sys.stderr)
+        return 2
+    stats = await engine.memory_stats(args.campaign)
+    print(json.dumps(stats, indent=2, sort_keys=True))
+    return 0
+
+
+async def _pass(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    """``liminalis pass``: list, show, run, save, pause or resume a pass."""
+    await engine.campaign(args.campaign)  # an unknown campaign fails here, named
+    async with (
+        open_service(settings, engine) as service,
+        open_passes(engine, service.responder.router) as passes,
+    ):
+        return await pass_command(passes, args.action, args.campaign, args.name)
+
+
+async def _mcp(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    """``liminalis mcp``: serve the campaign to MCP clients through one fixed lens."""
+    from bot.mcp import serve as serve_mcp
+
+    return await serve_mcp(
+        settings,
+        engine,
+        campaign=args.campaign,
+        lens=Lens(_lens(args.lens)),
+        http=args.http,
+    )
+
+
+async def _transfer(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    """``liminalis export`` and ``import``: one zip file per campaign."""
+    rederive = args.command == "import" and not args.no_passes
+    return await transfer_command(
+        engine,
+        args,
+        derive=partial(_knowledge_passes, settings, engine) if rederive else None,
+    )
+
+
+async def _chat(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    """``liminalis chat``: the console adapter, passes running in the background."""
+    campaign = args.campaign or settings.default_campaign
+    try:
+        async with (
+            open_service(settings, engine, owner="cli") as service,
+            open_passes(engine, service.responder.router, listen=True) as passes,
+        ):
+            service.passes = passes  # `/pass` at the prompt
+            # A first index starts the passes itself; otherwise what is still pending
+            # (an interrupted `liminalis ingest`, a pause lifted) runs in the background.
+            if not await engine.ensure_indexed(campaign, announce=_announce):
+                passes.on_ingested(campaign)
+            service.default_campaign = campaign
+            await ConsoleAdapter(
+                service,
+                campaign=campaign,
+                lens=args.lens,
+                files_dir=settings.data_dir / "files",
+            ).run()
+    except asyncio.CancelledError:  # Ctrl-C
+        _exit_within(_EXIT_GRACE_S, 130)
+        raise
+    return 0
+
+
+async def _log_command(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    return await log_command(engine, args.campaign, args.days)
+
+
+async def _review(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    return await review_command(engine, args.campaign, show=args.show, keep=args.keep)
+
+
+EngineCommand = Callable[[argparse.Namespace, Settings, "Engine"], Awaitable[int]]
+#: The commands that run on an engine, by name.
+_ENGINE_COMMANDS: dict[str, EngineCommand] = {
+    "reindex": lambda args, settings, engine: _reindex(args, settings, engine),
+    "ingest": _ingest,
+    "ask": _ask,
+    "explain": _explain,
+    "memory": _memory,
+    "log": _log_command,
+    "review": _review,
+    "pass": _pass,
+    "mcp": _mcp,
+    "export": _transfer,
+    "import": _transfer,
+    "chat": _chat,
+}
 
 
 async def log_command(
