@@ -241,7 +241,7 @@ def build_responder(settings: Settings, engine: Engine, *, owner: str = "serve")
         models=dict(roles.models),
         timeout_s=settings.llm_timeout_s,
     )
-    router = build_router(settings, engine.database, model, owner=owner)
+    router = build_router(settings, engine.db, model, owner=owner)
     _log.info(
         "answers: %s via the Messages API (daily token budget: %s)",
         settings.model_reply,
@@ -255,7 +255,7 @@ def build_responder(settings: Settings, engine: Engine, *, owner: str = "serve")
     )
 
 
-# -- passes (issue #23) ------------------------------------------------------------------------
+# -- passes ------------------------------------------------------------------------
 
 
 @contextlib.asynccontextmanager
@@ -273,7 +273,7 @@ async def open_passes(
     ``listen``: run the campaigns' ``changed`` passes after every ingest (``serve``, ``chat``).
     Background runs are cancelled on exit; what they had not finished stays pending."""
     passes = Passes(
-        engine.database,
+        engine.db,
         clock=SystemClock(),
         model=RouterPassModel(router) if router is not None else None,
         gate=RouterCreditGate(router) if router is not None else None,

@@ -113,7 +113,7 @@ class RecapScheduler:
         tick_tasks: Sequence[TickTask] = (),
     ) -> None:
         self.service = service
-        self.db = service.engine.database
+        self.db = service.engine.db
         self.posters: dict[str, Poster] = dict(posters or {})
         self.clock: Clock = clock or SystemClock()
         self.grace = grace
@@ -424,7 +424,7 @@ class RecapScheduler:
 
     @property
     def aps(self) -> AsyncIOScheduler | None:
-        """The running APScheduler, for jobs other modules keep (``bot.pass_jobs``, #23)."""
+        """The running APScheduler, for jobs other modules keep (``bot.pass_jobs``)."""
         return self._aps
 
     def jobs(self) -> list[str]:

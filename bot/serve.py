@@ -101,13 +101,15 @@ async def _serve_enabled(
     settings: Settings, enabled: set[str], out: Callable[[str], None], *, reset: bool = False
 ) -> int:
 
-    # issue #26: `liminalis health` reads "starting" while the models load.
+    # `liminalis health` reads "starting" while the models load.
     await Heartbeat(status_path(settings.data_dir), clock=SystemClock()).beat("starting")
     async with build_engine(settings, reset=reset) as engine:
         async with (
             open_service(settings, engine) as service,
-            open_passes(engine, service.responder.router, listen=True) as passes,  # issue #23
-            index_in_background(engine, out),  # issue #26: the platforms connect meanwhile
+            open_passes(
+                engine, service.responder.router, listen=True
+            ) as passes,  # the analysis passes follow every ingest
+            index_in_background(engine, out),  # the platforms connect meanwhile
         ):
             service.passes = passes  # `/gm pass` reaches the passes this process runs
             # What the passes have not processed yet on a campaign indexed before this start (a
@@ -217,7 +219,7 @@ async def _run_platforms(
     """Run the enabled platform adapters and the recap scheduler until they stop."""
     posters = {}
     runners = []
-    probes: dict[str, Probe] = {}  # issue #26: the status file's "connected" flags
+    probes: dict[str, Probe] = {}  # the status file's "connected" flags
     if "discord" in enabled:
         from bot.discord_adapter import DiscordAdapter
 
@@ -242,7 +244,7 @@ async def _run_platforms(
         runners.append(slack_adapter.run(settings.slack_app_token))
     scheduler = RecapScheduler(service, posters=posters, tick_seconds=settings.tick_seconds)
     service.scheduler = scheduler
-    if passes is not None:  # issue #23: a cron job per scheduled pass, kept in line every tick
+    if passes is not None:  # a cron job per scheduled pass, kept in line every tick
         scheduler.tick_tasks.append(PassJobs(passes, scheduler).sync)
     failed = False
     heartbeat = Heartbeat(

@@ -205,7 +205,7 @@ def load_models(
     return emb, rnk, rer
 
 
-# -- checks without loading weights (issue #26: `liminalis health` and `doctor`) -------------------
+# -- checks without loading weights (for `liminalis health` and `doctor`) -------------------
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,9 +46,9 @@ async def snapshot_timings(engine: Engine, slug: str, lens: Iterable[str]) -> di
     slug = validate_slug(slug)
     retriever = engine.retriever
     t0 = time.perf_counter()
-    gen = await engine.database.campaigns.generation(slug)
-    documents = await engine.database.documents.all(slug)
-    rows = await engine.database.documents.passages(slug)
+    gen = await engine.db.campaigns.generation(slug)
+    documents = await engine.db.documents.all(slug)
+    rows = await engine.db.documents.passages(slug)
     t1 = time.perf_counter()
     cat = await run_cpu(retriever._build_catalog, slug, gen, documents, rows)
     t2 = time.perf_counter()

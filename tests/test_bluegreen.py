@@ -1,4 +1,4 @@
-"""Blue/green re-index (issue #26): the next vector generation is built beside the serving one.
+"""Blue/green re-index: the next vector generation is built beside the serving one.
 
 Two hash embedders with different model ids (and dimensions: a query embedded by the wrong one
 cannot be scored against a collection) stand in for the embedder a campaign was indexed with and
@@ -450,7 +450,7 @@ async def test_a_rollback_refills_what_the_old_collection_missed_meanwhile(tmp_p
         await engine.ingest("greyhold")  # under the new generation
         await engine.rollback_index("greyhold")
         await engine.ingest("greyhold")  # the tick after the rollback
-        live = {r.passage_id for r in await engine.database.documents.passages("greyhold")}
+        live = {r.passage_id for r in await engine.db.documents.passages("greyhold")}
         serving = {vector_owner(v) for v in store.rows["greyhold"]}
         assert live <= serving
     finally:

@@ -35,6 +35,7 @@ from bot.commands import REGISTRY, Registry
 from bot.discord_adapter import DiscordAdapter, build_intents, render_reply, send_with_retry
 from bot.service import BotService, Reply
 from liminalis.answer import Source
+from liminalis.context import DEFAULT_CONTEXT_TOKENS
 
 PLAYER = 222
 GM = 333
@@ -275,7 +276,7 @@ async def test_gm_only_commands_refused_for_players(env):
     assert len(bodies) == 3
     assert all("Only a GM" in all_text(b) and b["flags"] & 64 for b in bodies)
     assert await service.engine.pins("greyhold") == []
-    assert await service.budget("greyhold", None) == 6000
+    assert await service.engine.budget("greyhold", None) == DEFAULT_CONTEXT_TOKENS
 
 
 async def test_public_prediction_wrong_sends_error_privately(env):
@@ -1024,8 +1025,8 @@ async def test_a_typed_budget_set_reaches_the_command_without_text(env):
     assert request.msg.text == "" and request.msg.command == "budget"
     assert dict(request.options) == {"action": "set", "tokens": 9000, "scope": "chat"}
     assert "set to 9,000 tokens" in all_text(followups(api)[-1])
-    assert await service.budget("greyhold", f"discord:{CHANNEL_ID}") == 9000
-    assert await service.budget("greyhold", None) == 6000
+    assert await service.engine.budget("greyhold", f"discord:{CHANNEL_ID}") == 9000
+    assert await service.engine.budget("greyhold", None) == DEFAULT_CONTEXT_TOKENS
 
 
 async def test_a_slash_ask_loads_the_campaign_config_once(env):
@@ -1084,7 +1085,7 @@ async def test_the_relationship_map_is_attached_and_entity_autocomplete_keeps_th
         "# Morwen Black\n\nMorwen Black trusts Corvin Ash. Morwen Black commands the Red Hand.\n"
         "Later Corvin Ash and Morwen Black burned the mill.\n"
     )
-    passes = Passes(service.engine.database, clock=FrozenClock())
+    passes = Passes(service.engine.db, clock=FrozenClock())
     KnowledgePasses(passes).attach()
     await service.engine.ingest("greyhold")
     await passes.run_triggered("greyhold", "changed")

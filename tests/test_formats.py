@@ -1,4 +1,4 @@
-"""The GM's material as it is (issue #25): encodings, PDF, Word, zipped vaults, and bad input that
+"""The GM's material as it is: encodings, PDF, Word, zipped vaults, and bad input that
 never crashes, never loses the previous version and never echoes GM-only text.
 
 Fixture PDFs and Word documents are built here with :func:`liminalis.testing.text_pdf` (pypdf

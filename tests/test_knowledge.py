@@ -51,7 +51,7 @@ async def sample(tmp_path_factory):
     shutil.copytree(SAMPLE, tmp / "campaigns" / "emberfall")
     engine = await make_engine(tmp, milvus=False)
     await engine.ingest("emberfall")
-    knowledge = Knowledge(engine.database)
+    knowledge = Knowledge(engine.db)
     await knowledge.refresh("emberfall", await engine.retriever.catalog("emberfall"))
     yield engine, knowledge
     await close_engine(engine)
@@ -358,7 +358,7 @@ def test_time_expressions_resolve_to_sessions_in_order():
 
 async def test_refresh_extracts_only_changed_views_and_forgets_removed(sample, tmp_path):
     engine, knowledge = sample
-    assert await engine.database.version() == LATEST >= 7
+    assert await engine.db.version() == LATEST >= 7
     catalog = await engine.retriever.catalog("emberfall")
     again = await knowledge.refresh("emberfall", catalog)
     assert again.extracted == 0 and again.unchanged == len(catalog.documents)

@@ -1,4 +1,4 @@
-"""The knowledge layer wired into the product (issue #23): the seeded passes after every ingest,
+"""The knowledge layer wired into the product: the seeded passes after every ingest,
 the commands that read them, time questions, the overview in the cached prefix, and the GM wall
 across all of it. Real SQLite, the real sample campaign, the hash embedder, frozen clocks."""
 
@@ -49,7 +49,7 @@ async def wire(engine, *, model=None) -> tuple[Passes, KnowledgePasses]:
     """Passes over the engine's store with the knowledge passes attached, listening to ingests
     (what ``bot.main.open_passes`` does, with a frozen clock)."""
     passes = Passes(
-        engine.database,
+        engine.db,
         clock=FrozenClock(),
         model=LanguageModelPassModel(model) if model is not None else None,
     )
@@ -658,7 +658,7 @@ async def test_a_model_recap_reads_players_summaries_only_and_books_its_spend(wi
 
     engine, _ = wired
     model = ScriptedModel(replies=["Previously: the market burned."])
-    gate = DailyTokenGate(engine.database, 1_000_000, clock=FrozenClock())
+    gate = DailyTokenGate(engine.db, 1_000_000, clock=FrozenClock())
     service = BotService(
         engine, responder=Responder(engine, model=model, gate=gate), default_campaign=SLUG
     )
@@ -673,7 +673,7 @@ async def test_a_model_recap_reads_players_summaries_only_and_books_its_spend(wi
             assert canary.lower() not in material.lower(), canary
         assert await gate.spent_today() > 0
         # a spent budget: the offline recap, from the same stored summaries
-        tight = DailyTokenGate(engine.database, 1, clock=FrozenClock())
+        tight = DailyTokenGate(engine.db, 1, clock=FrozenClock())
         offline = BotService(
             engine, responder=Responder(engine, model=model, gate=tight), default_campaign=SLUG
         )

@@ -1,4 +1,4 @@
-"""The MCP server (issue #26) through the real ``mcp`` client, in process: the lens is the
+"""The MCP server through the real ``mcp`` client, in process: the lens is the
 catalogue, no argument raises it, a players client never receives GM-only text, titles or ids
 whatever it sends, and errors are user-safe. One test serves over real streamable HTTP.
 

@@ -1,4 +1,4 @@
-"""The triggers of passes (issue #23): after an ingest (tick and upload alike), on a cron job,
+"""The triggers of passes: after an ingest (tick and upload alike), on a cron job,
 and on request from the command line; all over the tiny campaign's real ingest."""
 
 from __future__ import annotations
@@ -63,9 +63,7 @@ class EchoModel(ScriptedModel):
 
 def routed(engine, model):
     """The model behind the router, as the service builds it: passes spend through its gate."""
-    return Router(
-        model, db=engine.database, clock=FrozenClock(), limits=Limits(default_credits=100_000)
-    )
+    return Router(model, db=engine.db, clock=FrozenClock(), limits=Limits(default_credits=100_000))
 
 
 @pytest.fixture
@@ -160,7 +158,7 @@ async def test_passes_spend_through_the_router_its_credits_stop_them_and_a_top_u
     campaign's spend report under its pass and node."""
     await engine.ingest(SLUG)
     router = Router(
-        EchoModel(), db=engine.database, clock=FrozenClock(), limits=Limits(default_credits=0)
+        EchoModel(), db=engine.db, clock=FrozenClock(), limits=Limits(default_credits=0)
     )
     async with open_passes(engine, router) as passes:
         await passes.save(SLUG, json.dumps(ECHO))

@@ -1,4 +1,4 @@
-"""Passes are data (issue #23): validation at save, the executor's caps, credit, pause, traces,
+"""Passes are data: validation at save, the executor's caps, credit, pause, traces,
 a user-defined pass run without code changes, and the GM wall on derived facts.
 
 Real SQLite, documents written through the real loader (so hidden sections become real ``//gm``

@@ -1,4 +1,4 @@
-"""One bad file, one bad campaign.toml, one damaged vector store never stop a campaign (#26).
+"""One bad file, one bad campaign.toml, one damaged vector store never stop a campaign.
 
 Found in the field: a deeply nested folder gave a 646-character vector id against Milvus's 512,
 which failed the whole campaign's ingest, and from then on every question was told "being

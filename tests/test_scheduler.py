@@ -354,8 +354,8 @@ async def test_a_recap_that_cannot_be_built_is_retried_not_lost(setup):
 
 
 async def test_a_recap_due_while_campaign_toml_is_mid_edit_is_posted_on_time(setup):
-    """A process that read a good campaign.toml goes on with it while the file is mid-edit
-    (#26): the recap is posted on time, not held until the GM saves a valid file."""
+    """A process that read a good campaign.toml goes on with it while the file is mid-edit:
+    the recap is posted on time, not held until the GM saves a valid file."""
     tmp_path, engine = setup
     rec = Recorder()
     clock = FrozenClock(FRIDAY_18)

@@ -1,4 +1,4 @@
-"""Slack gets the map's picture (issue #25) and streams a mention's answer in its thread, through
+"""Slack gets the map's picture and streams a mention's answer in its thread, through
 slack-bolt's ``AsyncApp.async_dispatch``, the real ``slack_sdk`` client (``files_upload_v2``)
 and the local mock Web API; the answer's model is the real Anthropic client against the local
 Messages API. A private reply's picture goes to the member's DM with the app, never the

@@ -1,4 +1,4 @@
-"""The Slack chat surface (issue #25) through slack-bolt's ``AsyncApp.async_dispatch`` with signed
+"""The Slack chat surface through slack-bolt's ``AsyncApp.async_dispatch`` with signed
 requests and the local mock Web API: one `/lore` command, answers with buttons checked on press,
 the 👎 form, Share with table, streamed answers updated in place, DMs, and the App Home."""
 

@@ -1,4 +1,4 @@
-"""Export and import (issue #26): a campaign exported and imported into a fresh data directory
+"""Export and import: a campaign exported and imported into a fresh data directory
 retrieves and answers exactly as before, for every lens, without embedding anything again; an
 archive of another format, a newer release or with an unsafe member is refused before anything
 is written.

@@ -1,5 +1,5 @@
 """``/campaign``: make a campaign, link channels to it, name its GMs and set its settings, all
-from chat (issue #25, campaigns without a shell); and (for its GMs) the Discord servers where its
+from chat (campaigns without a shell); and (for its GMs) the Discord servers where its
 GM role names count.
 
 ``create <name>`` (Discord: Manage Server; Slack: a workspace admin or owner; or a user the host
@@ -273,7 +273,9 @@ async def _status(request: Request, scope: Scope) -> Reply:
     titles = await scope.services.engine.titles(cfg.slug, scope.lens, limit=25)
     files = len({source_of(d) for d, _ in titles})  # a personal view is part of its file
     text = f"This channel plays **{cfg.name}** (`{cfg.slug}`); {files}{'+' if len(titles) == 25 else ''} documents visible to you."
-    if (progress := scope.services.engine.index_progress(cfg.slug)) is not None:  # issue #26
+    if (
+        progress := scope.services.engine.index_progress(cfg.slug)
+    ) is not None:  # an ingest is running: say how far it has come
         text += f"\nIndexing: {progress.describe()}."
     if scope.lens.is_gm:
         text += "\n" + _gm_list(cfg, await scope.services.directory.grants(cfg.slug))

@@ -584,7 +584,7 @@ class MilvusVectorStore:
             self._pool.shutdown(wait=True)
 
 
-# -- a look without opening the store (issue #26: `liminalis health` and `doctor`) -------------
+# -- a look without opening the store (for `liminalis health` and `doctor`) -------------
 
 
 @dataclass(frozen=True, slots=True)

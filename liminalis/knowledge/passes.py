@@ -578,7 +578,3 @@ class KnowledgePasses:
             waiting, _ = await self.passes.executor.pending(campaign, d.name)
             total = max(total, len(waiting))
         return total
-
-    async def catch_up(self, campaign: str) -> list[RunResult]:
-        """Run the campaign's ``changed`` passes now and wait for them (``liminalis ingest``)."""
-        return await self.passes.run_triggered(campaign, "changed")

@@ -1,4 +1,4 @@
-"""Passes are data (issue #23): background analysis of a campaign's documents as stored graphs.
+"""Passes are data: background analysis of a campaign's documents as stored graphs.
 
 A pass is a :class:`PassDefinition` — typed nodes from a registry and the edges between them —
 saved per campaign (validated: unknown types, missing inputs, mismatched types and cycles are
