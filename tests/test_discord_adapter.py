@@ -11,6 +11,7 @@ import json
 from dataclasses import replace
 
 import discord
+import harness
 import pytest
 from conftest import close_engine, make_engine
 from fakes.discord_api import (
@@ -204,7 +205,7 @@ async def test_a_recap_posted_before_login_is_sent_once_logged_in(env):
     fresh = DiscordAdapter(service, sync_commands=False)
     try:
         await fresh.post("4242", Reply(text="Previously on Greyhold: the bell.", title="Recap"))
-        await asyncio.sleep(0.05)
+        await api.wait_quiet()
         assert not api.find("POST", "/channels/4242/messages")
         await fresh.client.login("fake-token")
         for _ in range(100):
@@ -401,7 +402,7 @@ async def test_upload_by_gm_ingests_and_player_refused(env):
         t for _, t in await service.engine.titles("greyhold", frozenset({"players"}), "session")
     ]
     assert "Session 2" in titles
-    cat = await service.engine.retriever.catalog("greyhold")
+    cat = await harness.catalog(service.engine, "greyhold")
     assert cat.documents["uploads/notes"].type == "session"
     assert "Baron Aldric" not in all_text(again)  # only the uploaded file is reported
 
@@ -826,7 +827,7 @@ async def test_thread_recap_schedules_end_with_their_channels_link_and_unlink(en
     )
     assert await thread_schedules() == []
     # a schedule that outlived its thread's link (stored before schedules knew their parents)
-    await service.engine.db.execute(
+    await harness.db(service.engine).execute(
         "INSERT INTO recap_schedules (campaign, cron, platform, channel_id) VALUES ('greyhold', '0 18 * * 5', 'discord', ?)",
         (str(THREAD_ID),),
     )
@@ -1085,7 +1086,7 @@ async def test_the_relationship_map_is_attached_and_entity_autocomplete_keeps_th
         "# Morwen Black\n\nMorwen Black trusts Corvin Ash. Morwen Black commands the Red Hand.\n"
         "Later Corvin Ash and Morwen Black burned the mill.\n"
     )
-    passes = Passes(service.engine.db, clock=FrozenClock())
+    passes = Passes(harness.db(service.engine), clock=FrozenClock())
     KnowledgePasses(passes).attach()
     await service.engine.ingest("greyhold")
     await passes.run_triggered("greyhold", "changed")

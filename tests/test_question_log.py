@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import harness
 import pytest
 from conftest import close_engine, make_engine
 from fakes.tiny_campaign import CANARY, GM_TITLE, make_tiny_campaign
@@ -97,10 +98,10 @@ async def test_a_report_covers_its_days_and_the_log_keeps_a_window(table):
         NOWHERE
     ]
     assert len((await service.engine.question_report("greyhold", days=14)).questions) == 2
-    log = QuestionLog(service.engine.db, clock=clock, retention_days=30)
+    log = QuestionLog(harness.db(service.engine), clock=clock, retention_days=30)
     clock.advance(days=25)  # the first is 35 days old now, past the window
     await log.record("greyhold", "one more?", frozenset({PLAYERS}), chat="x", found=False, cited=())
-    kept = await service.engine.db.questions.since("greyhold", 0.0)
+    kept = await harness.db(service.engine).questions.since("greyhold", 0.0)
     assert [r.question for r in kept] == [NOWHERE, "one more?"]
 
 

@@ -248,5 +248,5 @@ async def test_a_mention_in_a_thread_streams_its_answer_in_place_and_ends_whole(
     final = updates[-1]
     assert "▌" not in dump(final) and "Sources" in dump(final) and "Baron Aldric" in dump(final)
     assert reply.split(" [")[0] in dump(final)
-    await asyncio.sleep(0.05)
+    await api.wait_quiet()
     assert len(api.find("chat.postMessage")) == 1 and not api.find("chat.postEphemeral")
