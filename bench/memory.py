@@ -270,7 +270,7 @@ async def run(
             )
             clock = FrozenClock()
             engine.memory = MemoryModel(
-                MemoryStore(engine.database), clock=clock, params=memory_params or MemoryParams()
+                MemoryStore(engine.db), clock=clock, params=memory_params or MemoryParams()
             )
             await engine.retrieve(slug, "warm up", LENS)
             for mode in modes:

@@ -9,17 +9,31 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.commands.log import DAYS
+from bot.commands.passes import pass_action
+from bot.console import ConsoleAdapter, format_reply, save_files
+from bot.health import doctor, health
+from bot.main import build_engine, check_database, configure_logging, open_passes, open_service
+from bot.serve import serve
+from bot.settings import Settings
+from liminalis import models
+from liminalis.clock import SystemClock
 from liminalis.errors import ConfigError, LiminalisError
 from liminalis.lens import Lens
+from liminalis.passes import parse_definition
+from liminalis.routing import spend_report
+from liminalis.store.sqlite import Database
 
 if TYPE_CHECKING:
-    from bot.settings import Settings
     from liminalis.engine import Engine
     from liminalis.passes import Passes, RunResult
     from liminalis.types import IngestReport
@@ -30,6 +44,7 @@ _log = logging.getLogger(__name__)
 
 
 def _parser() -> argparse.ArgumentParser:
+    """The command line: one sub-command per stage below, each adding its own commands."""
     p = argparse.ArgumentParser(
         prog="liminalis", description="Campaign-grounded answers for tabletop groups."
     )
@@ -40,7 +55,15 @@ def _parser() -> argparse.ArgumentParser:
         "held one): the old database and vector store are moved aside, nothing is deleted",
     )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _index_commands(sub)
+    _question_commands(sub)
+    _gm_commands(sub)
+    _ops_commands(sub)
+    return p
 
+
+def _index_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """What builds a campaign's index: ingest, reindex, the memory's stats."""
     ing = sub.add_parser("ingest", help="ingest new and changed documents of a campaign")
     ing.add_argument("--campaign", required=True)
     ing.add_argument(
@@ -53,6 +76,32 @@ def _parser() -> argparse.ArgumentParser:
         help="do not wait for the analysis passes (entities, summaries, motifs) after ingesting",
     )
 
+    rx = sub.add_parser(
+        "reindex",
+        help="build a campaign's next vector generation while the current one answers; publish "
+        "it when every document is written",
+    )
+    rx.add_argument("--campaign", required=True)
+    rx.add_argument(
+        "--embedder", default=None, help="build with this embedder (default: LIMINALIS_EMBEDDER)"
+    )
+    rx.add_argument(
+        "--rollback",
+        action="store_true",
+        help="serve the previous generation again; the tick does not build the one it replaces "
+        "until the next reindex",
+    )
+    rx.add_argument("--status", action="store_true", help="print how far a build has come")
+
+    mem = sub.add_parser(
+        "memory", help="the campaign memory: `memory stats` (graph size and history)"
+    )
+    mem.add_argument("action", choices=["stats"])
+    mem.add_argument("--campaign", required=True)
+
+
+def _question_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Asking from a terminal: one question, a chat, an explanation of the ranking."""
     ask = sub.add_parser("ask", help="ask one question and print the answer with sources")
     ask.add_argument("--campaign", required=True)
     ask.add_argument("--lens", default="players", help="gm, players, or players,<personal lens>")
@@ -71,13 +120,9 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--relevant", nargs="*", default=[])
     ex.add_argument("--lens", default="gm")
 
-    mem = sub.add_parser(
-        "memory", help="the campaign memory: `memory stats` (graph size and history)"
-    )
-    mem.add_argument("action", choices=["stats"])
-    mem.add_argument("--campaign", required=True)
 
-    # issue #23: passes are data
+def _gm_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """A GM's work: passes, models, credits and spend, the question log, the wall's review."""
     ps = sub.add_parser(
         "pass",
         help="analysis passes: `pass list|show NAME|run NAME|save FILE|pause|resume --campaign S`",
@@ -99,7 +144,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     spend.add_argument("--campaign", required=True)
     spend.add_argument("--days", type=int, default=1, help="UTC days back, today included")
-    # issue #25: the GM's view of the table
     lg = sub.add_parser(
         "log", help="what players asked, the gaps in the notes, the documents they ask about"
     )
@@ -114,9 +158,12 @@ def _parser() -> argparse.ArgumentParser:
     decide.add_argument("--show", metavar="ID", help="show a held section to players")
     decide.add_argument("--keep", metavar="ID", help="keep a held section GM-only")
 
+
+def _ops_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Running and reaching the service: serve, health, doctor, MCP, export and import."""
     sub.add_parser("serve", help="run the Discord and/or Slack bots that have tokens")
 
-    # issue #26: operations
+    # operations: what they print is the answer
     hl = sub.add_parser(
         "health",
         help="exit 0 when the service is healthy, else 1 with one line per problem",
@@ -137,7 +184,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     doc.add_argument("--deep", action="store_true", help="also load the models (seconds of torch)")
 
-    # issue #26: reach (MCP, export/import)
+    # reach: MCP clients, export and import
     mcp = sub.add_parser(
         "mcp", help="serve a campaign to MCP clients (stdio, or streamable HTTP with --http)"
     )
@@ -160,25 +207,6 @@ def _parser() -> argparse.ArgumentParser:
         help="do not derive the knowledge again now (the passes do at the next start)",
     )
 
-    rx = sub.add_parser(
-        "reindex",
-        help="build a campaign's next vector generation while the current one answers; publish "
-        "it when every document is written",
-    )
-    rx.add_argument("--campaign", required=True)
-    rx.add_argument(
-        "--embedder", default=None, help="build with this embedder (default: LIMINALIS_EMBEDDER)"
-    )
-    rx.add_argument(
-        "--rollback",
-        action="store_true",
-        help="serve the previous generation again; the tick does not build the one it replaces "
-        "until the next reindex",
-    )
-    rx.add_argument("--status", action="store_true", help="print how far a build has come")
-
-    return p
-
 
 def _lens(spec: str) -> frozenset[str]:
     names = {x.strip().lower() for x in spec.split(",") if x.strip()}
@@ -188,69 +216,38 @@ def _lens(spec: str) -> frozenset[str]:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from bot.main import build_engine, configure_logging
-    from bot.settings import Settings
-
+    """Run one command: those that need no engine first, then the engine's, by name."""
     settings = Settings.from_env()
     configure_logging(
         "WARNING"
         if args.command in {"ask", "chat", "ingest", "explain", "log"}
         else settings.log_level
     )
-    if args.command == "serve":
-        from bot.serve import serve
+    if (code := await _run_without_engine(args, settings)) is not None:
+        return code
+    command = _ENGINE_COMMANDS.get(args.command)
+    if command is None:
+        return 2
+    async with build_engine(settings, reset=args.reset) as engine:
+        return await command(args, settings, engine)
 
+
+async def _run_without_engine(args: argparse.Namespace, settings: Settings) -> int | None:
+    """The commands that open no engine (and load no model weights); ``None`` for the others."""
+    if args.command == "serve":
         return await serve(settings, reset=args.reset)
     if args.command == "models":
         print(settings.role_table().render())
         return 0
     if args.command in {"credits", "spend"}:
         return await _ledger(args, settings)
-    if args.command in {"health", "doctor"}:  # issue #26: what they print is the output
+    if args.command in {"health", "doctor"}:  # what they print is the output: no log lines
         logging.getLogger().setLevel(logging.WARNING)
     if args.command == "health":  # no engine, no model weights (unless --deep)
-        from bot.health import health
-
         return await health(settings, serve=args.serve, deep=args.deep, verbose=args.verbose)
     if args.command == "doctor":
-        from bot.health import doctor
-
         return await doctor(settings, verify=not args.offline, deep=args.deep)
-    async with build_engine(settings, reset=args.reset) as engine:
-        return await _engine_command(args, settings, engine)
-
-
-async def _engine_command(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
-    """The subcommands that work on an open engine."""
-    handler = _ENGINE_COMMANDS.get(args.command)
-    if handler is not None:
-        return await handler(args, settings, engine)
-    if args.command == "reindex":
-        return await _reindex(args, settings, engine)
-    if args.command == "explain":
-        ex = await engine.explain(
-            args.campaign, args.question, relevant=args.relevant, lens=_lens(args.lens)
-        )
-        print(ex.render())
-        return 0
-    if args.command == "log":
-        return await log_command(engine, args.campaign, args.days)
-    if args.command == "review":
-        return await review_command(engine, args.campaign, show=args.show, keep=args.keep)
-    if args.command == "mcp":
-        from bot.mcp import serve as serve_mcp
-
-        return await serve_mcp(
-            settings, engine, campaign=args.campaign, lens=Lens(_lens(args.lens)), http=args.http
-        )
-    if args.command in {"export", "import"}:
-        rederive = args.command == "import" and not args.no_passes
-        return await transfer_command(
-            engine,
-            args,
-            derive=partial(_knowledge_passes, settings, engine) if rederive else None,
-        )
-    return 2
+    return None
 
 
 async def _ingest(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
@@ -269,10 +266,8 @@ async def _ingest(args: argparse.Namespace, settings: Settings, engine: Engine) 
 
 
 async def _ask(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
-    """``liminalis ask``: one answer (``--passages``: the retrieved passages) through a lens."""
+    """``liminalis ask``: one question, answered as the chat would (or its passages)."""
     lens = _lens(args.lens)
-    from bot.console import ConsoleAdapter, format_reply, save_files
-    from bot.main import open_passes, open_service
 
     async with (
         open_service(settings, engine, owner="cli") as service,
@@ -293,8 +288,17 @@ async def _ask(args: argparse.Namespace, settings: Settings, engine: Engine) -> 
     return 1 if reply.error else 0
 
 
+async def _explain(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    """``liminalis explain``: which stage each relevant document reached."""
+    ex = await engine.explain(
+        args.campaign, args.question, relevant=args.relevant, lens=_lens(args.lens)
+    )
+    print(ex.render())
+    return 0
+
+
 async def _memory(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
-    """``liminalis memory``: the campaign memory's statistics as JSON."""
+    """``liminalis memory stats``: the campaign memory's size and history."""
     await engine.ensure_indexed(args.campaign, announce=_announce, prewarm=False)
     if engine.memory is None:
         print("error: no campaign memory configured", file=sys.stderr)
@@ -305,9 +309,7 @@ async def _memory(args: argparse.Namespace, settings: Settings, engine: Engine) 
 
 
 async def _pass(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
-    """``liminalis pass``: run, list or pause a campaign's analysis passes."""
-    from bot.main import open_passes, open_service
-
+    """``liminalis pass``: list, show, run, save, pause or resume a pass."""
     await engine.campaign(args.campaign)  # an unknown campaign fails here, named
     async with (
         open_service(settings, engine) as service,
@@ -316,11 +318,31 @@ async def _pass(args: argparse.Namespace, settings: Settings, engine: Engine) ->
         return await pass_command(passes, args.action, args.campaign, args.name)
 
 
-async def _chat(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
-    """``liminalis chat``: the console at a prompt, the passes running behind it."""
-    from bot.console import ConsoleAdapter
-    from bot.main import open_passes, open_service
+async def _mcp(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    """``liminalis mcp``: serve the campaign to MCP clients through one fixed lens."""
+    from bot.mcp import serve as serve_mcp
 
+    return await serve_mcp(
+        settings,
+        engine,
+        campaign=args.campaign,
+        lens=Lens(_lens(args.lens)),
+        http=args.http,
+    )
+
+
+async def _transfer(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    """``liminalis export`` and ``import``: one zip file per campaign."""
+    rederive = args.command == "import" and not args.no_passes
+    return await transfer_command(
+        engine,
+        args,
+        derive=partial(_knowledge_passes, settings, engine) if rederive else None,
+    )
+
+
+async def _chat(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    """``liminalis chat``: the console adapter, passes running in the background."""
     campaign = args.campaign or settings.default_campaign
     try:
         async with (
@@ -345,14 +367,28 @@ async def _chat(args: argparse.Namespace, settings: Settings, engine: Engine) ->
     return 0
 
 
-_EngineCommand = Callable[[argparse.Namespace, "Settings", "Engine"], Awaitable[int]]
-#: The engine subcommands with a stage of their own (the short ones stay in
-#: :func:`_engine_command`).
-_ENGINE_COMMANDS: dict[str, _EngineCommand] = {
+async def _log_command(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    return await log_command(engine, args.campaign, args.days)
+
+
+async def _review(args: argparse.Namespace, settings: Settings, engine: Engine) -> int:
+    return await review_command(engine, args.campaign, show=args.show, keep=args.keep)
+
+
+EngineCommand = Callable[[argparse.Namespace, Settings, "Engine"], Awaitable[int]]
+#: The commands that run on an engine, by name.
+_ENGINE_COMMANDS: dict[str, EngineCommand] = {
+    "reindex": lambda args, settings, engine: _reindex(args, settings, engine),
     "ingest": _ingest,
     "ask": _ask,
+    "explain": _explain,
     "memory": _memory,
+    "log": _log_command,
+    "review": _review,
     "pass": _pass,
+    "mcp": _mcp,
+    "export": _transfer,
+    "import": _transfer,
     "chat": _chat,
 }
 
@@ -361,8 +397,6 @@ async def log_command(
     engine: Engine, campaign: str, days: int, *, out: Callable[[str], object] = print
 ) -> int:
     """``liminalis log``: the GM's view of the table, as ``/log`` shows it in chat."""
-    from bot.commands.log import DAYS
-
     if not 1 <= days <= DAYS:
         print(f"error: --days must be between 1 and {DAYS}", file=sys.stderr)
         return 2
@@ -464,8 +498,6 @@ async def pass_command(
     """``liminalis pass …``: list, show (with the last run's trace summary), run now, save a
     definition file, pause or resume a campaign's autonomous runs. Everything but ``save`` is
     :func:`bot.commands.passes.pass_action`, so ``/gm pass`` in chat says what this prints."""
-    from bot.commands.passes import pass_action
-
     if action in {"show", "run", "save"} and not name:
         print(
             f"error: `pass {action}` needs a {'file' if action == 'save' else 'pass name'}",
@@ -475,7 +507,6 @@ async def pass_command(
     if action == "save":
         text = await asyncio.to_thread(Path(str(name)).read_text, encoding="utf-8")
         fmt = "toml" if str(name).endswith(".toml") else "json"
-        from liminalis.passes import parse_definition
 
         definition = parse_definition(text, format=fmt)
         changed = await passes.save(campaign, definition)
@@ -488,11 +519,6 @@ async def pass_command(
 
 async def _ledger(args: argparse.Namespace, settings: Settings) -> int:
     """``credits`` and ``spend``: the database only (no models loaded)."""
-    from bot.main import check_database
-    from liminalis.clock import SystemClock
-    from liminalis.routing import spend_report
-    from liminalis.store.sqlite import Database
-
     await check_database(settings, reset=args.reset)
     async with Database(settings.sqlite_path) as db:
         known = args.campaign in await db.campaigns.slugs()
@@ -526,8 +552,6 @@ async def _knowledge_passes(settings: Settings, engine: Engine, campaign: str) -
     """Run the campaign's passes now and wait for them (after ``liminalis ingest``), so the
     console that follows has its entities, summaries and overview: model-backed when a model is
     configured, each run within its definition's caps."""
-    from bot.main import open_passes, open_service
-
     async with (
         open_service(settings, engine, owner="cli") as service,
         open_passes(engine, service.responder.router) as passes,
@@ -576,9 +600,6 @@ def _exit_within(seconds: float, code: int) -> None:
     short is as safe as a kill, which ingest is built to survive: at the prompt nothing is being
     written, SQLite commits are atomic, and Milvus Lite finishes its background work on the next
     open."""
-    import os
-    import threading
-    import time
 
     def leave() -> None:
         time.sleep(seconds)
@@ -603,8 +624,6 @@ async def _reindex(args: argparse.Namespace, settings: Settings, engine: Engine)
     if not args.status:
         embedder = None
         if args.embedder:
-            from liminalis import models
-
             shipped = models.find_models_dir(settings.models_dir)
             embedder = await asyncio.to_thread(
                 models.load_embedder, args.embedder, "none", shipped=shipped

@@ -32,8 +32,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bot.heartbeat import judge, read_status, status_path
+from bot.main import load_models
+from bot.serve import platform_plan
 from bot.settings import Settings
+from liminalis import models
+from liminalis.campaign import load_campaign
+from liminalis.clock import SystemClock
+from liminalis.errors import LiminalisError
 from liminalis.ports import Clock
+from liminalis.store.sqlite import probe_database
 
 __all__ = ["Check", "health", "doctor", "health_checks", "doctor_checks"]
 
@@ -110,8 +118,6 @@ def check_data_dir(data_dir: Path, *, free: bool = True) -> list[Check]:
 
 def check_database(path: Path, *, must_exist: bool) -> Check:
     """The database opens read-only and passes its quick check (blocking)."""
-    from liminalis.store.sqlite import probe_database
-
     probe = probe_database(path)
     if not probe.exists:
         if must_exist:
@@ -146,8 +152,6 @@ def check_vector_store(settings: Settings, *, deep: bool = False) -> Check:
 def check_models(settings: Settings, *, strict: bool) -> list[Check]:
     """Each stage's model by its files (no torch). ``strict`` (``health``): a model asked for
     and missing fails; otherwise only one without which the service cannot start fails."""
-    from liminalis import models
-
     shipped = models.find_models_dir(settings.models_dir)
     checks = []
     for m in models.check_models(
@@ -173,8 +177,6 @@ def check_models(settings: Settings, *, strict: bool) -> list[Check]:
 
 def load_models_deep(settings: Settings) -> Check:
     """Load every model as ``serve`` does and embed one query (blocking: seconds of torch)."""
-    from bot.main import load_models
-
     try:
         embedder, _ranker, _reranker = load_models(settings)
         close = getattr(embedder, "close", None)
@@ -188,8 +190,6 @@ def load_models_deep(settings: Settings) -> Check:
 
 def check_serve(settings: Settings, clock: Clock) -> list[Check]:
     """``serve``'s status file: fresh, and every platform connected."""
-    from bot.heartbeat import judge, read_status, status_path
-
     path = status_path(settings.data_dir)
     try:
         status = read_status(path)
@@ -222,9 +222,6 @@ def check_api_key(settings: Settings) -> Check:
 
 def check_campaigns(settings: Settings) -> list[Check]:
     """Every campaign folder's ``campaign.toml`` loads."""
-    from liminalis.campaign import load_campaign
-    from liminalis.errors import LiminalisError
-
     root = settings.campaigns_dir
     folders = (
         sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
@@ -328,8 +325,6 @@ async def check_platforms(
     settings: Settings, *, verify: bool, slack_api: str | None, timeout_s: float
 ) -> list[Check]:
     """Each platform's tokens: present (``serve``'s plan), and accepted when ``verify``."""
-    from bot.serve import platform_plan
-
     checks = []
     for plan in platform_plan(settings):
         if not plan.enabled:
@@ -365,8 +360,6 @@ async def health_checks(
     settings: Settings, *, serve: bool = True, deep: bool = False, clock: Clock | None = None
 ) -> list[Check]:
     """The checks of ``liminalis health``, in order. Blocking parts run in worker threads."""
-    from liminalis.clock import SystemClock
-
     checks = await asyncio.to_thread(check_data_dir, settings.data_dir, free=False)
     checks.append(await asyncio.to_thread(check_database, settings.sqlite_path, must_exist=serve))
     checks.append(await asyncio.to_thread(check_vector_store, settings, deep=deep))

@@ -15,21 +15,27 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.service import BotService
 from bot.settings import Settings
 from liminalis import models
+from liminalis.answer import Responder
+from liminalis.clock import SystemClock
 from liminalis.engine import Engine
+from liminalis.errors import ConfigError, StoreError
 from liminalis.heap import FrozenHeap
 from liminalis.ingest.indexer import IngestOptions
+from liminalis.knowledge.passes import KnowledgePasses
+from liminalis.memory.recall import MemoryModel, MemoryParams
+from liminalis.passes import Passes
+from liminalis.passes.ports import RouterCreditGate, RouterPassModel
 from liminalis.ports import Embedder, LanguageModel, Reranker
+from liminalis.routing import Limits, Router
+from liminalis.spend import DailyTokenGate
+from liminalis.store.graph import MemoryStore
 from liminalis.store.sqlite import Database
 
 if TYPE_CHECKING:
-    from bot.service import BotService
-    from liminalis.answer import Responder
-    from liminalis.memory.recall import MemoryModel
-    from liminalis.passes import Passes
     from liminalis.retrieval.learned import DocumentRanker
-    from liminalis.routing import Router
 
 __all__ = [
     "open_service",
@@ -141,8 +147,6 @@ async def check_database(settings: Settings, *, reset: bool = False) -> None:
     Raises:
         StoreError: the database was lost and ``reset`` is not given.
     """
-    from liminalis.errors import StoreError
-
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     if (lost := await asyncio.to_thread(lost_database, settings)) is None:
         return
@@ -205,10 +209,6 @@ async def build_engine(settings: Settings, *, reset: bool = False) -> AsyncItera
 
 
 def _memory(db: Database, settings: Settings) -> MemoryModel:
-    from liminalis.context.rolling import SystemClock
-    from liminalis.errors import ConfigError
-    from liminalis.memory.recall import MemoryModel, MemoryParams
-    from liminalis.store.graph import MemoryStore
 
     if settings.memory_orchestration not in {"loop", "resonance"}:
         raise ConfigError(
@@ -229,8 +229,6 @@ def build_responder(settings: Settings, engine: Engine, *, owner: str = "serve")
     as its policy, credits, the call log); ``owner`` names this process's kind, so its next
     start settles the bookings a killed run of it left (``serve``; the console uses ``cli``).
     """
-    from liminalis.answer import Responder
-
     if not settings.anthropic_api_key:
         _log.info("answers: offline quotes (ANTHROPIC_API_KEY is not set)")
         return Responder(engine, budget_tokens=settings.context_budget_tokens)
@@ -243,7 +241,7 @@ def build_responder(settings: Settings, engine: Engine, *, owner: str = "serve")
         models=dict(roles.models),
         timeout_s=settings.llm_timeout_s,
     )
-    router = build_router(settings, engine.database, model, owner=owner)
+    router = build_router(settings, engine.db, model, owner=owner)
     _log.info(
         "answers: %s via the Messages API (daily token budget: %s)",
         settings.model_reply,
@@ -257,7 +255,7 @@ def build_responder(settings: Settings, engine: Engine, *, owner: str = "serve")
     )
 
 
-# -- passes (issue #23) ------------------------------------------------------------------------
+# -- passes ------------------------------------------------------------------------
 
 
 @contextlib.asynccontextmanager
@@ -274,13 +272,8 @@ async def open_passes(
     first trigger, model-backed when there is a model, and keep the campaign overviews.
     ``listen``: run the campaigns' ``changed`` passes after every ingest (``serve``, ``chat``).
     Background runs are cancelled on exit; what they had not finished stays pending."""
-    from liminalis.clock import SystemClock
-    from liminalis.knowledge.passes import KnowledgePasses
-    from liminalis.passes import Passes
-    from liminalis.passes.ports import RouterCreditGate, RouterPassModel
-
     passes = Passes(
-        engine.database,
+        engine.db,
         clock=SystemClock(),
         model=RouterPassModel(router) if router is not None else None,
         gate=RouterCreditGate(router) if router is not None else None,
@@ -302,10 +295,6 @@ def build_router(
 ) -> Router:
     """The one gate of every model call: ``settings``' roles, daily limit, concurrency, share
     and default credits, over ``model``."""
-    from liminalis.clock import SystemClock
-    from liminalis.routing import Limits, Router
-    from liminalis.spend import DailyTokenGate
-
     clock = SystemClock()
     gate = (
         DailyTokenGate(db, settings.daily_token_budget, clock=clock)
@@ -329,8 +318,6 @@ def build_router(
 
 def build_service(settings: Settings, engine: Engine, *, owner: str = "serve") -> BotService:
     """The one ``BotService`` every adapter (console, Discord, Slack) calls."""
-    from bot.service import BotService
-
     return BotService(
         engine,
         responder=build_responder(settings, engine, owner=owner),

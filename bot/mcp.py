@@ -32,6 +32,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from bot.main import open_service
 from liminalis.engine import MAX_QUERY_CHARS
 from liminalis.errors import ConfigError, LiminalisError, PermissionDenied
 from liminalis.lens import GM, PLAYERS, Lens
@@ -281,8 +282,6 @@ async def serve(
     """Serve ``campaign`` for ``lens`` until the client leaves (stdio) or the process is stopped
     (HTTP). The campaign and the lens are checked first, and the campaign indexed if it never was;
     answers use the composition root's answer path (the model when it has a key, else quotes)."""
-    from bot.main import open_service
-
     config = await engine.campaign(campaign)
     unknown = sorted(set(lens) - {GM, PLAYERS, *config.lenses})
     if unknown:

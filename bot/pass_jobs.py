@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 
-from bot.scheduler import RecapScheduler, parse_cron
+from bot.cron import parse_cron
+from bot.scheduler import RecapScheduler
 from liminalis.errors import InvalidInput
 from liminalis.passes import Passes
 

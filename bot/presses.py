@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 from bot.cards import action_id, answer_actions, covers, parse_action
 from bot.commands import Request, Scope
 from bot.commands import ask as ask_command
-from bot.commands.budget import effective_budget
 from bot.commands.recap import recap_text
 from bot.commands.review import REVIEW_VERB
 from bot.commands.review import decide as review_decide
@@ -197,7 +196,7 @@ async def _share(service: BotService, msg: IncomingMessage, parts: list[str], _:
         raise InvalidInput("already shared", user_message="The table can already see this answer.")
     # Never the private answer: the question again, through what every player can see.
     cfg, engine, players = scope.config, service.engine, Lens({PLAYERS})
-    budget = await effective_budget(engine, cfg.slug, msg.chat_key, service.responder.budget_tokens)
+    budget = await engine.budget(cfg.slug, msg.chat_key, default=service.responder.budget_tokens)
     answer = await engine.answer(
         cfg, card.question, players, chat=msg.chat_key, budget_tokens=budget
     )

@@ -15,7 +15,14 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from bot.heartbeat import Heartbeat, Probe, status_path
+from bot.main import build_engine, open_passes, open_service
+from bot.pass_jobs import PassJobs
+from bot.render import skipped_lines
+from bot.scheduler import RecapScheduler
 from bot.settings import Settings
+from liminalis.clock import SystemClock
+from liminalis.errors import LiminalisError
 
 __all__ = [
     "serve",
@@ -93,17 +100,16 @@ async def serve(
 async def _serve_enabled(
     settings: Settings, enabled: set[str], out: Callable[[str], None], *, reset: bool = False
 ) -> int:
-    from bot.heartbeat import Heartbeat, status_path
-    from bot.main import build_engine, open_passes, open_service
-    from liminalis.clock import SystemClock
 
-    # issue #26: `liminalis health` reads "starting" while the models load.
+    # `liminalis health` reads "starting" while the models load.
     await Heartbeat(status_path(settings.data_dir), clock=SystemClock()).beat("starting")
     async with build_engine(settings, reset=reset) as engine:
         async with (
             open_service(settings, engine) as service,
-            open_passes(engine, service.responder.router, listen=True) as passes,  # issue #23
-            index_in_background(engine, out),  # issue #26: the platforms connect meanwhile
+            open_passes(
+                engine, service.responder.router, listen=True
+            ) as passes,  # the analysis passes follow every ingest
+            index_in_background(engine, out),  # the platforms connect meanwhile
         ):
             service.passes = passes  # `/gm pass` reaches the passes this process runs
             # What the passes have not processed yet on a campaign indexed before this start (a
@@ -149,9 +155,6 @@ async def index_campaigns(engine: Any, out: Callable[[str], None]) -> list[str]:
     """Index every campaign of the campaigns folder that is not indexed yet (the bot serves all
     of them; LIMINALIS_DEFAULT_CAMPAIGN is the console's). One that fails to load is reported and
     skipped, not a failed start. Returns the campaigns that are ready."""
-    from bot.render import skipped_lines
-    from liminalis.errors import LiminalisError
-
     ready = []
     for slug in await engine.list_campaigns():
         try:
@@ -214,13 +217,9 @@ async def _run_platforms(
     passes: Any = None,
 ) -> int:
     """Run the enabled platform adapters and the recap scheduler until they stop."""
-    from bot.heartbeat import Heartbeat, Probe, status_path
-    from bot.scheduler import RecapScheduler
-    from liminalis.clock import SystemClock
-
     posters = {}
     runners = []
-    probes: dict[str, Probe] = {}  # issue #26: the status file's "connected" flags
+    probes: dict[str, Probe] = {}  # the status file's "connected" flags
     if "discord" in enabled:
         from bot.discord_adapter import DiscordAdapter
 
@@ -245,9 +244,7 @@ async def _run_platforms(
         runners.append(slack_adapter.run(settings.slack_app_token))
     scheduler = RecapScheduler(service, posters=posters, tick_seconds=settings.tick_seconds)
     service.scheduler = scheduler
-    if passes is not None:  # issue #23: a cron job per scheduled pass, kept in line every tick
-        from bot.pass_jobs import PassJobs
-
+    if passes is not None:  # a cron job per scheduled pass, kept in line every tick
         scheduler.tick_tasks.append(PassJobs(passes, scheduler).sync)
     failed = False
     heartbeat = Heartbeat(

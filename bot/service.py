@@ -27,12 +27,12 @@ from bot.commands import (
     Request,
     Scope,
 )
-from bot.commands.budget import effective_budget
 from bot.commands.campaign import DM_NOT_LINKED, your_id
 from bot.commands.recap import recap_text
 from bot.commands.upload import looks_like_upload_options, visibility_choices
 from bot.directory import Directory, gm_by_id, lens_for
 from bot.messages import Action, Attachment, IncomingMessage, Progress, Reply
+from bot.presses import press
 from liminalis.answer import Responder, Source
 from liminalis.campaign import CampaignConfig
 from liminalis.engine import MAX_QUERY_CHARS, Engine
@@ -142,7 +142,7 @@ class BotService:
         if responder is not None:
             engine.use_answerer(responder)
         self.responder = engine.answerer
-        self.directory = directory or Directory(engine.database)
+        self.directory = directory or Directory(engine.db)
         self.max_upload_bytes = max_upload_bytes
         self.default_campaign = default_campaign
         self.registry = registry
@@ -150,7 +150,7 @@ class BotService:
         #: admins (``LIMINALIS_CAMPAIGN_CREATORS``).
         self.campaign_creators = campaign_creators
         #: Replies with buttons, feedback, DM choices (``bot.cards``).
-        self.cards = cards or Cards(engine.database)
+        self.cards = cards or Cards(engine.db)
         #: The analysis passes this process runs (``/pass``); the composition root sets them
         #: once ``open_passes`` has them (``serve``, ``chat``).
         self.passes = passes
@@ -350,8 +350,6 @@ class BotService:
     async def press(self, msg: IncomingMessage, action: str, value: str = "") -> Reply:
         """A button pressed (``action``, its id) or a form sent (``value``, its text) by
         ``msg``'s author, where ``msg`` says. Never raises: errors become user-safe replies."""
-        from bot.presses import press
-
         try:
             msg = replace(msg, text=clean_text(msg.text or ""))
             return await press(self, msg, action, clean_text(value or "").strip())
@@ -567,9 +565,6 @@ class BotService:
         return visibility_choices(scope.campaign, is_gm=scope.lens.is_gm)
 
     # -- for the scheduler and the console ---------------------------------------------------
-
-    async def budget(self, slug: str, chat_key: str | None, default: int = 6000) -> int:
-        return await effective_budget(self.engine, slug, chat_key, default)
 
     async def recap(self, slug: str, sessions: int = 1) -> tuple[str, tuple[Source, ...]]:
         """A "previously on" over the latest session notes — players lens only (the scheduler's

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from liminalis.context import DEFAULT_CONTEXT_TOKENS
 from liminalis.errors import ConfigError
 from liminalis.routing.roles import ROLES, RoleTable
 
@@ -95,7 +96,7 @@ class Settings:
     #: Background credits (tokens) of a campaign never topped up (``liminalis credits``).
     campaign_credits: int = 200_000
     llm_timeout_s: float = 60.0
-    context_budget_tokens: int = 6000
+    context_budget_tokens: int = DEFAULT_CONTEXT_TOKENS
     daily_token_budget: int = 2_000_000
     discord_guild_ids: tuple[int, ...] = ()
     #: Users (Discord or Slack user ids) who may ``/campaign create`` besides a Discord server's

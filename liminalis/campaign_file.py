@@ -1,4 +1,4 @@
-"""Writing ``campaign.toml``: a campaign made, its GMs and its settings changed from chat (issue #25).
+"""Writing ``campaign.toml``: a campaign made, its GMs and its settings changed from chat.
 
 ``campaign.toml`` stays the file a host may edit by hand, and these functions edit it the way a
 person would: through tomlkit, a style-preserving TOML library, so the comments, the key order

@@ -12,8 +12,9 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from liminalis.answer import Answer, Responder
 from liminalis.campaign import (
     CampaignConfig,
     has_gm,
@@ -25,6 +26,7 @@ from liminalis.campaign import (
 )
 from liminalis.campaign_file import GmRef, new_campaign_toml, slug_for, write_atomically
 from liminalis.clock import SystemClock
+from liminalis.context import DEFAULT_CONTEXT_TOKENS
 from liminalis.errors import (
     ConfigError,
     InvalidInput,
@@ -52,12 +54,15 @@ from liminalis.review import ReviewItem, WallReview
 from liminalis.scope import CampaignScope
 from liminalis.store.sqlite import Database
 from liminalis.text import Tokenizer, clean_text
+from liminalis.transfer import (
+    ExportReport,
+    ImportReport,
+    ImportTarget,
+    export_campaign,
+    import_campaign,
+)
 from liminalis.types import Bundle, IngestReport, SkippedFile, StageTrace
 from liminalis.workers import run_cpu
-
-if TYPE_CHECKING:
-    from liminalis.answer import Answer, Responder
-    from liminalis.transfer import ExportReport, ImportReport
 
 __all__ = ["Engine", "Explanation", "Match", "CAMPAIGN_SCOPE", "MAX_QUERY_CHARS"]
 
@@ -166,7 +171,7 @@ class Engine:
         #: Where ``/campaign create`` puts a new campaign (the data directory's ``campaigns/``
         #: in the composition root); ``None``: ``campaigns_dir``.
         self.created_campaigns_dir = created_campaigns_dir
-        #: What players asked (issue #25): written by :meth:`answer`, read by :meth:`question_report`.
+        #: What players asked: written by :meth:`answer`, read by :meth:`question_report`.
         # Players' 👎 on answers (the chat surface stores them beside its cards) join the log.
         self.questions = QuestionLog(db, clock=clock, feedback=db.cards)
         # Indexer and retriever reach each campaign's serving generation through the router.
@@ -208,13 +213,13 @@ class Engine:
         self._editing: dict[str, asyncio.Lock] = {}
         self._creating = asyncio.Lock()
         self._answerer: Responder | None = None
-        # -- passes (issue #23) --------------------------------------------------------------
+        # -- passes --------------------------------------------------------------
         #: Called after every ingest (the scheduler's tick, an upload, the CLI) with the
         #: campaign and its report; the composition root adds ``Passes.on_ingested``, which
         #: starts the campaign's ``changed`` passes in the background. A listener must not
         #: block: the ingest's caller is waiting.
         self.ingest_listeners: list[Callable[[str, IngestReport], None]] = []
-        # -- index progress (issue #26) ------------------------------------------------------
+        # -- index progress ------------------------------------------------------
         self._clock: Clock = clock or SystemClock()
         self._progress = ProgressBoard(self._clock)
         #: The GM's review of what the wall held back by habit (liminalis.review).
@@ -573,7 +578,7 @@ class Engine:
         self._ensured.add(config.slug)
         self._note_skipped(config.slug, report, whole=path is None)
         self.review.note(config.slug, report.files, whole=path is None)
-        for listener in self.ingest_listeners:  # passes (issue #23): see __init__
+        for listener in self.ingest_listeners:  # passes: see __init__
             try:
                 listener(config.slug, report)
             except Exception:
@@ -679,7 +684,7 @@ class Engine:
         re-index, would otherwise meet an empty collection and be told "nothing matches"."""
         state = await self._index_state(slug)
         if state != "ready" and (progress := self._progress.get(slug)) is not None:
-            # issue #26: an ingest is running in this process; say how far it has come.
+            # an ingest is running in this process; say how far it has come.
             rebuild = progress.rebuild
             raise NotReady(
                 f"{slug}: "
@@ -928,8 +933,6 @@ class Engine:
     def answerer(self) -> Responder:
         """The answer pipeline (offline quoting unless the composition root gave it a model)."""
         if self._answerer is None:
-            from liminalis.answer import Responder
-
             self._answerer = Responder(self)
         return self._answerer
 
@@ -1001,7 +1004,9 @@ class Engine:
             return build_recap(source, sessions)
         return await build_model_recap(source, model, sessions)
 
-    async def budget(self, slug: str, chat: str | None = None, *, default: int = 6000) -> int:
+    async def budget(
+        self, slug: str, chat: str | None = None, *, default: int = DEFAULT_CONTEXT_TOKENS
+    ) -> int:
         """The context budget of ``chat``, else of the campaign, else ``default``."""
         for scope in (chat, CAMPAIGN_SCOPE):
             if scope is None:
@@ -1076,12 +1081,6 @@ class Engine:
     @retrieval_params.setter
     def retrieval_params(self, params: RetrievalParams) -> None:
         self.retriever.params = params
-
-    @property
-    def database(self) -> Database:
-        """The store this engine was built over, for the platform layer's own repositories
-        (channel links, recap schedules): nothing else outside the engine reads it."""
-        return self.db
 
     # -- pins and titles ---------------------------------------------------------------------
 
@@ -1163,22 +1162,32 @@ class Engine:
             raise NotFound(f"{doc_id} not visible")
         return doc.title, doc.text
 
-    # -- export and import (issue #26): liminalis.transfer -----------------------------------
+    # -- export and import: liminalis.transfer, handed the store and models, not the Engine -----------------------------------
 
     async def export_campaign(self, slug: str, out: Path) -> ExportReport:
         """Write the campaign, its files (upload sidecars included) and what the store holds of
         it but what an import derives again from the files, to zip ``out``."""
-        from liminalis.transfer import export_campaign
-
-        return await export_campaign(self, slug, out)
+        return await export_campaign(
+            await self.campaign(slug),
+            out,
+            db=self.db,
+            indexer=self.indexer,
+            embedder=self.embedder,
+        )
 
     async def import_campaign(self, archive: Path, slug: str | None = None) -> ImportReport:
         """Import an export as a new campaign (``slug``, default the exported one's) and index it
         from its files; derived rows and chat memory are never taken from an archive (the
         passes listening to ingests derive the knowledge again)."""
-        from liminalis.transfer import import_campaign
-
-        return await import_campaign(self, archive, slug)
+        target = ImportTarget(
+            db=self.db,
+            embedder=self.embedder,
+            campaigns_dir=self.campaigns_dir,
+            uploads_dir=self.uploads_dir,
+            existing=await self.list_campaigns(),
+            reindex=self.ingest,
+        )
+        return await import_campaign(target, archive, slug)
 
     # -- browsing: search, read, cited passages (the chat surface's /search, /show, Sources) --
 

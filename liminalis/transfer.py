@@ -44,7 +44,7 @@ import shutil
 import stat
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -57,13 +57,23 @@ from liminalis.ingest.loaders import sidecar_fits, sidecar_of, sidecar_source
 from liminalis.store.schema import LATEST
 
 if TYPE_CHECKING:
-    from liminalis.engine import Engine
+    from liminalis.campaign import CampaignConfig
+    from liminalis.ingest.indexer import Indexer
+    from liminalis.ports import Embedder
+    from liminalis.store.sqlite import Database
+    from liminalis.store.transfer import Imported
+    from liminalis.types import IngestReport
+
+#: Re-indexes an imported campaign from its files (the Engine's ``ingest``, whose passes
+#: listening to ingests derive the knowledge again).
+Reindex = Callable[[str], Awaitable["IngestReport"]]
 
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
     "ExportReport",
     "ImportReport",
+    "ImportTarget",
     "export_campaign",
     "import_campaign",
 ]
@@ -218,27 +228,29 @@ def _write_archive(
     return files, skipped
 
 
-async def export_campaign(engine: Engine, slug: str, out: Path) -> ExportReport:
-    """Write campaign ``slug`` (its files, config, pins, links, budgets, campaign memory, pass
-    definitions and history, the embedding cache of its texts) to the zip file ``out``; what
-    an import derives again from the files is left out."""
-    config = await engine.campaign(slug)
+async def export_campaign(
+    config: CampaignConfig, out: Path, *, db: Database, indexer: Indexer, embedder: Embedder
+) -> ExportReport:
+    """Write the campaign of ``config`` (its files, config, pins, links, budgets, campaign
+    memory, pass definitions and history, the embedding cache of its texts) to the zip file
+    ``out``; what an import derives again from the files is left out. It is handed the store,
+    indexer and embedder rather than the Engine, so it reads only what an export holds."""
     slug = config.slug
-    tables = await engine.db.transfer.export_rows(slug)
-    model = engine.embedder.model_id
-    hashes = await engine.indexer.embedded_hashes(slug)
-    vectors = await engine.db.embeddings.get(model, sorted(hashes))
+    tables = await db.transfer.export_rows(slug)
+    model = embedder.model_id
+    hashes = await indexer.embedded_hashes(slug)
+    vectors = await db.embeddings.get(model, sorted(hashes))
     roots = [("campaign", config.root)]
     if config.uploads_root is not None and config.uploads_root.is_dir():  # noqa: ASYNC240
         roots.append(("uploads", config.uploads_root))
     manifest: dict[str, Any] = {
         "format": FORMAT,
         "version": FORMAT_VERSION,
-        "schema": await engine.db.version(),
+        "schema": await db.version(),
         "campaign": slug,
         "name": config.name,
         "embedder": model,
-        "profile": engine.indexer.profile(),
+        "profile": indexer.profile(),
         "tables": {t: len(rows) for t, rows in tables.items()},
         "embeddings": len(vectors),
     }
@@ -249,7 +261,7 @@ async def export_campaign(engine: Engine, slug: str, out: Path) -> ExportReport:
         rows=manifest["tables"],
         embeddings=len(vectors),
         files=files,
-        documents=len(await engine.db.documents.hashes(slug)),
+        documents=len(await db.documents.hashes(slug)),
         skipped=tuple(skipped),
     )
 
@@ -462,8 +474,21 @@ def _unpack(archive: Path, parsed: _Archive, root: Path, uploads: Path) -> tuple
         raise
 
 
+@dataclass(frozen=True, slots=True)
+class ImportTarget:
+    """Where and into what an import goes: the store and embedder it writes to, the folders a
+    campaign's files and uploads land in, the slugs already taken, and how it is re-indexed."""
+
+    db: Database
+    embedder: Embedder
+    campaigns_dir: Path
+    uploads_dir: Path | None
+    existing: Collection[str]
+    reindex: Reindex
+
+
 async def import_campaign(
-    engine: Engine,
+    target: ImportTarget,
     archive: Path,
     slug: str | None = None,
     *,
@@ -472,25 +497,53 @@ async def import_campaign(
     """Import an export as campaign ``slug`` (default: the exported campaign's slug), then
     re-index it. Refuses a slug this bot already has."""
     parsed = await asyncio.to_thread(_read_archive, archive, max_bytes)
-    manifest = parsed.manifest
-    old = validate_slug(manifest["campaign"])
+    old = validate_slug(parsed.manifest["campaign"])
     slug = validate_slug(slug or old)
-    if slug in await engine.list_campaigns():
+    if slug in target.existing:
         raise _refuse(
             f"campaign {slug} exists",
             f"A campaign named `{slug}` already exists here. Import under another name "
             "with `--campaign NEWSLUG`.",
         )
-    root = engine.campaigns_dir / slug
+    root = target.campaigns_dir / slug
     # Uploads go where this bot keeps them; a bot without an uploads folder keeps them in the
     # campaign folder's uploads/, which ingest reads under the same document ids.
-    uploads = engine.uploads_dir / slug if engine.uploads_dir is not None else root / "uploads"
+    uploads = target.uploads_dir / slug if target.uploads_dir is not None else root / "uploads"
     notes: list[str] = [f"left out {d}" for d in parsed.dropped]
     files, placed = await asyncio.to_thread(_unpack, archive, parsed, root, uploads)
+    done = await _store_rows(target.db, parsed, slug, old, root, placed)
+    notes += _row_notes(done)
+    model = parsed.manifest["embedder"]
+    same = model == target.embedder.model_id
+    if not same:
+        notes.append(
+            f"re-embedded: the export used {model}, this bot uses {target.embedder.model_id}"
+        )
+    # Every document prepared from its file into the vector index (from the cache if `same`);
+    # the passes listening to ingests derive its knowledge again.
+    report = await target.reindex(slug)
+    notes += [f"skipped {s.path}: {s.reason}" for s in report.skipped]
+    return ImportReport(
+        campaign=slug,
+        rows=done.rows,
+        files=files,
+        embeddings=len(parsed.vectors),
+        same_embedder=same,
+        embedded=report.embedded + report.windows_embedded,
+        ignored=done.ignored,
+        notes=tuple(notes),
+        documents=len(await target.db.documents.hashes(slug)),
+    )
+
+
+async def _store_rows(
+    db: Database, parsed: _Archive, slug: str, old: str, root: Path, placed: list[Path]
+) -> Imported:
+    """The archive's embeddings and rows into the store; the files just placed are removed
+    again if that fails, so a failed import leaves no half-made campaign folder behind."""
     try:
-        model = manifest["embedder"]
-        await engine.db.embeddings.put(model, parsed.vectors)
-        done = await engine.db.transfer.import_rows(
+        await db.embeddings.put(parsed.manifest["embedder"], parsed.vectors)
+        return await db.transfer.import_rows(
             slug,
             {t: rows for t, rows in parsed.tables.items()},
             renamed_from=old,
@@ -500,6 +553,11 @@ async def import_campaign(
         for p in reversed(placed):
             await asyncio.to_thread(shutil.rmtree, p, True)
         raise
+
+
+def _row_notes(done: Imported) -> list[str]:
+    """What the import kept out, in words for the report."""
+    notes: list[str] = []
     if done.left_out:
         notes.append(
             "left out rows that are rebuilt from the documents or cannot be checked: "
@@ -514,23 +572,4 @@ async def import_campaign(
             "kept out rows whose key is taken here (e.g. a channel linked to another campaign): "
             + ", ".join(f"{t} {n}" for t, n in sorted(done.ignored.items()))
         )
-    same = model == engine.embedder.model_id
-    if not same:
-        notes.append(
-            f"re-embedded: the export used {model}, this bot uses {engine.embedder.model_id}"
-        )
-    # Every document prepared from its file into the vector index (from the cache if `same`);
-    # the passes listening to ingests derive its knowledge again.
-    report = await engine.ingest(slug)
-    notes += [f"skipped {s.path}: {s.reason}" for s in report.skipped]
-    return ImportReport(
-        campaign=slug,
-        rows=done.rows,
-        files=files,
-        embeddings=len(parsed.vectors),
-        same_embedder=same,
-        embedded=report.embedded + report.windows_embedded,
-        ignored=done.ignored,
-        notes=tuple(notes),
-        documents=len(await engine.db.documents.hashes(slug)),
-    )
+    return notes

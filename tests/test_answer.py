@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import harness
 import pytest
 from conftest import ROOT, SAMPLE, close_engine, make_engine
 
@@ -284,12 +285,12 @@ async def test_the_daily_token_gate_quotes_the_documents_until_midnight(engine):
     clock = FrozenClock(dt.datetime(2026, 1, 1, 22, 0, tzinfo=dt.UTC))
     model = ScriptedModel(replies=["Vessa paid her fine [The Ashen Watch — Reputation]."])
     responder = Responder(
-        engine, model=model, clock=clock, gate=DailyTokenGate(engine.db, 100, clock=clock)
+        engine, model=model, clock=clock, gate=DailyTokenGate(harness.db(engine), 100, clock=clock)
     )
     question = "Who paid Vessa's fine after the Watch arrested her?"
     first = await responder.respond("emberfall", question, PLAYERS)
     assert first.model == "scripted" and len(model.requests) == 1
-    restarted = DailyTokenGate(engine.db, 100, clock=clock)
+    restarted = DailyTokenGate(harness.db(engine), 100, clock=clock)
     assert await restarted.spent_today() >= 100 and not await restarted.allows()
     responder.gate = restarted
     second = await responder.respond("emberfall", question, PLAYERS)
@@ -379,13 +380,13 @@ async def test_a_failed_memory_write_never_costs_the_answer(tmp_path, caplog):
         responder = Responder(engine, model=ScriptedModel(replies=["From the river tower."] * 2))
         players = frozenset({"players"})
         await responder.respond("greyhold", "Where does the baron rule from?", players, chat="C1")
-        await engine.db.conn.execute("PRAGMA query_only = ON")
+        await harness.db(engine).conn.execute("PRAGMA query_only = ON")
         answer = await responder.respond(
             "greyhold", "What does the baron collect?", players, chat="C1"
         )
         assert answer.text == "From the river tower."
         assert "not recorded; the answer is returned without it" in caplog.text
-        await engine.db.conn.execute("PRAGMA query_only = OFF")
+        await harness.db(engine).conn.execute("PRAGMA query_only = OFF")
         mem = await responder.memory.load("greyhold", "C1", players)
         assert [q for q, _ in mem.turns] == [
             "Where does the baron rule from?"

@@ -1,4 +1,4 @@
-"""Blue/green re-index (issue #26): the next vector generation is built beside the serving one.
+"""Blue/green re-index: the next vector generation is built beside the serving one.
 
 Two hash embedders with different model ids (and dimensions: a query embedded by the wrong one
 cannot be scored against a collection) stand in for the embedder a campaign was indexed with and
@@ -8,6 +8,7 @@ restart after an upgrade shares the data directory.
 
 from __future__ import annotations
 
+import harness
 import pytest
 from conftest import close_engine, make_engine
 from fakes.tiny_campaign import make_tiny_campaign
@@ -83,12 +84,12 @@ async def test_an_interrupted_reindex_resumes_while_the_old_generation_answers(t
         with pytest.raises(Stop):
             await engine.reindex("greyhold", on_document=stop_after(3))
         status = await engine.reindex_status("greyhold")
-        assert status.building == engine.indexer.profile() and status.serving == old_profile
+        assert status.building == harness.profile(engine) and status.serving == old_profile
         assert (status.done, status.failed) == (3, 0) and status.total > 3
         assert await ranked(engine) == before  # still the old generation
 
         # An edit meanwhile goes to the serving generation under its own profile (no reset)…
-        done = await engine.db.generations.checkpoints("greyhold", engine.indexer.profile())
+        done = await harness.db(engine).generations.checkpoints("greyhold", harness.profile(engine))
         assert "baron" in done  # documents go in id order: the baron's was written
         (tmp_path / "campaigns" / "greyhold" / "baron.md").write_text(
             "---\ntitle: Baron Aldric\n---\n# Baron Aldric\n\nThe baron now guards the keep "
@@ -96,7 +97,7 @@ async def test_an_interrupted_reindex_resumes_while_the_old_generation_answers(t
             encoding="utf-8",
         )
         await engine.ingest("greyhold")
-        row = await engine.db.campaigns.get("greyhold")
+        row = await harness.db(engine).campaigns.get("greyhold")
         assert row is not None and row.model_id == old_profile
 
         # … and the resumed run writes only what is left, the edited note included.
@@ -104,10 +105,10 @@ async def test_an_interrupted_reindex_resumes_while_the_old_generation_answers(t
         assert report.published and not report.failed
         assert report.resumed == 2 and report.indexed == report.documents - 2
         status = await engine.reindex_status("greyhold")
-        assert status.serving == engine.indexer.profile() and status.building is None
+        assert status.serving == harness.profile(engine) and status.building is None
         assert status.previous == (old_profile,)
-        key = generation_key("greyhold", engine.indexer.profile())
-        assert store.rows[key] and not await engine.indexer.unbacked("greyhold")
+        key = generation_key("greyhold", harness.profile(engine))
+        assert store.rows[key] and not await harness.indexer(engine).unbacked("greyhold")
         ids, _docs = await ranked(engine, "baron ferryman keep gate")
         assert ids and ids[0] == "baron"
     finally:
@@ -122,7 +123,7 @@ async def test_a_failed_document_refuses_to_publish_and_the_old_generation_serve
         before = await ranked(old)
         report = await engine.reindex("greyhold")
         assert not report.published and [d for d, _ in report.failed] == ["baron"]
-        row = await engine.db.campaigns.get("greyhold")
+        row = await harness.db(engine).campaigns.get("greyhold")
         assert row is not None and row.model_id == old.indexer.profile() and not row.store_key
         status = await engine.reindex_status("greyhold")
         assert status.failed == 1 and status.done == status.total - 1
@@ -147,7 +148,7 @@ async def test_rollback_restores_identical_ranked_results(tmp_path):
         assert await engine.rollback_index("greyhold") == old.indexer.profile()
         assert await ranked(engine) == before
         # And forward again: the new generation was kept as the previous one.
-        assert await engine.rollback_index("greyhold") == engine.indexer.profile()
+        assert await engine.rollback_index("greyhold") == harness.profile(engine)
         assert await ranked(engine) == after
     finally:
         await close_engine(old)
@@ -177,20 +178,23 @@ async def test_a_rollback_holds_the_automatic_upgrade_back(tmp_path):
         assert await engine.upgrade_index("greyhold") is None
         clock.advance(minutes=5)
         await tick(engine)
-        row = await engine.db.campaigns.get("greyhold")
+        row = await harness.db(engine).campaigns.get("greyhold")
         assert row is not None and row.model_id == old.indexer.profile()
-        assert row.rolled_back_from == engine.indexer.profile()
-        assert await engine.db.generations.checkpoints("greyhold", engine.indexer.profile()) == {}
+        assert row.rolled_back_from == harness.profile(engine)
+        assert (
+            await harness.db(engine).generations.checkpoints("greyhold", harness.profile(engine))
+            == {}
+        )
         assert store.rows.keys() == written.keys()  # nothing rebuilt: the same records
         for key, records in written.items():
             assert store.rows[key].keys() == records.keys()
             assert all(store.rows[key][i] is r for i, r in records.items())
         assert await ranked(engine) == before
         # An automatic publish already under way when the rollback landed is refused too.
-        assert not await engine.db.generations.switch(
-            "greyhold", engine.indexer.profile(), at=0.0, unless_held=True
+        assert not await harness.db(engine).generations.switch(
+            "greyhold", harness.profile(engine), at=0.0, unless_held=True
         )
-        assert await engine.db.campaigns.get("greyhold") == row
+        assert await harness.db(engine).campaigns.get("greyhold") == row
     finally:
         await close_engine(old)
         await close_engine(engine)
@@ -248,7 +252,7 @@ async def test_the_status_says_the_upgrade_is_held_and_how_to_resume(tmp_path, c
         assert (await engine.reindex("greyhold")).published
         await engine.rollback_index("greyhold")
         text = (await engine.reindex_status("greyhold")).describe()
-        assert f"rolled back from {engine.indexer.profile()}" in text
+        assert f"rolled back from {harness.profile(engine)}" in text
         assert "automatic upgrade paused" in text
         assert "run `liminalis reindex --campaign greyhold` to build it again" in text
         args = _parser().parse_args(["reindex", "--campaign", "greyhold", "--status"])
@@ -273,13 +277,13 @@ async def test_a_rebuild_of_the_rolled_back_generation_reads_as_a_build(tmp_path
         with pytest.raises(Stop):
             await engine.reindex("greyhold", on_document=stop_after(3))
         status = await engine.reindex_status("greyhold")
-        assert status.building == engine.indexer.profile() and status.previous == ()
+        assert status.building == harness.profile(engine) and status.previous == ()
         assert (status.done, status.failed) == (3, 0)
         with pytest.raises(InvalidInput):
             await engine.rollback_index("greyhold")
         clock.advance(hours=2)
         assert await engine.generations.drop_expired() == []
-        key = generation_key("greyhold", engine.indexer.profile())
+        key = generation_key("greyhold", harness.profile(engine))
         assert store.rows[key]
         report = await engine.reindex("greyhold")
         assert report.published and report.resumed == 3
@@ -351,7 +355,7 @@ async def test_the_old_generation_is_dropped_after_the_grace_period(tmp_path):
         clock.advance(seconds=1)
         assert await engine.generations.drop_expired() == [("greyhold", old.indexer.profile())]
         assert "greyhold" not in store.rows
-        assert store.rows[generation_key("greyhold", engine.indexer.profile())]
+        assert store.rows[generation_key("greyhold", harness.profile(engine))]
         with pytest.raises(InvalidInput):
             await engine.rollback_index("greyhold")
         assert (await ranked(engine))[0]  # the serving generation is untouched
@@ -387,12 +391,12 @@ async def test_the_reindex_command_builds_reports_and_rolls_back(tmp_path, capsy
         args = _parser().parse_args(["reindex", "--campaign", "greyhold"])
         assert await _reindex(args, None, engine) == 0
         out = capsys.readouterr().out
-        assert "published" in out and f"serving {engine.indexer.profile()}" in out
+        assert "published" in out and f"serving {harness.profile(engine)}" in out
         args = _parser().parse_args(["reindex", "--campaign", "greyhold", "--rollback"])
         assert await _reindex(args, None, engine) == 0
         out = capsys.readouterr().out
         assert f"serving {old.indexer.profile()} again" in out
-        assert f"rolled back from {engine.indexer.profile()}: automatic upgrade paused" in out
+        assert f"rolled back from {harness.profile(engine)}: automatic upgrade paused" in out
     finally:
         await close_engine(old)
         await close_engine(engine)
@@ -450,7 +454,7 @@ async def test_a_rollback_refills_what_the_old_collection_missed_meanwhile(tmp_p
         await engine.ingest("greyhold")  # under the new generation
         await engine.rollback_index("greyhold")
         await engine.ingest("greyhold")  # the tick after the rollback
-        live = {r.passage_id for r in await engine.database.documents.passages("greyhold")}
+        live = {r.passage_id for r in await harness.db(engine).documents.passages("greyhold")}
         serving = {vector_owner(v) for v in store.rows["greyhold"]}
         assert live <= serving
     finally:

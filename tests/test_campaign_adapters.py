@@ -1,4 +1,4 @@
-"""Campaigns without a shell and private GM uploads (issue #25) through the real platform
+"""Campaigns without a shell and private GM uploads through the real platform
 clients: discord.py against the local fake REST API (a server manager's `/campaign create`, the
 slug autocomplete, a GM picked with Discord's mentionable option, a DM with files), and
 slack-bolt against the local mock Web API (a workspace admin's `/campaign create`, DM uploads)."""

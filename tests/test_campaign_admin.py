@@ -1,4 +1,4 @@
-"""Campaigns without a shell (issue #25), through the service: `/campaign create` → `link` →
+"""Campaigns without a shell, through the service: `/campaign create` → `link` →
 `/ask` on a fresh data directory without touching a file; GMs and settings from chat; refusals
 that say what to do with the asker's own ids; a GM's private upload by DM, and a player's DM
 files refused with nothing stored. Real SQLite, real folders, a frozen clock."""

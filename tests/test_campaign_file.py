@@ -1,4 +1,4 @@
-"""campaign.toml written by the bot (issue #25): a new campaign's file, GMs added and removed,
+"""campaign.toml written by the bot: a new campaign's file, GMs added and removed,
 settings set — comments and unknown keys kept, every write atomic and readable, a hand edit
 read afresh — and ``Engine.create_campaign``/``edit_campaign`` over real folders."""
 

@@ -11,6 +11,7 @@ import json
 from dataclasses import replace
 
 import discord
+import harness
 import pytest
 from conftest import close_engine, make_engine
 from fakes.discord_api import (
@@ -35,6 +36,7 @@ from bot.commands import REGISTRY, Registry
 from bot.discord_adapter import DiscordAdapter, build_intents, render_reply, send_with_retry
 from bot.service import BotService, Reply
 from liminalis.answer import Source
+from liminalis.context import DEFAULT_CONTEXT_TOKENS
 
 PLAYER = 222
 GM = 333
@@ -203,7 +205,7 @@ async def test_a_recap_posted_before_login_is_sent_once_logged_in(env):
     fresh = DiscordAdapter(service, sync_commands=False)
     try:
         await fresh.post("4242", Reply(text="Previously on Greyhold: the bell.", title="Recap"))
-        await asyncio.sleep(0.05)
+        await api.wait_quiet()
         assert not api.find("POST", "/channels/4242/messages")
         await fresh.client.login("fake-token")
         for _ in range(100):
@@ -275,7 +277,7 @@ async def test_gm_only_commands_refused_for_players(env):
     assert len(bodies) == 3
     assert all("Only a GM" in all_text(b) and b["flags"] & 64 for b in bodies)
     assert await service.engine.pins("greyhold") == []
-    assert await service.budget("greyhold", None) == 6000
+    assert await service.engine.budget("greyhold", None) == DEFAULT_CONTEXT_TOKENS
 
 
 async def test_public_prediction_wrong_sends_error_privately(env):
@@ -400,7 +402,7 @@ async def test_upload_by_gm_ingests_and_player_refused(env):
         t for _, t in await service.engine.titles("greyhold", frozenset({"players"}), "session")
     ]
     assert "Session 2" in titles
-    cat = await service.engine.retriever.catalog("greyhold")
+    cat = await harness.catalog(service.engine, "greyhold")
     assert cat.documents["uploads/notes"].type == "session"
     assert "Baron Aldric" not in all_text(again)  # only the uploaded file is reported
 
@@ -825,7 +827,7 @@ async def test_thread_recap_schedules_end_with_their_channels_link_and_unlink(en
     )
     assert await thread_schedules() == []
     # a schedule that outlived its thread's link (stored before schedules knew their parents)
-    await service.engine.db.execute(
+    await harness.db(service.engine).execute(
         "INSERT INTO recap_schedules (campaign, cron, platform, channel_id) VALUES ('greyhold', '0 18 * * 5', 'discord', ?)",
         (str(THREAD_ID),),
     )
@@ -1024,8 +1026,8 @@ async def test_a_typed_budget_set_reaches_the_command_without_text(env):
     assert request.msg.text == "" and request.msg.command == "budget"
     assert dict(request.options) == {"action": "set", "tokens": 9000, "scope": "chat"}
     assert "set to 9,000 tokens" in all_text(followups(api)[-1])
-    assert await service.budget("greyhold", f"discord:{CHANNEL_ID}") == 9000
-    assert await service.budget("greyhold", None) == 6000
+    assert await service.engine.budget("greyhold", f"discord:{CHANNEL_ID}") == 9000
+    assert await service.engine.budget("greyhold", None) == DEFAULT_CONTEXT_TOKENS
 
 
 async def test_a_slash_ask_loads_the_campaign_config_once(env):
@@ -1084,7 +1086,7 @@ async def test_the_relationship_map_is_attached_and_entity_autocomplete_keeps_th
         "# Morwen Black\n\nMorwen Black trusts Corvin Ash. Morwen Black commands the Red Hand.\n"
         "Later Corvin Ash and Morwen Black burned the mill.\n"
     )
-    passes = Passes(service.engine.database, clock=FrozenClock())
+    passes = Passes(harness.db(service.engine), clock=FrozenClock())
     KnowledgePasses(passes).attach()
     await service.engine.ingest("greyhold")
     await passes.run_triggered("greyhold", "changed")

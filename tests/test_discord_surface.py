@@ -1,4 +1,4 @@
-"""The Discord chat surface (issue #25) through the real discord.py client against the local fake
+"""The Discord chat surface through the real discord.py client against the local fake
 REST API: answers that show their question and carry buttons, every press checked against the
 presser's own lens, Share with table, streamed answers, /lore search and /lore show, DMs."""
 

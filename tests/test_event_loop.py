@@ -9,6 +9,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import replace
 
+import harness
 import numpy as np
 from conftest import close_engine, make_engine
 from fakes.tiny_campaign import make_tiny_campaign
@@ -105,8 +106,8 @@ async def test_a_question_that_waits_out_the_reranker_says_so(tmp_path):
     make_tiny_campaign(tmp_path / "campaigns")
     reranker = TurnReranker()
     engine = await make_engine(tmp_path, milvus=False, reranker=reranker)
-    engine.retriever.params = replace(
-        engine.retriever.params, rerank_wait_s=0.05, rerank_timeout_s=600
+    harness.retriever(engine).params = replace(
+        harness.retriever(engine).params, rerank_wait_s=0.05, rerank_timeout_s=600
     )
     try:
         await engine.ingest("greyhold")

@@ -1,4 +1,4 @@
-"""The GM's material as it is (issue #25): encodings, PDF, Word, zipped vaults, and bad input that
+"""The GM's material as it is: encodings, PDF, Word, zipped vaults, and bad input that
 never crashes, never loses the previous version and never echoes GM-only text.
 
 Fixture PDFs and Word documents are built here with :func:`liminalis.testing.text_pdf` (pypdf
@@ -11,6 +11,7 @@ import io
 import random
 import zipfile
 
+import harness
 import pytest
 from conftest import close_engine, make_engine
 from fakes.tiny_campaign import CANARY, make_tiny_campaign
@@ -404,7 +405,7 @@ async def test_a_vault_upload_applies_folder_rules_wikilinks_and_aliases(service
     cfg = await service.config("greyhold")
     saved = (cfg.uploads_root / "Greyhold-Vault/Greyhold/People/Duke-Orsin.md").read_text()
     assert "the Harbour Lord" in saved and "Drowned Duke" not in saved
-    catalog = await engine.retriever.catalog("greyhold")
+    catalog = await harness.catalog(engine, "greyhold")
     duke = "uploads/Greyhold-Vault/Greyhold/People/Duke-Orsin"
     assert duke in catalog.resolve_key("the Harbour Lord", players_lens())
     assert not catalog.resolve_key("the Drowned Duke", players_lens())
@@ -416,7 +417,7 @@ async def test_a_vault_upload_applies_folder_rules_wikilinks_and_aliases(service
     smaller = _zip({"Greyhold/Places/Market.md": b"# Market\n\nEels."})
     again = await _upload(service, ("Greyhold Vault.zip", smaller), options="players")
     assert "(replaced the earlier upload) — 1 notes" in again, again
-    catalog = await engine.retriever.catalog("greyhold")
+    catalog = await harness.catalog(engine, "greyhold")
     assert duke not in catalog.documents
 
 

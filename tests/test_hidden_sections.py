@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import harness
 import pytest
 from conftest import close_engine, make_engine
 from fakes.anthropic_server import FakeAnthropic
@@ -394,7 +395,7 @@ async def test_an_edit_inside_a_hidden_section_leaves_the_players_vectors_alone(
 ):
     engine = npc_engine
     path = tmp_path / "campaigns" / "greyhold" / "npcs" / "vessa.md"
-    cat = await engine.retriever.catalog("greyhold")
+    cat = await harness.catalog(engine, "greyhold")
     players_passages = set(cat.by_doc["npcs/vessa"])
     vectors = {
         v
@@ -410,7 +411,7 @@ async def test_an_edit_inside_a_hidden_section_leaves_the_players_vectors_alone(
     assert 1 <= report.embedded <= 2 and report.passages_added <= 2
     after = await engine.store.ids("greyhold")
     assert vectors <= after  # the players' rows untouched
-    cat = await engine.retriever.catalog("greyhold")
+    cat = await harness.catalog(engine, "greyhold")
     assert set(cat.by_doc["npcs/vessa"]) == players_passages
     assert "opens the river gate" in cat.documents["npcs/vessa//gm"].text
 
@@ -427,7 +428,7 @@ async def test_hiding_a_paragraph_players_read_takes_it_out_and_forgets(tmp_path
             engine, model=ScriptedModel(replies=["She sold the river key [Vessa]."])
         )
         await responder.respond("greyhold", "Who sold the river key?", PLAYERS, chat="discord:1")
-        assert await engine.db.fetchall("SELECT * FROM chat_turns")
+        assert await harness.rows(engine, "SELECT * FROM chat_turns")
         (root / "vessa.md").write_text(
             plain.replace("Vessa once", "<!-- GM: Vessa once").rstrip() + " -->\n", encoding="utf-8"
         )
@@ -437,14 +438,14 @@ async def test_hiding_a_paragraph_players_read_takes_it_out_and_forgets(tmp_path
         )
         assert "river key" not in bundle.text.lower()
         assert (
-            await engine.db.fetchall("SELECT * FROM chat_turns") == []
+            await harness.rows(engine, "SELECT * FROM chat_turns") == []
         )  # the players' memory forgot
         gm = await engine.retrieve("greyhold", "Who sold the river key to the smugglers?", GM)
         assert "river key" in gm.text
         # revealing it again brings it back for players, and the GM view goes
         (root / "vessa.md").write_text(plain, encoding="utf-8")
         await engine.ingest("greyhold")
-        cat = await engine.retriever.catalog("greyhold")
+        cat = await harness.catalog(engine, "greyhold")
         assert "vessa//gm" not in cat.documents and "river key" in cat.documents["vessa"].text
         assert (
             "river key" in (await engine.retrieve("greyhold", "Who sold the river key?", GM)).text

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import harness
 import numpy as np
 import pytest
 from conftest import ROOT, close_engine, make_engine
@@ -49,11 +50,11 @@ async def test_deleting_a_file_removes_its_passages(tmp_path, campaign_copy):
     try:
         await engine.ingest("emberfall")
         doc = "places/the-copper-kettle"
-        assert await engine.db.documents.passages("emberfall", doc)
+        assert await harness.db(engine).documents.passages("emberfall", doc)
         (campaign_copy / f"{doc}.md").unlink()
         report = await engine.ingest("emberfall")
         assert report.documents_removed == 1 and report.passages_removed >= 1
-        assert not await engine.db.documents.passages("emberfall", doc)
+        assert not await harness.db(engine).documents.passages("emberfall", doc)
         vec_ids = await engine.store.ids("emberfall")
         assert not [i for i in vec_ids if doc in i]
         b = await engine.retrieve("emberfall", "Copper Kettle tavern", gm_lens())
@@ -82,7 +83,7 @@ async def test_bad_files_are_reported_and_skipped(tmp_path, campaign_copy):
         reasons = {s.path: s.reason for s in report.skipped}
         assert "binary" in reasons["bad/binary.md"]
         assert "bad/latin1.md" not in reasons  # a Windows code page is read, accents right
-        latin = await engine.db.documents.get("emberfall", "bad/latin1")
+        latin = await harness.db(engine).documents.get("emberfall", "bad/latin1")
         assert latin is not None and latin.text == "café au lait"
         assert "empty" in reasons["bad/empty.md"]
         assert "empty" in reasons["bad/frontonly.md"]
@@ -97,7 +98,7 @@ async def test_bad_files_are_reported_and_skipped(tmp_path, campaign_copy):
         (kept,) = [s.reason for s in report2.skipped if s.path == "places/the-copper-kettle.md"]
         assert kept.endswith("its previous version stays searchable")
         assert not reasons["bad/empty.md"].endswith("searchable")  # a file never ingested has none
-        assert await engine.db.documents.passages("emberfall", "places/the-copper-kettle")
+        assert await harness.db(engine).documents.passages("emberfall", "places/the-copper-kettle")
     finally:
         await close_engine(engine)
 
@@ -136,8 +137,8 @@ async def test_campaign_isolation(tmp_path):
         assert set(a.ranked_doc_ids) <= {"bell"}
         b = await engine.retrieve("beta", "silver bell north tower", gm_lens())
         assert set(b.ranked_doc_ids) <= {"bell", "only-beta"}
-        rows = await engine.db.fetchall(
-            "SELECT DISTINCT campaign FROM passages WHERE doc_id = 'only-beta'"
+        rows = await harness.rows(
+            engine, "SELECT DISTINCT campaign FROM passages WHERE doc_id = 'only-beta'"
         )
         assert [r["campaign"] for r in rows] == ["beta"]
         assert not [i for i in await engine.store.ids("alpha") if "only-beta" in i]
@@ -172,7 +173,7 @@ async def test_sigkill_mid_ingest_leaves_previous_state_and_rerun_completes(
 ):
     engine = await make_engine(tmp_path)
     await engine.ingest("emberfall")
-    before = await engine.db.documents.passage_ids("emberfall")
+    before = await harness.db(engine).documents.passage_ids("emberfall")
     await close_engine(engine)
     from liminalis.adapters.milvus import MilvusVectorStore  # noqa: F401  (lock released by process exit below)
 
@@ -211,13 +212,13 @@ async def test_sigkill_mid_ingest_leaves_previous_state_and_rerun_completes(
     engine = await make_engine(tmp_path)
     try:
         assert (
-            await engine.db.documents.passage_ids("emberfall") == before
+            await harness.db(engine).documents.passage_ids("emberfall") == before
         )  # previous state, intact
         b = await engine.retrieve("emberfall", "Salt Stairs steps", players_lens())
         assert b.ranked_doc_ids
         report = await engine.ingest("emberfall")
         assert report.passages_added >= 1
-        after = await engine.db.documents.passage_ids("emberfall")
+        after = await harness.db(engine).documents.passage_ids("emberfall")
         vec_passages = {
             i.split(":", 1)[1].rsplit(":", 1)[0].split("@")[0]
             for i in await engine.store.ids("emberfall")
@@ -271,7 +272,7 @@ async def test_changing_what_is_embedded_reindexes_without_re_embedding(tmp_path
         first = await engine.ingest("emberfall")
         assert first.windows_embedded > 0
         assert any(i.startswith("w:") for i in await engine.store.ids("emberfall"))
-        engine.indexer.options = replace(engine.indexer.options, windows=False)
+        harness.indexer(engine).options = replace(harness.indexer(engine).options, windows=False)
         # Blue/green: the old generation goes on serving while the next one is built.
         assert await engine.is_indexed("emberfall")
         embedded = engine.embedder.calls if hasattr(engine.embedder, "calls") else None
@@ -280,7 +281,7 @@ async def test_changing_what_is_embedded_reindexes_without_re_embedding(tmp_path
         if embedded is not None:  # passages come back from the embedding cache
             assert engine.embedder.calls == embedded
         # what questions are served from now: the new generation's collection
-        ids = await engine.retriever.store.ids("emberfall")
+        ids = await harness.retriever(engine).store.ids("emberfall")
         assert ids and not any(i.startswith("w:") for i in ids)
         assert await engine.is_indexed("emberfall")
         assert await engine.upgrade_index("emberfall") is None  # up to date
@@ -298,19 +299,19 @@ async def test_a_changed_tokenizer_retokenizes_the_stored_bm25_tokens(tmp_path, 
         await engine.ingest("emberfall")
         stemmed = {
             r["tokens"]
-            for r in await engine.db.fetchall(
-                "SELECT tokens FROM passages WHERE campaign = ?", ("emberfall",)
+            for r in await harness.rows(
+                engine, "SELECT tokens FROM passages WHERE campaign = ?", ("emberfall",)
             )
         }
         assert any("carri" in t.split() for t in stemmed)  # "carries" stemmed
-        engine.indexer.tokenizer = Tokenizer(stem=False)
+        harness.indexer(engine).tokenizer = Tokenizer(stem=False)
         assert not await engine.is_indexed("emberfall")
         report = await engine.ingest("emberfall")
         assert report.embedded == 0  # no model work: vectors come from the cache
         plain = {
             r["tokens"]
-            for r in await engine.db.fetchall(
-                "SELECT tokens FROM passages WHERE campaign = ?", ("emberfall",)
+            for r in await harness.rows(
+                engine, "SELECT tokens FROM passages WHERE campaign = ?", ("emberfall",)
             )
         }
         assert not any("carri" in t.split() for t in plain) and any(
@@ -499,7 +500,7 @@ async def test_a_quoted_document_indexed_by_an_older_version_is_re_embedded_unde
         raw = (root / 'the "bell".md').read_bytes()
         old_hash = parse_document(raw, "bell.md", cfg).content_hash
         assert old_hash != parse_document(raw, 'the "bell".md', cfg).content_hash
-        await engine.db.execute(
+        await harness.db(engine).execute(
             "UPDATE documents SET content_hash = ? WHERE doc_id = ?", (old_hash, 'the "bell"')
         )
         await engine.ingest("q")

@@ -8,6 +8,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path
 
+import harness
 import pytest
 from conftest import ROOT, SAMPLE, close_engine, make_engine
 
@@ -51,8 +52,8 @@ async def sample(tmp_path_factory):
     shutil.copytree(SAMPLE, tmp / "campaigns" / "emberfall")
     engine = await make_engine(tmp, milvus=False)
     await engine.ingest("emberfall")
-    knowledge = Knowledge(engine.database)
-    await knowledge.refresh("emberfall", await engine.retriever.catalog("emberfall"))
+    knowledge = Knowledge(harness.db(engine))
+    await knowledge.refresh("emberfall", await harness.catalog(engine, "emberfall"))
     yield engine, knowledge
     await close_engine(engine)
 
@@ -358,8 +359,8 @@ def test_time_expressions_resolve_to_sessions_in_order():
 
 async def test_refresh_extracts_only_changed_views_and_forgets_removed(sample, tmp_path):
     engine, knowledge = sample
-    assert await engine.database.version() == LATEST >= 7
-    catalog = await engine.retriever.catalog("emberfall")
+    assert await harness.db(engine).version() == LATEST >= 7
+    catalog = await harness.catalog(engine, "emberfall")
     again = await knowledge.refresh("emberfall", catalog)
     assert again.extracted == 0 and again.unchanged == len(catalog.documents)
     docs = sorted(catalog.documents.values(), key=lambda d: d.doc_id)
@@ -397,7 +398,7 @@ async def _players_surface(engine: Engine, knowledge: Knowledge, lens: frozenset
         out.append(repr(card))
     for probe in [*GM_ONLY_NAMES, *LENS_ONLY_NAMES, "Vessa", "Old Vigil", "Tobin", "Lantern Queen"]:
         out.append(repr(await knowledge.entity("emberfall", lens, probe)))
-    catalog = await engine.retriever.catalog("emberfall")
+    catalog = await harness.catalog(engine, "emberfall")
     for doc_id in sorted({d.split("//")[0] for d in catalog.documents}):
         out.append(repr(await knowledge.summary("emberfall", lens, doc_id)))
     out.append(repr(await knowledge.motifs("emberfall", lens, top_k=50)))
@@ -454,7 +455,7 @@ def test_lens_views_are_the_visible_views():
 
 async def test_recap_is_the_last_sessions_in_order_with_open_threads(sample):
     engine, _ = sample
-    catalog = await engine.retriever.catalog("emberfall")
+    catalog = await harness.catalog(engine, "emberfall")
     recap = build_recap(catalog, 3)
     assert [d for d, _ in recap.sources] == [
         "sessions/session-05",
@@ -488,7 +489,7 @@ async def test_recap_uses_front_matter_summary_and_session_numbers(tmp_path: Pat
         assert "In session 9 the party rested." in recap.text
         assert recap.text.index("Session 9") < recap.text.index("Session 10")
         model = ScriptedModel(replies=["Previously: they rested."])
-        catalog = await engine.retriever.catalog("greyhold")
+        catalog = await harness.catalog(engine, "greyhold")
         written = await build_model_recap(catalog, model, 2)
         assert written.text == "Previously: they rested." and written.sources == recap.sources
         assert model.requests[0]["role"] == "summarize"

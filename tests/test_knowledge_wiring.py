@@ -1,4 +1,4 @@
-"""The knowledge layer wired into the product (issue #23): the seeded passes after every ingest,
+"""The knowledge layer wired into the product: the seeded passes after every ingest,
 the commands that read them, time questions, the overview in the cached prefix, and the GM wall
 across all of it. Real SQLite, the real sample campaign, the hash embedder, frozen clocks."""
 
@@ -9,6 +9,7 @@ import shutil
 from collections import defaultdict
 from dataclasses import replace
 
+import harness
 import pytest
 from conftest import SAMPLE, close_engine, make_engine
 from fakes.anthropic_server import FakeAnthropic
@@ -49,7 +50,7 @@ async def wire(engine, *, model=None) -> tuple[Passes, KnowledgePasses]:
     """Passes over the engine's store with the knowledge passes attached, listening to ingests
     (what ``bot.main.open_passes`` does, with a frozen clock)."""
     passes = Passes(
-        engine.database,
+        harness.db(engine),
         clock=FrozenClock(),
         model=LanguageModelPassModel(model) if model is not None else None,
     )
@@ -93,7 +94,7 @@ def console(text: str, lens: str = "players") -> IncomingMessage:
 
 
 async def sources(engine) -> set[str]:
-    return {source_of(d) for d in await engine.db.documents.hashes(SLUG)}
+    return {source_of(d) for d in await harness.db(engine).documents.hashes(SLUG)}
 
 
 # -- the seeded passes -------------------------------------------------------------------------
@@ -103,12 +104,12 @@ async def test_an_ingest_runs_the_seeded_passes_and_the_knowledge_tables_hold_th
     engine, passes = wired
     files = await sources(engine)
     for name in KNOWLEDGE_PASSES:
-        [run] = await engine.db.passes.runs(SLUG, name)
+        [run] = await harness.db(engine).passes.runs(SLUG, name)
         assert (run.trigger, run.status, run.documents_done) == ("changed", "done", len(files))
         report = await passes.report(SLUG, name)
         assert report.pending == 0 and report.last_run is not None
-    views = await engine.db.knowledge.views(SLUG)
-    assert {v.doc_id for v in views} == set(await engine.db.documents.hashes(SLUG))
+    views = await harness.db(engine).knowledge.views(SLUG)
+    assert {v.doc_id for v in views} == set(await harness.db(engine).documents.hashes(SLUG))
     assert all(v.summary and v.summary_method for v in views)
     # GM-only inputs make GM-only outputs; a hidden section lives only in the X//gm view
     by_id = {v.doc_id: v for v in views}
@@ -116,7 +117,7 @@ async def test_an_ingest_runs_the_seeded_passes_and_the_knowledge_tables_hold_th
     assert by_id["factions/bellwrights-guild//gm"].visibility == {"gm"}
     assert "gm" not in by_id["factions/bellwrights-guild"].visibility
     # the per-lens overviews, built from the stored facts of what each lens reads
-    keys = await engine.db.knowledge.overview_keys(SLUG)
+    keys = await harness.db(engine).knowledge.overview_keys(SLUG)
     assert keys == ["gm", "mirel,players", "players", "players,tobin"]
     stored = await engine.knowledge.stored_overview(SLUG, PLAYERS)
     assert stored == await engine.knowledge.overview(SLUG, PLAYERS, max_chars=4000)
@@ -126,10 +127,10 @@ async def test_an_ingest_runs_the_seeded_passes_and_the_knowledge_tables_hold_th
 
 async def test_seeding_is_idempotent_and_a_new_variant_runs_everything_again(fresh):
     engine, passes, knowledge = fresh
-    before = await engine.db.passes.states(SLUG, "entities")
+    before = await harness.db(engine).passes.states(SLUG, "entities")
     assert await knowledge.seed(SLUG) == []
     assert await knowledge.seed(SLUG) == []
-    assert await engine.db.passes.states(SLUG, "entities") == before
+    assert await harness.db(engine).passes.states(SLUG, "entities") == before
     assert await knowledge.pending(SLUG) == 0
     results = await passes.run_triggered(SLUG, "changed")
     assert {r.status for r in results} == {"idle"}
@@ -145,14 +146,14 @@ async def test_an_edit_reruns_that_file_alone_and_a_removed_file_or_section_is_f
 ):
     engine, passes, _ = fresh
     root = tmp_path / "campaigns" / SLUG
-    rebuilt_before = await engine.db.knowledge.overview(SLUG, "players")
+    rebuilt_before = await harness.db(engine).knowledge.overview(SLUG, "players")
     s7 = root / "sessions" / "session-07.md"
     s7.write_text(s7.read_text() + "\n\nLater that night Hettie Gall counted the bells.\n")
     await engine.ingest(SLUG)
     await passes.idle()
     for name in KNOWLEDGE_PASSES:
-        assert (await engine.db.passes.runs(SLUG, name))[0].documents_done == 1
-    after = await engine.db.knowledge.overview(SLUG, "players")
+        assert (await harness.db(engine).passes.runs(SLUG, name))[0].documents_done == 1
+    after = await harness.db(engine).knowledge.overview(SLUG, "players")
     assert after is not None and rebuilt_before is not None and after[0] != rebuilt_before[0]
     # a hidden section taken out: its //gm view and the facts of it go
     guild = root / "factions" / "bellwrights-guild.md"
@@ -162,11 +163,11 @@ async def test_an_edit_reruns_that_file_alone_and_a_removed_file_or_section_is_f
     (root / "places" / "the-salt-stairs.md").unlink()
     await engine.ingest(SLUG)
     await passes.idle()
-    ids = set(await engine.db.knowledge.hashes(SLUG))
-    assert ids == set(await engine.db.documents.hashes(SLUG))
+    ids = set(await harness.db(engine).knowledge.hashes(SLUG))
+    assert ids == set(await harness.db(engine).documents.hashes(SLUG))
     assert "places/the-salt-stairs" not in ids
     assert "factions/bellwrights-guild//lens:mirel" not in ids
-    views = await engine.db.knowledge.views(SLUG)
+    views = await harness.db(engine).knowledge.views(SLUG)
     assert "Ilse" not in repr([v for v in views if v.doc_id.startswith("factions/bellwrights")])
 
 
@@ -176,8 +177,8 @@ async def test_the_overview_is_rebuilt_only_when_its_inputs_change_and_is_no_pas
     await knowledge.after(SLUG, [])
     assert await engine.knowledge.refresh_overviews(SLUG) == []
     # it is no document and no view: no pass reads it, and it makes nothing pending
-    assert not [d for d in await engine.db.documents.hashes(SLUG) if d.startswith("@")]
-    assert not [d for d in await engine.db.knowledge.hashes(SLUG) if d.startswith("@")]
+    assert not [d for d in await harness.db(engine).documents.hashes(SLUG) if d.startswith("@")]
+    assert not [d for d in await harness.db(engine).knowledge.hashes(SLUG) if d.startswith("@")]
     assert await knowledge.pending(SLUG) == 0
     overview = await engine.knowledge.stored_overview(SLUG, PLAYERS)
     assert "Who and what matters" not in json.dumps(
@@ -239,7 +240,7 @@ async def test_model_backed_passes_ask_for_json_validate_it_and_fall_back_per_vi
         roles = {r["role"] for r in model.requests}
         assert roles == {"extract", "summarize"}
         assert all("JSON" in r["system"][0] for r in model.requests)
-        views = {v.doc_id: v for v in await engine.db.knowledge.views(SLUG)}
+        views = {v.doc_id: v for v in await harness.db(engine).knowledge.views(SLUG)}
         assert views["sessions/session-07"].summary.startswith("MODEL SUMMARY of # Session 7")
         assert views["sessions/session-07"].summary_method == "model"
         # an unusable reply keeps the offline facts, and says so in the trace
@@ -380,7 +381,7 @@ async def test_tiering_reads_the_stored_summaries_of_the_lens(wired, monkeypatch
     volatile = {d.doc_id for d in responder.last_prompt.documents}
     given = handed[0]
     assert given, "the summaries hook is empty"
-    heads = {v.doc_id: v for v in await engine.db.knowledge.heads(SLUG)}
+    heads = {v.doc_id: v for v in await harness.db(engine).knowledge.heads(SLUG)}
     for doc_id, text in given.items():
         assert doc_id in volatile and "players" in heads[doc_id].visibility
         assert heads[doc_id].summary.startswith(text)  # whole leading sentences, capped
@@ -501,7 +502,7 @@ async def test_a_players_lens_probe_over_the_wired_knowledge_finds_no_gm_canary(
     service = BotService(engine, default_campaign=SLUG)
     players = (await _surface(service, engine, "players")).lower()
     # GM-only files' titles and folders are GM knowledge too (the GM's overview counts them)
-    catalog = await engine.retriever.catalog(SLUG)
+    catalog = await harness.catalog(engine, SLUG)
     titles = {d.title for d in catalog.documents.values() if catalog.visible_doc(d.doc_id, PLAYERS)}
     gm_titles = [
         d.title
@@ -572,9 +573,9 @@ async def test_the_cost_of_model_backed_passes_per_document(tmp_path, capsys):
             tokens: dict[str, int] = defaultdict(int)
             runs = {}
             for name in KNOWLEDGE_PASSES:
-                [run] = await engine.db.passes.runs(SLUG, name)
+                [run] = await harness.db(engine).passes.runs(SLUG, name)
                 runs[name] = run
-                for t in await engine.db.passes.trace(run.run_id):
+                for t in await harness.db(engine).passes.trace(run.run_id):
                     calls[t.doc_id] += t.model_calls
                     tokens[t.doc_id] += t.tokens
             assert (
@@ -584,7 +585,7 @@ async def test_the_cost_of_model_backed_passes_per_document(tmp_path, capsys):
             )
             shown = (await passes.report(SLUG, "summaries")).render()
             assert f"{runs['summaries'].model_calls} model calls" in shown
-        views = await engine.db.documents.hashes(SLUG)
+        views = await harness.db(engine).documents.hashes(SLUG)
         per_file = defaultdict(int)
         for v in views:
             per_file[source_of(v)] += 1
@@ -658,7 +659,7 @@ async def test_a_model_recap_reads_players_summaries_only_and_books_its_spend(wi
 
     engine, _ = wired
     model = ScriptedModel(replies=["Previously: the market burned."])
-    gate = DailyTokenGate(engine.database, 1_000_000, clock=FrozenClock())
+    gate = DailyTokenGate(harness.db(engine), 1_000_000, clock=FrozenClock())
     service = BotService(
         engine, responder=Responder(engine, model=model, gate=gate), default_campaign=SLUG
     )
@@ -673,7 +674,7 @@ async def test_a_model_recap_reads_players_summaries_only_and_books_its_spend(wi
             assert canary.lower() not in material.lower(), canary
         assert await gate.spent_today() > 0
         # a spent budget: the offline recap, from the same stored summaries
-        tight = DailyTokenGate(engine.database, 1, clock=FrozenClock())
+        tight = DailyTokenGate(harness.db(engine), 1, clock=FrozenClock())
         offline = BotService(
             engine, responder=Responder(engine, model=model, gate=tight), default_campaign=SLUG
         )
@@ -691,14 +692,18 @@ async def test_a_document_made_gm_only_keeps_no_public_facts_while_its_passes_wa
     path.write_text(path.read_text().replace("visibility: players", "visibility: gm", 1))
     await engine.ingest(SLUG)
     await passes.idle()
-    assert (await engine.db.passes.runs(SLUG, "entities"))[0].run_id == 1  # nothing ran
-    heads = {v.doc_id: v for v in await engine.db.knowledge.heads(SLUG)}
+    assert (await harness.db(engine).passes.runs(SLUG, "entities"))[0].run_id == 1  # nothing ran
+    heads = {v.doc_id: v for v in await harness.db(engine).knowledge.heads(SLUG)}
     assert "lore/the-quiet-gods" not in heads  # forgotten, not left public
     assert "lore/ 3," in await engine.knowledge.stored_overview(SLUG, PLAYERS)  # was lore/ 4
     summary = await engine.knowledge.summary(SLUG, PLAYERS, "lore/the-quiet-gods")
     assert summary is None
     await passes.resume(SLUG)
     await passes.run_triggered(SLUG, "changed")
-    [view] = [v for v in await engine.db.knowledge.heads(SLUG) if v.path.endswith("quiet-gods.md")]
+    [view] = [
+        v
+        for v in await harness.db(engine).knowledge.heads(SLUG)
+        if v.path.endswith("quiet-gods.md")
+    ]
     assert view.visibility == {"gm"}
     assert {e.name for e in await engine.knowledge.entities(SLUG, PLAYERS)} <= before

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import harness
 import numpy as np
 import pytest
 from test_retrieval import leaked, tiny  # noqa: F401  (the tiny campaign fixture)
@@ -317,7 +318,7 @@ async def test_neighbours_are_the_adjacent_files_of_a_numbered_series_that_the_l
     engine = await make_engine(tmp_path, milvus=False)
     try:
         await engine.ingest("saga")
-        cat = await engine.retriever.catalog("saga")
+        cat = await harness.catalog(engine, "saga")
         gm, players = frozenset({"gm"}), players_lens()
         assert cat.neighbours("sessions/part-9", gm) == ("sessions/part-2", "sessions/part-10")
         assert cat.neighbours("sessions/part-9", players) == ("sessions/part-2", "sessions/part-11")
@@ -368,7 +369,7 @@ async def _pool_features(tmp_path: Path, files: dict[str, str], query: str):
         await engine.ingest("saga")
         trace = Trace(collect_features=True)
         await engine.retrieve("saga", query, players_lens(), trace=trace, use_pins=False)
-        cat = await engine.retriever.catalog("saga")
+        cat = await harness.catalog(engine, "saga")
     finally:
         await close_engine(engine)
     assert trace.features is not None

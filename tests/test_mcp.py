@@ -1,4 +1,4 @@
-"""The MCP server (issue #26) through the real ``mcp`` client, in process: the lens is the
+"""The MCP server through the real ``mcp`` client, in process: the lens is the
 catalogue, no argument raises it, a players client never receives GM-only text, titles or ids
 whatever it sends, and errors are user-safe. One test serves over real streamable HTTP.
 
@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import harness
 import pytest
 import uvicorn
 from conftest import SAMPLE, close_engine, make_engine
@@ -232,7 +233,7 @@ async def test_a_missing_and_a_hidden_document_read_the_same(engine):
 
 async def test_errors_are_user_safe(engine, monkeypatch, caplog):
     async def crash(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError(f"boom at {engine.db.path}: the Saltborn Compact")
+        raise RuntimeError(f"boom at {harness.db(engine).path}: the Saltborn Compact")
 
     async def not_ready(*args: Any, **kwargs: Any) -> Any:
         raise NotReady("index gone", user_message="Rebuilding; try again in a minute.")
@@ -243,7 +244,7 @@ async def test_errors_are_user_safe(engine, monkeypatch, caplog):
         monkeypatch.setattr(engine, "retrieve", not_ready)
         waiting = await c.call_tool("search", {"query": "bells"})
     assert failed.is_error and NEUTRAL in text_of(failed)
-    assert "boom" not in text_of(failed) and engine.db.path not in text_of(failed)
+    assert "boom" not in text_of(failed) and harness.db(engine).path not in text_of(failed)
     assert "saltborn" not in text_of(failed).lower()
     assert "boom" in caplog.text  # the operator's log has it
     assert waiting.is_error and "Rebuilding; try again in a minute." in text_of(waiting)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 
+import harness
 import pytest
 from conftest import close_engine, make_engine
 from fakes.tiny_campaign import CANARY, GM_TITLE, make_tiny_campaign
@@ -173,7 +174,9 @@ async def _memory_engine(tmp_path, name: str, clock: FrozenClock, **params):
     campaigns = tmp_path / name / "campaigns"
     make_tiny_campaign(campaigns)
     engine = await make_engine(tmp_path / name, milvus=False, campaigns_dir=campaigns)
-    engine.memory = MemoryModel(MemoryStore(engine.db), clock=clock, params=MemoryParams(**params))
+    engine.memory = MemoryModel(
+        MemoryStore(harness.db(engine)), clock=clock, params=MemoryParams(**params)
+    )
     engine.memory_enabled = True
     await engine.ingest("greyhold")
     return engine
@@ -230,7 +233,7 @@ async def test_players_conversation_about_a_secrets_neighbours_never_surfaces_it
             assert not any(d.startswith("gm/") for d in bundle.ranked_doc_ids)
             assert CANARY not in bundle.text
         store = engine.memory.store
-        cat = await engine.retriever.catalog("greyhold")
+        cat = await harness.catalog(engine, "greyhold")
         g = await engine.memory.graph(cat)
         for c in await store.activations("greyhold", "players"):
             assert c.startswith("q:") or g.visible(c, PLAYERS_LENS)

@@ -1,10 +1,11 @@
-"""The triggers of passes (issue #23): after an ingest (tick and upload alike), on a cron job,
+"""The triggers of passes: after an ingest (tick and upload alike), on a cron job,
 and on request from the command line; all over the tiny campaign's real ingest."""
 
 from __future__ import annotations
 
 import json
 
+import harness
 import pytest
 from conftest import close_engine, make_engine
 from fakes.tiny_campaign import CANARY, make_tiny_campaign
@@ -64,7 +65,7 @@ class EchoModel(ScriptedModel):
 def routed(engine, model):
     """The model behind the router, as the service builds it: passes spend through its gate."""
     return Router(
-        model, db=engine.database, clock=FrozenClock(), limits=Limits(default_credits=100_000)
+        model, db=harness.db(engine), clock=FrozenClock(), limits=Limits(default_credits=100_000)
     )
 
 
@@ -77,7 +78,7 @@ async def engine(tmp_path):
 
 
 async def sources(engine) -> set[str]:
-    return {source_of(d) for d in await engine.db.documents.hashes(SLUG)}
+    return {source_of(d) for d in await harness.db(engine).documents.hashes(SLUG)}
 
 
 async def test_an_ingest_runs_the_changed_passes_in_the_background(engine, tmp_path):
@@ -86,7 +87,7 @@ async def test_an_ingest_runs_the_changed_passes_in_the_background(engine, tmp_p
         await passes.save(SLUG, json.dumps(ECHO))
         await engine.ingest(SLUG)  # the scheduler's tick calls this
         await passes.idle()
-        [first] = await engine.db.passes.runs(SLUG, "echo")
+        [first] = await harness.db(engine).passes.runs(SLUG, "echo")
         assert (first.trigger, first.status) == ("changed", "done")
         assert first.documents_done == len(await sources(engine)) > 0
 
@@ -97,7 +98,7 @@ async def test_an_ingest_runs_the_changed_passes_in_the_background(engine, tmp_p
         calls = len([r for r in model.requests if r["role"] == "analysis"])
         await engine.ingest(SLUG, new)
         await passes.idle()
-        second = (await engine.db.passes.runs(SLUG, "echo"))[0]
+        second = (await harness.db(engine).passes.runs(SLUG, "echo"))[0]
         assert second.run_id > first.run_id and second.documents_done == 1
         assert len([r for r in model.requests if r["role"] == "analysis"]) == calls + 1
 
@@ -118,10 +119,10 @@ async def test_a_scheduled_pass_gets_a_cron_job_that_respects_a_pause(engine):
             assert "pass:greyhold:echo" in scheduler.jobs()
             await passes.pause(SLUG)
             await jobs.fire(SLUG, "echo")
-            assert await engine.db.passes.runs(SLUG, "echo") == []
+            assert await harness.db(engine).passes.runs(SLUG, "echo") == []
             await passes.resume(SLUG)
             await jobs.fire(SLUG, "echo")
-            [run] = await engine.db.passes.runs(SLUG, "echo")
+            [run] = await harness.db(engine).passes.runs(SLUG, "echo")
             assert (run.trigger, run.status) == ("scheduled", "done")
             await passes.delete(SLUG, "echo")
             await jobs.sync()
@@ -160,7 +161,7 @@ async def test_passes_spend_through_the_router_its_credits_stop_them_and_a_top_u
     campaign's spend report under its pass and node."""
     await engine.ingest(SLUG)
     router = Router(
-        EchoModel(), db=engine.database, clock=FrozenClock(), limits=Limits(default_credits=0)
+        EchoModel(), db=harness.db(engine), clock=FrozenClock(), limits=Limits(default_credits=0)
     )
     async with open_passes(engine, router) as passes:
         await passes.save(SLUG, json.dumps(ECHO))
@@ -224,7 +225,7 @@ async def test_a_gm_runs_the_passes_from_chat_and_a_player_is_refused(engine):
             assert player.error and player.ephemeral and "Only a GM" in player.text
             assert "echo" not in player.text
         assert not await router.is_paused(SLUG)
-        assert len(await engine.db.passes.runs(SLUG, "echo", limit=10)) == 1
+        assert len(await harness.db(engine).passes.runs(SLUG, "echo", limit=10)) == 1
 
     # A process that runs no passes says so rather than pretend.
     bare = BotService(engine)

@@ -1,4 +1,4 @@
-"""Passes are data (issue #23): validation at save, the executor's caps, credit, pause, traces,
+"""Passes are data: validation at save, the executor's caps, credit, pause, traces,
 a user-defined pass run without code changes, and the GM wall on derived facts.
 
 Real SQLite, documents written through the real loader (so hidden sections become real ``//gm``
@@ -25,7 +25,7 @@ from liminalis.passes import (
     NodeRegistry,
     Passes,
     Record,
-    default_registry,
+    builtin_registry,
     parse_definition,
 )
 from liminalis.passes.nodes import install as install_builtins
@@ -482,7 +482,7 @@ async def test_a_fact_from_a_gm_view_is_invisible_to_players(db):
 
 
 async def test_a_registered_node_type_and_a_hook_join_definitions(db):
-    registry = default_registry().copy()
+    registry = builtin_registry().copy()
 
     async def shout(ctx: NodeContext, inputs: Mapping[str, Any]) -> tuple[Record, ...]:
         return tuple(Record(view=p.view, data={"loud": p.text.upper()}) for p in inputs["items"])

@@ -1,4 +1,4 @@
-"""The GM's view of the table (issue #25): every answered question is logged; a GM reads what
+"""The GM's view of the table: every answered question is logged; a GM reads what
 players asked, the documents they keep asking about and the gaps in the notes (`/log`, the
 console, `liminalis log`); a player never does. Real SQLite, the tiny campaign, a frozen clock."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+import harness
 import pytest
 from conftest import close_engine, make_engine
 from fakes.tiny_campaign import CANARY, GM_TITLE, make_tiny_campaign
@@ -97,10 +98,10 @@ async def test_a_report_covers_its_days_and_the_log_keeps_a_window(table):
         NOWHERE
     ]
     assert len((await service.engine.question_report("greyhold", days=14)).questions) == 2
-    log = QuestionLog(service.engine.database, clock=clock, retention_days=30)
+    log = QuestionLog(harness.db(service.engine), clock=clock, retention_days=30)
     clock.advance(days=25)  # the first is 35 days old now, past the window
     await log.record("greyhold", "one more?", frozenset({PLAYERS}), chat="x", found=False, cited=())
-    kept = await service.engine.database.questions.since("greyhold", 0.0)
+    kept = await harness.db(service.engine).questions.since("greyhold", 0.0)
     assert [r.question for r in kept] == [NOWHERE, "one more?"]
 
 

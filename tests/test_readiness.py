@@ -11,6 +11,7 @@ import logging
 
 import pytest
 from conftest import close_engine, make_engine, upgraded_engine
+from fakes.local_http import wait_quiet
 from fakes.tiny_campaign import CANARY, make_tiny_campaign
 
 from bot.scheduler import RecapScheduler
@@ -107,7 +108,7 @@ async def test_scheduler_start_runs_the_first_tick_at_once_and_shutdown_ends_it_
         await s.start()
         await asyncio.wait_for(running.wait(), 10)  # the first tick started without waiting 300 s
         await s.close()
-        await asyncio.sleep(0.05)  # let the cancelled job finish
+        await wait_quiet(lambda: 0)  # the cancelled job has finished, its errors logged
         assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     finally:
         await s.close()

@@ -1,4 +1,4 @@
-"""One bad file, one bad campaign.toml, one damaged vector store never stop a campaign (#26).
+"""One bad file, one bad campaign.toml, one damaged vector store never stop a campaign.
 
 Found in the field: a deeply nested folder gave a 646-character vector id against Milvus's 512,
 which failed the whole campaign's ingest, and from then on every question was told "being
@@ -14,6 +14,7 @@ import os
 import shutil
 from pathlib import Path
 
+import harness
 import pytest
 from conftest import close_engine, make_engine, upgraded_engine
 from fakes.hostile_campaign import GM_CANARY, make_hostile_campaign
@@ -144,7 +145,7 @@ async def test_a_file_whose_rows_the_store_refuses_is_skipped_and_the_rest_serve
         assert [(s.path, s.reason) for s in report.skipped] == [(rel, REFUSED)]
         assert store.refused and await engine.is_indexed("greyhold")
         assert rel not in {f.path for f in report.files} and report.documents == 4
-        assert doc_id_for(rel) not in await engine.db.documents.hashes("greyhold")
+        assert doc_id_for(rel) not in await harness.db(engine).documents.hashes("greyhold")
         bundle = await engine.retrieve("greyhold", "who rules Greyhold keep", PLAYERS)
         assert bundle.documents[0].title == "Baron Aldric"
         # Taken once (a store with room), then an edit it refuses: the old version stays.

@@ -9,6 +9,7 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import harness
 import pytest
 from fakes.anthropic_server import FakeAnthropic
 
@@ -404,7 +405,7 @@ async def test_a_reply_through_the_responder_is_logged_as_a_foreground_reply(tmp
     try:
         await engine.ingest("greyhold")
         model = ScriptedModel(replies=["From the river tower."])
-        router = Router(model, db=engine.db, clock=FrozenClock(T0), roles=ROLE_TABLE)
+        router = Router(model, db=harness.db(engine), clock=FrozenClock(T0), roles=ROLE_TABLE)
         answer = await Responder(engine, router=router).respond(
             "greyhold", "Where does the baron rule from?", frozenset({"players"})
         )
@@ -504,7 +505,9 @@ async def test_budget_show_gives_a_gm_the_days_spend_and_credits_and_a_player_ne
     engine = await make_engine(tmp_path, milvus=False)
     try:
         await engine.ingest("greyhold")
-        router = Router(ScriptedModel(), db=engine.db, clock=FrozenClock(T0), roles=ROLE_TABLE)
+        router = Router(
+            ScriptedModel(), db=harness.db(engine), clock=FrozenClock(T0), roles=ROLE_TABLE
+        )
         service = BotService(
             engine, responder=Responder(engine, router=router), default_campaign="greyhold"
         )
@@ -546,7 +549,7 @@ async def test_a_gm_gives_one_chat_its_reply_model_and_only_its_replies_move(tmp
         ):
             router = Router(
                 m,
-                db=engine.db,
+                db=harness.db(engine),
                 clock=FrozenClock(T0),
                 roles=ROLE_TABLE,
                 limits=Limits(default_credits=100_000),

@@ -6,12 +6,14 @@ import asyncio
 import datetime as dt
 import os
 
+import harness
 import pytest
 from conftest import close_engine, make_engine, upgraded_engine
 from fakes.tiny_campaign import CANARY, make_tiny_campaign
 
+from bot.cron import parse_cron
 from bot.directory import Directory
-from bot.scheduler import RecapScheduler, latest_slot, parse_cron, parse_target
+from bot.scheduler import RecapScheduler, latest_slot, parse_target
 from bot.service import BotService, IncomingMessage, Reply
 from liminalis.errors import InvalidInput
 from liminalis.testing import FrozenClock
@@ -39,7 +41,7 @@ async def setup(tmp_path):
     (root / "campaign.toml").write_text(toml)
     engine = await make_engine(tmp_path, milvus=False)
     await engine.ingest("greyhold")
-    await Directory(engine.db).link(
+    await Directory(harness.db(engine)).link(
         "discord", "4242", "greyhold"
     )  # recaps go only to a linked channel
     yield tmp_path, engine
@@ -215,7 +217,7 @@ async def test_the_ticks_ingest_and_an_upload_never_interleave(setup):
     run's sweep of orphaned vectors could delete the other's new vectors)."""
     tmp_path, engine = setup
     active = peak = 0
-    real = engine.indexer.ingest
+    real = harness.indexer(engine).ingest
 
     async def counted(*args, **kw):
         nonlocal active, peak
@@ -227,7 +229,7 @@ async def test_the_ticks_ingest_and_an_upload_never_interleave(setup):
         finally:
             active -= 1
 
-    engine.indexer.ingest = counted
+    harness.indexer(engine).ingest = counted
     (tmp_path / "campaigns" / "greyhold" / "tower.md").write_text(
         "# The River Tower\n\nA tall tower of black stone.\n"
     )
@@ -353,8 +355,8 @@ async def test_a_recap_that_cannot_be_built_is_retried_not_lost(setup):
 
 
 async def test_a_recap_due_while_campaign_toml_is_mid_edit_is_posted_on_time(setup):
-    """A process that read a good campaign.toml goes on with it while the file is mid-edit
-    (#26): the recap is posted on time, not held until the GM saves a valid file."""
+    """A process that read a good campaign.toml goes on with it while the file is mid-edit:
+    the recap is posted on time, not held until the GM saves a valid file."""
     tmp_path, engine = setup
     rec = Recorder()
     clock = FrozenClock(FRIDAY_18)
@@ -392,12 +394,12 @@ async def test_relinking_a_channel_drops_the_other_campaigns_recap_schedule(setu
     # A schedule row that outlived its link (written before links cleaned up after themselves),
     # and campaign.toml's own channel linked to another campaign: neither is posted to.
     await service.directory.link("slack", "C9", "saltmarsh")
-    await engine.db.execute(
+    await harness.db(engine).execute(
         "INSERT INTO recap_schedules (campaign, cron, platform, channel_id) "
         "VALUES ('greyhold', '0 18 * * 5', 'slack', 'C9')"
     )
     assert await s.run_due() == [] and rec.posts == []
-    await engine.db.execute("DELETE FROM recap_schedules")
+    await harness.db(engine).execute("DELETE FROM recap_schedules")
     s.posters["discord"] = rec
     clock.advance(days=7)  # a slot nobody claimed
     await service.directory.link("discord", "4242", "saltmarsh")  # greyhold's [recap] channel
@@ -437,7 +439,7 @@ async def test_a_stored_schedule_that_never_fires_does_not_stop_the_scheduler(se
     """A schedule saved before such crons were refused (``0 0 31 2 *``) is skipped with a
     warning; the start, the tick and the other schedules go on."""
     _, engine = setup
-    await engine.db.execute(
+    await harness.db(engine).execute(
         "INSERT INTO recap_schedules (campaign, cron, platform, channel_id) "
         "VALUES ('ghost', '0 0 31 2 *', 'discord', '1')"
     )
@@ -457,7 +459,7 @@ async def test_a_schedule_of_a_deleted_campaign_is_skipped_once_per_slot(setup, 
     """Its folder gone, a campaign's stored schedule logs one warning a slot, not a traceback
     on every tick of the grace window."""
     _, engine = setup
-    await engine.db.execute(
+    await harness.db(engine).execute(
         "INSERT INTO recap_schedules (campaign, cron, platform, channel_id) "
         "VALUES ('ghost', '0 18 * * 5', 'discord', '1')"
     )

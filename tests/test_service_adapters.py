@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import harness
 import pytest
 from conftest import close_engine, make_engine
 from fakes.tiny_campaign import GM_TITLE, make_tiny_campaign
@@ -421,7 +422,7 @@ async def test_a_data_directory_from_before_servers_were_recorded(tmp_path):
             in (await service.handle(msg("/lens", roles=["GM"], channel="C1", guild="1000"))).text
         )
         assert await service.directory.homes("discord", "greyhold") == {"1000"}
-        rows = await engine.db.fetchall("SELECT channel_id, parent_id FROM recap_schedules")
+        rows = await harness.rows(engine, "SELECT channel_id, parent_id FROM recap_schedules")
         assert [(r["channel_id"], r["parent_id"]) for r in rows] == [
             ("C1", None)
         ]  # kept, its new column empty
@@ -461,7 +462,7 @@ async def test_a_thread_schedule_from_before_parents_were_recorded_learns_its_pa
     no link and its recaps would stop; the thread's next message records the parent."""
     from liminalis.store.rows import ScheduleRow
 
-    await service.engine.db.schedules.set(
+    await harness.db(service.engine).schedules.set(
         ScheduleRow(
             campaign="greyhold",
             cron="0 18 * * 5",
@@ -475,7 +476,7 @@ async def test_a_thread_schedule_from_before_parents_were_recorded_learns_its_pa
             platform="discord", channel_id="T1", parent_id="C1", user_id="9", text="/lens"
         )
     )
-    (row,) = await service.engine.db.schedules.all()
+    (row,) = await harness.db(service.engine).schedules.all()
     assert row.parent_id == "C1"
     assert (
         await service.directory.campaign_for("discord", row.channel_id, row.parent_id) == "greyhold"

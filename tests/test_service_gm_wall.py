@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import discord
+import harness
 import pytest
 from fakes.discord_api import (
     CHANNEL_ID,
@@ -54,7 +55,7 @@ def assert_clean(text: str) -> None:
 
 
 async def gm_titles(engine) -> list[str]:
-    cat = await engine.retriever.catalog("emberfall")
+    cat = await harness.catalog(engine, "emberfall")
     # GM-only files: not the GM's whole text of a players' page with hidden sections (its title
     # is the players' too)
     return [

@@ -106,7 +106,7 @@ async def test_unsigned_request_is_rejected(env):
     headers = signed_headers(body, content_type="application/x-www-form-urlencoded", secret="wrong")
     resp = await adapter.app.async_dispatch(AsyncBoltRequest(body=body, headers=headers))
     assert resp.status == 401
-    await asyncio.sleep(0.1)
+    await api.wait_quiet()
     assert not api.find("/respond/")
 
 
@@ -501,7 +501,7 @@ async def test_a_dm_with_a_file_is_answered_and_an_edit_is_not(env):
     (post,) = await api.wait_for("chat.postMessage")
     assert post.args["channel"] == "D0DM" and post.args["thread_ts"] == "3.1"
     assert not api.find("/files/map.png")  # a player's file is never downloaded
-    await asyncio.sleep(0.2)
+    await api.wait_quiet()
     assert len(api.find("chat.postMessage")) == 1  # the edit got no answer
 
 

@@ -1,4 +1,4 @@
-"""Slack gets the map's picture (issue #25) and streams a mention's answer in its thread, through
+"""Slack gets the map's picture and streams a mention's answer in its thread, through
 slack-bolt's ``AsyncApp.async_dispatch``, the real ``slack_sdk`` client (``files_upload_v2``)
 and the local mock Web API; the answer's model is the real Anthropic client against the local
 Messages API. A private reply's picture goes to the member's DM with the app, never the
@@ -248,7 +248,7 @@ async def test_a_mention_in_a_thread_streams_its_answer_in_place_and_ends_whole(
     final = updates[-1]
     assert "▌" not in dump(final) and "Sources" in dump(final) and "Baron Aldric" in dump(final)
     assert reply.split(" [")[0] in dump(final)
-    await asyncio.sleep(0.05)
+    await api.wait_quiet()
     assert len(api.find("chat.postMessage")) == 1 and not api.find("chat.postEphemeral")
 
 

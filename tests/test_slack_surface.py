@@ -1,4 +1,4 @@
-"""The Slack chat surface (issue #25) through slack-bolt's ``AsyncApp.async_dispatch`` with signed
+"""The Slack chat surface through slack-bolt's ``AsyncApp.async_dispatch`` with signed
 requests and the local mock Web API: one `/lore` command, answers with buttons checked on press,
 the 👎 form, Share with table, streamed answers updated in place, DMs, and the App Home."""
 
@@ -187,7 +187,7 @@ async def test_share_with_table_posts_the_players_answer_never_the_gms(env):
     shared = dump(post)
     assert CANARY not in shared and GM_TITLE not in shared
     assert "What is the truth about the baron?" in shared and "What every player can see" in shared
-    await asyncio.sleep(0.05)
+    await api.wait_quiet()
     assert not api.find("/respond/share") and len(api.find("chat.postMessage")) == 1
 
 
@@ -213,7 +213,7 @@ async def test_a_streamed_public_answer_is_updated_in_place_and_ends_whole(env):
     assert "▌" not in dump(final) and "Sources" in dump(final) and "Baron Aldric" in dump(final)
     assert "❓ Who rules?" in dump(final) and "Sources" in buttons(final)
     assert reply.split(" [")[0] in dump(final)
-    await asyncio.sleep(0.05)
+    await api.wait_quiet()
     assert not api.find("/respond/s")  # one message: the streamed one
 
 

@@ -9,6 +9,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
+import harness
 import numpy as np
 import pytest
 from conftest import close_engine, make_engine
@@ -310,7 +311,7 @@ async def test_an_upgraded_data_directory_answers_with_the_same_bundle(tmp_path)
 
     engine = await make_engine(tmp_path, milvus=False)
     try:
-        assert await engine.db.version() == LATEST
+        assert await harness.db(engine).version() == LATEST
         await engine.ingest(
             "greyhold"
         )  # a fresh in-memory vector store: re-filled from the embedding cache

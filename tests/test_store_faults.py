@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import discord
+import harness
 import pytest
 from conftest import close_engine, make_engine
 from fakes.discord_api import CHANNEL_ID, GUILD_ID, FakeDiscordApi, guild_payload
@@ -98,7 +99,7 @@ async def test_a_store_error_a_user_meets_says_the_data_folder_is_read_only(tmp_
     engine = await make_engine(tmp_path, milvus=False)
     try:
         await engine.ingest("greyhold")
-        await read_only(engine.db)
+        await read_only(harness.db(engine))
         with pytest.raises(StoreError) as caught:
             await engine.set_budget("greyhold", 4000)
         assert "the data folder is read-only" in caught.value.user_message
@@ -148,7 +149,7 @@ async def test_a_read_only_database_still_delivers_the_answer_on_discord(discord
     api, adapter, engine = discord_env
     before = await discord_ask(api, adapter, QUESTION)
     assert before.get("components")  # buttons while the card can be stored
-    await read_only(engine.db)
+    await read_only(harness.db(engine))
     body = await discord_ask(api, adapter, QUESTION)
     text = json.dumps(body, ensure_ascii=False)
     assert "Baron" in text and "unavailable" not in text
@@ -202,7 +203,7 @@ def slack_buttons(args: dict) -> list[str]:
 async def test_a_read_only_database_still_delivers_the_answer_on_slack(slack_env):
     api, adapter, engine = slack_env
     assert slack_buttons(await slack_ask(api, adapter, QUESTION, "before"))
-    await read_only(engine.db)
+    await read_only(harness.db(engine))
     args = await slack_ask(api, adapter, QUESTION, "after")
     text = json.dumps(args, ensure_ascii=False)
     assert "Baron" in text and "unavailable" not in text
@@ -219,8 +220,8 @@ async def test_a_full_disk_still_delivers_the_answer_and_says_so_where_it_must(t
             await engine.ingest("greyhold")
             service = BotService(engine)
             await service.directory.link("slack", SLACK_CHANNEL, "greyhold")
-            await engine.db.close()  # the next open starts a fresh write-ahead log
-            await engine.db.open()
+            await harness.db(engine).close()  # the next open starts a fresh write-ahead log
+            await harness.db(engine).open()
             fill(disk)
             api = MockSlackApi()
             await api.start()

@@ -1,4 +1,4 @@
-"""Export and import (issue #26): a campaign exported and imported into a fresh data directory
+"""Export and import: a campaign exported and imported into a fresh data directory
 retrieves and answers exactly as before, for every lens, without embedding anything again; an
 archive of another format, a newer release or with an unsafe member is refused before anything
 is written.
@@ -14,6 +14,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import harness
 import pytest
 import yaml
 from conftest import SAMPLE, close_engine, make_engine
@@ -73,7 +74,9 @@ MOODS = {
 async def engine_at(root: Path, embedder: HashEmbedder | None = None) -> Engine:
     engine = await make_engine(root, milvus=False, embedder=embedder or HashEmbedder())
     # The campaign memory on, over a clock that never moves: its state is part of the export.
-    engine.memory = MemoryModel(MemoryStore(engine.db), clock=FrozenClock(), params=MemoryParams())
+    engine.memory = MemoryModel(
+        MemoryStore(harness.db(engine)), clock=FrozenClock(), params=MemoryParams()
+    )
     engine.memory_enabled = True
     return engine
 
@@ -89,14 +92,14 @@ async def lived_in(root: Path) -> Engine:
     await engine.add_pin(SLUG, "Vessa Coldwater", Lens({"gm"}))
     await engine.add_pin(SLUG, "The Drowned Bell", Lens({"gm"}), scope=CHAT)
     await engine.set_budget(SLUG, 4321, chat=CHAT)
-    await engine.db.links.link("discord", "555", SLUG, guild_id="9")
+    await harness.db(engine).links.link("discord", "555", SLUG, guild_id="9")
     for q in ("Who is Vessa Coldwater?", "Where is the Copper Kettle?"):
         answer = await engine.answer(SLUG, q, Lens({"players"}), chat=CHAT)
         await engine.remember_turn(
             await engine.scope(SLUG, Lens({"players"})), q, [s.doc_id for s in answer.sources]
         )
-    await Knowledge(engine.db).refresh(SLUG, await engine.retriever.catalog(SLUG))
-    passes = Passes(engine.db, clock=FrozenClock(), model=TitleModel())
+    await Knowledge(harness.db(engine)).refresh(SLUG, await harness.catalog(engine, SLUG))
+    passes = Passes(harness.db(engine), clock=FrozenClock(), model=TitleModel())
     await passes.save(SLUG, json.dumps(MOODS))
     assert (await passes.run(SLUG, "moods")).status == "done"
     await passes.close()
@@ -166,7 +169,7 @@ async def derived(engine: Engine, slug: str) -> dict[str, list[Any]]:
     """The rows an import derives again, by table, the campaign's name taken out."""
     out = {}
     for table in sorted(REBUILT - {"pass_state", "memory_chunks", "memory_links"}):
-        rows = await engine.db.fetchall(f"SELECT * FROM {table} WHERE campaign = ?", (slug,))
+        rows = await harness.rows(engine, f"SELECT * FROM {table} WHERE campaign = ?", (slug,))
         out[table] = sorted(
             sorted((k, SLUG if k == "campaign" else r[k]) for k in r.keys()) for r in rows
         )
@@ -176,8 +179,8 @@ async def derived(engine: Engine, slug: str) -> dict[str, list[Any]]:
 async def rederive(engine: Engine, slug: str = SLUG) -> None:
     """What the passes do after an import's ingest where they listen (``serve``): here the
     knowledge refresh and the pass the lived-in campaign ran."""
-    await Knowledge(engine.db).refresh(slug, await engine.retriever.catalog(slug))
-    passes = Passes(engine.db, clock=FrozenClock(), model=TitleModel())
+    await Knowledge(harness.db(engine)).refresh(slug, await harness.catalog(engine, slug))
+    passes = Passes(harness.db(engine), clock=FrozenClock(), model=TitleModel())
     assert (await passes.run(slug, "moods")).status == "done"
     await passes.close()
 
@@ -472,7 +475,7 @@ async def held_back(engine: Engine) -> dict[str, list[dict[str, Any]]]:
             if table == "chat_turns"
             else f"SELECT * FROM {table} WHERE campaign = ?"
         )
-        out[table] = [dict(r) for r in await engine.db.fetchall(sql, (SLUG,))]
+        out[table] = [dict(r) for r in await harness.rows(engine, sql, (SLUG,))]
     return out
 
 

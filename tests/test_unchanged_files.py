@@ -9,6 +9,7 @@ import dataclasses
 import os
 from pathlib import Path
 
+import harness
 import pytest
 from conftest import close_engine, make_engine
 from fakes.tiny_campaign import CANARY, GM_TITLE, make_tiny_campaign
@@ -266,7 +267,7 @@ async def test_an_upgrade_or_a_damaged_row_reads_the_file_again(tmp_path, reads,
     engine = await _restarted(tmp_path, store)
     try:
         await engine.ingest("greyhold")
-        async with engine.db.write() as conn:
+        async with harness.db(engine).write() as conn:
             await conn.execute(
                 "UPDATE file_signatures SET views = 'not json' WHERE path = 'baron.md'"
             )

@@ -34,7 +34,7 @@ __all__ = [
     "Request",
     "Scope",
     "Services",
-    "private_in_shared_channels",
+    "private_in_shared",
     "shared_channel",
 ]
 
@@ -172,7 +172,7 @@ def shared_channel(request: Request) -> bool:
     return not request.msg.bot_dm and request.msg.platform != "console"
 
 
-def private_in_shared_channels(request: Request, scope: Scope) -> bool:
+def private_in_shared(request: Request, scope: Scope) -> bool:
     """Whether a reply drawn from the asker's lens must be private: a GM's or a personal lens's
     may hold what others in a shared conversation must not read (a GM secret, one player's
     backstory), so there only its asker reads it."""

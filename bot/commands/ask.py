@@ -5,13 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bot.cards import answer_actions
-from bot.commands._base import Command, Option, Request, Scope, shared_channel
-from bot.commands.budget import effective_budget
+from bot.commands._base import Command, Option, Request, Scope, private_in_shared
 from bot.messages import OptionValue, Reply
 from liminalis.errors import InvalidInput
 from liminalis.retrieval.retriever import RERANK_BUSY_NOTE, RERANK_FAILED_NOTE
 
-__all__ = ["command", "private_in_shared", "shared_channel"]
+__all__ = ["command"]
 
 _SKIPPED_STAGE = {
     RERANK_BUSY_NOTE: "_Many questions at once: this answer skipped its reranking step, so its best passages "
@@ -25,12 +24,6 @@ def _parse(arg: str) -> dict[str, OptionValue]:
     return {"question": arg} if arg else {}
 
 
-def private_in_shared(request: Request, scope: Scope) -> bool:
-    """A GM's or a personal view's reply may quote what others in the channel must not see (a
-    GM secret, one player's backstory): in a shared channel only its asker reads it."""
-    return scope.lens.is_private and shared_channel(request)
-
-
 async def run(request: Request, scope: Scope) -> Reply:
     cfg, msg, services = scope.config, request.msg, scope.services
     question = request.string("question")
@@ -39,8 +32,8 @@ async def run(request: Request, scope: Scope) -> Reply:
             "empty question",
             user_message="Ask a question, e.g. `/lore ask who is the Lantern Queen?`",
         )
-    budget = await effective_budget(
-        services.engine, cfg.slug, msg.chat_key, services.responder.budget_tokens
+    budget = await services.engine.budget(
+        cfg.slug, msg.chat_key, default=services.responder.budget_tokens
     )
     answer = await services.engine.answer(
         cfg,

@@ -14,10 +14,9 @@ import re
 
 from bot.commands._base import Command, Option, Request, Scope
 from bot.messages import OptionValue, Reply
-from liminalis.engine import Engine
 from liminalis.errors import InvalidInput
 
-__all__ = ["command", "effective_budget", "LOW", "HIGH"]
+__all__ = ["command", "LOW", "HIGH"]
 
 LOW, HIGH = 500, 200_000
 # ASCII digits only: "²".isdigit() is true, and int() refuses it.
@@ -28,13 +27,6 @@ _MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@/-]{0,99}")
 #: The word that gives a chat back the configured reply model.
 DEFAULT_MODEL = "default"
 _USAGE = "Usage: `/budget show|set <tokens> [chat]|model <name>|default`"
-
-
-async def effective_budget(
-    engine: Engine, slug: str, chat_key: str | None, default: int = 6000
-) -> int:
-    """The chat's budget, else the campaign's, else ``default``."""
-    return await engine.budget(slug, chat_key, default=default)
 
 
 def _parse(arg: str) -> dict[str, OptionValue]:
@@ -57,8 +49,8 @@ async def run(request: Request, scope: Scope) -> Reply:
     cfg, services, msg = scope.config, scope.services, request.msg
     action = request.string("action", "show")
     if action == "show":
-        shown = await effective_budget(
-            services.engine, cfg.slug, msg.chat_key, services.responder.budget_tokens
+        shown = await services.engine.budget(
+            cfg.slug, msg.chat_key, default=services.responder.budget_tokens
         )
         text = f"Answer length: an answer reads up to {shown:,} tokens of campaign text."
         router = services.responder.router

@@ -1,5 +1,5 @@
 """``/campaign``: make a campaign, link channels to it, name its GMs and set its settings, all
-from chat (issue #25, campaigns without a shell); and (for its GMs) the Discord servers where its
+from chat (campaigns without a shell); and (for its GMs) the Discord servers where its
 GM role names count.
 
 ``create <name>`` (Discord: Manage Server; Slack: a workspace admin or owner; or a user the host
@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from bot.commands._base import Command, Need, Option, Request, Scope
 from bot.commands.budget import HIGH, LOW
+from bot.cron import parse_cron
 from bot.messages import IncomingMessage, OptionValue, Reply
 from bot.render import skipped_lines
 from liminalis.campaign import CampaignConfig, is_discord_id, validate_slug
@@ -272,7 +273,9 @@ async def _status(request: Request, scope: Scope) -> Reply:
     titles = await scope.services.engine.titles(cfg.slug, scope.lens, limit=25)
     files = len({source_of(d) for d, _ in titles})  # a personal view is part of its file
     text = f"This channel plays **{cfg.name}** (`{cfg.slug}`); {files}{'+' if len(titles) == 25 else ''} documents visible to you."
-    if (progress := scope.services.engine.index_progress(cfg.slug)) is not None:  # issue #26
+    if (
+        progress := scope.services.engine.index_progress(cfg.slug)
+    ) is not None:  # an ingest is running: say how far it has come
         text += f"\nIndexing: {progress.describe()}."
     if scope.lens.is_gm:
         text += "\n" + _gm_list(cfg, await scope.services.directory.grants(cfg.slug))
@@ -722,8 +725,6 @@ async def _set_recap(request: Request, scope: Scope, spec: str) -> str:
                 user_message="Set the recap in the channel itself (in a thread, `/recap schedule` "
                 "posts there).",
             )
-        from bot.scheduler import parse_cron  # the scheduler imports the service, which imports us
-
         parse_cron(spec)
     cron, channel = ("", "") if off else (spec, f"{msg.platform}:{msg.channel_id}")
     await services.engine.edit_campaign(

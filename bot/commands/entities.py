@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.commands._base import Command, Option, Request, Scope, private_in_shared_channels
+from bot.commands._base import Command, Option, Request, Scope, private_in_shared
 from bot.messages import OptionValue, Reply
 from liminalis.errors import InvalidInput
 
@@ -62,6 +62,6 @@ command = Command(
     options=(Option("type", "string", "Only this type", choices=TYPES),),
     usage=("`/entities [type]` — who and what the documents name (most mentioned first)",),
     example="/entities faction",
-    private=private_in_shared_channels,
+    private=private_in_shared,
     parse=_parse,
 )

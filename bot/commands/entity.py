@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.commands._base import Command, Option, Request, Scope, private_in_shared_channels
+from bot.commands._base import Command, Option, Request, Scope, private_in_shared
 from bot.commands.entities import NOT_BUILT
 from bot.messages import OptionValue, Reply
 from liminalis.answer import Source
@@ -81,6 +81,6 @@ command = Command(
     ),
     usage=("`/entity <name>` — what is known of one: type, other names, lines, relations",),
     example="/entity Mirel",
-    private=private_in_shared_channels,
+    private=private_in_shared,
     parse=_parse,
 )

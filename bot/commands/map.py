@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from bot.commands._base import Command, Option, Request, Scope, private_in_shared_channels
+from bot.commands._base import Command, Option, Request, Scope, private_in_shared
 from bot.commands.entities import NOT_BUILT
 from bot.messages import Attachment, OptionValue, Reply
 from liminalis.errors import NotFound
@@ -74,6 +74,6 @@ command = Command(
     ),
     usage=("`/map [entity]` — a picture of how they relate (centred on one if named)",),
     example="/map Mirel",
-    private=private_in_shared_channels,
+    private=private_in_shared,
     parse=_parse,
 )

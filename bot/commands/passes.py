@@ -1,5 +1,5 @@
 """``/pass list|show NAME|run NAME|pause|resume`` (``/gm pass`` where commands are grouped): a
-GM's analysis passes (issue #23) from chat, the same actions and the same text as ``liminalis
+GM's analysis passes from chat, the same actions and the same text as ``liminalis
 pass …``, which calls :func:`pass_action` too.
 
 GM-only and private: a pass's report names GM-only documents in its errors, and pausing or

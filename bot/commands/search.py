@@ -4,8 +4,7 @@ through the asker's view, a page at a time."""
 from __future__ import annotations
 
 from bot.cards import pager
-from bot.commands._base import Command, Option, Request, Scope
-from bot.commands.ask import private_in_shared
+from bot.commands._base import Command, Option, Request, Scope, private_in_shared
 from bot.messages import OptionValue, Reply
 from bot.render import page_of
 from liminalis.errors import InvalidInput

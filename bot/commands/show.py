@@ -6,8 +6,7 @@ from __future__ import annotations
 import re
 
 from bot.cards import pager
-from bot.commands._base import Command, Option, Request, Scope
-from bot.commands.ask import private_in_shared
+from bot.commands._base import Command, Option, Request, Scope, private_in_shared
 from bot.messages import OptionValue, Reply
 from bot.render import page_of, pages_of
 from liminalis.errors import InvalidInput

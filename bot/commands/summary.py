@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.commands._base import Command, Option, Request, Scope, private_in_shared_channels
+from bot.commands._base import Command, Option, Request, Scope, private_in_shared
 from bot.messages import OptionValue, Reply
 from liminalis.answer import Source
 from liminalis.errors import InvalidInput
@@ -60,6 +60,6 @@ command = Command(
     ),
     usage=("`/summary <document>` — a document's summary",),
     example="/summary Session 7",
-    private=private_in_shared_channels,
+    private=private_in_shared,
     parse=_parse,
 )

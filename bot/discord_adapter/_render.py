@@ -12,16 +12,19 @@ files (the relationship map) go with its first message (up to 10, Discord's limi
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import discord
 
-from bot.messages import Action, Attachment, Reply
+from bot.messages import Action, Attachment, Form, Reply
 from bot.render import describe_view, sanitize, split_text, truncate
 
 __all__ = [
     "Outgoing",
+    "button_view",
+    "form_modal",
     "render_reply",
     "render_partial",
     "CONTENT_LIMIT",
@@ -125,3 +128,41 @@ def _render(reply: Reply) -> list[Outgoing]:
     if footer:
         embeds[-1].set_footer(text=footer)
     return _with_actions([Outgoing(embeds=(e,)) for e in embeds], reply.actions)
+
+
+_STYLES = {
+    "primary": discord.ButtonStyle.primary,
+    "secondary": discord.ButtonStyle.secondary,
+    "success": discord.ButtonStyle.success,
+    "danger": discord.ButtonStyle.danger,
+}
+
+
+def button_view(actions: Sequence[Action]) -> Any:
+    """``actions`` as message components (``MISSING`` for none). The view is stopped before it
+    is sent, so discord.py keeps no state for it: presses reach ``on_interaction`` by their ids,
+    also after a restart."""
+    if not actions:
+        return discord.utils.MISSING
+    view = discord.ui.View(timeout=None)
+    for action in actions:
+        view.add_item(
+            discord.ui.Button(label=action.label, custom_id=action.id, style=_STYLES[action.style])
+        )
+    view.stop()
+    return view
+
+
+def form_modal(form: Form) -> discord.ui.Modal:
+    modal = discord.ui.Modal(title=form.title[:45], custom_id=form.id)
+    modal.add_item(
+        discord.ui.TextInput(
+            label=form.label[:45],
+            custom_id="value",
+            placeholder=form.placeholder[:100] or None,
+            required=False,
+            max_length=form.max_length,
+        )
+    )
+    modal.stop()
+    return modal

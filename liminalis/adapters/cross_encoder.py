@@ -9,10 +9,14 @@ fused order (fail-soft) and logs once.
 from __future__ import annotations
 
 import asyncio
+import copy
+import json
 import logging
 import threading
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from liminalis.adapters.shared_weights import (
@@ -58,9 +62,6 @@ def _mean_pool_model_cls() -> Any:
         def save(self, out_dir: Any, *, half: bool = False) -> None:
             """Write the encoder (fp16 with ``half``: half the size to commit, loaded back as
             fp32) and the head."""
-            import copy
-            from pathlib import Path
-
             Path(out_dir).mkdir(parents=True, exist_ok=True)
             encoder = copy.deepcopy(self.encoder).half() if half else self.encoder
             encoder.save_pretrained(out_dir)
@@ -86,7 +87,6 @@ class MeanPoolCrossEncoderModel:
 
     @staticmethod
     def load(path: str) -> Any:
-        from pathlib import Path
 
         import torch
 
@@ -106,9 +106,6 @@ class MeanPoolCrossEncoderModel:
 def _trained_length(model: str) -> int | None:
     """``--max-length`` of a model trained by bench/train_reranker.py (scoring longer inputs
     than it was trained on costs time and moves scores off what validation measured)."""
-    import json
-    from pathlib import Path
-
     try:
         return int(json.loads((Path(model) / "training.json").read_text())["args"]["max_length"])
     except (OSError, ValueError, KeyError, TypeError):
@@ -155,8 +152,6 @@ class CrossEncoderReranker:
         if self._failed is not None:
             raise self._failed
         try:
-            from pathlib import Path
-
             if (Path(self._name) / HEAD_FILE).exists():
                 # The project's own mean-pooling cross-encoder (bench/train_reranker.py).
                 from transformers import AutoTokenizer
@@ -169,8 +164,6 @@ class CrossEncoderReranker:
 
                 self._model = CrossEncoder(self._name, max_length=self._max_length, device="cpu")
             if self._quantize:
-                import warnings
-
                 import torch
 
                 target = self._model if self._mean_pool else self._model.model

@@ -21,12 +21,15 @@ Milvus server is never touched: its errors are reported, as they may well pass.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import functools
 import hashlib
 import json
 import logging
 import os
 import re
+import shutil
+import socket
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -34,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
@@ -127,7 +131,6 @@ def _check_lite_lock(uri: str) -> None:
 
     if os.path.abspath(uri) in getattr(server_manager_instance, "_servers", {}):
         return
-    import fcntl
 
     fd = os.open(lock, os.O_RDWR)
     try:
@@ -277,8 +280,6 @@ class MilvusVectorStore:
         """Move a damaged collection (or the whole Milvus Lite store) to ``<uri>.damaged``,
         replacing what an earlier repair left there, and recreate every collection this store
         has opened, empty (worker thread). Refuses while another process holds the store."""
-        import shutil
-
         root = Path(self._uri)
         self._release()
         _check_lite_lock(self._uri)  # a store another process holds is not ours to move
@@ -583,7 +584,7 @@ class MilvusVectorStore:
             self._pool.shutdown(wait=True)
 
 
-# -- a look without opening the store (issue #26: `liminalis health` and `doctor`) -------------
+# -- a look without opening the store (for `liminalis health` and `doctor`) -------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -597,8 +598,6 @@ class VectorStoreProbe:
 
 def _safe_uri(uri: str) -> str:
     """``uri`` without a ``user:password@`` part."""
-    from urllib.parse import urlsplit, urlunsplit
-
     parts = urlsplit(uri)
     if parts.username or parts.password:
         host = parts.hostname or ""
@@ -612,7 +611,6 @@ def _lite_lock_held(path: Path) -> bool:
     lock = path / "LOCK"
     if sys.platform == "win32" or not lock.exists():
         return False
-    import fcntl
 
     fd = os.open(lock, os.O_RDWR)
     try:
@@ -632,9 +630,6 @@ def probe_milvus(
     nothing is opened, so a running ``serve`` keeps its lock. A server: a TCP connection within
     ``timeout_s``; ``deep`` also lists its collections through pymilvus (it speaks Milvus).
     Blocking."""
-    import socket
-    from urllib.parse import urlsplit
-
     if "://" not in uri:
         path = Path(uri)
         if path.exists() and not path.is_dir():

@@ -33,6 +33,8 @@ from dataclasses import replace
 from liminalis.answer.citations import Answer, cited_sources
 from liminalis.answer.offline import OfflineAnswerer
 from liminalis.campaign import CampaignConfig
+from liminalis.clock import SystemClock
+from liminalis.context import DEFAULT_CONTEXT_TOKENS
 from liminalis.context.budget import BudgetParams
 from liminalis.context.material import ContextDoc
 from liminalis.context.prompt import (
@@ -79,7 +81,7 @@ class Responder:
         engine: object,
         *,
         model: LanguageModel | None = None,
-        budget_tokens: int = 6000,
+        budget_tokens: int = DEFAULT_CONTEXT_TOKENS,
         clock: Clock | None = None,
         tier: TierParams = TierParams(),
         budget_params: BudgetParams = BudgetParams(),
@@ -98,8 +100,6 @@ class Responder:
         assert isinstance(engine, Engine)
         self.engine = engine
         if router is None and model is not None:
-            from liminalis.clock import SystemClock
-
             router = Router(
                 model,
                 db=engine.db,

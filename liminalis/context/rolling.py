@@ -33,6 +33,7 @@ from liminalis.context.material import ContextDoc
 from liminalis.context.tokens import default_counter
 from liminalis.lens import GM, visible
 from liminalis.ports import Clock, Message
+from liminalis.store.graph import MemoryStore
 from liminalis.store.sqlite import Database
 
 __all__ = [
@@ -97,7 +98,6 @@ async def forget_hidden(
     """
     if was <= now:  # opened wider: nobody loses it
         return 0
-    from liminalis.store.graph import MemoryStore
 
     # The campaign memory's activations and learned associations may lead to it too.
     await MemoryStore(db).forget_hidden(campaign, was, now)

@@ -54,7 +54,6 @@ from liminalis.passes.registry import (
     NodeContext,
     NodeRegistry,
     Record,
-    default_registry,
 )
 from liminalis.text import split_sentences
 from liminalis.types import Document
@@ -524,6 +523,7 @@ class KnowledgePasses:
 
     def __init__(self, passes: Passes, *, model: bool = False, overview_chars: int = 4000) -> None:
         self.passes = passes
+        install(passes.registry)  # this module's node types join the registry it runs on
         self.knowledge = Knowledge(passes.db)
         self.definitions = seeded_definitions(model=model)
         self.overview_chars = overview_chars
@@ -581,10 +581,3 @@ class KnowledgePasses:
             waiting, _ = await self.passes.executor.pending(campaign, d.name)
             total = max(total, len(waiting))
         return total
-
-    async def catch_up(self, campaign: str) -> list[RunResult]:
-        """Run the campaign's ``changed`` passes now and wait for them (``liminalis ingest``)."""
-        return await self.passes.run_triggered(campaign, "changed")
-
-
-install(default_registry())

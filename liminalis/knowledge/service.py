@@ -7,7 +7,7 @@ method reads the stored facts of the views the caller's lens may see
 
 Typical use, from a command or a pass::
 
-    knowledge = Knowledge(engine.database)
+    knowledge = Knowledge(engine.db)
     await knowledge.refresh(slug, catalog)
     card = await knowledge.entity(slug, lens, "Mirel")
 """

@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -172,11 +173,6 @@ class MemoryModel:
         }
         self._pending = {k: v for k, v in self._pending.items() if k[0] != campaign}
 
-    def forget_cached(self, campaign: str) -> None:
-        """Drop cached state of ``campaign`` (its rows changed underneath: a document was hidden)."""
-        self._scopes = {k: v for k, v in self._scopes.items() if k[0] != campaign}
-        self._pending = {k: v for k, v in self._pending.items() if k[0] != campaign}
-
     def resting(self, g: Graph, st: _Scope, chunk_id: str, now: float) -> float:
         """``B`` of a chunk in a scope (−∞ when never used)."""
         row = st.act.get(chunk_id)
@@ -210,8 +206,6 @@ class MemoryModel:
         scope: str | None = None,
     ) -> Recall:
         """Memory's ranking for one question (read-only; :meth:`record` writes the turn)."""
-        import time
-
         t0 = time.perf_counter()
         p = self.params
         lens = frozenset(lens)

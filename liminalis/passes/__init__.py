@@ -1,4 +1,4 @@
-"""Passes are data (issue #23): background analysis of a campaign's documents as stored graphs.
+"""Passes are data: background analysis of a campaign's documents as stored graphs.
 
 A pass is a :class:`PassDefinition` — typed nodes from a registry and the edges between them —
 saved per campaign (validated: unknown types, missing inputs, mismatched types and cycles are
@@ -7,8 +7,8 @@ caps, a credit gate, bounded concurrency and a trace row per node; what it deriv
 generic key/value :class:`Fact` rows that keep the visibility of the view they came from.
 
 * ``definition``  the data model, JSON/TOML forms, validation
-* ``registry``    node types, type tags, the values on edges, :func:`register_node_type`
-* ``nodes``       the built-in node types
+* ``registry``    node types, type tags, the values on edges, :class:`NodeRegistry`
+* ``nodes``       the built-in node types and :func:`builtin_registry`
 * ``ports``       :class:`PassModel` and :class:`CreditGate`, with simple implementations
 * ``executor``    the one executor
 * ``service``     :class:`Passes`, the facade the bot calls
@@ -26,6 +26,7 @@ from liminalis.passes.definition import (
     validate,
 )
 from liminalis.passes.executor import Executor, RunResult
+from liminalis.passes.nodes import builtin_registry
 from liminalis.passes.ports import (
     AllowAllGate,
     CreditGate,
@@ -48,9 +49,6 @@ from liminalis.passes.registry import (
     Piece,
     Record,
     SourceDocument,
-    default_registry,
-    register_hook,
-    register_node_type,
 )
 from liminalis.passes.service import NodeSummary, Passes, PassReport
 from liminalis.store.passes import Fact
@@ -87,10 +85,8 @@ __all__ = [
     "Record",
     "RunResult",
     "SourceDocument",
-    "default_registry",
+    "builtin_registry",
     "definition_from_mapping",
     "parse_definition",
-    "register_hook",
-    "register_node_type",
     "validate",
 ]

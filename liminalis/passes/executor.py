@@ -41,13 +41,13 @@ from typing import Any
 from liminalis.errors import ModelUnavailable, SpendRefused
 from liminalis.ingest.sections import source_of
 from liminalis.passes.definition import AUTONOMOUS, PassDefinition, validate
+from liminalis.passes.nodes import builtin_registry
 from liminalis.passes.ports import CreditGate, PassModel
 from liminalis.passes.registry import (
     DocView,
     NodeContext,
     NodeRegistry,
     SourceDocument,
-    default_registry,
 )
 from liminalis.ports import Clock, Usage
 from liminalis.store.passes import DocumentResult, Fact, TraceRow
@@ -136,7 +136,7 @@ class Executor:
         model: the model port the ``prompt-model`` nodes call.
         gate: asked before each new document, charged after each model call.
         clock: times the trace rows and the run.
-        registry: the node types (default: :func:`~liminalis.passes.default_registry`).
+        registry: the node types (default: :func:`~liminalis.passes.nodes.builtin_registry`).
         batch_size: finished documents written per transaction.
         max_concurrency: the most documents in flight, whatever a definition asks.
     """
@@ -156,7 +156,7 @@ class Executor:
         self.model = model
         self.gate = gate
         self.clock = clock
-        self.registry = registry or default_registry()
+        self.registry = registry or builtin_registry()
         self.batch_size = max(1, batch_size)
         self.max_concurrency = max(1, max_concurrency)
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}

@@ -13,12 +13,12 @@ type                inputs                     output    params
 ``write-facts``     ``records``: records       facts     ``key`` or ``key_field``,
                                                          ``value_field``
 ``callable``        the hook's                 the hook's ``hook``: a name given to
-                                                         :func:`~liminalis.passes.register_hook`
+                                                         :meth:`NodeRegistry.register_hook`
 =================== ========================== ========= ======================================
 
 ``extract-entities``, ``write-summary`` and ``tag-motifs`` are names reserved for the knowledge
-module (:data:`~liminalis.passes.registry.PLACEHOLDERS`); it registers them with
-:func:`~liminalis.passes.register_node_type` when it is imported.
+module (:data:`~liminalis.passes.registry.PLACEHOLDERS`); its ``install(registry)`` adds them to
+the registry of the ``Passes`` a ``KnowledgePasses`` is built on.
 
 Prompt templates use ``string.Template`` (``$text``), not ``str.format``: a prompt asking for
 JSON is full of braces.
@@ -50,7 +50,7 @@ from liminalis.routing.roles import BACKGROUND_ROLES
 from liminalis.store.passes import Fact
 from liminalis.text import split_sentences
 
-__all__ = ["install", "check_schema", "schema_errors"]
+__all__ = ["builtin_registry", "install", "check_schema", "schema_errors"]
 
 _log = logging.getLogger(__name__)
 
@@ -355,3 +355,11 @@ def install(registry: NodeRegistry) -> None:
     )
     for name, inputs, output, run, check, description in builtins:
         registry.register(name, inputs, output, run, check=check, description=description)
+
+
+def builtin_registry() -> NodeRegistry:
+    """A new registry holding the built-in node types: what an executor runs when its builder
+    hands it no registry of its own. A fresh one each call, so what one caller adds stays its own."""
+    registry = NodeRegistry()
+    install(registry)
+    return registry

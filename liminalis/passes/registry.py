@@ -2,14 +2,21 @@
 
 A node type is a name, typed inputs, one typed output and a coroutine; the definition only names
 it. Registering one is how another module (``liminalis.knowledge``: entities, summaries, motifs)
-adds what a pass can do, without the executor or the schema knowing::
+adds what a pass can do, without the executor or the schema knowing. Registration is explicit and
+happens on the registry a caller was handed, never at import (discord.py's ``load_extension`` →
+``setup(bot)`` is the model): :func:`liminalis.passes.nodes.builtin_registry` builds one with the
+built-in types, and an extension's ``install(registry)`` adds its own::
 
-    from liminalis.passes import RECORDS, TEXTS, register_node_type
+    from liminalis.passes import RECORDS, TEXTS, NodeRegistry
 
     async def extract(ctx: NodeContext, inputs: Mapping[str, Any]) -> tuple[Record, ...]:
         ...  # ctx.complete(...) for a metered model call, ctx.error(...) for a soft error
 
-    register_node_type("extract-entities", {"items": TEXTS}, RECORDS, extract)
+    def install(registry: NodeRegistry) -> None:
+        registry.register("extract-entities", {"items": TEXTS}, RECORDS, extract)
+
+An import registers nothing, so two registries in one process (a test's copy, a second campaign
+service) never see each other's types, and importing a module to read a constant has no effect.
 
 Type tags are strings, checked on every edge when a definition is saved (an edge's producer
 output tag must equal its consumer's input tag, or one of them be :data:`ANY`):
@@ -58,9 +65,6 @@ __all__ = [
     "Piece",
     "Record",
     "SourceDocument",
-    "default_registry",
-    "register_hook",
-    "register_node_type",
 ]
 
 VIEWS, TEXTS, RECORDS, FACTS, ANY = "views", "texts", "records", "facts", "any"
@@ -68,8 +72,8 @@ VIEWS, TEXTS, RECORDS, FACTS, ANY = "views", "texts", "records", "facts", "any"
 CALLABLE = "callable"
 TAGS = frozenset({VIEWS, TEXTS, RECORDS, FACTS, ANY})
 
-#: Names reserved for node types the knowledge module registers (``register_node_type`` with
-#: one of these names, at its import). A definition naming one before then is refused at save
+#: Names reserved for node types the knowledge module registers (its ``install(registry)``, called
+#: when ``KnowledgePasses`` is built on a ``Passes``). A definition naming one before then is refused at save
 #: with a message saying what is missing, not "unknown type".
 PLACEHOLDERS: Mapping[str, str] = {
     "extract-entities": "entities a document names (registered by liminalis.knowledge)",
@@ -298,50 +302,3 @@ def _check_tags(name: str, inputs: Mapping[str, str], output: str) -> None:
     for tag in (*inputs.values(), output):
         if tag not in TAGS:
             raise ValueError(f"{name}: unknown type tag {tag!r} (known: {sorted(TAGS)})")
-
-
-_default: NodeRegistry | None = None
-
-
-def default_registry() -> NodeRegistry:
-    """The process's registry: the built-in node types, plus whatever modules registered."""
-    global _default
-    if _default is None:
-        from liminalis.passes.nodes import install
-
-        _default = NodeRegistry()
-        install(_default)
-    return _default
-
-
-def register_node_type(
-    name: str,
-    inputs: Mapping[str, str],
-    output: str,
-    run: NodeRun,
-    *,
-    check: ParamsCheck | None = None,
-    description: str = "",
-    replace: bool = False,
-    inputs_for: InputsFor | None = None,
-) -> NodeType:
-    """Register a node type in :func:`default_registry` (see the module docstring)."""
-    return default_registry().register(
-        name,
-        inputs,
-        output,
-        run,
-        check=check,
-        description=description,
-        replace=replace,
-        inputs_for=inputs_for,
-    )
-
-
-def register_hook(
-    name: str, run: NodeRun, *, inputs: Mapping[str, str], output: str, replace: bool = False
-) -> Hook:
-    """Register a hook for the ``callable`` node type in :func:`default_registry`."""
-    return default_registry().register_hook(
-        name, run, inputs=inputs, output=output, replace=replace
-    )

@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from liminalis.errors import InvalidInput, NotFound
 from liminalis.passes.definition import TRIGGERS, PassDefinition, parse_definition, validate
 from liminalis.passes.executor import Executor, RunResult
+from liminalis.passes.nodes import builtin_registry
 from liminalis.passes.ports import AllowAllGate, CreditGate, NoPassModel, PassModel
-from liminalis.passes.registry import NodeRegistry, default_registry
+from liminalis.passes.registry import NodeRegistry
 from liminalis.ports import Clock
 from liminalis.store.passes import Fact, RunRow, TraceRow
 from liminalis.store.sqlite import Database
@@ -123,7 +124,7 @@ class Passes:
         model: what ``prompt-model`` nodes call (default: none, offline).
         gate: the credit gate (default: allow all).
         clock: the time source for runs and traces.
-        registry: node types (default: :func:`~liminalis.passes.default_registry`).
+        registry: node types (default: :func:`~liminalis.passes.nodes.builtin_registry`).
     """
 
     def __init__(
@@ -139,7 +140,7 @@ class Passes:
     ) -> None:
         self.db = db
         self.clock = clock
-        self.registry = registry or default_registry()
+        self.registry = registry or builtin_registry()
         self.executor = Executor(
             db,
             model=model or NoPassModel(),

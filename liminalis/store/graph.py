@@ -1,6 +1,6 @@
 """SQL of the memory graph (:mod:`liminalis.memory`): one repository, every statement here.
 
-Tables (created by :meth:`MemoryStore.ensure`; a numbered migration at merge):
+Tables (created by the schema's migrations, ``liminalis/store/schema.py``):
 
 * ``memory_chunks`` — the campaign's chunks (passages, document summaries, entities, type nodes,
   turns) with kind, label, document and visibility;
@@ -42,14 +42,8 @@ class MemoryStore:
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self._ready = False
-
-    async def ensure(self) -> None:
-        """The tables come with the schema (migration 4); nothing to create here."""
-        self._ready = True
 
     async def graph_generation(self, campaign: str) -> int:
-        await self.ensure()
         row = await self.db.fetchone(
             "SELECT MAX(generation) AS g FROM memory_chunks WHERE campaign = ?", (campaign,)
         )
@@ -64,7 +58,6 @@ class MemoryStore:
     ) -> None:
         """Store the campaign's chunks ``(id, kind, label, doc_id, visibility json)`` and seeded
         links ``(src, dst, kind, weight, visibility json)`` (turn chunks are kept)."""
-        await self.ensure()
         async with self.db.write() as conn:
             await conn.execute(
                 "DELETE FROM memory_chunks WHERE campaign = ? AND kind != 'turn'", (campaign,)
@@ -82,7 +75,6 @@ class MemoryStore:
     async def add_turn(
         self, campaign: str, chunk_id: str, label: str, visibility: str, generation: int
     ) -> None:
-        await self.ensure()
         await self.db.execute(
             "INSERT OR REPLACE INTO memory_chunks VALUES (?, ?, 'turn', ?, NULL, ?, ?)",
             (campaign, chunk_id, label, visibility, generation),
@@ -92,7 +84,6 @@ class MemoryStore:
         self, campaign: str, scope: str
     ) -> dict[str, tuple[str, list[float], int, float]]:
         """``chunk_id → (kind, state, uses, updated_at)`` of the scope."""
-        await self.ensure()
         rows = await self.db.fetchall(
             "SELECT chunk_id, kind, state, uses, updated_at FROM memory_activation "
             "WHERE campaign = ? AND scope = ?",
@@ -115,7 +106,6 @@ class MemoryStore:
         rows: Sequence[tuple[str, str, str, Sequence[float], int, float]],
     ) -> None:
         """Upsert ``(chunk_id, kind, visibility json, state, uses, updated_at)``."""
-        await self.ensure()
         async with self.db.write() as conn:
             await conn.executemany(
                 "INSERT OR REPLACE INTO memory_activation VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -129,7 +119,6 @@ class MemoryStore:
         self, campaign: str, scope: str
     ) -> list[tuple[str, str, str, float, str, list[float], float]]:
         """Learned edges ``(src, dst, kind, weight, visibility json, state, updated_at)``."""
-        await self.ensure()
         rows = await self.db.fetchall(
             "SELECT src, dst, kind, weight, visibility, state, updated_at FROM memory_edges "
             "WHERE campaign = ? AND scope = ?",
@@ -155,7 +144,6 @@ class MemoryStore:
         rows: Sequence[tuple[str, str, str, float, str, Sequence[float], float]],
         pruned: Sequence[tuple[str, str]] = (),
     ) -> None:
-        await self.ensure()
         async with self.db.write() as conn:
             await conn.executemany(
                 "INSERT OR REPLACE INTO memory_edges VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -170,7 +158,6 @@ class MemoryStore:
             )
 
     async def context(self, campaign: str, scope: str) -> tuple[dict[str, float], float]:
-        await self.ensure()
         row = await self.db.fetchone(
             "SELECT context, updated_at FROM memory_context WHERE campaign = ? AND scope = ?",
             (campaign, scope),
@@ -184,7 +171,6 @@ class MemoryStore:
     async def save_context(
         self, campaign: str, scope: str, context: dict[str, float], now: float
     ) -> None:
-        await self.ensure()
         await self.db.execute(
             "INSERT OR REPLACE INTO memory_context VALUES (?, ?, ?, ?)",
             (campaign, scope, json.dumps(context), now),
@@ -192,7 +178,6 @@ class MemoryStore:
 
     async def clear(self, campaign: str, scope: str | None = None) -> None:
         """Forget the history of ``scope`` (every scope when None); the seeded graph stays."""
-        await self.ensure()
         where, args = (
             ("campaign = ?", (campaign,))
             if scope is None
@@ -212,7 +197,6 @@ class MemoryStore:
         it; forgetting more than the one document is the safe side). Returns scopes forgotten."""
         if was <= now:
             return 0
-        await self.ensure()
         rows = await self.db.fetchall(
             "SELECT DISTINCT scope FROM memory_activation WHERE campaign = ? UNION "
             "SELECT DISTINCT scope FROM memory_edges WHERE campaign = ? UNION "
@@ -233,7 +217,6 @@ class MemoryStore:
     ) -> int:
         """Drop, in every scope, activation of chunks its lens can no longer see (or that are
         gone) and learned edges with such an end (after a re-ingest)."""
-        await self.ensure()
 
         def ok(chunk: str, lens: frozenset[str]) -> bool:
             vis = visibility.get(chunk)
@@ -268,7 +251,6 @@ class MemoryStore:
 
     async def stats(self, campaign: str) -> dict[str, Any]:
         """Counts for ``liminalis memory stats``: chunks by kind, links, scopes, learned edges."""
-        await self.ensure()
         kinds = {
             r["kind"]: int(r["n"])
             for r in await self.db.fetchall(

@@ -1,4 +1,4 @@
-"""Passes as data (issue #23): definitions, per-document state, runs, node traces, facts.
+"""Passes as data: definitions, per-document state, runs, node traces, facts.
 
 A campaign's pause is the router's (``db.credits``): one flag stops all autonomous background
 work, passes included.

@@ -1,4 +1,4 @@
-"""The question log: one row per question answered (issue #25, the GM's view of the table)."""
+"""The question log: one row per question answered (the GM's view of the table)."""
 
 from __future__ import annotations
 

@@ -173,7 +173,7 @@ async def _v4_memory_tables(conn: aiosqlite.Connection) -> None:
             await conn.execute(statement)
 
 
-# Passes are data (issue #23): a pass's definition is a row, not code, and what it derives lands
+# Passes are data: a pass's definition is a row, not code, and what it derives lands
 # in one generic ``pass_facts`` table keyed by an arbitrary ``key``, so a new pass needs no new
 # table. ``pass_state`` holds, per pass and source document, the hash of the views it last
 # processed: a document whose views hash differently is pending. ``pass_trace`` keeps one row per
@@ -282,7 +282,7 @@ CREATE TABLE IF NOT EXISTS knowledge_summaries (
 """
 
 
-# The chat surface (issue #25): replies with buttons ("cards"), 👍/👎 on answers (kept with the
+# The chat surface: replies with buttons ("cards"), 👍/👎 on answers (kept with the
 # question, answer and sources shown, beyond the card's own life) and the campaign a member
 # picked for their direct messages.
 _V8_CHAT_TABLES = """
@@ -325,7 +325,7 @@ async def _v7_knowledge_tables(conn: aiosqlite.Connection) -> None:
             await conn.execute(statement)
 
 
-# The GM's view of the table (issue #25): one row per question answered, so a GM can see what
+# The GM's view of the table: one row per question answered, so a GM can see what
 # players ask, which answers found nothing and which documents they keep coming back to. The
 # question's words and the doc ids an answer cited; no user id (the chat is enough to tell tables
 # apart), no answer text. ``found`` is 0 when the answer cited no document.
@@ -345,7 +345,7 @@ async def _v9_question_log(conn: aiosqlite.Connection) -> None:
             await conn.execute(statement)
 
 
-# Blue/green re-index (issue #26): a campaign's vectors live in generations, one collection per
+# Blue/green re-index: a campaign's vectors live in generations, one collection per
 # index profile. ``campaigns.store_key`` names the collection questions are served from ('' is
 # the campaign's slug: the one collection of every campaign indexed before generations).
 # ``vector_generations`` keeps the serving one, the one being built and the previous one until

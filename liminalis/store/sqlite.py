@@ -329,7 +329,7 @@ def _plain(exc: BaseException) -> str:
     return str(exc)
 
 
-# -- a read-only look (issue #26: `liminalis health` and `doctor`) ------------------------------
+# -- a read-only look (for `liminalis health` and `doctor`) ------------------------------
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
-from fakes.local_http import serve_locally
+from fakes.local_http import InFlight, serve_locally, wait_quiet
 
 __all__ = ["FakeAnthropic"]
 
@@ -46,12 +46,19 @@ class FakeAnthropic:
         self.url = ""
         self._runner: web.AppRunner | None = None
         self._release = asyncio.Event()
+        self._in_flight = InFlight()
 
     async def __aenter__(self) -> FakeAnthropic:
         app = web.Application()
-        app.router.add_post("/v1/messages", self._messages)
+        app.router.add_post("/v1/messages", self._in_flight.wrap(self._messages))
         self._runner, self.url = await serve_locally(app)
         return self
+
+    async def wait_quiet(self, *, limit: float = 30.0) -> None:
+        """Return once no request is in flight here and the loop is idle (see
+        :func:`fakes.local_http.wait_quiet`); a ``"hang"`` or ``"stall"`` request is in flight
+        until the fake closes, so wait only where none is scripted."""
+        await wait_quiet(lambda: self._in_flight.count, limit=limit)
 
     async def __aexit__(self, *exc: object) -> None:
         assert self._runner is not None
