@@ -80,7 +80,7 @@ async def sample(tmp_path_factory):
     shutil.copytree(SAMPLE, tmp / "campaigns" / "emberfall")
     engine = await make_engine(tmp, milvus=False)
     await engine.ingest("emberfall")
-    knowledge = Knowledge(engine.database)
+    knowledge = Knowledge(engine.db)
     await knowledge.refresh("emberfall", await engine.retriever.catalog("emberfall"))
     yield engine, knowledge
     await close_engine(engine)

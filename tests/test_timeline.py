@@ -76,7 +76,7 @@ def _write_sessions(root) -> None:
 
 async def _built(service, root) -> None:
     _write_sessions(root)
-    passes = Passes(service.engine.database, clock=FrozenClock())
+    passes = Passes(service.engine.db, clock=FrozenClock())
     KnowledgePasses(passes).attach()
     await service.engine.ingest("greyhold")
     await passes.run_triggered("greyhold", "changed")

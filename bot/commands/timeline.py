@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from bot.commands._base import Command, Option, Request, Scope, private_in_shared_channels
+from bot.commands._base import Command, Option, Request, Scope, private_in_shared
 from bot.commands.entities import NOT_BUILT
 from bot.messages import Attachment, OptionValue, Reply
 from liminalis.adapters.timeline_png import render_png
@@ -73,6 +73,6 @@ command = Command(
     ),
     usage=("`/timeline [entity]` — sessions and dated events in order (about one if named)",),
     example="/timeline Tobin",
-    private=private_in_shared_channels,
+    private=private_in_shared,
     parse=_parse,
 )
