@@ -15,8 +15,10 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.logs import quiet_native_logs
 from liminalis.errors import ConfigError, LiminalisError
 from liminalis.lens import Lens
+from liminalis.progress import PROGRESS_MODES, ProgressReporter, ProgressWatcher
 
 if TYPE_CHECKING:
     from bot.settings import Settings
@@ -51,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not wait for the analysis passes (entities, summaries, motifs) after ingesting",
     )
+    _progress_option(ing)
 
     ask = sub.add_parser("ask", help="ask one question and print the answer with sources")
     ask.add_argument("--campaign", required=True)
@@ -84,6 +87,7 @@ def _parser() -> argparse.ArgumentParser:
     ps.add_argument("action", choices=["list", "show", "run", "save", "pause", "resume"])
     ps.add_argument("name", nargs="?", help="the pass (show, run) or a JSON/TOML file (save)")
     ps.add_argument("--campaign", required=True)
+    _progress_option(ps)
 
     sub.add_parser("models", help="print the model of each role (LIMINALIS_MODEL_<ROLE>)")
 
@@ -158,6 +162,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="do not derive the knowledge again now (the passes do at the next start)",
     )
+    _progress_option(imp)
 
     rx = sub.add_parser(
         "reindex",
@@ -175,8 +180,24 @@ def _parser() -> argparse.ArgumentParser:
         "until the next reindex",
     )
     rx.add_argument("--status", action="store_true", help="print how far a build has come")
+    _progress_option(rx)
 
     return p
+
+
+def _progress_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--progress",
+        choices=PROGRESS_MODES,
+        default="auto",
+        help="documents done, rate and time left on stderr: auto (a line on a terminal, nothing "
+        "otherwise; the default), json (one JSON object a line), off",
+    )
+
+
+def _reporter(args: argparse.Namespace) -> ProgressReporter:
+    """The long jobs' progress on stderr, as ``--progress`` asks (``auto`` where it has none)."""
+    return ProgressReporter(sys.stderr, mode=getattr(args, "progress", "auto"))
 
 
 def _lens(spec: str) -> frozenset[str]:
@@ -216,13 +237,18 @@ async def _run(args: argparse.Namespace) -> int:
 
         return await doctor(settings, verify=not args.offline, deep=args.deep)
     async with build_engine(settings, reset=args.reset) as engine:
+        engine.watch_progress(reporter := _reporter(args))
         if args.command == "reindex":
             return await _reindex(args, settings, engine)
         if args.command == "ingest":
             path = args.path.resolve() if args.path else None
             report = await engine.ingest(args.campaign, path)
             d = report.as_dict()
-            ran = [] if args.no_passes else await _knowledge_passes(settings, engine, args.campaign)
+            ran = (
+                []
+                if args.no_passes
+                else await _knowledge_passes(settings, engine, args.campaign, watch=reporter)
+            )
             if args.json:
                 print(json.dumps({**d, "passes": [_run_dict(r) for r in ran]}))
             else:
@@ -283,6 +309,7 @@ async def _run(args: argparse.Namespace) -> int:
                 open_service(settings, engine) as service,
                 open_passes(engine, service.responder.router) as passes,
             ):
+                passes.watch_progress(reporter)
                 return await pass_command(passes, args.action, args.campaign, args.name)
         if args.command == "mcp":
             from bot.mcp import serve as serve_mcp
@@ -299,7 +326,9 @@ async def _run(args: argparse.Namespace) -> int:
             return await transfer_command(
                 engine,
                 args,
-                derive=partial(_knowledge_passes, settings, engine) if rederive else None,
+                derive=partial(_knowledge_passes, settings, engine, watch=reporter)
+                if rederive
+                else None,
             )
         if args.command == "chat":
             from bot.console import ConsoleAdapter
@@ -476,16 +505,21 @@ async def _ledger(args: argparse.Namespace, settings: Settings) -> int:
         return 0
 
 
-async def _knowledge_passes(settings: Settings, engine: Engine, campaign: str) -> list[RunResult]:
+async def _knowledge_passes(
+    settings: Settings, engine: Engine, campaign: str, *, watch: ProgressWatcher | None = None
+) -> list[RunResult]:
     """Run the campaign's passes now and wait for them (after ``liminalis ingest``), so the
     console that follows has its entities, summaries and overview: model-backed when a model is
-    configured, each run within its definition's caps."""
+    configured, each run within its definition's caps. ``watch`` is told how far each run has
+    come."""
     from bot.main import open_passes, open_service
 
     async with (
         open_service(settings, engine, owner="cli") as service,
         open_passes(engine, service.responder.router) as passes,
     ):
+        if watch is not None:
+            passes.watch_progress(watch)
         return await passes.run_triggered(campaign, "changed")
 
 
@@ -585,6 +619,7 @@ def _announce(campaign: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_native_logs()  # before anything imports grpc: its C core reads these once
     # A terminal that is not UTF-8 (LANG=…ISO-8859-1) must get "?" for "—", not a traceback.
     for stream in (sys.stdin, sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
