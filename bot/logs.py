@@ -10,7 +10,8 @@ Two kinds of noise, two routes:
   ``GRPC_VERBOSITY`` / ``GRPC_TRACE`` once, when ``grpc`` is first imported. So
   :func:`quiet_native_logs` sets them (unless the host set them: a developer chasing a gRPC
   problem still can) at the CLI's entry, before anything imports ``grpc``. transformers keeps
-  its own stderr handler; ``TRANSFORMERS_VERBOSITY`` turns it down the same way.
+  its own stderr handler; ``TRANSFORMERS_VERBOSITY`` turns it down the same way, and
+  ``HF_HUB_DISABLE_PROGRESS_BARS`` its weight-loading bar.
 * Python loggers of those libraries propagate to the root handler (pymilvus and transformers
   give theirs a stderr handler of their own at import, and stop propagation: :func:`route_logs`
   takes those back, so call it again once they are imported), where
@@ -49,6 +50,9 @@ _NATIVE_QUIET = {
     "GRPC_TRACE": "",
     "TRANSFORMERS_VERBOSITY": "error",
     "TRANSFORMERS_NO_ADVISORY_WARNINGS": "1",
+    # transformers draws a "Loading weights" bar (huggingface_hub's switch) at every model load:
+    # a host ingesting a campaign wants its documents counted, not the embedder's tensors.
+    "HF_HUB_DISABLE_PROGRESS_BARS": "1",
 }
 
 
