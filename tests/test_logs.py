@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -100,3 +101,31 @@ def test_the_cli_entry_quiets_grpc_before_anything_imports_it():
     )
     assert r.returncode == 0, r.stderr
     assert "verbosity NONE" in r.stdout
+
+
+GRPC_PROBE = (
+    "import grpc\n"
+    "channel = grpc.insecure_channel('unix:/nonexistent/liminalis.sock')\n"
+    "try:\n"
+    "    grpc.channel_ready_future(channel).result(timeout=0.5)\n"
+    "except grpc.FutureTimeoutError:\n"
+    "    pass\n"
+)
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_grpcs_c_core_writes_to_stderr_only_until_quieted(quiet):
+    """The C core logs below Python's logging; a tracer makes it speak at once (as
+    ``too_many_pings`` does after a minute idle against Milvus Lite)."""
+    prelude = "from bot.logs import quiet_native_logs\nquiet_native_logs()\n" if quiet else ""
+    env = {k: v for k, v in os.environ.items() if k != "GRPC_VERBOSITY"}
+    r = subprocess.run(
+        [sys.executable, "-c", prelude + GRPC_PROBE],
+        cwd=ROOT,
+        env={**env, "GRPC_TRACE": "connectivity_state", "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert ("connectivity_state" in r.stderr) is not quiet

@@ -10,7 +10,7 @@ from fakes.tiny_campaign import make_tiny_campaign
 
 from liminalis.ingest.indexer import IngestOptions
 from liminalis.progress import IndexProgress, ProgressBoard, ProgressReporter
-from liminalis.testing import FrozenClock
+from liminalis.testing import FrozenClock, HashEmbedder, MemoryVectorStore
 
 
 class Stream:
@@ -119,3 +119,28 @@ async def test_an_ingest_reports_to_watchers_the_numbers_chat_reads(tmp_path):
     total = seen[-1][1]
     assert total is not None and total > 1
     assert seen == [(n, total, "ingest") for n in range(total + 1)]
+
+
+async def test_a_reindex_reports_to_the_same_watchers(tmp_path):
+    make_tiny_campaign(tmp_path / "campaigns")
+    store = MemoryVectorStore()
+    old_embedder = HashEmbedder(dim=256, model_id="hash-old")
+    old = await make_engine(tmp_path, milvus=False, embedder=old_embedder, store=store)
+    await old.ingest("greyhold")
+    engine = await make_engine(
+        tmp_path,
+        milvus=False,
+        embedder=HashEmbedder(dim=128, model_id="hash-new"),
+        embedders=[old_embedder],
+        store=store,
+    )
+    seen: list[IndexProgress] = []
+    engine.watch_progress(seen.append)
+    try:
+        report = await engine.reindex("greyhold")
+    finally:
+        await close_engine(engine)
+        await close_engine(old)
+    assert report.published
+    assert {p.stage for p in seen} == {"reindex"}
+    assert seen[0].done == 0 and seen[-1].done == seen[-1].total == report.documents
