@@ -237,7 +237,9 @@ async def _run(args: argparse.Namespace) -> int:
 
         return await doctor(settings, verify=not args.offline, deep=args.deep)
     async with build_engine(settings, reset=args.reset) as engine:
-        engine.watch_progress(reporter := _reporter(args))
+        reporter = _reporter(args)
+        if args.command != "chat":  # a line redrawn at the prompt would cut into the talk
+            engine.watch_progress(reporter)
         if args.command == "reindex":
             return await _reindex(args, settings, engine)
         if args.command == "ingest":
