@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -200,6 +201,15 @@ def _reporter(args: argparse.Namespace) -> ProgressReporter:
     return ProgressReporter(sys.stderr, mode=getattr(args, "progress", "auto"))
 
 
+@contextlib.asynccontextmanager
+async def _drawing(reporter: ProgressReporter) -> AsyncIterator[ProgressReporter]:
+    """End the progress line however the job ends, so an error prints on a line of its own."""
+    try:
+        yield reporter
+    finally:
+        reporter.close()
+
+
 def _lens(spec: str) -> frozenset[str]:
     names = {x.strip().lower() for x in spec.split(",") if x.strip()}
     if "gm" in names:
@@ -236,8 +246,8 @@ async def _run(args: argparse.Namespace) -> int:
         from bot.health import doctor
 
         return await doctor(settings, verify=not args.offline, deep=args.deep)
-    async with build_engine(settings, reset=args.reset) as engine:
-        reporter = _reporter(args)
+    reporter = _reporter(args)  # closed last: a job that fails ends its line before the error
+    async with build_engine(settings, reset=args.reset) as engine, _drawing(reporter):
         if args.command != "chat":  # a line redrawn at the prompt would cut into the talk
             engine.watch_progress(reporter)
         if args.command == "reindex":

@@ -144,3 +144,17 @@ async def test_a_reindex_reports_to_the_same_watchers(tmp_path):
     assert report.published
     assert {p.stage for p in seen} == {"reindex"}
     assert seen[0].done == 0 and seen[-1].done == seen[-1].total == report.documents
+
+
+def test_a_job_that_stops_mid_way_leaves_no_line_open():
+    """The CLI closes its reporter when the job ends, an error's message included."""
+    stream = Stream(tty=True)
+    reporter = ProgressReporter(stream)
+    board = ProgressBoard(FrozenClock())
+    board.watch(reporter)
+    board.start("greyhold")
+    board.update("greyhold", 1, 4)
+    reporter.close()
+    assert stream.text.endswith("\x1b[K\n")
+    reporter.close()
+    assert stream.text.count("\n") == 1
