@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,6 +23,7 @@ from bot.commands.log import DAYS
 from bot.commands.passes import pass_action
 from bot.console import ConsoleAdapter, format_reply, save_files
 from bot.health import doctor, health
+from bot.logs import quiet_native_logs
 from bot.main import build_engine, check_database, configure_logging, open_passes, open_service
 from bot.serve import serve
 from bot.settings import Settings
@@ -30,6 +32,7 @@ from liminalis.clock import SystemClock
 from liminalis.errors import ConfigError, LiminalisError
 from liminalis.lens import Lens
 from liminalis.passes import parse_definition
+from liminalis.progress import PROGRESS_MODES, ProgressReporter, ProgressWatcher
 from liminalis.routing import spend_report
 from liminalis.store.sqlite import Database
 
@@ -75,6 +78,7 @@ def _index_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="do not wait for the analysis passes (entities, summaries, motifs) after ingesting",
     )
+    _progress_option(ing)
 
     rx = sub.add_parser(
         "reindex",
@@ -92,6 +96,7 @@ def _index_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "until the next reindex",
     )
     rx.add_argument("--status", action="store_true", help="print how far a build has come")
+    _progress_option(rx)
 
     mem = sub.add_parser(
         "memory", help="the campaign memory: `memory stats` (graph size and history)"
@@ -130,6 +135,7 @@ def _gm_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     ps.add_argument("action", choices=["list", "show", "run", "save", "pause", "resume"])
     ps.add_argument("name", nargs="?", help="the pass (show, run) or a JSON/TOML file (save)")
     ps.add_argument("--campaign", required=True)
+    _progress_option(ps)
 
     sub.add_parser("models", help="print the model of each role (LIMINALIS_MODEL_<ROLE>)")
 
@@ -206,6 +212,31 @@ def _ops_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         action="store_true",
         help="do not derive the knowledge again now (the passes do at the next start)",
     )
+    _progress_option(imp)
+
+
+def _progress_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--progress",
+        choices=PROGRESS_MODES,
+        default="auto",
+        help="documents done, rate and time left on stderr: auto (a line on a terminal, nothing "
+        "otherwise; the default), json (one JSON object a line), off",
+    )
+
+
+def _reporter(args: argparse.Namespace) -> ProgressReporter:
+    """The long jobs' progress on stderr, as ``--progress`` asks (``auto`` where it has none)."""
+    return ProgressReporter(sys.stderr, mode=getattr(args, "progress", "auto"))
+
+
+@contextlib.asynccontextmanager
+async def _drawing(reporter: ProgressReporter) -> AsyncIterator[ProgressReporter]:
+    """End the progress line however the job ends, so an error prints on a line of its own."""
+    try:
+        yield reporter
+    finally:
+        reporter.close()
 
 
 def _lens(spec: str) -> frozenset[str]:
@@ -228,7 +259,13 @@ async def _run(args: argparse.Namespace) -> int:
     command = _ENGINE_COMMANDS.get(args.command)
     if command is None:
         return 2
-    async with build_engine(settings, reset=args.reset) as engine:
+    # The job's progress display: the engine's boards tell it, and the passes a command waits
+    # for are handed it from ``args.reporter``. Closed last, so a job that fails ends its line
+    # before the error is printed.
+    reporter = args.reporter = _reporter(args)
+    async with build_engine(settings, reset=args.reset) as engine, _drawing(reporter):
+        if args.command != "chat":  # a line redrawn at the prompt would cut into the talk
+            engine.watch_progress(reporter)
         return await command(args, settings, engine)
 
 
@@ -254,7 +291,11 @@ async def _ingest(args: argparse.Namespace, settings: Settings, engine: Engine) 
     """``liminalis ingest``: the report (``--json``: as JSON), then the knowledge passes."""
     path = args.path.resolve() if args.path else None
     report = await engine.ingest(args.campaign, path)
-    ran = [] if args.no_passes else await _knowledge_passes(settings, engine, args.campaign)
+    ran = (
+        []
+        if args.no_passes
+        else await _knowledge_passes(settings, engine, args.campaign, watch=args.reporter)
+    )
     if args.json:
         print(json.dumps({**report.as_dict(), "passes": [_run_dict(r) for r in ran]}))
         return 0
@@ -315,6 +356,7 @@ async def _pass(args: argparse.Namespace, settings: Settings, engine: Engine) ->
         open_service(settings, engine) as service,
         open_passes(engine, service.responder.router) as passes,
     ):
+        passes.watch_progress(args.reporter)
         return await pass_command(passes, args.action, args.campaign, args.name)
 
 
@@ -337,7 +379,9 @@ async def _transfer(args: argparse.Namespace, settings: Settings, engine: Engine
     return await transfer_command(
         engine,
         args,
-        derive=partial(_knowledge_passes, settings, engine) if rederive else None,
+        derive=partial(_knowledge_passes, settings, engine, watch=args.reporter)
+        if rederive
+        else None,
     )
 
 
@@ -548,14 +592,19 @@ async def _ledger(args: argparse.Namespace, settings: Settings) -> int:
         return 0
 
 
-async def _knowledge_passes(settings: Settings, engine: Engine, campaign: str) -> list[RunResult]:
+async def _knowledge_passes(
+    settings: Settings, engine: Engine, campaign: str, *, watch: ProgressWatcher | None = None
+) -> list[RunResult]:
     """Run the campaign's passes now and wait for them (after ``liminalis ingest``), so the
     console that follows has its entities, summaries and overview: model-backed when a model is
-    configured, each run within its definition's caps."""
+    configured, each run within its definition's caps. ``watch`` is told how far each run has
+    come."""
     async with (
         open_service(settings, engine, owner="cli") as service,
         open_passes(engine, service.responder.router) as passes,
     ):
+        if watch is not None:
+            passes.watch_progress(watch)
         return await passes.run_triggered(campaign, "changed")
 
 
@@ -650,6 +699,7 @@ def _announce(campaign: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    quiet_native_logs()  # before anything imports grpc: its C core reads these once
     # A terminal that is not UTF-8 (LANG=…ISO-8859-1) must get "?" for "—", not a traceback.
     for stream in (sys.stdin, sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.logs import route_logs
 from bot.service import BotService
 from bot.settings import Settings
 from liminalis import models
@@ -54,12 +55,14 @@ _log = logging.getLogger(__name__)
 
 
 def configure_logging(level: str = "INFO") -> None:
+    """Our records at ``level`` on stderr; Milvus, gRPC, torch and transformers at DEBUG only
+    (:mod:`bot.logs`: pymilvus warns on every query iterator against Milvus Lite, which is not
+    the host's to act on)."""
     logging.basicConfig(
         level=level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    # pymilvus warns on every query iterator against Milvus Lite; it is not actionable.
-    logging.getLogger("pymilvus").setLevel(logging.ERROR)
-    for noisy in ("httpx", "sentence_transformers", "discord.gateway"):
+    route_logs()
+    for noisy in ("httpx", "discord.gateway"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
@@ -182,6 +185,7 @@ async def build_engine(settings: Settings, *, reset: bool = False) -> AsyncItera
         heap = FrozenHeap()
         heap.start()
         store = MilvusVectorStore(settings.resolved_milvus_uri, token=settings.milvus_token)
+        route_logs()  # pymilvus and transformers, imported by now, to the root handler
         engine = Engine(
             db=db,
             store=store,

@@ -43,7 +43,7 @@ from liminalis.knowledge.service import Knowledge
 from liminalis.lens import GM, Lens, gm_lens, players_lens, visible
 from liminalis.memory.recall import MemoryModel
 from liminalis.ports import Clock, Embedder, Heap, LanguageModel, Reranker, VectorStore
-from liminalis.progress import IndexProgress, ProgressBoard
+from liminalis.progress import IndexProgress, ProgressBoard, ProgressWatcher
 from liminalis.questions import QuestionLog, QuestionReport
 from liminalis.recap import Recap, build_model_recap, build_recap
 from liminalis.retrieval.browse import Match, cited_passage, richest_view, search_documents
@@ -714,6 +714,18 @@ class Engine:
         """How far the ingest of ``slug`` running in this process has come; ``None`` when none
         runs."""
         return self._progress.get(slug)
+
+    def watch_progress(self, watcher: ProgressWatcher) -> Callable[[], None]:
+        """Call ``watcher`` at every report of an ingest (an import's too) or a re-index build
+        in this process: the numbers chat's "still indexing" answer reads, for a terminal to
+        draw. Returns the unsubscribe."""
+        stops = [self._progress.watch(watcher), self.generations.board.watch(watcher)]
+
+        def unwatch() -> None:
+            for stop in stops:
+                stop()
+
+        return unwatch
 
     async def reindex(
         self,

@@ -255,7 +255,7 @@ class Generations:
         self._embedders = {e.model_id: e for e in embedders}
         self.clock = clock
         self.grace_s = grace_s
-        self.board = ProgressBoard(clock)
+        self.board = ProgressBoard(clock, stage="reindex")
         self._indexers: dict[str, Indexer] = {}
 
     def _now(self) -> float:

@@ -569,3 +569,18 @@ async def test_a_run_cancelled_at_shutdown_is_recorded_and_its_documents_stay_pe
     assert (run.status, run.documents_done, run.documents_left) == ("cancelled", 0, 1)
     pending, _ = await passes.executor.pending(SLUG, "npc-moods")
     assert [p[0] for p in pending] == ["npcs/odo"]
+
+
+async def test_a_pass_run_tells_its_watchers_documents_done_of_pending(db):
+    """``liminalis pass run`` draws these on a terminal (``ProgressReporter``)."""
+    for name, mood in (("Odo", "wary"), ("Wren", "cheerful"), ("Ash", "tired")):
+        await put(db, f"npcs/{name.lower()}.md", npc(name, mood))
+    passes = make(db, FakePassModel(mood_reply))
+    assert await passes.save(SLUG, json.dumps(MOODS_PASS))
+    seen: list[tuple[str, int, int | None]] = []
+    passes.watch_progress(lambda p: seen.append((p.stage, p.done, p.total)))
+
+    await passes.run(SLUG, "npc-moods")
+
+    assert seen[0] == ("pass npc-moods", 0, 3) and seen[-1] == ("pass npc-moods", 3, 3)
+    assert [done for _, done, _ in seen] == sorted(done for _, done, _ in seen)

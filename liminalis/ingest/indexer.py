@@ -22,7 +22,6 @@ import importlib.metadata
 import logging
 import os
 import re
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -81,7 +80,10 @@ class IngestOptions:
     #: (file times are coarse: the comment on file rows above ``_reader_key``).
     racy_s: float = 2.0
     chunking: ChunkingParams = ChunkingParams()
-    progress: bool | None = None  # None: show a bar when stderr is a terminal
+    #: No longer read: the indexer draws nothing itself. It reports ``(done, total)`` to its
+    #: caller, and the CLI draws that (:class:`liminalis.progress.ProgressReporter`), so a
+    #: terminal shows one bar with the numbers chat gives. Kept so existing callers construct.
+    progress: bool | None = None
 
 
 _ID_ESCAPES = {"%": "%25", '"': "%22", "\\": "%5C"}
@@ -645,14 +647,6 @@ class Indexer:
             report.skipped.append(SkippedFile(rel, reason + (f"; {KEPT_NOTE}" if kept else "")))
             _log.warning("%s: %s not indexed: %s", slug, rel, reason)
 
-        show = self.options.progress if self.options.progress is not None else sys.stderr.isatty()
-        bar = None
-        if show and todo:
-            from tqdm import tqdm
-
-            bar = tqdm(
-                total=sum(map(len, todo)), desc=f"ingest {slug}", unit="doc", file=sys.stderr
-            )
         files_done = 0
         if progress is not None:
             progress(0, len(todo))
@@ -757,13 +751,9 @@ class Indexer:
                 held.difference_update(superseded)
                 for owner in current:
                     held_by_doc.get(owner, set()).difference_update(superseded)
-            if bar is not None:
-                bar.update(sum(map(len, group)))
             files_done += len(group)
             if progress is not None:
                 progress(files_done, len(todo))
-        if bar is not None:
-            bar.close()
         report.files = list(file_reports.values())
 
         # Deletions: only documents inside the ingested scope that vanished from disk, and views a

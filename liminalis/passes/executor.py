@@ -50,6 +50,7 @@ from liminalis.passes.registry import (
     SourceDocument,
 )
 from liminalis.ports import Clock, Usage
+from liminalis.progress import ProgressBoard, ProgressWatcher
 from liminalis.store.passes import DocumentResult, Fact, TraceRow
 from liminalis.store.sqlite import Database
 
@@ -107,6 +108,9 @@ class _Run:
     #: Set by the credit gate or a pause: documents in flight finish, no new one starts.
     status: str = ""
     reason: str = ""
+    #: Documents done and failed so far, drawn by the executor's progress watchers.
+    board: ProgressBoard | None = None
+    total: int = 0
     done: int = 0
     failed: int = 0
     abandoned: int = 0
@@ -160,6 +164,8 @@ class Executor:
         self.batch_size = max(1, batch_size)
         self.max_concurrency = max(1, max_concurrency)
         self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        #: Told how far each run has come (the CLI's ``pass run`` draws it on a terminal).
+        self.watchers: list[ProgressWatcher] = []
 
     def _now(self) -> float:
         return self.clock.now().timestamp()
@@ -222,6 +228,10 @@ class Executor:
                 return RunResult(campaign, name, trigger, "idle", "nothing pending")
             run_id = await self.db.passes.start_run(campaign, name, trigger=trigger, at=self._now())
             run = _Run(campaign=campaign, definition=definition, trigger=trigger, run_id=run_id)
+            board = run.board = self._board(name)
+            run.total = len(pending)
+            board.start(campaign)
+            board.update(campaign, 0, run.total)
             queue = deque(pending)
             try:
                 await self._drive(run, order, queue)
@@ -238,7 +248,16 @@ class Executor:
                         self._finish(run, left=len(queue) + run.abandoned + run.in_flight)
                     )
                 raise
+            finally:
+                board.finish(campaign)
             return await self._finish(run, left=len(queue) + run.abandoned + run.in_flight)
+
+    def _board(self, name: str) -> ProgressBoard:
+        """A run's own board, stamped by the executor's clock and watched by its watchers."""
+        board = ProgressBoard(self.clock, stage=f"pass {name}")
+        for watcher in self.watchers:
+            board.watch(watcher)
+        return board
 
     async def _drive(self, run: _Run, order: Sequence[str], queue: deque[_Pending]) -> None:
         flushing = asyncio.Lock()
@@ -279,6 +298,8 @@ class Executor:
                     run.done += result.status == "done"
                     run.failed += result.status == "failed"
                     run.facts += len(result.facts)
+                    if run.board is not None:
+                        run.board.update(run.campaign, run.done + run.failed, run.total)
                 if len(run.results) >= self.batch_size:
                     await flush()
 

@@ -27,6 +27,7 @@ from liminalis.passes.nodes import builtin_registry
 from liminalis.passes.ports import AllowAllGate, CreditGate, NoPassModel, PassModel
 from liminalis.passes.registry import NodeRegistry
 from liminalis.ports import Clock
+from liminalis.progress import ProgressWatcher
 from liminalis.store.passes import Fact, RunRow, TraceRow
 from liminalis.store.sqlite import Database
 from liminalis.types import IngestReport
@@ -155,6 +156,17 @@ class Passes:
         self._again: set[str] = set()
         self.before_runs: list[BeforeRuns] = []
         self.after_runs: list[AfterRuns] = []
+
+    def watch_progress(self, watcher: ProgressWatcher) -> Callable[[], None]:
+        """Call ``watcher`` with how far each pass run has come (documents done of pending, rate,
+        time left); returns the unsubscribe."""
+        self.executor.watchers.append(watcher)
+
+        def unwatch() -> None:
+            if watcher in self.executor.watchers:
+                self.executor.watchers.remove(watcher)
+
+        return unwatch
 
     async def _before(self, campaign: str) -> None:
         for hook in self.before_runs:
