@@ -116,6 +116,12 @@ def test_layers_import_downward_only():
     assert offenders == {}
 
 
+#: Modules that touch the environment for another reason than our configuration: bot/logs.py
+#: sets native libraries' switches (grpc's C core, transformers) before they are imported, and
+#: only where the host has not set them; it reads no setting of ours.
+ENVIRONMENT_WRITERS = {"bot/logs.py"}
+
+
 def test_environment_is_read_in_settings_only():
     readers = [
         p.relative_to(ROOT).as_posix()
@@ -123,7 +129,7 @@ def test_environment_is_read_in_settings_only():
         for p in _py(folder)
         if ("os.environ" in p.read_text() or "getenv(" in p.read_text()) and p.name != "settings.py"
     ]
-    assert readers == []
+    assert sorted(set(readers) - ENVIRONMENT_WRITERS) == []
 
 
 # The engine's insides, reached through an attribute of an engine object. The store itself may be
