@@ -47,6 +47,7 @@ from liminalis.recap import Recap, build_model_recap, build_recap
 from liminalis.retrieval.browse import Match, cited_passage, richest_view, search_documents
 from liminalis.retrieval.catalog import Catalog
 from liminalis.retrieval.learned import DocumentRanker
+from liminalis.retrieval.render import fallback_passages, render_document
 from liminalis.retrieval.retriever import RetrievalParams, Retriever, Trace
 from liminalis.review import ReviewItem, WallReview
 from liminalis.scope import CampaignScope
@@ -871,13 +872,13 @@ class Engine:
         ]:
             rendered.append(
                 have.get(doc_id)
-                or self.retriever._render(
+                or render_document(
                     cat,
                     doc_id,
-                    self.retriever._fallback_passages(cat, doc_id, tokens),
+                    fallback_passages(cat, doc_id, tokens),
                     pinned=False,
                     score=recall.memory_docs.get(doc_id, 0.0),
-                    p=params,
+                    params=params.render,
                 )
             )
         pinned_ids = [d for d in bundle.ranked_doc_ids if d in {p.doc_id for p in pinned}]
