@@ -49,6 +49,7 @@ from liminalis.recap import Recap, build_model_recap, build_recap
 from liminalis.retrieval.browse import Match, cited_passage, richest_view, search_documents
 from liminalis.retrieval.catalog import Catalog
 from liminalis.retrieval.learned import DocumentRanker
+from liminalis.retrieval.render import fallback_passages, render_document
 from liminalis.retrieval.retriever import RetrievalParams, Retriever, Trace
 from liminalis.review import ReviewItem, WallReview
 from liminalis.scope import CampaignScope
@@ -174,11 +175,48 @@ class Engine:
         #: What players asked: written by :meth:`answer`, read by :meth:`question_report`.
         # Players' 👎 on answers (the chat surface stores them beside its cards) join the log.
         self.questions = QuestionLog(db, clock=clock, feedback=db.cards)
-        # Indexer and retriever reach each campaign's serving generation through the router.
+        self._wire_search(
+            store,
+            embedder,
+            reranker,
+            ranker=ranker,
+            params=params,
+            ingest_options=ingest_options,
+            tokenizer=tokenizer,
+            k1=k1,
+            b=b,
+            embedders=embedders,
+            clock=clock,
+            generation_grace_s=generation_grace_s,
+        )
+        self._init_campaign_state()
+        self._init_services(clock)
+
+    def _wire_search(
+        self,
+        store: VectorStore,
+        embedder: Embedder,
+        reranker: Reranker | None,
+        *,
+        ranker: DocumentRanker | None,
+        params: RetrievalParams,
+        ingest_options: IngestOptions,
+        tokenizer: Tokenizer,
+        k1: float,
+        b: float,
+        embedders: Sequence[Embedder],
+        clock: Clock | None,
+        generation_grace_s: float,
+    ) -> None:
+        """The indexer, the generations and the retriever, wired to one router: each reaches a
+        campaign's serving generation through it, so a re-index can build the next one beside
+        it."""
         routed = RoutedStore(store)
-        self.indexer = Indexer(db, routed, embedder, tokenizer=tokenizer, options=ingest_options)
+        self.indexer = Indexer(
+            self.db, routed, embedder, tokenizer=tokenizer, options=ingest_options
+        )
         self.generations = Generations(
-            db,
+            self.db,
             store,
             routed=routed,
             indexer=self.indexer,
@@ -187,7 +225,7 @@ class Engine:
             grace_s=generation_grace_s,
         )
         self.retriever = Retriever(
-            db,
+            self.db,
             routed,
             embedder,
             reranker,
@@ -198,6 +236,10 @@ class Engine:
             ranker=ranker,
         )
         self.retriever.embedder_for = self.generations.query_embedder
+
+    def _init_campaign_state(self) -> None:
+        """Per-campaign state: served configurations and why a newer one is not served, skipped
+        files, and the locks that keep one campaign's loads, ingests and edits in turn."""
         self._configs: dict[str, _Served] = {}
         self._loading: dict[str, asyncio.Lock] = {}
         #: slug → why its campaign.toml as it is now cannot be read, while the last good version
@@ -213,19 +255,21 @@ class Engine:
         self._editing: dict[str, asyncio.Lock] = {}
         self._creating = asyncio.Lock()
         self._answerer: Responder | None = None
-        # -- passes --------------------------------------------------------------
+
+    def _init_services(self, clock: Clock | None) -> None:
+        """The engine's side services over its database: ingest listeners, index progress, the
+        wall's review, the knowledge layer, and the background snapshot builds."""
         #: Called after every ingest (the scheduler's tick, an upload, the CLI) with the
         #: campaign and its report; the composition root adds ``Passes.on_ingested``, which
         #: starts the campaign's ``changed`` passes in the background. A listener must not
         #: block: the ingest's caller is waiting.
         self.ingest_listeners: list[Callable[[str, IngestReport], None]] = []
-        # -- index progress ------------------------------------------------------
         self._clock: Clock = clock or SystemClock()
         self._progress = ProgressBoard(self._clock)
         #: The GM's review of what the wall held back by habit (liminalis.review).
-        self.review = WallReview(db, clock=self._clock)
+        self.review = WallReview(self.db, clock=self._clock)
         #: The knowledge layer's read API over this engine's store (written by the passes).
-        self.knowledge = Knowledge(db)
+        self.knowledge = Knowledge(self.db)
         #: slug → the background build of its snapshot after an ingest that changed it
         #: (``_prewarm_soon``), and the slugs changed again while one ran.
         self._prewarms: dict[str, asyncio.Task[None]] = {}
@@ -888,13 +932,13 @@ class Engine:
         ]:
             rendered.append(
                 have.get(doc_id)
-                or self.retriever._render(
+                or render_document(
                     cat,
                     doc_id,
-                    self.retriever._fallback_passages(cat, doc_id, tokens),
+                    fallback_passages(cat, doc_id, tokens),
                     pinned=False,
                     score=recall.memory_docs.get(doc_id, 0.0),
-                    p=params,
+                    params=params.render,
                 )
             )
         pinned_ids = [d for d in bundle.ranked_doc_ids if d in {p.doc_id for p in pinned}]

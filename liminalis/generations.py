@@ -343,7 +343,36 @@ class Generations:
 
         ``automatic`` (the tick's upgrade) builds nothing, and publishes nothing, while a
         rollback holds the target profile back; a re-index a host asked for lifts the hold
-        first, so that if it is interrupted the tick finishes what the host started."""
+        first, so that if it is interrupted the tick finishes what the host started.
+
+        Stages: :meth:`_indexed_row` → :meth:`_builder` → :meth:`_record_serving` →
+        :meth:`_open_building` → :meth:`_build` (rounds, then the switch) → routing."""
+        row, serving = await self._indexed_row(slug, automatic=automatic)
+        builder = self._builder(embedder, tokenizer)
+        target = builder.profile()
+        report = ReindexReport(campaign=slug, profile=target)
+        if serving == target:
+            report.note = "already serving this profile"
+            return report
+        if automatic and row.rolled_back_from == target:
+            report.note = _HELD
+            return report
+        now = self._now()
+        await self._record_serving(slug, row, serving, now)
+        writer = await self._open_building(slug, target, builder, now)
+        if not await self._build(slug, target, writer, report, on_document, lock, automatic):
+            return report
+        report.published = True
+        _log.info("%s: generation %s published (%s)", slug, generation_key(slug, target), target)
+        published = await self.db.campaigns.get(slug)
+        if published is not None:
+            await self.route(published)
+        await self.drop_expired()
+        return report
+
+    async def _indexed_row(self, slug: str, *, automatic: bool) -> tuple[CampaignRow, str]:
+        """The campaign's row, which must be indexed, and the profile it serves; a re-index a
+        host asked for lifts a rollback's hold first."""
         row = await self.db.campaigns.get(slug)
         if row is None or row.generation == 0 or not row.model_id:
             raise NotReady(
@@ -352,38 +381,41 @@ class Generations:
             )
         if not automatic and await self.db.generations.release(slug):
             _log.info("%s: rollback hold on %s lifted by a re-index", slug, row.rolled_back_from)
-        builder = self.indexer
-        if embedder is not None and embedder.model_id != self.indexer.embedder.model_id:
-            self._embedders.setdefault(embedder.model_id, embedder)
-            builder = Indexer(
-                self.db,
-                self.inner,
-                embedder,
-                tokenizer=tokenizer or self.indexer.tokenizer,
-                options=self.indexer.options,
-            )
-        target = builder.profile()
-        report = ReindexReport(campaign=slug, profile=target)
-        if row.model_id == target:
-            report.note = "already serving this profile"
-            return report
-        if automatic and row.rolled_back_from == target:
-            report.note = _HELD
-            return report
-        now = self._now()
-        serving_parts = _profile_parts(row.model_id)
-        serving_model = serving_parts[0] if serving_parts else row.model_id
+        return row, row.model_id
+
+    def _builder(self, embedder: Embedder | None, tokenizer: Tokenizer | None) -> Indexer:
+        """The indexer whose profile the new generation takes: this engine's, or one over
+        ``embedder`` (kept, so the generation can be served once published)."""
+        if embedder is None or embedder.model_id == self.indexer.embedder.model_id:
+            return self.indexer
+        self._embedders.setdefault(embedder.model_id, embedder)
+        return Indexer(
+            self.db,
+            self.inner,
+            embedder,
+            tokenizer=tokenizer or self.indexer.tokenizer,
+            options=self.indexer.options,
+        )
+
+    async def _record_serving(self, slug: str, row: CampaignRow, serving: str, now: float) -> None:
+        """The generation serving now, recorded as such (what a rollback returns to)."""
+        serving_parts = _profile_parts(serving)
+        serving_model = serving_parts[0] if serving_parts else serving
         serving_emb = self.embedder_for(serving_model)
         serving_dim = await asyncio.to_thread(lambda: serving_emb.dim) if serving_emb else 0
         await self.db.generations.record(
             slug,
-            row.model_id,
+            serving,
             store_key=row.store_key or slug,
             model_id=serving_model,
             dim=serving_dim,
             state="serving",
             at=now,
         )
+
+    async def _open_building(self, slug: str, target: str, builder: Indexer, now: float) -> Indexer:
+        """The new generation recorded as building, its collection opened, and an indexer
+        that writes into it (routed there while the campaign is served from the old one)."""
         key = generation_key(slug, target)
         dim = await asyncio.to_thread(lambda: builder.embedder.dim)
         await self.db.generations.record(
@@ -405,30 +437,37 @@ class Generations:
             options=builder.options,
         )
         await writer_store.ensure(slug, dim=dim, model_id=builder.embedder.model_id)
+        return writer
+
+    async def _build(
+        self,
+        slug: str,
+        target: str,
+        writer: Indexer,
+        report: ReindexReport,
+        on_document: Callable[[int], None] | None,
+        lock: asyncio.Lock,
+        automatic: bool,
+    ) -> bool:
+        """Write every document into the new generation and switch to it; whether it was
+        published. One round without the lock (the long one), then one under the campaign's
+        ingest lock, so no edit lands between its last check and the publish."""
         self.board.start(slug, rebuild=True)
         try:
-            # One round without the lock (the long one), then one under the campaign's ingest
-            # lock, so no edit lands between its last check and the publish.
             if not await self._round(slug, target, writer, report, on_document):
-                return report
+                return False
             async with lock:
                 if not await self._round(slug, target, writer, report, on_document):
-                    return report
+                    return False
                 await writer.collect_garbage(slug)
                 if not await self.db.generations.switch(
                     slug, target, at=self._now(), unless_held=automatic
                 ):
                     report.note = _HELD
-                    return report
+                    return False
         finally:
             self.board.finish(slug)
-        report.published = True
-        _log.info("%s: generation %s published (%s)", slug, key, target)
-        row = await self.db.campaigns.get(slug)
-        if row is not None:
-            await self.route(row)
-        await self.drop_expired()
-        return report
+        return True
 
     async def _round(
         self,

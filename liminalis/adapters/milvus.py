@@ -158,6 +158,30 @@ def _str_list(values: Sequence[str]) -> str:
     return json.dumps(list(values), ensure_ascii=False)
 
 
+def _lens_filter(lens: frozenset[str], visibilities: Iterable[frozenset[str]] | None) -> str | None:
+    """The store-side filter a search under ``lens`` runs with: "" for none (the GM over a
+    campaign without hidden sections), None when the lens can see nothing (no search runs).
+    ``visibilities``: the campaign's visibility sets, when known, filtered by exact key."""
+    if GM not in lens:
+        names = sorted(lens - {GM, NOT_GM})
+        if not names:
+            return None
+        if visibilities is not None:
+            keys = sorted({visibility_key(v) for v in visibilities if visible(v, lens)})
+            if not keys:
+                return None
+            return f"vkey in {_str_list(keys)}"
+        return f"array_contains_any(vis, {_str_list(names)})"
+    if visibilities is None:
+        return f"not array_contains(vis, {_str_list([NOT_GM])[1:-1]})"
+    if any(NOT_GM in v for v in visibilities):
+        # The GM reads a file with hidden sections whole, not its shared view: without such
+        # files the GM's search stays unfiltered, as it always was.
+        keys = sorted({visibility_key(v) for v in visibilities if visible(v, lens)})
+        return f"vkey in {_str_list(keys)}"
+    return ""
+
+
 class MilvusVectorStore:
     """Milvus (Lite or server) vector store, one collection per campaign and model."""
 
@@ -449,108 +473,120 @@ class MilvusVectorStore:
         visibilities: Iterable[frozenset[str]] | None = None,
         doc_ids: Sequence[str] | None = None,
     ) -> list[VectorHit]:
+        """The ``top_k`` rows nearest ``vector`` that ``lens`` may see: exact over ``doc_ids``
+        when given (:meth:`_search_exact`), else the index's search under the lens's filter
+        (:meth:`_search_index`, :func:`_lens_filter`)."""
         name = self._name(campaign)
-        kwargs: dict[str, Any] = {}
         if doc_ids is not None and not doc_ids:
             return []
-        if GM not in lens:
-            names = sorted(lens - {GM, NOT_GM})
-            if not names:
-                return []
-            if visibilities is not None:
-                keys = sorted({visibility_key(v) for v in visibilities if visible(v, lens)})
-                if not keys:
-                    return []
-                kwargs["filter"] = f"vkey in {_str_list(keys)}"
-            else:
-                kwargs["filter"] = f"array_contains_any(vis, {_str_list(names)})"
-        elif visibilities is None:
-            kwargs["filter"] = f"not array_contains(vis, {_str_list([NOT_GM])[1:-1]})"
-        elif any(NOT_GM in v for v in visibilities):
-            # The GM reads a file with hidden sections whole, not its shared view: without such
-            # files the GM's search stays unfiltered, as it always was.
-            keys = sorted({visibility_key(v) for v in visibilities if visible(v, lens)})
-            kwargs["filter"] = f"vkey in {_str_list(keys)}"
+        where = _lens_filter(lens, visibilities)
+        if where is None:
+            return []
+        if doc_ids is not None:
+            return await self._run(self._search_exact, name, vector, lens, top_k, doc_ids)
+        kwargs: dict[str, Any] = {"filter": where} if where else {}
+        return await self._run(self._search_index, name, vector, lens, top_k, kwargs)
 
-        def exact() -> list[VectorHit]:
-            # A search restricted to a few documents is exact: the index's approximate search
-            # applies the filter after probing, so a document far from the query's clusters
-            # would return nothing. Those documents' rows are fetched once (then cached until
-            # the collection is written) and scored here: a few hundred dot products. The rows
-            # carry their visibility, checked against the lens exactly as ``go`` checks hits.
-            cache = self._doc_rows.setdefault(name, OrderedDict())
-            wanted = sorted(set(doc_ids or ()))
-            missing = [d for d in wanted if d not in cache]
-            for i in range(0, len(missing), 256):
-                part = missing[i : i + 256]
-                got: dict[str, list[dict[str, Any]]] = {d: [] for d in part}
-                rows = self._rows(
-                    name,
-                    ["id", "passage_id", "doc_id", "kind", "vis", "vector"],
-                    where=f"doc_id in {_str_list(part)}",
+    def _search_exact(
+        self,
+        name: str,
+        vector: np.ndarray,
+        lens: frozenset[str],
+        top_k: int,
+        doc_ids: Sequence[str],
+    ) -> list[VectorHit]:
+        """A search restricted to a few documents is exact: the index's approximate search
+        applies the filter after probing, so a document far from the query's clusters would
+        return nothing. Those documents' rows are fetched once (then cached until the
+        collection is written) and scored here: a few hundred dot products. The rows carry
+        their visibility, checked against the lens exactly as :meth:`_search_index` checks
+        hits."""
+        cache = self._doc_rows.setdefault(name, OrderedDict())
+        wanted = sorted(set(doc_ids or ()))
+        self._cache_doc_rows(name, cache, [d for d in wanted if d not in cache])
+        q = np.asarray(vector, dtype=np.float32)
+        hits: list[VectorHit] = []
+        for d in wanted:
+            held = cache[d]
+            cache.move_to_end(d)
+            if not held.ids:
+                continue
+            scores = held.vectors @ q
+            hits.extend(
+                VectorHit(
+                    id=held.ids[k],
+                    passage_id=held.passage_ids[k],
+                    doc_id=d,
+                    kind=held.kinds[k],
+                    score=float(scores[k]),
                 )
-                for r in rows:
-                    got.setdefault(r["doc_id"], []).append(r)
-                for d, rs in got.items():
-                    cache[d] = _DocRows(
-                        ids=tuple(r["id"] for r in rs),
-                        passage_ids=tuple(r["passage_id"] for r in rs),
-                        kinds=tuple(r["kind"] for r in rs),
-                        vis=tuple(frozenset(r.get("vis") or ()) for r in rs),
-                        vectors=np.asarray([r["vector"] for r in rs], dtype=np.float32).reshape(
-                            len(rs), -1
-                        ),
-                    )
-            q = np.asarray(vector, dtype=np.float32)
-            hits: list[VectorHit] = []
-            for d in wanted:
-                held = cache[d]
-                cache.move_to_end(d)
-                if not held.ids:
-                    continue
-                scores = held.vectors @ q
-                hits.extend(
-                    VectorHit(
-                        id=held.ids[k],
-                        passage_id=held.passage_ids[k],
-                        doc_id=d,
-                        kind=held.kinds[k],
-                        score=float(scores[k]),
-                    )
-                    for k in range(len(held.ids))
-                    if visible(held.vis[k], lens)
-                )
-            while len(cache) > DOC_ROWS_CACHE:
-                cache.popitem(last=False)
-            hits.sort(key=lambda h: -h.score)
-            return hits[:top_k]
-
-        def go() -> list[VectorHit]:
-            res = self._client.search(
-                name,
-                data=[np.asarray(vector, dtype=np.float32).tolist()],
-                limit=top_k,
-                output_fields=["passage_id", "doc_id", "kind", "vis"],
-                anns_field="vector",
-                **kwargs,
+                for k in range(len(held.ids))
+                if visible(held.vis[k], lens)
             )
-            hits = []
-            for h in res[0]:
-                ent = h["entity"]
-                if not visible(ent.get("vis") or (), lens):
-                    continue  # belt and braces: never trust the filter alone
-                hits.append(
-                    VectorHit(
-                        id=h["id"],
-                        passage_id=ent["passage_id"],
-                        doc_id=ent["doc_id"],
-                        kind=ent["kind"],
-                        score=float(h["distance"]),
-                    )
-                )
-            return hits
+        while len(cache) > DOC_ROWS_CACHE:
+            cache.popitem(last=False)
+        hits.sort(key=lambda h: -h.score)
+        return hits[:top_k]
 
-        return await self._run(exact if doc_ids is not None else go)
+    def _cache_doc_rows(
+        self, name: str, cache: OrderedDict[str, _DocRows], missing: list[str]
+    ) -> None:
+        """Fetch the rows of the ``missing`` documents into ``cache``, 256 documents a query
+        (a document without rows is cached as empty)."""
+        for i in range(0, len(missing), 256):
+            part = missing[i : i + 256]
+            got: dict[str, list[dict[str, Any]]] = {d: [] for d in part}
+            rows = self._rows(
+                name,
+                ["id", "passage_id", "doc_id", "kind", "vis", "vector"],
+                where=f"doc_id in {_str_list(part)}",
+            )
+            for r in rows:
+                got.setdefault(r["doc_id"], []).append(r)
+            for d, rs in got.items():
+                cache[d] = _DocRows(
+                    ids=tuple(r["id"] for r in rs),
+                    passage_ids=tuple(r["passage_id"] for r in rs),
+                    kinds=tuple(r["kind"] for r in rs),
+                    vis=tuple(frozenset(r.get("vis") or ()) for r in rs),
+                    vectors=np.asarray([r["vector"] for r in rs], dtype=np.float32).reshape(
+                        len(rs), -1
+                    ),
+                )
+
+    def _search_index(
+        self,
+        name: str,
+        vector: np.ndarray,
+        lens: frozenset[str],
+        top_k: int,
+        kwargs: dict[str, Any],
+    ) -> list[VectorHit]:
+        """The index's approximate search under the lens's filter; every hit's visibility is
+        checked again (belt and braces: never trust the filter alone)."""
+        res = self._client.search(
+            name,
+            data=[np.asarray(vector, dtype=np.float32).tolist()],
+            limit=top_k,
+            output_fields=["passage_id", "doc_id", "kind", "vis"],
+            anns_field="vector",
+            **kwargs,
+        )
+        hits = []
+        for h in res[0]:
+            ent = h["entity"]
+            if not visible(ent.get("vis") or (), lens):
+                continue  # belt and braces: never trust the filter alone
+            hits.append(
+                VectorHit(
+                    id=h["id"],
+                    passage_id=ent["passage_id"],
+                    doc_id=ent["doc_id"],
+                    kind=ent["kind"],
+                    score=float(h["distance"]),
+                )
+            )
+        return hits
 
     async def invalidate(self, campaign: str) -> None:
         name = self._collections.get(campaign)

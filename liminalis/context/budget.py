@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from liminalis.context.material import ContextDoc, count_blocks
 from liminalis.context.tokens import TokenCounter, default_counter
@@ -263,6 +263,10 @@ def fit_budget(
 ) -> Fitted:
     """Degrade ``docs`` until ``reserved`` plus their blocks fit ``budget`` (or the floors bind).
 
+    Two stages, cheapest loss first: drop the weakest recalled documents down to
+    ``doc_floor`` (:func:`_drop_weakest`), then clip documents one at a time down to
+    ``clip_floor`` (:func:`_clip_until_fit`).
+
     Args:
         docs: documents in retrieval order (pins first); their ``rank`` orders weakness.
         budget: total tokens for the turn, including ``reserved``.
@@ -273,29 +277,68 @@ def fit_budget(
     """
     c = counter or default_counter()
     current = list(docs)
-    sizes = count_blocks(current, c)
-    dropped: list[str] = []
-    clipped: list[str] = []
+    f = _Fitting(
+        current=current,
+        sizes=count_blocks(current, c),
+        alive=[True] * len(current),
+        budget=budget,
+        reserved=reserved,
+    )
+    _drop_weakest(f, params)
+    _clip_until_fit(f, params, c, query=query, texts=texts or {}, matched=matched or {})
+    return _fitted(f)
 
-    def total() -> int:
-        return reserved + sum(sizes)
 
+@dataclass(slots=True)
+class _Fitting:
+    """The documents as fitting leaves them: each one's block size, whether it is still in,
+    and what was dropped and clipped."""
+
+    current: list[ContextDoc]
+    sizes: list[int]
+    alive: list[bool]
+    budget: int
+    reserved: int
+    dropped: list[str] = field(default_factory=list)
+    clipped: list[str] = field(default_factory=list)
+
+    def total(self) -> int:
+        """Tokens the turn spends now: ``reserved + Σ sizes``."""
+        return self.reserved + sum(self.sizes)
+
+
+def _drop_weakest(f: _Fitting, params: BudgetParams) -> None:
+    """Drop recalled documents, weakest rank first, while over budget and more than
+    ``doc_floor`` remain; pins are never dropped."""
+    current = f.current
     recalled = sorted(
         (i for i, d in enumerate(current) if not d.pinned), key=lambda i: current[i].rank
     )
-    alive = [True] * len(current)
-    while total() > budget and len(recalled) > params.doc_floor:
+    while f.total() > f.budget and len(recalled) > params.doc_floor:
         weakest = recalled.pop()
-        alive[weakest] = False
-        dropped.append(current[weakest].doc_id)
-        sizes[weakest] = 0
+        f.alive[weakest] = False
+        f.dropped.append(current[weakest].doc_id)
+        f.sizes[weakest] = 0
 
+
+def _clip_until_fit(
+    f: _Fitting,
+    params: BudgetParams,
+    c: TokenCounter,
+    *,
+    query: str,
+    texts: Mapping[str, str],
+    matched: Mapping[str, Sequence[Span]],
+) -> None:
+    """Clip one document at a time (the weakest, or the largest) by what the turn is over,
+    never below ``clip_floor``, until it fits or nothing more can be cut."""
+    current, sizes = f.current, f.sizes
     stuck: set[int] = set()
-    while total() > budget:
+    while f.total() > f.budget:
         cands = [
             i
             for i in range(len(current))
-            if alive[i] and i not in stuck and sizes[i] > params.clip_floor
+            if f.alive[i] and i not in stuck and sizes[i] > params.clip_floor
         ]
         if not cands:
             break
@@ -303,41 +346,56 @@ def fit_budget(
             i = max(cands, key=lambda j: (not current[j].pinned, current[j].rank, sizes[j]))
         else:
             i = max(cands, key=lambda j: (sizes[j], -j))
-        target = max(params.clip_floor, sizes[i] - (total() - budget))
-        head = c.count(current[i].block()) - c.count(current[i].text.strip())
-        full = (texts or {}).get(current[i].doc_id, "")
-        prefer = (
-            [full[sp.start : sp.end] for sp in (matched or {}).get(current[i].doc_id, ())]
-            if full
-            else []
-        )
-        cut, _ = clip_segments(
-            current[i].segments,
-            max(1, target - head),
-            query=query,
-            unit_tokens=params.unit_tokens,
-            contiguous=params.contiguous,
-            counter=c,
-            prefer=prefer,
-        )
-        new = current[i].with_segments(cut, "clipped")
+        target = max(params.clip_floor, sizes[i] - (f.total() - f.budget))
+        new = _clip_one(current[i], target, params, c, query=query, texts=texts, matched=matched)
         new_size = c.count(new.block())
         if new_size >= sizes[i]:
             stuck.add(i)  # one indivisible unit left: nothing more to cut here
             continue
         current[i] = new
         sizes[i] = new_size
-        if new.doc_id not in clipped:
-            clipped.append(new.doc_id)
+        if new.doc_id not in f.clipped:
+            f.clipped.append(new.doc_id)
 
-    kept = tuple(d for d, a in zip(current, alive, strict=True) if a)
-    tokens = sum(s for s, a in zip(sizes, alive, strict=True) if a)
+
+def _clip_one(
+    doc: ContextDoc,
+    target: int,
+    params: BudgetParams,
+    c: TokenCounter,
+    *,
+    query: str,
+    texts: Mapping[str, str],
+    matched: Mapping[str, Sequence[Span]],
+) -> ContextDoc:
+    """``doc`` clipped so its block takes about ``target`` tokens (its heading's share kept
+    aside), the passages retrieval matched in it kept first."""
+    head = c.count(doc.block()) - c.count(doc.text.strip())
+    full = texts.get(doc.doc_id, "")
+    prefer = [full[sp.start : sp.end] for sp in matched.get(doc.doc_id, ())] if full else []
+    cut, _ = clip_segments(
+        doc.segments,
+        max(1, target - head),
+        query=query,
+        unit_tokens=params.unit_tokens,
+        contiguous=params.contiguous,
+        counter=c,
+        prefer=prefer,
+    )
+    return doc.with_segments(cut, "clipped")
+
+
+def _fitted(f: _Fitting) -> Fitted:
+    """The outcome, with notes that say what was dropped or clipped, or that the floors bind."""
+    budget, reserved = f.budget, f.reserved
+    kept = tuple(d for d, a in zip(f.current, f.alive, strict=True) if a)
+    tokens = sum(s for s, a in zip(f.sizes, f.alive, strict=True) if a)
     over = reserved + tokens > budget
     notes: list[str] = []
-    if dropped:
-        notes.append(f"budget: dropped {len(dropped)} weaker document(s)")
-    if clipped:
-        notes.append(f"budget: clipped {len(clipped)} document(s)")
+    if f.dropped:
+        notes.append(f"budget: dropped {len(f.dropped)} weaker document(s)")
+    if f.clipped:
+        notes.append(f"budget: clipped {len(f.clipped)} document(s)")
     if over:
         notes.append(
             f"budget of {budget:,} tokens is below the floors; the context uses {reserved + tokens:,} tokens"
@@ -348,8 +406,8 @@ def fit_budget(
         tokens=tokens,
         budget=budget,
         reserved=reserved,
-        dropped=tuple(dropped),
-        clipped=tuple(clipped),
+        dropped=tuple(f.dropped),
+        clipped=tuple(f.clipped),
         over_budget=over,
         notes=tuple(notes),
     )

@@ -152,6 +152,10 @@ def tier_documents(
 ) -> tuple[list[ContextDoc], TierReport]:
     """Tier the background documents of ``docs`` (retrieval order) under the four guards.
 
+    Per document: :func:`_guard` says whether a guard keeps it as it is (or whole,
+    :func:`_guarded`); otherwise :func:`_tier_one` replaces it by a summary and its matched
+    passages, unless that saves nothing.
+
     Args:
         docs: the turn's documents as rendered.
         texts: full text of each document (``catalog.documents[doc_id].text``).
@@ -168,58 +172,94 @@ def tier_documents(
         : params.keep_full
     ]
     for d in docs:
-        guard = ""
         full = texts.get(d.doc_id)
         spans = _merge([s for s in matched.get(d.doc_id, ()) if len(s) > 0])
-        if d.pinned:
-            guard = "pinned"
-        elif d.doc_id in strongest:
-            guard = "strongest"
-        elif d.type.lower() in params.exempt_types:
-            guard = "exempt type"
-        elif full is None or not spans or any(s.end > len(full) for s in spans):
-            guard = "no matched passages"
-        if (
-            guard == "strongest"
-            and params.strongest_whole
-            and full is not None
-            and d.tier == "rendered"
-        ):
-            # Full fidelity for the strongest hits: their whole text, when it is not huge.
-            if d.text != full and at_most(c, full, params.whole_cap_tokens):
-                out.append(d.with_segments(plain(full), "whole"))
-                refused.append((d.doc_id, guard))
-                continue
+        guard = _guard(d, full, spans, strongest, params)
         if guard:
-            out.append(d)
+            out.append(_guarded(d, full, guard, params, c))
             refused.append((d.doc_id, guard))
             continue
         assert full is not None
-        # The matched passages widened by their surroundings (or, with no widening, as
-        # retrieval rendered them; the exact spans when retrieval rendered the document whole).
-        if params.context_chars > 0:
-            passages = render_segments(
-                full, _merge([widen(full, s, params.context_chars) for s in spans])
-            )
-        else:
-            whole = d.text.strip() == full.strip()
-            passages = render_segments(full, spans) if whole else d.segments
-        summary = (summaries or {}).get(d.doc_id) or extractive_summary(full, params.summary_tokens)
-        # The whole text's count is compared, never used: its word count settles the comparison
-        # for a long document without tokenizing all of it.
-        floor = word_floor(full)
-        passage_tokens = c.count(segments_text(passages))
-        summary_tokens = c.count(summary)
-        if summary and at_most(c, full, summary_tokens + passage_tokens, floor=floor):
-            # The summary would cost more than the text it replaces: refuse it.
-            refused.append((d.doc_id, "compression: summary"))
-            summary = ""
-        segments = ((Segment(SUMMARY, summary),) if summary else ()) + tuple(passages)
-        text = segments_text(segments)
-        if text == d.text or at_most(c, full, c.count(text), floor=floor):
-            out.append(d)
-            refused.append((d.doc_id, "compression"))
-            continue
-        out.append(d.with_segments(segments, "tiered"))
-        tiered.append(d.doc_id)
+        summary = (summaries or {}).get(d.doc_id)
+        doc, notes = _tier_one(d, full, spans, summary, params, c)
+        out.append(doc)
+        refused += notes
+        if doc is not d:
+            tiered.append(d.doc_id)
     return out, TierReport(tiered=tuple(tiered), refused=tuple(refused))
+
+
+def _guard(
+    d: ContextDoc,
+    full: str | None,
+    spans: list[Span],
+    strongest: list[str],
+    params: TierParams,
+) -> str:
+    """The guard that keeps ``d`` from being tiered ("" for none): pinned, among the
+    strongest, of an exempt type, or without matched passages to keep."""
+    if d.pinned:
+        return "pinned"
+    if d.doc_id in strongest:
+        return "strongest"
+    if d.type.lower() in params.exempt_types:
+        return "exempt type"
+    if full is None or not spans or any(s.end > len(full) for s in spans):
+        return "no matched passages"
+    return ""
+
+
+def _guarded(
+    d: ContextDoc, full: str | None, guard: str, params: TierParams, c: TokenCounter
+) -> ContextDoc:
+    """A guarded document as it goes in: full fidelity for the strongest hits (their whole
+    text, when it is not huge), the others as rendered."""
+    if (
+        guard == "strongest"
+        and params.strongest_whole
+        and full is not None
+        and d.tier == "rendered"
+        and d.text != full
+        and at_most(c, full, params.whole_cap_tokens)
+    ):
+        return d.with_segments(plain(full), "whole")
+    return d
+
+
+def _tier_one(
+    d: ContextDoc,
+    full: str,
+    spans: list[Span],
+    summary: str | None,
+    params: TierParams,
+    c: TokenCounter,
+) -> tuple[ContextDoc, list[tuple[str, str]]]:
+    """``d`` as a summary and its matched passages, with why any part was refused: the
+    summary when it costs more than the text it replaces, the whole tiering when it saves
+    nothing (``d`` itself comes back)."""
+    refused: list[tuple[str, str]] = []
+    # The matched passages widened by their surroundings (or, with no widening, as
+    # retrieval rendered them; the exact spans when retrieval rendered the document whole).
+    if params.context_chars > 0:
+        passages = render_segments(
+            full, _merge([widen(full, s, params.context_chars) for s in spans])
+        )
+    else:
+        whole = d.text.strip() == full.strip()
+        passages = render_segments(full, spans) if whole else d.segments
+    summary = summary or extractive_summary(full, params.summary_tokens)
+    # The whole text's count is compared, never used: its word count settles the comparison
+    # for a long document without tokenizing all of it.
+    floor = word_floor(full)
+    passage_tokens = c.count(segments_text(passages))
+    summary_tokens = c.count(summary)
+    if summary and at_most(c, full, summary_tokens + passage_tokens, floor=floor):
+        # The summary would cost more than the text it replaces: refuse it.
+        refused.append((d.doc_id, "compression: summary"))
+        summary = ""
+    segments = ((Segment(SUMMARY, summary),) if summary else ()) + tuple(passages)
+    text = segments_text(segments)
+    if text == d.text or at_most(c, full, c.count(text), floor=floor):
+        refused.append((d.doc_id, "compression"))
+        return d, refused
+    return d.with_segments(segments, "tiered"), refused

@@ -119,18 +119,38 @@ def chunk_document(
     pages: Sequence[tuple[int, str]] = (),
 ) -> list[Passage]:
     """Cut ``text`` into passages at content-defined sentence boundaries; ``pages`` (where each
-    page starts, and its label) end each passage's heading path with its page."""
+    page starts, and its label) end each passage's heading path with its page.
+
+    Stages: :func:`_boundary_scores` → :func:`_cuts` (local maxima) → :func:`_split_to_fit`
+    per run of sentences → :func:`_passages` → :func:`_chain`."""
     sents = split_sentences(text, max_len=min(1200, params.max_chars))
     if not sents:
         return []
     heads = _headings(text)
-    head_starts = {off for off, _, _ in heads}
+    scores = _boundary_scores(text, sents, {off for off, _, _ in heads}, params.window)
+    groups: list[list[int]] = []
+    start = 0
+    for c in [*_cuts(sents, scores, params.min_chars), len(sents) - 1]:
+        for a, b in _split_to_fit(sents, scores, a=start, b=c, params=params):
+            groups.append(list(range(a, b + 1)))
+        start = c + 1
+    passages = _passages(doc_id, text, sents, groups, heads, pages, visibility)
+    return _chain(passages)
+
+
+def _boundary_scores(
+    text: str, sents: Sequence[tuple[int, int, bool]], head_starts: set[int], window: int
+) -> list[int]:
+    """Each sentence end's boundary score, ``tier << 64 | g``: ``g`` the XOR of the last
+    ``window`` sentence hashes, each rotated by its distance (content-defined, so an edit moves
+    only nearby cuts); ``tier`` 2 before a heading line, 1 at a paragraph end, else 0, so
+    structure outranks any hash."""
     hashes = [_h64(text[s:e]) for s, e, _ in sents]
     n = len(sents)
     scores: list[int] = []
     for i, (_s, _e, para) in enumerate(sents):
         g = 0
-        for j in range(params.window):
+        for j in range(window):
             if i - j >= 0:
                 g ^= _rotl(hashes[i - j], j)
         tier = 1 if para else 0
@@ -140,9 +160,14 @@ def chunk_document(
             if line_start in head_starts and not text[line_start:nxt].strip():
                 tier = 2
         scores.append(tier << 64 | g)
+    return scores
 
+
+def _cuts(sents: Sequence[tuple[int, int, bool]], scores: list[int], radius: int) -> list[int]:
+    """The sentences that end a passage: those whose score is the strict maximum of every
+    sentence ending within ``radius`` characters, at least ``radius`` from either end."""
+    n = len(sents)
     first, last = sents[0][0], sents[-1][1]
-    radius = params.min_chars
     cuts: list[int] = []  # index of the sentence that ends a passage
     lo = 0
     for i in range(n - 1):
@@ -160,38 +185,52 @@ def chunk_document(
             j += 1
         if ok:
             cuts.append(i)
+    return cuts
 
-    def split(a: int, b: int) -> list[tuple[int, int]]:
-        """Split sentences a..b (inclusive) until every piece fits ``max_chars``, in order.
 
-        With a stack, not recursion: sentences that all score alike (a line repeated a thousand
-        times) split one piece off the front at a time, as deep as there are pieces."""
-        pieces: list[tuple[int, int]] = []
-        todo = [(a, b)]
-        while todo:
-            a, b = todo.pop()
-            if sents[b][1] - sents[a][0] <= params.max_chars or a == b:
-                pieces.append((a, b))
-                continue
-            inner = [
-                k
-                for k in range(a, b)
-                if sents[k][1] - sents[a][0] >= params.min_chars
-                and sents[b][1] - sents[k + 1][0] >= params.min_chars
-            ]
-            if not inner:
-                inner = list(range(a, b))
-            k = max(inner, key=lambda x: scores[x])
-            todo += [(k + 1, b), (a, k)]  # the left piece is taken first
-        return pieces
+def _split_to_fit(
+    sents: Sequence[tuple[int, int, bool]],
+    scores: list[int],
+    *,
+    a: int,
+    b: int,
+    params: ChunkingParams,
+) -> list[tuple[int, int]]:
+    """Split sentences a..b (inclusive) until every piece fits ``max_chars``, in order.
 
-    groups: list[list[int]] = []
-    start = 0
-    for c in [*cuts, n - 1]:
-        for a, b in split(start, c):
-            groups.append(list(range(a, b + 1)))
-        start = c + 1
+    With a stack, not recursion: sentences that all score alike (a line repeated a thousand
+    times) split one piece off the front at a time, as deep as there are pieces."""
+    pieces: list[tuple[int, int]] = []
+    todo = [(a, b)]
+    while todo:
+        a, b = todo.pop()
+        if sents[b][1] - sents[a][0] <= params.max_chars or a == b:
+            pieces.append((a, b))
+            continue
+        inner = [
+            k
+            for k in range(a, b)
+            if sents[k][1] - sents[a][0] >= params.min_chars
+            and sents[b][1] - sents[k + 1][0] >= params.min_chars
+        ]
+        if not inner:
+            inner = list(range(a, b))
+        k = max(inner, key=lambda x: scores[x])
+        todo += [(k + 1, b), (a, k)]  # the left piece is taken first
+    return pieces
 
+
+def _passages(
+    doc_id: str,
+    text: str,
+    sents: Sequence[tuple[int, int, bool]],
+    groups: list[list[int]],
+    heads: list[tuple[int, int, str]],
+    pages: Sequence[tuple[int, str]],
+    visibility: frozenset[str],
+) -> list[Passage]:
+    """One passage per group of sentences, its id ``doc#hash`` (``.n`` on the n-th repeat of
+    the same text) and its heading path, ending with its page when ``pages`` are given."""
     passages: list[Passage] = []
     seen: dict[str, int] = {}
     paths = _heading_paths(heads, [sents[group[0]][0] for group in groups])
@@ -219,6 +258,11 @@ def chunk_document(
                 sentence_ends=tuple(sents[i][1] for i in group),
             )
         )
+    return passages
+
+
+def _chain(passages: list[Passage]) -> list[Passage]:
+    """The passages linked to their neighbours (``prev_id``, ``next_id``)."""
     chained = []
     for i, p in enumerate(passages):
         chained.append(

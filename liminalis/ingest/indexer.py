@@ -24,7 +24,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 import numpy as np
@@ -37,6 +37,7 @@ from liminalis.ingest.loaders import (
     BINARY_SUFFIXES,
     SUPPORTED_SUFFIXES,
     LoadError,
+    ParsedFile,
     doc_id_for,
     load_file,
     needs_escaped_ids,
@@ -272,6 +273,112 @@ class _Prepared:
     tokens: dict[str, str]
 
 
+@dataclass(slots=True)
+class _Run:
+    """One ingest's state, handed down its phases (the way httpx hands one request down
+    ``send`` → ``_send_handling_auth`` → ``_send_handling_redirects``): what SQLite and the
+    store held when it opened, and what the run decided and did since."""
+
+    config: CampaignConfig
+    path: Path | None
+    dim: int
+    #: doc id → (path, content hash), as the run opened.
+    stored: dict[str, tuple[str, str]]
+    stored_visibility: dict[str, frozenset[str]]
+    stored_by_doc: dict[str, list[str]]
+    #: The store's ids when the run had to read them (see ``Indexer._verify_store``).
+    existing_vectors: set[str] | None
+    #: Documents whose vectors the store lacks: re-prepared as if edited.
+    unbacked: set[str]
+    report: IngestReport = field(default_factory=IngestReport)
+    files: list[tuple[Path, str]] = field(default_factory=list)
+    #: The campaign-relative scope whose vanished files are deletions ("" for all).
+    scope_rel: str = ""
+    seen: set[str] = field(default_factory=set)
+    #: Per file: the views to (re-)index.
+    todo: list[list[Document]] = field(default_factory=list)
+    first_of: dict[str, str] = field(default_factory=dict)
+    #: File id → the stored documents read from it.
+    views_of: dict[str, list[str]] = field(default_factory=dict)
+    #: Files read this run: a stored view they no longer have goes …
+    loaded: set[str] = field(default_factory=set)
+    #: … and a stored document of their path under another id.
+    loaded_paths: set[str] = field(default_factory=set)
+    file_reports: dict[str, FileReport] = field(default_factory=dict)
+    signatures: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    reader: str = ""
+    was_seen: dict[str, FileRow] = field(default_factory=dict)
+    now_seen: dict[str, FileRow] = field(default_factory=dict)
+    held: set[str] = field(default_factory=set)
+    held_by_doc: dict[str, set[str]] = field(default_factory=dict)
+    stored_tokens: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def slug(self) -> str:
+        return self.config.slug
+
+
+def _moved(
+    ready: list[list[_Prepared]], stored_visibility: dict[str, frozenset[str]]
+) -> dict[str, frozenset[str]]:
+    """Documents whose visibility changed → the visibility they had. Their vector rows are
+    rewritten (same text, same ids, or the store would go on filtering them by the old
+    visibility), and the chat memories of lenses that lost them forget."""
+    return {
+        prep.doc.doc_id: was
+        for f in ready
+        for prep in f
+        if (was := stored_visibility.get(prep.doc.doc_id)) is not None
+        and was != prep.doc.visibility
+    }
+
+
+def _rows(
+    f: list[_Prepared],
+    vectors: dict[str, np.ndarray],
+    held: set[str],
+    moved: dict[str, frozenset[str]],
+) -> list[VectorRecord]:
+    """One file's vector rows to upsert: those the store lacks, and all of a moved document's."""
+    return [
+        VectorRecord(
+            id=vid,
+            passage_id=pid,
+            doc_id=prep.doc.doc_id,
+            kind=kind,
+            visibility=prep.doc.visibility,
+            vector=vectors[h],
+        )
+        for prep in f
+        for vid, kind, pid, _text, h in prep.records
+        if vid not in held or prep.doc.doc_id in moved
+    ]
+
+
+def _count_passages(run: _Run, prep: _Prepared, fresh: set[str]) -> None:
+    """A committed document's passages (added, removed, unchanged) and freshly computed
+    vectors into the run's and its file's reports; ``fresh`` loses the hashes counted, so a
+    vector shared by two documents counts once."""
+    report = run.report
+    old = set(run.stored_by_doc.get(prep.doc.doc_id, []))
+    new = {p.passage_id for p in prep.passages}
+    report.passages_added += len(new - old)
+    report.passages_removed += len(old - new)
+    report.passages_unchanged += len(new & old)
+    report.documents_repaired += prep.doc.doc_id in run.unbacked
+    if (fr := run.file_reports.get(prep.doc.doc_id)) is not None:
+        fr.changed = min(len(new - old), len(old - new))
+        fr.added, fr.removed = len(new - old) - fr.changed, len(old - new) - fr.changed
+        fr.unchanged = len(new & old)
+    for _vid, kind, _pid, _text, h in prep.records:
+        if h in fresh:
+            fresh.discard(h)  # count each computed vector once
+            if kind == "passage":
+                report.embedded += 1
+            elif kind == "window":
+                report.windows_embedded += 1
+
+
 class Indexer:
     """Ingests a campaign folder into SQLite and the vector store."""
 
@@ -442,9 +549,23 @@ class Indexer:
         One file's failure (unreadable, unparsable, refused by the vector store) skips that file
         with its reason in the report and lets the rest index; only a failure of the store or
         the embedder as a whole stops the run (:meth:`_write`). Documents whose vectors the store
-        lacks are re-prepared as if edited: their vectors come back from the embedding cache."""
+        lacks are re-prepared as if edited: their vectors come back from the embedding cache.
+
+        A chain of named phases over one :class:`_Run` (the write order of the module
+        docstring): :meth:`_open` → :meth:`_plan` → :meth:`_index` → :meth:`_sweep` →
+        :meth:`_commit`."""
         t0 = time.perf_counter()
-        report = IngestReport()
+        run = await self._open(config, path)
+        await self._plan(run)
+        await self._index(run, progress)
+        await self._sweep(run)
+        await self._commit(run)
+        run.report.seconds = time.perf_counter() - t0
+        return run.report
+
+    async def _open(self, config: CampaignConfig, path: Path | None) -> _Run:
+        """The campaign's collection opened under the current profile, and what SQLite holds of
+        it: every later phase diffs against this one reading, not a moving target."""
         slug = config.slug
         await self.db.campaigns.upsert(slug, str(config.root))
         # Reading ``dim`` may load the embedder's weights (seconds of torch): off the event loop.
@@ -454,14 +575,31 @@ class Indexer:
         stored = await self.db.documents.hashes(slug)
         stored_visibility = await self.db.documents.visibilities(slug)
         stored_by_doc = await self.db.documents.passages_by_doc(slug)
-        # The store is derived data: rows it lost (emptied, damaged and recreated, a new
-        # collection) are refilled, document by document, without the campaign going offline.
-        # When the store holds exactly the rows SQLite expects, no id is read (a tick over a
-        # large unchanged campaign); otherwise every id is, and the documents lacking theirs are
-        # re-prepared. So is every id the first time this process ingests the campaign, and
-        # whenever the collection it is served from changed (a publish or a rollback, perhaps by
-        # another process): a collection frozen at an earlier publish can hold as many rows as
-        # SQLite expects and still lack an edited passage's.
+        existing_vectors, unbacked = await self._verify_store(slug, stored_by_doc)
+        return _Run(
+            config=config,
+            path=path,
+            dim=dim,
+            stored=stored,
+            stored_visibility=stored_visibility,
+            stored_by_doc=stored_by_doc,
+            existing_vectors=existing_vectors,
+            unbacked=unbacked,
+        )
+
+    async def _verify_store(
+        self, slug: str, stored_by_doc: dict[str, list[str]]
+    ) -> tuple[set[str] | None, set[str]]:
+        """The store's ids when they had to be read, and the documents lacking their vectors.
+
+        The store is derived data: rows it lost (emptied, damaged and recreated, a new
+        collection) are refilled, document by document, without the campaign going offline.
+        When the store holds exactly the rows SQLite expects, no id is read (a tick over a
+        large unchanged campaign); otherwise every id is, and the documents lacking theirs are
+        re-prepared. So is every id the first time this process ingests the campaign, and
+        whenever the collection it is served from changed (a publish or a rollback, perhaps by
+        another process): a collection frozen at an earlier publish can hold as many rows as
+        SQLite expects and still lack an edited passage's."""
         row = await self.db.campaigns.get(slug)
         serving = f"{row.store_key}|{row.model_id}" if row is not None else ""
         existing_vectors: set[str] | None = None
@@ -480,323 +618,345 @@ class Indexer:
                 slug,
                 len(unbacked),
             )
+        return existing_vectors, unbacked
 
-        seen: set[str] = set()
-        todo: list[list[Document]] = []  # per file: the views to (re-)index
-        scope_rel = ""
-        files: list[tuple[Path, str]] = []
+    async def _plan(self, run: _Run) -> None:
+        """Decide, file by file, what this run reads, reuses, keeps or skips; fills
+        ``run.todo`` with the views to (re-)index. Nothing is written yet."""
+        path, config = run.path, run.config
         if path is not None and not path.exists():  # noqa: ASYNC240 (one stat; the walk runs in a worker)
-            report.skipped.append(SkippedFile(path.name, "path does not exist"))
+            run.report.skipped.append(SkippedFile(path.name, "path does not exist"))
         else:
             try:
-                files, scope_rel = await run_cpu(self._scope, config, path)
+                run.files, run.scope_rel = await run_cpu(self._scope, config, path)
             except (OSError, ValueError) as exc:
-                report.skipped.append(
+                run.report.skipped.append(
                     SkippedFile(path.name if path else config.slug, f"unreadable path ({exc})")
                 )
-        first_of: dict[str, str] = {}
-        views_of: dict[str, list[str]] = {}  # file id → the stored documents read from it
-        for stored_id in stored:
-            views_of.setdefault(source_of(stored_id), []).append(stored_id)
-        loaded: set[str] = set()  # files read this run: a stored view they no longer have goes
-        loaded_paths: set[str] = set()  # … and a stored document of their path under another id
-        file_reports: dict[str, FileReport] = {}
-        signatures = await run_cpu(_signatures, files, self.options.racy_s)
-        reader = await run_cpu(_reader_key, config)
-        was_seen = self._seen.get(slug)
+        for stored_id in run.stored:
+            run.views_of.setdefault(source_of(stored_id), []).append(stored_id)
+        run.signatures = await run_cpu(_signatures, run.files, self.options.racy_s)
+        run.reader = await run_cpu(_reader_key, config)
+        was_seen = self._seen.get(run.slug)
         if was_seen is None:
-            was_seen = self._seen[slug] = await self.db.files.all(slug)
-        now_seen: dict[str, FileRow] = {} if path is None else dict(was_seen)
-        for n, (fpath, rel) in enumerate(files):
+            was_seen = self._seen[run.slug] = await self.db.files.all(run.slug)
+        run.was_seen = was_seen
+        run.now_seen = {} if path is None else dict(was_seen)
+        for n, (fpath, rel) in enumerate(run.files):
             if n % _YIELD_EVERY == _YIELD_EVERY - 1:
                 await asyncio.sleep(0)
-            doc_id = doc_id_for(rel)
-            if fpath.suffix.lower() not in SUPPORTED_SUFFIXES:
-                report.skipped.append(
-                    SkippedFile(rel, f"unsupported file type '{fpath.suffix or 'none'}'")
-                )
-                continue
-            if doc_id in first_of:
-                # a.md and a.txt (or an upload and a campaign file under uploads/) are one document
-                # id: ingesting both made them replace each other on every run.
-                report.skipped.append(
-                    SkippedFile(rel, f"same name as {first_of[doc_id]} (rename one of them)")
-                )
-                continue
-            first_of[doc_id] = rel
-            seen.add(doc_id)  # a file that fails to load keeps its previous version
-            signature = signatures.get(rel)
-            known = was_seen.get(rel)
-            if (
-                known is not None
-                and signature == known.signature
-                and known.reader == reader
-                and all(
-                    stored.get(view, ("", ""))[1] == h and view not in unbacked
-                    for view, h in known.views
-                )
-                and set(views_of.get(doc_id, ())) == {view for view, _ in known.views}
-            ):
-                # As this process last read it, and indexed as read: nothing to read or parse.
-                now_seen[rel] = known
-                loaded.add(doc_id)
-                loaded_paths.add(rel)
-                report.documents += 1
-                report.hidden_sections += known.report.hidden_sections
-                report.passages_unchanged += sum(
-                    len(stored_by_doc.get(view, ())) for view, _ in known.views
-                )
-                seen.update(view for view, _ in known.views)
-                whole_id = known.views[0][0]
-                file_reports[whole_id] = replace(
-                    known.report, unchanged=len(stored_by_doc.get(whole_id, ()))
-                )
-                continue
-            now_seen.pop(rel, None)
-            try:
-                # Reading, decoding and parsing a file of up to max_bytes: off the event loop.
-                parsed = await run_cpu(
-                    load_file, fpath, rel, config, max_bytes=self.options.max_bytes
-                )
-            except Exception as exc:
-                if isinstance(exc, LoadError):
-                    reason = exc.reason
-                else:  # a parser's own failure: that file's, never the campaign's
-                    _log.warning("%s: %s could not be parsed", slug, rel, exc_info=True)
-                    reason = f"could not be parsed ({type(exc).__name__})"
-                # Tell the GM nothing was lost: the last good version stays searchable.
-                kept_views = views_of.get(doc_id, [])
-                seen.update(kept_views)
-                kept_note = f"; {KEPT_NOTE}" if kept_views else ""
-                report.skipped.append(SkippedFile(rel, reason + kept_note))
-                kept_docs: list[Document] = []
-                for view in kept_views:
-                    if not stored[view][1] or view in unbacked:
-                        # Awaiting a rebuild (new embedder or tokenizer), or its vectors lost:
-                        # rebuild the kept version from its stored text, or it would have no
-                        # vectors (nor BM25 tokens) under the current profile.
-                        kept = await self.db.documents.get(slug, view)
-                        if kept is not None:
-                            kept_docs.append(replace(kept, content_hash=stored[view][1] or _KEPT))
-                if kept_docs:
-                    todo.append(kept_docs)
-                continue
-            loaded.add(doc_id)
-            loaded_paths.add(rel)
-            report.documents += 1
-            report.hidden_sections += parsed.hidden_sections
-            whole = parsed.views[0]
-            file_reports[whole.doc_id] = FileReport(
-                path=rel,
-                doc_id=doc_id,
-                visibility=parsed.visibility,
-                type=parsed.type,
-                hidden_sections=parsed.hidden_sections,
-                warnings=parsed.warnings,
-                held_back=parsed.held_back,
+            await self._plan_file(run, fpath, rel)
+
+    async def _plan_file(self, run: _Run, fpath: Path, rel: str) -> None:
+        """One file's plan: refused by type or by a clashing name, reused as last read, or read
+        now."""
+        doc_id = doc_id_for(rel)
+        if fpath.suffix.lower() not in SUPPORTED_SUFFIXES:
+            run.report.skipped.append(
+                SkippedFile(rel, f"unsupported file type '{fpath.suffix or 'none'}'")
             )
-            if whole.doc_id in stored and stored[whole.doc_id][1] == whole.content_hash:
-                file_reports[whole.doc_id].unchanged = len(stored_by_doc.get(whole.doc_id, []))
-            if signature is not None:
-                # Checked at its next use against what SQLite then holds: a view that failed to
-                # index here, or that another process rewrote, sends the file back to be read.
-                now_seen[rel] = FileRow(
-                    path=rel,
-                    signature=signature,
-                    reader=reader,
-                    views=tuple((d.doc_id, d.content_hash) for d in parsed.views),
-                    report=replace(file_reports[whole.doc_id]),
-                )
-            changed: list[Document] = []
-            for doc in parsed.views:
-                seen.add(doc.doc_id)
-                if (
-                    doc.doc_id in stored
-                    and stored[doc.doc_id][1] == doc.content_hash
-                    and doc.doc_id not in unbacked
-                ):
-                    report.passages_unchanged += len(stored_by_doc.get(doc.doc_id, []))
-                    continue
-                changed.append(doc)
-            if changed:
-                todo.append(changed)
+            return
+        if doc_id in run.first_of:
+            # a.md and a.txt (or an upload and a campaign file under uploads/) are one document
+            # id: ingesting both made them replace each other on every run.
+            run.report.skipped.append(
+                SkippedFile(rel, f"same name as {run.first_of[doc_id]} (rename one of them)")
+            )
+            return
+        run.first_of[doc_id] = rel
+        run.seen.add(doc_id)  # a file that fails to load keeps its previous version
+        known = run.was_seen.get(rel)
+        if known is not None and self._still_as_read(run, rel, doc_id, known):
+            self._reuse(run, rel, doc_id, known)
+            return
+        run.now_seen.pop(rel, None)
+        await self._read(run, fpath, rel, doc_id)
 
-        async def skip(views: Sequence[Document], reason: str) -> None:
-            """One file that could not be indexed: its previous version stays (or, awaiting a
-            rebuild, goes: it cannot be brought to the current profile, and would hold the
-            whole campaign "being rebuilt"), and the report says why."""
-            file_id, rel = source_of(views[0].doc_id), views[0].path
-            previous = views_of.get(file_id, [])
-            seen.update(previous)
-            loaded.discard(file_id)
-            loaded_paths.discard(rel)
-            kept = False
-            for view in previous:
-                if stored[view][1]:
-                    kept = True
-                else:
-                    report.passages_removed += await self.db.documents.remove(slug, view)
-            for key in [k for k, fr in file_reports.items() if fr.path == rel]:
-                del file_reports[key]  # keyed by the file's first view (``X//gm`` if it hides)
-                report.documents -= 1
-            # A kept version that failed again keeps the reason its file failed to load.
-            said = [s.reason for s in report.skipped if s.path == rel]
-            if said:
-                reason = said[0].removesuffix(f"; {KEPT_NOTE}")
-                report.skipped[:] = [s for s in report.skipped if s.path != rel]
-            report.skipped.append(SkippedFile(rel, reason + (f"; {KEPT_NOTE}" if kept else "")))
-            _log.warning("%s: %s not indexed: %s", slug, rel, reason)
+    @staticmethod
+    def _still_as_read(run: _Run, rel: str, doc_id: str, known: FileRow) -> bool:
+        """Whether the file is as this process last read it, and indexed as read (the file
+        rows' comment above): same signature and reader, its views stored at those hashes with
+        their vectors, and no other view of it stored."""
+        return (
+            run.signatures.get(rel) == known.signature
+            and known.reader == run.reader
+            and all(
+                run.stored.get(view, ("", ""))[1] == h and view not in run.unbacked
+                for view, h in known.views
+            )
+            and set(run.views_of.get(doc_id, ())) == {view for view, _ in known.views}
+        )
 
+    @staticmethod
+    def _reuse(run: _Run, rel: str, doc_id: str, known: FileRow) -> None:
+        """Count an unchanged file from its row: nothing to read or parse."""
+        report = run.report
+        run.now_seen[rel] = known
+        run.loaded.add(doc_id)
+        run.loaded_paths.add(rel)
+        report.documents += 1
+        report.hidden_sections += known.report.hidden_sections
+        report.passages_unchanged += sum(
+            len(run.stored_by_doc.get(view, ())) for view, _ in known.views
+        )
+        run.seen.update(view for view, _ in known.views)
+        whole_id = known.views[0][0]
+        run.file_reports[whole_id] = replace(
+            known.report, unchanged=len(run.stored_by_doc.get(whole_id, ()))
+        )
+
+    async def _read(self, run: _Run, fpath: Path, rel: str, doc_id: str) -> None:
+        """Read and parse one file (off the event loop); a failure keeps its previous version."""
+        try:
+            # Reading, decoding and parsing a file of up to max_bytes: off the event loop.
+            parsed = await run_cpu(
+                load_file, fpath, rel, run.config, max_bytes=self.options.max_bytes
+            )
+        except Exception as exc:
+            if isinstance(exc, LoadError):
+                reason = exc.reason
+            else:  # a parser's own failure: that file's, never the campaign's
+                _log.warning("%s: %s could not be parsed", run.slug, rel, exc_info=True)
+                reason = f"could not be parsed ({type(exc).__name__})"
+            await self._keep_previous(run, rel, doc_id, reason)
+            return
+        self._take_parsed(run, rel, doc_id, parsed)
+
+    async def _keep_previous(self, run: _Run, rel: str, doc_id: str, reason: str) -> None:
+        """A file that failed to load: its stored views stay, and the GM is told nothing was
+        lost (the last good version stays searchable)."""
+        kept_views = run.views_of.get(doc_id, [])
+        run.seen.update(kept_views)
+        kept_note = f"; {KEPT_NOTE}" if kept_views else ""
+        run.report.skipped.append(SkippedFile(rel, reason + kept_note))
+        kept_docs: list[Document] = []
+        for view in kept_views:
+            if not run.stored[view][1] or view in run.unbacked:
+                # Awaiting a rebuild (new embedder or tokenizer), or its vectors lost:
+                # rebuild the kept version from its stored text, or it would have no
+                # vectors (nor BM25 tokens) under the current profile.
+                kept = await self.db.documents.get(run.slug, view)
+                if kept is not None:
+                    kept_docs.append(replace(kept, content_hash=run.stored[view][1] or _KEPT))
+        if kept_docs:
+            run.todo.append(kept_docs)
+
+    @staticmethod
+    def _take_parsed(run: _Run, rel: str, doc_id: str, parsed: ParsedFile) -> None:
+        """A file read now: its report, its row for the next run, and its changed views."""
+        report, stored = run.report, run.stored
+        run.loaded.add(doc_id)
+        run.loaded_paths.add(rel)
+        report.documents += 1
+        report.hidden_sections += parsed.hidden_sections
+        whole = parsed.views[0]
+        run.file_reports[whole.doc_id] = FileReport(
+            path=rel,
+            doc_id=doc_id,
+            visibility=parsed.visibility,
+            type=parsed.type,
+            hidden_sections=parsed.hidden_sections,
+            warnings=parsed.warnings,
+            held_back=parsed.held_back,
+        )
+        if whole.doc_id in stored and stored[whole.doc_id][1] == whole.content_hash:
+            run.file_reports[whole.doc_id].unchanged = len(run.stored_by_doc.get(whole.doc_id, []))
+        signature = run.signatures.get(rel)
+        if signature is not None:
+            # Checked at its next use against what SQLite then holds: a view that failed to
+            # index here, or that another process rewrote, sends the file back to be read.
+            run.now_seen[rel] = FileRow(
+                path=rel,
+                signature=signature,
+                reader=run.reader,
+                views=tuple((d.doc_id, d.content_hash) for d in parsed.views),
+                report=replace(run.file_reports[whole.doc_id]),
+            )
+        changed: list[Document] = []
+        for doc in parsed.views:
+            run.seen.add(doc.doc_id)
+            if (
+                doc.doc_id in stored
+                and stored[doc.doc_id][1] == doc.content_hash
+                and doc.doc_id not in run.unbacked
+            ):
+                report.passages_unchanged += len(run.stored_by_doc.get(doc.doc_id, []))
+                continue
+            changed.append(doc)
+        if changed:
+            run.todo.append(changed)
+
+    async def _skip(self, run: _Run, views: Sequence[Document], reason: str) -> None:
+        """One file that could not be indexed: its previous version stays (or, awaiting a
+        rebuild, goes: it cannot be brought to the current profile, and would hold the
+        whole campaign "being rebuilt"), and the report says why."""
+        report = run.report
+        file_id, rel = source_of(views[0].doc_id), views[0].path
+        previous = run.views_of.get(file_id, [])
+        run.seen.update(previous)
+        run.loaded.discard(file_id)
+        run.loaded_paths.discard(rel)
+        kept = False
+        for view in previous:
+            if run.stored[view][1]:
+                kept = True
+            else:
+                report.passages_removed += await self.db.documents.remove(run.slug, view)
+        for key in [k for k, fr in run.file_reports.items() if fr.path == rel]:
+            del run.file_reports[key]  # keyed by the file's first view (``X//gm`` if it hides)
+            report.documents -= 1
+        # A kept version that failed again keeps the reason its file failed to load.
+        said = [s.reason for s in report.skipped if s.path == rel]
+        if said:
+            reason = said[0].removesuffix(f"; {KEPT_NOTE}")
+            report.skipped[:] = [s for s in report.skipped if s.path != rel]
+        report.skipped.append(SkippedFile(rel, reason + (f"; {KEPT_NOTE}" if kept else "")))
+        _log.warning("%s: %s not indexed: %s", run.slug, rel, reason)
+
+    async def _index(self, run: _Run, progress: Callable[[int, int], None] | None) -> None:
+        """Embed, write and commit ``run.todo`` batch by batch, reporting progress by file."""
+        todo = run.todo
         files_done = 0
         if progress is not None:
             progress(0, len(todo))
-        held: set[str] = existing_vectors if existing_vectors is not None else set()
-        held_by_doc: dict[str, set[str]] = {}
-        stored_tokens: dict[str, str] = {}
-        if todo:
-            if existing_vectors is None:
-                held = await self.store.ids(slug)
-                if await run_cpu(unbacked_documents, stored_by_doc, held):
-                    # The count matched, the ids do not: the next ingest checks every document.
-                    self._verified.pop(slug, None)
-            held_by_doc = await run_cpu(_by_doc, held)
-            stored_tokens = await self.db.documents.tokens(
-                slug, (d.doc_id for views in todo for d in views)
-            )
+        await self._load_held(run)
         for group in _batches(todo, self.options.batch_docs):
-            # Chunking, synopses and tokenizing a batch: CPU work, off the event loop.
-            prepared = await run_cpu(self._prepare_files, group, stored_tokens)
-            ready: list[list[_Prepared]] = []
-            for views, outcome in zip(group, prepared, strict=True):
-                if isinstance(outcome, str):
-                    await skip(views, outcome)
-                else:
-                    ready.append(outcome)
-            texts = {h: text for f in ready for prep in f for (_, _, _, text, h) in prep.records}
-            vectors, fresh = await self._embed(texts)
-            # Documents whose visibility changed: their vector rows are rewritten (same text, same
-            # ids, or the store would go on filtering them by the old visibility), and the chat
-            # memories of lenses that lost them forget.
-            moved = {
-                prep.doc.doc_id: was
-                for f in ready
-                for prep in f
-                if (was := stored_visibility.get(prep.doc.doc_id)) is not None
-                and was != prep.doc.visibility
-            }
-            rows = [
-                [
-                    VectorRecord(
-                        id=vid,
-                        passage_id=pid,
-                        doc_id=prep.doc.doc_id,
-                        kind=kind,
-                        visibility=prep.doc.visibility,
-                        vector=vectors[h],
-                    )
-                    for prep in f
-                    for vid, kind, pid, _text, h in prep.records
-                    if vid not in held or prep.doc.doc_id in moved
-                ]
-                for f in ready
-            ]
-            written = await self._write(slug, rows, dim=dim)
-            await self.store.flush(slug)
-            batch: list[_Prepared] = []
-            for f, file_rows, refused in zip(ready, rows, written, strict=True):
-                if refused:
-                    await skip([p.doc for p in f], refused)
-                    continue
-                batch.extend(f)
-                held.update(r.id for r in file_rows)
-                for r in file_rows:
-                    held_by_doc.setdefault(r.doc_id, set()).add(r.id)
-            for prep in batch:
-                old = set(stored_by_doc.get(prep.doc.doc_id, []))
-                new = {p.passage_id for p in prep.passages}
-                report.passages_added += len(new - old)
-                report.passages_removed += len(old - new)
-                report.passages_unchanged += len(new & old)
-                report.documents_repaired += prep.doc.doc_id in unbacked
-                if (fr := file_reports.get(prep.doc.doc_id)) is not None:
-                    fr.changed = min(len(new - old), len(old - new))
-                    fr.added, fr.removed = len(new - old) - fr.changed, len(old - new) - fr.changed
-                    fr.unchanged = len(new & old)
-                for _vid, kind, _pid, _text, h in prep.records:
-                    if h in fresh:
-                        fresh.discard(h)  # count each computed vector once
-                        if kind == "passage":
-                            report.embedded += 1
-                        elif kind == "window":
-                            report.windows_embedded += 1
-                newly_hidden = await self._newly_hidden(slug, prep.doc, config, stored_visibility)
-                await self.db.documents.replace(slug, prep.doc, prep.passages, prep.tokens)
-                if prep.doc.doc_id in moved:
-                    await forget_hidden(self.db, slug, moved[prep.doc.doc_id], prep.doc.visibility)
-                if newly_hidden:
-                    # A section was hidden just now: the readers of the file's shared view forget
-                    # what they may have read of it before.
-                    await forget_hidden(self.db, slug, newly_hidden, frozenset())
-            # Same passage, new context (e.g. a retitled document): drop the old vectors now. By
-            # each vector's own document id, not a prefix ("npc" is a prefix of "npc#2").
-            current = {prep.doc.doc_id: {vid for vid, *_ in prep.records} for prep in batch}
-            superseded = [
-                v
-                for owner, keep in current.items()
-                for v in held_by_doc.get(owner, ())
-                if v not in keep
-            ]
-            if superseded:
-                await self.store.delete(slug, superseded)
-                held.difference_update(superseded)
-                for owner in current:
-                    held_by_doc.get(owner, set()).difference_update(superseded)
+            await self._index_batch(run, group)
             files_done += len(group)
             if progress is not None:
                 progress(files_done, len(todo))
-        report.files = list(file_reports.values())
+        run.report.files = list(run.file_reports.values())
 
-        # Deletions: only documents inside the ingested scope that vanished from disk, and views a
-        # file read this run no longer has (its hidden sections went, or it became GM-only).
-        for doc_id, (rel, _h) in stored.items():
+    async def _load_held(self, run: _Run) -> None:
+        """The store's ids by document and the stored BM25 tokens, read only when something
+        is to be indexed (an unchanged tick reads neither)."""
+        run.held = run.existing_vectors if run.existing_vectors is not None else set()
+        if not run.todo:
+            return
+        if run.existing_vectors is None:
+            run.held = await self.store.ids(run.slug)
+            if await run_cpu(unbacked_documents, run.stored_by_doc, run.held):
+                # The count matched, the ids do not: the next ingest checks every document.
+                self._verified.pop(run.slug, None)
+        run.held_by_doc = await run_cpu(_by_doc, run.held)
+        run.stored_tokens = await self.db.documents.tokens(
+            run.slug, (d.doc_id for views in run.todo for d in views)
+        )
+
+    async def _index_batch(self, run: _Run, group: list[list[Document]]) -> None:
+        """One batch in the module docstring's order: prepare, embed, upsert and flush, then
+        commit each document in SQLite, then drop the vectors the batch superseded."""
+        # Chunking, synopses and tokenizing a batch: CPU work, off the event loop.
+        prepared = await run_cpu(self._prepare_files, group, run.stored_tokens)
+        ready: list[list[_Prepared]] = []
+        for views, outcome in zip(group, prepared, strict=True):
+            if isinstance(outcome, str):
+                await self._skip(run, views, outcome)
+            else:
+                ready.append(outcome)
+        texts = {h: text for f in ready for prep in f for (_, _, _, text, h) in prep.records}
+        vectors, fresh = await self._embed(texts)
+        moved = _moved(ready, run.stored_visibility)
+        rows = [_rows(f, vectors, run.held, moved) for f in ready]
+        written = await self._write(run.slug, rows, dim=run.dim)
+        await self.store.flush(run.slug)
+        batch: list[_Prepared] = []
+        for f, file_rows, refused in zip(ready, rows, written, strict=True):
+            if refused:
+                await self._skip(run, [p.doc for p in f], refused)
+                continue
+            batch.extend(f)
+            run.held.update(r.id for r in file_rows)
+            for r in file_rows:
+                run.held_by_doc.setdefault(r.doc_id, set()).add(r.id)
+        for prep in batch:
+            _count_passages(run, prep, fresh)
+            await self._commit_document(run, prep, moved)
+        await self._drop_superseded(run, batch)
+
+    async def _commit_document(
+        self, run: _Run, prep: _Prepared, moved: dict[str, frozenset[str]]
+    ) -> None:
+        """Step 3 of the module docstring for one document: its passage set replaced in one
+        SQLite transaction, and the memories of lenses that lost sight of text forget it."""
+        slug = run.slug
+        newly_hidden = await self._newly_hidden(slug, prep.doc, run.config, run.stored_visibility)
+        await self.db.documents.replace(slug, prep.doc, prep.passages, prep.tokens)
+        if prep.doc.doc_id in moved:
+            await forget_hidden(self.db, slug, moved[prep.doc.doc_id], prep.doc.visibility)
+        if newly_hidden:
+            # A section was hidden just now: the readers of the file's shared view forget
+            # what they may have read of it before.
+            await forget_hidden(self.db, slug, newly_hidden, frozenset())
+
+    async def _drop_superseded(self, run: _Run, batch: list[_Prepared]) -> None:
+        """Same passage, new context (e.g. a retitled document): drop the old vectors now. By
+        each vector's own document id, not a prefix ("npc" is a prefix of "npc#2")."""
+        current = {prep.doc.doc_id: {vid for vid, *_ in prep.records} for prep in batch}
+        superseded = [
+            v
+            for owner, keep in current.items()
+            for v in run.held_by_doc.get(owner, ())
+            if v not in keep
+        ]
+        if superseded:
+            await self.store.delete(run.slug, superseded)
+            run.held.difference_update(superseded)
+            for owner in current:
+                run.held_by_doc.get(owner, set()).difference_update(superseded)
+
+    async def _sweep(self, run: _Run) -> None:
+        """Step 4 of the module docstring: remove what vanished, then collect the vectors no
+        current passage names."""
+        await self._remove_vanished(run)
+        if run.todo or run.existing_vectors is not None or run.report.passages_removed:
+            # Nothing read, written or removed, and the store's count as SQLite expects: no
+            # vector can have been orphaned since the last collection. The ids this run read
+            # (and kept up to date with its writes and deletes) are not read a second time.
+            read = run.todo or run.existing_vectors is not None
+            await self.collect_garbage(run.slug, held=run.held if read else None)
+
+    async def _remove_vanished(self, run: _Run) -> None:
+        """Deletions: only documents inside the ingested scope that vanished from disk, and
+        views a file read this run no longer has (its hidden sections went, or it became
+        GM-only)."""
+        report, scope_rel = run.report, run.scope_rel
+        for doc_id, (rel, _h) in run.stored.items():
             in_scope = (
                 not scope_rel or rel == scope_rel or rel.startswith(scope_rel.rstrip("/") + "/")
             )
             if (
                 in_scope
-                and doc_id not in seen
+                and doc_id not in run.seen
                 and (
-                    source_of(doc_id) in loaded
-                    or rel in loaded_paths
-                    or not config.path_of(rel).exists()
+                    source_of(doc_id) in run.loaded
+                    or rel in run.loaded_paths
+                    or not run.config.path_of(rel).exists()
                 )
             ):
-                report.passages_removed += await self.db.documents.remove(slug, doc_id)
+                report.passages_removed += await self.db.documents.remove(run.slug, doc_id)
                 report.documents_removed += doc_id == source_of(doc_id)
                 # Moving a file into a GM folder (the usual way to hide it) removes its old id:
                 # forget what the lenses that could read it remember, as for a narrowed one.
-                if (was := stored_visibility.get(doc_id)) is not None:
-                    await forget_hidden(self.db, slug, was, frozenset({GM}))
-        if todo or existing_vectors is not None or report.passages_removed:
-            # Nothing read, written or removed, and the store's count as SQLite expects: no
-            # vector can have been orphaned since the last collection. The ids this run read
-            # (and kept up to date with its writes and deletes) are not read a second time.
-            read = todo or existing_vectors is not None
-            await self.collect_garbage(slug, held=held if read else None)
+                if (was := run.stored_visibility.get(doc_id)) is not None:
+                    await forget_hidden(self.db, run.slug, was, frozenset({GM}))
+
+    async def _commit(self, run: _Run) -> None:
+        """The file rows for the next run, and the profile once the campaign is built under it.
+
+        The profile is recorded only once no document is left awaiting re-preparing (a reset
+        blanks every content hash). Until then the engine tells players the index is being
+        rebuilt (from any process), and the next ingest goes on; a one-file ingest after a
+        reset, or after an interrupted rebuild, leaves it so."""
+        slug, was_seen, now_seen = run.slug, run.was_seen, run.now_seen
         self._seen[slug] = now_seen
         await self.db.files.update(
             slug,
             [f for rel, f in now_seen.items() if was_seen.get(rel) is not f],
             [rel for rel in was_seen if rel not in now_seen],
         )
-        # The profile is recorded only once the campaign is built under it: no document is left
-        # awaiting re-preparing (a reset blanks every content hash). Until then the engine tells
-        # players the index is being rebuilt (from any process), and the next ingest goes on; a
-        # one-file ingest after a reset, or after an interrupted rebuild, leaves it so.
         if not await self.db.documents.awaiting_rebuild(slug):
             await self.db.campaigns.set_model(slug, self.profile())
-        report.seconds = time.perf_counter() - t0
-        return report
 
     def _prepare_files(
         self, files: list[list[Document]], stored_tokens: dict[str, str]

@@ -136,74 +136,122 @@ class Graph:
         return chunks, links
 
 
+@dataclass(slots=True)
+class _Seeding:
+    """What seeding gathers across documents before the entity nodes can be made: each
+    entity's visibilities, and each pair of entities' co-mention count and visibilities."""
+
+    ent_vis: dict[str, set[frozenset[str]]] = field(default_factory=dict)
+    co: Counter[tuple[str, str]] = field(default_factory=Counter)
+    co_vis: dict[tuple[str, str], set[frozenset[str]]] = field(default_factory=dict)
+
+
 def build_graph(cat: Catalog, entities: EntitySource) -> Graph:
-    """The seeded graph of one catalog snapshot."""
+    """The seeded graph of one catalog snapshot: documents and their passages
+    (:func:`_seed_document`), the series links (:func:`_link_series`), entities and their
+    co-mentions (:func:`_seed_entities`), type nodes (:func:`_seed_types`)."""
     g = Graph(campaign=cat.campaign, generation=cat.generation)
     g.vocabulary = entities.vocabulary(cat.documents.values())
-    ent_vis: dict[str, set[frozenset[str]]] = {}
-    co: Counter[tuple[str, str]] = Counter()
-    co_vis: dict[tuple[str, str], set[frozenset[str]]] = {}
+    seeding = _Seeding()
     for doc_id, pids in cat.by_doc.items():
-        doc = cat.documents[doc_id]
-        episodic = doc.type in {"session", "log", "journal", "recap"}
-        did = f"d:{doc_id}"
-        g.chunks[did] = Chunk(
-            did,
-            "summary",
-            doc.title,
+        _seed_document(g, cat, entities, seeding, doc_id, pids)
+    _link_series(g, cat)
+    _seed_entities(g, seeding)
+    _seed_types(g)
+    return g
+
+
+def _seed_document(
+    g: Graph,
+    cat: Catalog,
+    entities: EntitySource,
+    seeding: _Seeding,
+    doc_id: str,
+    pids: list[str],
+) -> None:
+    """A document's summary node, the entities it defines, its type, and its passages."""
+    doc = cat.documents[doc_id]
+    episodic = doc.type in {"session", "log", "journal", "recap"}
+    did = f"d:{doc_id}"
+    g.chunks[did] = Chunk(
+        did,
+        "summary",
+        doc.title,
+        doc_id,
+        (doc.visibility,),
+        "session" if episodic else ("entity" if doc.type == "overview" else "summary"),
+    )
+    for key, _kind in entities.defined(doc):
+        seeding.ent_vis.setdefault(key, set()).add(doc.visibility)
+        eid = f"e:{key}"
+        g.link(did, eid, "defines", 1.0, (doc.visibility,))
+        g.link(eid, did, "defines", 1.0, (doc.visibility,))
+    if doc.type not in {"lore", ""}:
+        tid = f"t:{doc.type}"
+        g.link(did, tid, "instance", 0.3, (doc.visibility,))
+        g.link(tid, did, "instance", 0.3, (doc.visibility,))
+    doc_mentions = _seed_passages(g, cat, entities, seeding, doc_id, pids, episodic=episodic)
+    # Mentions also link the entity and the document as a whole: the walk reaches a
+    # document from a name in two steps (entity → summary) rather than through each passage.
+    for key, (_, pvis) in doc_mentions.items():
+        dvis = (doc.visibility, union_visibility(pvis))
+        g.link(did, f"e:{key}", "mention", 1.0, dvis)
+        g.link(f"e:{key}", did, "mention", 1.0, dvis)
+
+
+def _seed_passages(
+    g: Graph,
+    cat: Catalog,
+    entities: EntitySource,
+    seeding: _Seeding,
+    doc_id: str,
+    pids: list[str],
+    *,
+    episodic: bool,
+) -> dict[str, tuple[set[frozenset[str]], set[frozenset[str]]]]:
+    """A document's passage nodes: part-of links, chain links between neighbours of one
+    visibility, and mention links to (up to 24) entities each names. Returns, per entity the
+    document mentions, the visibilities of its mentions and of the passages holding them."""
+    doc = cat.documents[doc_id]
+    did = f"d:{doc_id}"
+    prev: str | None = None
+    doc_mentions: dict[str, tuple[set[frozenset[str]], set[frozenset[str]]]] = {}
+    for pid in pids:
+        p = cat.passages[pid]
+        vis = (p.visibility, doc.visibility)
+        cid = f"p:{pid}"
+        g.chunks[cid] = Chunk(
+            cid,
+            "passage",
+            p.heading or doc.title,
             doc_id,
-            (doc.visibility,),
-            "session" if episodic else ("entity" if doc.type == "overview" else "summary"),
+            vis,
+            "session" if episodic else "passage",
         )
-        for key, _kind in entities.defined(doc):
-            ent_vis.setdefault(key, set()).add(doc.visibility)
-            eid = f"e:{key}"
-            g.link(did, eid, "defines", 1.0, (doc.visibility,))
-            g.link(eid, did, "defines", 1.0, (doc.visibility,))
-        if doc.type not in {"lore", ""}:
-            tid = f"t:{doc.type}"
-            g.link(did, tid, "instance", 0.3, (doc.visibility,))
-            g.link(tid, did, "instance", 0.3, (doc.visibility,))
-        prev: str | None = None
-        doc_mentions: dict[str, tuple[set[frozenset[str]], set[frozenset[str]]]] = {}
-        for pid in pids:
-            p = cat.passages[pid]
-            vis = (p.visibility, doc.visibility)
-            cid = f"p:{pid}"
-            g.chunks[cid] = Chunk(
-                cid,
-                "passage",
-                p.heading or doc.title,
-                doc_id,
-                vis,
-                "session" if episodic else "passage",
-            )
-            g.link(cid, did, "part", 1.0, vis)
-            g.link(did, cid, "part", 0.5, vis)
-            if prev is not None and cat.passages[prev].visibility == p.visibility:
-                g.link(f"p:{prev}", cid, "chain", 0.5, vis)
-                g.link(cid, f"p:{prev}", "chain", 0.5, vis)
-            prev = pid
-            named = entities.mentions(doc.text[p.start : p.end], g.vocabulary)[:24]
-            g.mentions[cid] = named
-            for key in named:
-                ent_vis.setdefault(key, set()).update(vis)
-                g.link(cid, f"e:{key}", "mention", 1.0, vis)
-                doc_mentions.setdefault(key, (set(), set()))[0].update(vis)
-                doc_mentions[key][1].add(p.visibility)
-            for i, a in enumerate(named):
-                for b in named[i + 1 :]:
-                    pair = (a, b) if a < b else (b, a)
-                    co[pair] += 1
-                    co_vis.setdefault(pair, set()).update(vis)
-        # Mentions also link the entity and the document as a whole: the walk reaches a
-        # document from a name in two steps (entity → summary) rather than through each passage.
-        for key, (_, pvis) in doc_mentions.items():
-            dvis = (doc.visibility, union_visibility(pvis))
-            g.link(did, f"e:{key}", "mention", 1.0, dvis)
-            g.link(f"e:{key}", did, "mention", 1.0, dvis)
-    # A numbered series (session-3 → session-4, a story's sections) links each document to the
-    # ones beside it, as it is read (Catalog.neighbours: per lens, so both sides' views).
+        g.link(cid, did, "part", 1.0, vis)
+        g.link(did, cid, "part", 0.5, vis)
+        if prev is not None and cat.passages[prev].visibility == p.visibility:
+            g.link(f"p:{prev}", cid, "chain", 0.5, vis)
+            g.link(cid, f"p:{prev}", "chain", 0.5, vis)
+        prev = pid
+        named = entities.mentions(doc.text[p.start : p.end], g.vocabulary)[:24]
+        g.mentions[cid] = named
+        for key in named:
+            seeding.ent_vis.setdefault(key, set()).update(vis)
+            g.link(cid, f"e:{key}", "mention", 1.0, vis)
+            doc_mentions.setdefault(key, (set(), set()))[0].update(vis)
+            doc_mentions[key][1].add(p.visibility)
+        for i, a in enumerate(named):
+            for b in named[i + 1 :]:
+                pair = (a, b) if a < b else (b, a)
+                seeding.co[pair] += 1
+                seeding.co_vis.setdefault(pair, set()).update(vis)
+    return doc_mentions
+
+
+def _link_series(g: Graph, cat: Catalog) -> None:
+    """A numbered series (session-3 → session-4, a story's sections) links each document to the
+    ones beside it, as it is read (Catalog.neighbours: per lens, so both sides' views)."""
     for lens in (frozenset({GM}), frozenset({PLAYERS})):
         for doc_id in cat.by_doc:
             for other in cat.neighbours(doc_id, lens):
@@ -213,7 +261,13 @@ def build_graph(cat: Catalog, entities: EntitySource) -> Graph:
                     for lk in g.out.get(f"d:{doc_id}", ())
                 ):
                     g.link(f"d:{doc_id}", f"d:{other}", "series", 0.5, both)
-    for key, vis_set in ent_vis.items():
+
+
+def _seed_entities(g: Graph, seeding: _Seeding) -> None:
+    """Entity nodes (visible wherever a definition or mention is), their kind's type links, and
+    co-mention links between entities named together in two passages or more, weighted
+    ``min(1, 0.25 · n)``."""
+    for key, vis_set in seeding.ent_vis.items():
         eid = f"e:{key}"
         kind = g.vocabulary.get(key, "name")
         g.chunks[eid] = Chunk(eid, "entity", key, None, (union_visibility(vis_set),), "entity")
@@ -221,21 +275,24 @@ def build_graph(cat: Catalog, entities: EntitySource) -> Graph:
             tid = f"t:{kind}"
             g.link(eid, tid, "instance", 0.3, g.chunks[eid].visibility)
             g.link(tid, eid, "instance", 0.3, g.chunks[eid].visibility)
-    for (a, b), n in co.items():
+    for (a, b), n in seeding.co.items():
         if n >= 2:
-            uv = (union_visibility(co_vis[(a, b)]),)
+            uv = (union_visibility(seeding.co_vis[(a, b)]),)
             w = min(1.0, 0.25 * n)
             g.link(f"e:{a}", f"e:{b}", "co-mention", w, uv)
             g.link(f"e:{b}", f"e:{a}", "co-mention", w, uv)
+
+
+def _seed_types(g: Graph) -> None:
+    """A node for every type a link points to. A type node is visible wherever an instance
+    is: its own links carry the walls."""
     for src in list(g.out):
         for lk in g.out[src]:
             if lk.dst.startswith("t:") and lk.dst not in g.chunks:
                 g.chunks[lk.dst] = Chunk(
                     lk.dst, "type", lk.dst[2:], None, (frozenset({GM, "*"}),), "type"
                 )
-    # A type node is visible wherever an instance is: its own links carry the walls.
     for cid, c in list(g.chunks.items()):
         if c.kind == "type":
             seen = {v for lk in g.out.get(cid, ()) for v in lk.visibility}
             g.chunks[cid] = Chunk(cid, "type", c.label, None, (union_visibility(seen),), "type")
-    return g

@@ -102,6 +102,79 @@ class _Scope:
     turns: int = 0
 
 
+@dataclass(slots=True)
+class _Walk:
+    """One question's spreading: the graph and lens it walks, the resting levels it has read
+    (cached: a chunk's ``B`` does not change within a question), the learned links it may
+    follow, and the link activations every pass carried (what :meth:`MemoryModel.record`
+    learns from)."""
+
+    model: MemoryModel
+    g: Graph
+    st: _Scope
+    lens: frozenset[str]
+    now: float
+    learned: dict[str, list[tuple[str, float]]]
+    carried: dict[tuple[str, str], float] = field(default_factory=dict)
+    cache: dict[str, float] = field(default_factory=dict)
+
+    def resting(self, cid: str) -> float:
+        """``B`` of ``cid``, read once per question."""
+        b = self.cache.get(cid)
+        if b is None:
+            b = self.cache[cid] = self.model.resting(self.g, self.st, cid, self.now)
+        return b
+
+    def seeds(self, docs: Sequence[str]) -> dict[str, float]:
+        """Seed activations of a document ranking: ``1 / (1 + r/3)`` at rank ``r``, the first
+        ``seeds`` visible ones."""
+        return {
+            f"d:{d}": 1.0 / (1 + r / 3)
+            for r, d in enumerate(docs[: self.model.params.seeds])
+            if self.g.visible(f"d:{d}", self.lens)
+        }
+
+    def spread(self, given: dict[str, float]) -> dict[str, float]:
+        """One spreading pass from ``given`` (:func:`~liminalis.memory.spreading.spread`)."""
+        return spread(
+            self.g,
+            given,
+            self.lens,
+            resting=self.resting,
+            learned=self.learned,
+            p=self.model.params.spread,
+            carried=self.carried,
+        )
+
+
+@dataclass(slots=True)
+class _Learning:
+    """One turn's Hebbian updates: each learned edge strengthened in the scope and kept in
+    ``changed`` (what the store saves and pruning spares)."""
+
+    st: _Scope
+    vis: str
+    now: float
+    base: BaseLevelModel
+    hebbian: HebbianParams
+    changed: dict[tuple[str, str], LearnedEdge] = field(default_factory=dict)
+
+    def learn(self, src: str, dst: str, kind: str, a_i: float, a_j: float, eta: float) -> None:
+        """Strengthen ``src → dst`` (:func:`~liminalis.memory.associations.strengthen`)."""
+        e = self.st.edges.get((src, dst)) or LearnedEdge(
+            src, dst, kind, 0.0, self.vis, self.base.empty(), self.now
+        )
+        self.st.edges[(src, dst)] = self.changed[(src, dst)] = strengthen(
+            e,
+            self.now,
+            a_i,
+            a_j,
+            eta=eta,
+            half_life_s=self.hebbian.half_life_s,
+            model=self.base,
+        )
+
+
 class MemoryModel:
     """Per-campaign ACT-R memory over the campaign's graph (see the module docstring)."""
 
@@ -205,123 +278,131 @@ class MemoryModel:
         lexical: Sequence[str] = (),
         scope: str | None = None,
     ) -> Recall:
-        """Memory's ranking for one question (read-only; :meth:`record` writes the turn)."""
+        """Memory's ranking for one question (read-only; :meth:`record` writes the turn).
+
+        Stages: the question's walk (:class:`_Walk`), its entities and carried-over context,
+        then one orchestration (:meth:`_resonate` or :meth:`_loop`) and the fusion with the
+        retrieval order (:meth:`_fuse`)."""
         t0 = time.perf_counter()
-        p = self.params
         lens = frozenset(lens)
         scope = scope or scope_of(lens)
         g = await self.graph(cat)
         st = await self._scope(cat.campaign, scope)
         now = self.now()
-        cache: dict[str, float] = {}
-
-        def resting(cid: str) -> float:
-            b = cache.get(cid)
-            if b is None:
-                b = cache[cid] = self.resting(g, st, cid, now)
-            return b
-
-        learned = self._learned(g, st, lens, now)
-        named = [
-            f"e:{k}"
-            for k in self.entities.named_in_question(question, g.vocabulary)
-            if g.visible(f"e:{k}", lens)
-        ]
-        carried: dict[tuple[str, str], float] = {}
-
-        def seeds(docs: Sequence[str]) -> dict[str, float]:
-            return {
-                f"d:{d}": 1.0 / (1 + r / 3)
-                for r, d in enumerate(docs[: p.seeds])
-                if g.visible(f"d:{d}", lens)
-            }
-
-        context = {c: a for c, a in st.context.items() if g.visible(c, lens)}
-        if p.share_context and named:
-            context = {c: a / (1 + p.named_share * len(named)) for c, a in context.items()}
-        if p.orchestration == "resonance":
-            passes = {
-                "dense": spread(
-                    g,
-                    {**seeds(dense)},
-                    lens,
-                    resting=resting,
-                    learned=learned,
-                    p=p.spread,
-                    carried=carried,
-                ),
-                "lexical": spread(
-                    g,
-                    seeds(lexical or retrieved),
-                    lens,
-                    resting=resting,
-                    learned=learned,
-                    p=p.spread,
-                    carried=carried,
-                ),
-                "entity": spread(
-                    g,
-                    {**context, **{e: 1.0 for e in named}},
-                    lens,
-                    resting=resting,
-                    learned=learned,
-                    p=p.spread,
-                    carried=carried,
-                ),
-            }
-            scores = {k: doc_scores(g, v) for k, v in passes.items()}
-            order = resonance(scores)
-            total: dict[str, float] = {}
-            for v in passes.values():
-                for c, a in v.items():
-                    total[c] = total.get(c, 0.0) + a
-            mem = {d: 1.0 / (p.rrf_k + i + 1) for i, d in enumerate(order)}
-            fused = self._fuse(retrieved, mem, rank_based=True)
+        walk = _Walk(self, g, st, lens, now, self._learned(g, st, lens, now))
+        named = self._named(g, question, lens)
+        context = self._context(walk, named)
+        if self.params.orchestration == "resonance":
+            total, mem, fused = self._resonate(walk, retrieved, dense, lexical, context, named)
         else:
-            given = {**context, **seeds(retrieved)}
-            total = spread(
-                g, given, lens, resting=resting, learned=learned, p=p.spread, carried=carried
-            )
-            seen: set[str] = set()
-            for cycle in range(1, p.cycles):
-                if cycle == 1:
-                    src = {e: 1.0 for e in named if e not in seen}
-                else:
-                    top = sorted(doc_scores(g, total).items(), key=lambda kv: -kv[1])[
-                        : p.recalled_docs
-                    ]
-                    src = {}
-                    for d, _ in top:
-                        for pid in cat.by_doc.get(d, ()):
-                            for k in g.mentions.get(f"p:{pid}", ()):
-                                e = f"e:{k}"
-                                if e not in seen and g.visible(e, lens):
-                                    src[e] = src.get(e, 0.0) + 0.25
-                    src = {e: min(1.0, a) for e, a in src.items()}
-                if not src:
-                    continue
-                seen |= set(src)
-                got = spread(
-                    g, src, lens, resting=resting, learned=learned, p=p.spread, carried=carried
-                )
-                for c, a in got.items():
-                    total[c] = total.get(c, 0.0) + a
-            # Memory's evidence is what spreading brought, not the retrieval seeds' own amounts
-            # (retrieval already counts in the fused score's first factor).
-            mem = doc_scores(
-                g, {c: a - given.get(c, 0.0) if p.arrivals_only else a for c, a in total.items()}
-            )
-            fused = self._fuse(retrieved, mem, rank_based=False)
+            total, mem, fused = self._loop(walk, cat, retrieved, context, named)
         rec = Recall(
             ranked_doc_ids=fused,
             memory_docs=mem,
             activation=total,
-            carried=carried,
+            carried=walk.carried,
             entities=[e for e in named],
             ms=(time.perf_counter() - t0) * 1000,
         )
         self._pending[(cat.campaign, scope)] = rec
         return rec
+
+    def _named(self, g: Graph, question: str, lens: frozenset[str]) -> list[str]:
+        """The entity chunks the question names that ``lens`` may see."""
+        return [
+            f"e:{k}"
+            for k in self.entities.named_in_question(question, g.vocabulary)
+            if g.visible(f"e:{k}", lens)
+        ]
+
+    def _context(self, walk: _Walk, named: list[str]) -> dict[str, float]:
+        """The turn context carried over from earlier turns, shared out among the named
+        entities when ``share_context`` (``a / (1 + named_share · |named|)``): a question that
+        names its subject leans less on the chat so far."""
+        p = self.params
+        context = {c: a for c, a in walk.st.context.items() if walk.g.visible(c, walk.lens)}
+        if p.share_context and named:
+            context = {c: a / (1 + p.named_share * len(named)) for c, a in context.items()}
+        return context
+
+    def _resonate(
+        self,
+        walk: _Walk,
+        retrieved: Sequence[str],
+        dense: Sequence[str],
+        lexical: Sequence[str],
+        context: dict[str, float],
+        named: list[str],
+    ) -> tuple[dict[str, float], dict[str, float], list[str]]:
+        """Resonance: dense, lexical and entity seeds spread as independent passes, ranked by
+        :func:`~liminalis.memory.spreading.resonance`; memory's score of the document at rank
+        ``i`` is ``1/(rrf_k + i + 1)``. Returns (activation, memory scores, fused order)."""
+        p = self.params
+        passes = {
+            "dense": walk.spread({**walk.seeds(dense)}),
+            "lexical": walk.spread(walk.seeds(lexical or retrieved)),
+            "entity": walk.spread({**context, **{e: 1.0 for e in named}}),
+        }
+        scores = {k: doc_scores(walk.g, v) for k, v in passes.items()}
+        order = resonance(scores)
+        total: dict[str, float] = {}
+        for v in passes.values():
+            for c, a in v.items():
+                total[c] = total.get(c, 0.0) + a
+        mem = {d: 1.0 / (p.rrf_k + i + 1) for i, d in enumerate(order)}
+        return total, mem, self._fuse(retrieved, mem, rank_based=True)
+
+    def _loop(
+        self,
+        walk: _Walk,
+        cat: Catalog,
+        retrieved: Sequence[str],
+        context: dict[str, float],
+        named: list[str],
+    ) -> tuple[dict[str, float], dict[str, float], list[str]]:
+        """The recall loop (the module docstring): context and retrieval seeds first, then up
+        to ``cycles - 1`` rounds from the named entities and the entities of what was recalled,
+        the activations adding up. Returns (activation, memory scores, fused order)."""
+        p = self.params
+        given = {**context, **walk.seeds(retrieved)}
+        total = walk.spread(given)
+        seen: set[str] = set()
+        for cycle in range(1, p.cycles):
+            src = (
+                {e: 1.0 for e in named if e not in seen}
+                if cycle == 1
+                else self._recalled_entities(walk, cat, total, seen)
+            )
+            if not src:
+                continue
+            seen |= set(src)
+            for c, a in walk.spread(src).items():
+                total[c] = total.get(c, 0.0) + a
+        # Memory's evidence is what spreading brought, not the retrieval seeds' own amounts
+        # (retrieval already counts in the fused score's first factor).
+        mem = doc_scores(
+            walk.g,
+            {c: a - given.get(c, 0.0) if p.arrivals_only else a for c, a in total.items()},
+        )
+        return total, mem, self._fuse(retrieved, mem, rank_based=False)
+
+    def _recalled_entities(
+        self, walk: _Walk, cat: Catalog, total: dict[str, float], seen: set[str]
+    ) -> dict[str, float]:
+        """Steps 3–4 of the loop: the entities named in the passages of the top recalled
+        documents and not yet spread from, each ``min(1, 0.25 · mentions)``."""
+        g = walk.g
+        top = sorted(doc_scores(g, total).items(), key=lambda kv: -kv[1])[
+            : self.params.recalled_docs
+        ]
+        src: dict[str, float] = {}
+        for d, _ in top:
+            for pid in cat.by_doc.get(d, ()):
+                for k in g.mentions.get(f"p:{pid}", ()):
+                    e = f"e:{k}"
+                    if e not in seen and g.visible(e, walk.lens):
+                        src[e] = src.get(e, 0.0) + 0.25
+        return {e: min(1.0, a) for e, a in src.items()}
 
     def _fuse(
         self, retrieved: Sequence[str], mem: dict[str, float], *, rank_based: bool
@@ -353,8 +434,10 @@ class MemoryModel:
         cited: Sequence[str],
         scope: str | None = None,
     ) -> None:
-        """Write one answered turn: uses, Hebbian learning, the carried-over context."""
-        p = self.params
+        """Write one answered turn: uses, Hebbian learning, the carried-over context.
+
+        Stages: :meth:`_use` (base-level uses), :meth:`_learn_turn` (associations),
+        :meth:`_carry_context` (the next turn's context), :meth:`_save_turn` (the store)."""
         lens = frozenset(lens)
         scope = scope or scope_of(lens)
         g = await self.graph(cat)
@@ -362,14 +445,29 @@ class MemoryModel:
         rec = self._pending.pop((cat.campaign, scope), None)
         now = self.now()
         cited = [d for d in dict.fromkeys(cited) if g.visible(f"d:{d}", lens)]
-        named = [
-            f"e:{k}"
-            for k in self.entities.named_in_question(question, g.vocabulary)
-            if g.visible(f"e:{k}", lens)
-        ]
-        used = [f"d:{d}" for d in cited] + named
+        named = self._named(g, question, lens)
         st.turns += 1
         turn = f"q:{scope}:{int(now)}:{st.turns}"
+        rows = self._use(g, st, [f"d:{d}" for d in cited] + named, now)
+        vis = json.dumps([sorted(set(lens) | {GM})])
+        learning = _Learning(st, vis, now, self.base, self.params.hebbian)
+        self._learn_turn(learning, g, lens, turn, cited, named, rec)
+        doomed = prune(
+            [edge for k, edge in st.edges.items() if k not in learning.changed],
+            now,
+            self.params.hebbian,
+        )
+        for edge in doomed:
+            st.edges.pop((edge.src, edge.dst), None)
+        self._carry_context(st, rec, cited, named)
+        await self._save_turn(cat, scope, turn, question, vis, rows, learning.changed, doomed)
+        await self.store.save_context(cat.campaign, scope, st.context, now)
+
+    def _use(
+        self, g: Graph, st: _Scope, used: list[str], now: float
+    ) -> list[tuple[str, str, str, list[float], int, float]]:
+        """One base-level use of each chunk in ``used`` at ``now``; the activation rows to
+        save."""
         rows = []
         for cid in used:
             kind, state, n, _ = st.act.get(
@@ -387,31 +485,39 @@ class MemoryModel:
                     now,
                 )
             )
-        vis = json.dumps([sorted(set(lens) | {GM})])
-        changed: dict[tuple[str, str], LearnedEdge] = {}
-        h = p.hebbian
+        return rows
 
-        def learn(src: str, dst: str, kind: str, a_i: float, a_j: float, eta: float) -> None:
-            e = st.edges.get((src, dst)) or LearnedEdge(
-                src, dst, kind, 0.0, vis, self.base.empty(), now
-            )
-            st.edges[(src, dst)] = changed[(src, dst)] = strengthen(
-                e, now, a_i, a_j, eta=eta, half_life_s=h.half_life_s, model=self.base
-            )
-
+    @staticmethod
+    def _learn_turn(
+        learning: _Learning,
+        g: Graph,
+        lens: frozenset[str],
+        turn: str,
+        cited: list[str],
+        named: list[str],
+        rec: Recall | None,
+    ) -> None:
+        """Hebbian learning of one turn: turn → cited document, question entity → cited
+        document, and the 20 strongest links the recall's spreading carried activation along
+        (each ``c / max c``), the last at ``eta_spread``."""
+        h = learning.hebbian
         for d in cited:
-            learn(turn, f"d:{d}", "cited", 1.0, 1.0, h.eta)
+            learning.learn(turn, f"d:{d}", "cited", 1.0, 1.0, h.eta)
             for e in named:
-                learn(e, f"d:{d}", "asked", 1.0, 1.0, h.eta)
+                learning.learn(e, f"d:{d}", "asked", 1.0, 1.0, h.eta)
         if rec is not None and rec.carried:
             top = max(rec.carried.values())
             for (s, d), c in sorted(rec.carried.items(), key=lambda kv: -kv[1])[:20]:
                 if g.visible(s, lens) and g.visible(d, lens):
-                    learn(s, d, "spread", c / top, 1.0, h.eta_spread)
-        doomed = prune([edge for k, edge in st.edges.items() if k not in changed], now, h)
-        for edge in doomed:
-            st.edges.pop((edge.src, edge.dst), None)
-        # The turn context: last turn's context decayed, plus this turn's strongest entities and documents.
+                    learning.learn(s, d, "spread", c / top, 1.0, h.eta_spread)
+
+    def _carry_context(
+        self, st: _Scope, rec: Recall | None, cited: list[str], named: list[str]
+    ) -> None:
+        """The turn context: last turn's context decayed, plus this turn's strongest entities
+        and documents, ``ctx(c) ← decay · ctx(c) + (1 − decay) · fresh(c)``, cut to the
+        ``context_size`` strongest above 0.01."""
+        p = self.params
         ctx = {c: a * p.context_decay for c, a in st.context.items()}
         fresh: dict[str, float] = {f"d:{d}": 1.0 / (1 + i) for i, d in enumerate(cited[:3])}
         if rec is not None:
@@ -430,6 +536,19 @@ class MemoryModel:
                 : p.context_size
             ]
         )
+
+    async def _save_turn(
+        self,
+        cat: Catalog,
+        scope: str,
+        turn: str,
+        question: str,
+        vis: str,
+        rows: list[tuple[str, str, str, list[float], int, float]],
+        changed: dict[tuple[str, str], LearnedEdge],
+        doomed: Sequence[LearnedEdge],
+    ) -> None:
+        """The turn, its uses and its learned and pruned edges into the store."""
         await self.store.add_turn(cat.campaign, turn, question[:200], vis, cat.generation)
         await self.store.save_activations(cat.campaign, scope, rows)
         await self.store.save_edges(
@@ -441,7 +560,6 @@ class MemoryModel:
             ],
             pruned=[(edge.src, edge.dst) for edge in doomed],
         )
-        await self.store.save_context(cat.campaign, scope, st.context, now)
 
     async def top(
         self,

@@ -136,6 +136,8 @@ def _int(data: Mapping[str, Any], key: str, default: int, *, name: str) -> int:
 
 def definition_from_mapping(data: Mapping[str, Any]) -> PassDefinition:
     """A definition from its parsed JSON/TOML form (structure only; see :func:`validate`).
+    Each field is read by its own stage, in the order their errors are reported: name, nodes,
+    edges, triggers and cron, caps, concurrency.
 
     Raises:
         InvalidInput: a field of the wrong shape, named.
@@ -148,6 +150,28 @@ def definition_from_mapping(data: Mapping[str, Any]) -> PassDefinition:
             f"pass name {name!r}",
             user_message="A pass needs a `name`: lower-case letters, digits, - and _.",
         )
+    nodes, edges = _nodes_of(name, data)
+    edges += _edges_of(name, data)
+    triggers, cron = _triggers_of(name, data)
+    caps = _caps_of(name, data)
+    concurrency = _int(data, "concurrency", 2, name=name)
+    if concurrency > MAX_CONCURRENCY:
+        raise _refuse(name, f"concurrency is at most {MAX_CONCURRENCY}")
+    description = data.get("description", "")
+    return PassDefinition(
+        name=name,
+        nodes=tuple(nodes),
+        edges=tuple(edges),
+        triggers=tuple(dict.fromkeys(triggers)),
+        cron=" ".join(cron.split()) if cron else None,
+        caps=caps,
+        concurrency=concurrency,
+        description=description if isinstance(description, str) else "",
+    )
+
+
+def _nodes_of(name: str, data: Mapping[str, Any]) -> tuple[list[NodeSpec], list[Edge]]:
+    """The ``nodes`` list, and the edges their ``inputs`` declare (``input name → node id``)."""
     raw_nodes = data.get("nodes")
     if not isinstance(raw_nodes, list) or not raw_nodes:
         raise _refuse(name, "`nodes` must be a non-empty list")
@@ -170,14 +194,26 @@ def definition_from_mapping(data: Mapping[str, Any]) -> PassDefinition:
             raise _refuse(name, "`inputs` must map input names to node ids", node=node_id)
         nodes.append(NodeSpec(id=node_id, type=node_type, params=dict(params)))
         edges += [Edge(source=src, target=node_id, input=inp) for inp, src in inputs.items()]
+    return nodes, edges
+
+
+def _edges_of(name: str, data: Mapping[str, Any]) -> list[Edge]:
+    """The explicit ``edges`` list (``from``, ``to``, ``input``)."""
     raw_edges = data.get("edges", [])
     if not isinstance(raw_edges, list):
         raise _refuse(name, "`edges` must be a list")
+    edges: list[Edge] = []
     for raw in raw_edges:
         parts = [raw.get(k) for k in ("from", "to", "input")] if isinstance(raw, Mapping) else []
         if len(parts) != 3 or not all(isinstance(p, str) for p in parts):
             raise _refuse(name, f"edge {raw!r} needs string `from`, `to` and `input`")
         edges.append(Edge(source=str(parts[0]), target=str(parts[1]), input=str(parts[2])))
+    return edges
+
+
+def _triggers_of(name: str, data: Mapping[str, Any]) -> tuple[list[str], str | None]:
+    """The triggers (default ``changed``) and the cron; a cron implies ``scheduled``, which
+    needs one."""
     triggers = data.get("triggers", ["changed"])
     if isinstance(triggers, str):
         triggers = [triggers]
@@ -190,6 +226,11 @@ def definition_from_mapping(data: Mapping[str, Any]) -> PassDefinition:
         triggers = [*triggers, "scheduled"]  # a cron says when: the trigger it implies
     if "scheduled" in triggers and cron is None:
         raise _refuse(name, "the `scheduled` trigger needs a `cron`")
+    return triggers, cron
+
+
+def _caps_of(name: str, data: Mapping[str, Any]) -> Caps:
+    """The run caps, each defaulting to :class:`Caps`'s; an unknown cap is refused."""
     caps_raw = data.get("caps", {})
     if not isinstance(caps_raw, Mapping):
         raise _refuse(name, "`caps` must be an object")
@@ -197,24 +238,10 @@ def definition_from_mapping(data: Mapping[str, Any]) -> PassDefinition:
     if unknown_caps:
         raise _refuse(name, f"unknown caps {sorted(unknown_caps)}")
     default = Caps()
-    caps = Caps(
+    return Caps(
         node_executions=_int(caps_raw, "node_executions", default.node_executions, name=name),
         model_calls=_int(caps_raw, "model_calls", default.model_calls, name=name),
         tokens=_int(caps_raw, "tokens", default.tokens, name=name),
-    )
-    concurrency = _int(data, "concurrency", 2, name=name)
-    if concurrency > MAX_CONCURRENCY:
-        raise _refuse(name, f"concurrency is at most {MAX_CONCURRENCY}")
-    description = data.get("description", "")
-    return PassDefinition(
-        name=name,
-        nodes=tuple(nodes),
-        edges=tuple(edges),
-        triggers=tuple(dict.fromkeys(triggers)),
-        cron=" ".join(cron.split()) if cron else None,
-        caps=caps,
-        concurrency=concurrency,
-        description=description if isinstance(description, str) else "",
     )
 
 

@@ -36,6 +36,7 @@ import logging
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from liminalis.errors import ModelUnavailable, SpendRefused
@@ -347,75 +348,15 @@ class Executor:
         self, run: _Run, order: Sequence[str], document: SourceDocument
     ) -> DocumentResult | None:
         """The definition over one document: its result, or ``None`` when the run halted
-        before the document finished (it stays pending)."""
-        definition = run.definition
+        before the document finished (it stays pending). Node by node in ``order``
+        (:meth:`_admit`, :meth:`_run_node`); a node's failure fails the document, a stop or an
+        unavailable model leaves it pending."""
         outputs: dict[str, Any] = {}
         facts: list[Fact] = []
         for node_id in order:
-            if run.halted:
+            if not self._admit(run):
                 return None
-            caps = definition.caps
-            if run.node_executions >= caps.node_executions:
-                run.stop(
-                    "capped", f"node_executions cap ({caps.node_executions}) reached", halt=True
-                )
-                return None
-            run.node_executions += 1
-            spec = definition.node(node_id)
-            node_type = self.registry.types[spec.type]
-            inputs = {e.input: outputs[e.source] for e in definition.edges if e.target == node_id}
-            ctx = NodeContext(
-                campaign=run.campaign,
-                pass_id=definition.name,
-                node_id=node_id,
-                params=spec.params,
-                document=document,
-                complete=self._metered(run, node_id),
-                registry=self.registry,
-                db=self.db,
-            )
-            started = self.clock.now()
-            failure: BaseException | None = None
-            try:
-                outputs[node_id] = await node_type.run(ctx, inputs)
-            except _Stopped as exc:
-                failure = exc
-            except ModelUnavailable as exc:
-                run.stop("failed", f"model unavailable: {exc}", halt=True)
-                failure = exc
-            except Exception as exc:
-                _log.warning(
-                    "pass %s node %s failed on %s",
-                    definition.name,
-                    node_id,
-                    document.doc_id,
-                    exc_info=True,
-                )
-                failure = exc
-            errors = list(ctx.errors)
-            if failure is not None:
-                errors.append(
-                    f"stopped: {run.reason}"
-                    if isinstance(failure, _Stopped)
-                    else f"{type(failure).__name__}: {failure}"
-                )
-            run.seq += 1
-            run.traces.append(
-                TraceRow(
-                    run_id=run.run_id,
-                    seq=run.seq,
-                    doc_id=document.doc_id,
-                    node_id=node_id,
-                    node_type=spec.type,
-                    inputs={k: _size(v) for k, v in inputs.items()},
-                    output_size=_size(outputs.get(node_id)),
-                    started_at=started.timestamp(),
-                    ms=(self.clock.now() - started).total_seconds() * 1000,
-                    model_calls=ctx.model_calls,
-                    tokens=ctx.tokens,
-                    error="; ".join(errors)[:2000],
-                )
-            )
+            ctx, failure = await self._run_node(run, node_id, document, outputs)
             if failure is not None:
                 if isinstance(failure, (_Stopped, ModelUnavailable)):
                     return None
@@ -428,6 +369,99 @@ class Executor:
             facts += ctx.facts
         return DocumentResult(
             doc_id=document.doc_id, content_hash=document.content_hash, status="done", facts=facts
+        )
+
+    @staticmethod
+    def _admit(run: _Run) -> bool:
+        """Whether the run may execute one more node (counted now): not halted, and under its
+        ``node_executions`` cap, which halts it when reached."""
+        if run.halted:
+            return False
+        caps = run.definition.caps
+        if run.node_executions >= caps.node_executions:
+            run.stop("capped", f"node_executions cap ({caps.node_executions}) reached", halt=True)
+            return False
+        run.node_executions += 1
+        return True
+
+    async def _run_node(
+        self, run: _Run, node_id: str, document: SourceDocument, outputs: dict[str, Any]
+    ) -> tuple[NodeContext, BaseException | None]:
+        """Run one node on its inputs (its in-edges' sources' outputs) into ``outputs``, and
+        trace it; its context and why it failed, if it did. A node's own error is logged and
+        fails only this document; an unavailable model halts the run."""
+        definition = run.definition
+        spec = definition.node(node_id)
+        node_type = self.registry.types[spec.type]
+        inputs = {e.input: outputs[e.source] for e in definition.edges if e.target == node_id}
+        ctx = NodeContext(
+            campaign=run.campaign,
+            pass_id=definition.name,
+            node_id=node_id,
+            params=spec.params,
+            document=document,
+            complete=self._metered(run, node_id),
+            registry=self.registry,
+            db=self.db,
+        )
+        started = self.clock.now()
+        failure: BaseException | None = None
+        try:
+            outputs[node_id] = await node_type.run(ctx, inputs)
+        except _Stopped as exc:
+            failure = exc
+        except ModelUnavailable as exc:
+            run.stop("failed", f"model unavailable: {exc}", halt=True)
+            failure = exc
+        except Exception as exc:
+            _log.warning(
+                "pass %s node %s failed on %s",
+                definition.name,
+                node_id,
+                document.doc_id,
+                exc_info=True,
+            )
+            failure = exc
+        self._trace(run, document, node_id, spec.type, inputs, outputs, ctx, started, failure)
+        return ctx, failure
+
+    def _trace(
+        self,
+        run: _Run,
+        document: SourceDocument,
+        node_id: str,
+        node_type: str,
+        inputs: dict[str, Any],
+        outputs: dict[str, Any],
+        ctx: NodeContext,
+        started: datetime,
+        failure: BaseException | None,
+    ) -> None:
+        """One node's trace row: sizes in and out, time, model calls, tokens, and its errors
+        (the node's own, then why it stopped or failed)."""
+        errors = list(ctx.errors)
+        if failure is not None:
+            errors.append(
+                f"stopped: {run.reason}"
+                if isinstance(failure, _Stopped)
+                else f"{type(failure).__name__}: {failure}"
+            )
+        run.seq += 1
+        run.traces.append(
+            TraceRow(
+                run_id=run.run_id,
+                seq=run.seq,
+                doc_id=document.doc_id,
+                node_id=node_id,
+                node_type=node_type,
+                inputs={k: _size(v) for k, v in inputs.items()},
+                output_size=_size(outputs.get(node_id)),
+                started_at=started.timestamp(),
+                ms=(self.clock.now() - started).total_seconds() * 1000,
+                model_calls=ctx.model_calls,
+                tokens=ctx.tokens,
+                error="; ".join(errors)[:2000],
+            )
         )
 
     def _metered(self, run: _Run, node_id: str) -> Any:

@@ -153,28 +153,113 @@ def doc_features(
     """Feature matrix (len(docs) × len(FEATURES)) for the candidate ``docs`` of one query.
 
     ``fused`` is the fused passage ranking with scores (best first); ``docs`` its documents.
+    What every row is measured against is read once (:func:`_pool_of`), then each candidate's
+    row (:func:`_feature_row`).
     """
-    index = cat.lexical(lens)
-    pos = index.positions
+    pool = _pool_of(cat, lens, sig, fused, docs)
+    rows = [_feature_row(pool, d) for d in docs]
+    return np.asarray(rows, dtype=np.float64).reshape(len(docs), len(FEATURES))
+
+
+@dataclass(frozen=True, slots=True)
+class _Pool:
+    """One query's candidate pool, as every feature row is measured against it: the query's
+    terms and their weights, each arm's document ranks and top scores, each candidate's best
+    window, and the pool-local term weights."""
+
+    cat: Catalog
+    lens: frozenset[str]
+    q: list[str]
+    w: dict[str, float]
+    wsum: float
+    fused_docs: dict[str, tuple[int, float]]
+    lex: dict[str, tuple[int, float]]
+    dense: dict[str, tuple[int, float]]
+    docr: dict[str, tuple[int, float]]
+    top_fused: float
+    top_lex: float
+    top_doc: float
+    top_dense: float
+    pool_count: dict[str, int]
+    windows: dict[str, tuple[float, float, float, float]]
+    pairs: set[tuple[str, str]]
+    c: dict[str, float]
+    csum: float
+    top_window: float
+    cd: dict[str, float]
+    top_cd: float
+    cd_rank: dict[str, int]
+    in_pool: set[str]
+    n_docs: int
+
+
+def _pool_of(
+    cat: Catalog,
+    lens: frozenset[str],
+    sig: Signals,
+    fused: Sequence[tuple[str, float]],
+    docs: Sequence[str],
+) -> _Pool:
+    """Read the pool once: query term weights ``w(t) = max(0, idf(t))``, each arm's document
+    ranks and top scores, the candidates' windows (:func:`_windows`) and pool-local weights
+    (:func:`_pool_weights`)."""
     q = list(dict.fromkeys(sig.query_tokens))
     w = {t: max(0.0, float(sig.idf.get(t, 0.0))) for t in q}
     wsum = sum(w.values()) or 1.0
-    fused_docs = _doc_ranks(cat, dict(fused))
-    lex = _doc_ranks(cat, sig.lexical)
-    dense = _doc_ranks(cat, sig.dense)
-    docr = _doc_ranks(cat, sig.documents, by_doc=True)
-    top_fused = fused[0][1] if fused else 1.0
-    top_lex = max(sig.lexical.values(), default=0.0) or 1.0
-    top_doc = max(sig.documents.values(), default=0.0) or 1.0
-    top_dense = max(sig.dense.values(), default=0.0)
     pool_count: dict[str, int] = {}
     for pid, _ in fused:
         d = cat.passages[pid].doc_id
         pool_count[d] = pool_count.get(d, 0) + 1
+    windows = _windows(cat, lens, sig, docs, q=q, w=w, wsum=wsum)
+    seq = list(sig.query_tokens)
+    c, csum = _pool_weights(cat, lens, docs, q, w)
+    cd = sig.candidate_dense
+    return _Pool(
+        cat=cat,
+        lens=lens,
+        q=q,
+        w=w,
+        wsum=wsum,
+        fused_docs=_doc_ranks(cat, dict(fused)),
+        lex=_doc_ranks(cat, sig.lexical),
+        dense=_doc_ranks(cat, sig.dense),
+        docr=_doc_ranks(cat, sig.documents, by_doc=True),
+        top_fused=fused[0][1] if fused else 1.0,
+        top_lex=max(sig.lexical.values(), default=0.0) or 1.0,
+        top_doc=max(sig.documents.values(), default=0.0) or 1.0,
+        top_dense=max(sig.dense.values(), default=0.0),
+        pool_count=pool_count,
+        windows=windows,
+        pairs=set(zip(seq, seq[1:], strict=False)),
+        c=c,
+        csum=csum,
+        top_window=max((v[0] for v in windows.values()), default=0.0) or 1.0,
+        cd=cd,
+        top_cd=max((cd[d] for d in docs if d in cd), default=0.0),
+        cd_rank={
+            d: i + 1
+            for i, d in enumerate(sorted((d for d in docs if d in cd), key=lambda d: -cd[d]))
+        },
+        in_pool=set(docs),
+        n_docs=len(docs),
+    )
+
+
+def _windows(
+    cat: Catalog,
+    lens: frozenset[str],
+    sig: Signals,
+    docs: Sequence[str],
+    *,
+    q: list[str],
+    w: dict[str, float],
+    wsum: float,
+) -> dict[str, tuple[float, float, float, float]]:
+    """Per candidate: its best three-passage window's BM25 sum, the query weight that window
+    covers, its second-best passage's score, and the weight its best passage covers."""
+    pos = cat.lexical(lens).positions
     scores = sig.passage_scores
     windows: dict[str, tuple[float, float, float, float]] = {}
-    seq = list(sig.query_tokens)
-    pairs = set(zip(seq, seq[1:], strict=False))
     for d in docs:
         pids = cat.doc_view(d, lens)[0]
         ps = [float(scores[pos[p]]) if scores is not None and p in pos else 0.0 for p in pids]
@@ -195,70 +280,73 @@ def doc_features(
             second,
             sum(w[t] for t in q if t in top_terms) / wsum,
         )
-    # Pool-local weights: a query term every candidate shares (a story's hero, the party's name)
-    # tells the candidates apart little, however rare it is corpus-wide: IDF × log(1 + N/df).
-    n_docs, qset = len(docs), set(q)
+    return windows
+
+
+def _pool_weights(
+    cat: Catalog, lens: frozenset[str], docs: Sequence[str], q: list[str], w: dict[str, float]
+) -> tuple[dict[str, float], float]:
+    """Pool-local weights: a query term every candidate shares (a story's hero, the party's
+    name) tells the candidates apart little, however rare it is corpus-wide:
+    ``c(t) = w(t) · log(1 + N/df(t))`` over the ``N`` candidates; with their sum."""
+    n_docs = len(docs)
     df = {t: sum(1 for d in docs if t in cat.doc_view(d, lens)[1]) for t in q}
     c = {t: w[t] * math.log1p(n_docs / df[t]) if df[t] else 0.0 for t in q}
-    csum = sum(c.values()) or 1.0
-    top_window = max((v[0] for v in windows.values()), default=0.0) or 1.0
-    cd = sig.candidate_dense
-    top_cd = max((cd[d] for d in docs if d in cd), default=0.0)
-    cd_rank = {
-        d: i + 1 for i, d in enumerate(sorted((d for d in docs if d in cd), key=lambda d: -cd[d]))
-    }
-    in_pool = set(docs)
-    rows = []
-    # An arm that did not return a document ranks it one past its default depth (lexical 120,
-    # document 60, dense 20): the shipped model was trained against those depths.
-    for d in docs:
-        fr, fs = fused_docs.get(d, (len(fused_docs) + 1, 0.0))
-        lr, ls = lex.get(d, (0, 0.0))
-        dr, ds = docr.get(d, (0, 0.0))
-        nr, ns = dense.get(d, (0, 0.0))
-        _, doc_terms, length = cat.doc_view(d, lens)
-        title = cat.title_terms(d)
-        win, win_cov, second, top_cov = windows[d]
-        bigrams = cat.doc_bigrams(d, lens)
-        rows.append(
-            [
-                1.0 / fr,
-                math.log(fr),
-                fs / top_fused if top_fused else 0.0,
-                ls / top_lex,
-                math.log(lr or 121),
-                float(lr > 0),
-                ds / top_doc,
-                math.log(dr or 61),
-                float(dr > 0),
-                ns,
-                (ns - top_dense) if nr else -1.0,
-                math.log(nr or 21),
-                float(nr > 0),
-                math.log1p(pool_count.get(d, 0)),
-                sum(w[t] for t in q if t in doc_terms) / wsum,
-                win_cov,
-                sum(w[t] for t in q if t in title) / wsum,
-                win / top_window,
-                second / top_lex,
-                math.log1p(length),
-                top_cov,
-                sum(1 for x in pairs if x in bigrams) / len(pairs) if pairs else 0.0,
-                (cd[d] - top_cd) if d in cd else -1.0,
-                math.log(cd_rank.get(d, len(docs) + 1)),
-                sum(c[t] for t in q if t in doc_terms) / csum,
-                _best_span(cat.doc_positions(d, lens, qset), w, SPAN) / wsum,
-                max(
-                    (
-                        fused_docs[n][1] / top_fused if top_fused else 0.0
-                        for n in cat.neighbours(d, lens)
-                        if n in in_pool and n in fused_docs
-                    ),
-                    default=0.0,
-                ),
-            ]
-        )
-    return np.asarray(rows, dtype=np.float64).reshape(len(docs), len(FEATURES))
+    return c, sum(c.values()) or 1.0
+
+
+def _feature_row(pool: _Pool, d: str) -> list[float]:
+    """One candidate's features, in :data:`FEATURES` order.
+
+    An arm that did not return a document ranks it one past its default depth (lexical 120,
+    document 60, dense 20): the shipped model was trained against those depths."""
+    cat, lens, q, w, wsum = pool.cat, pool.lens, pool.q, pool.w, pool.wsum
+    fused_docs, top_fused, cd = pool.fused_docs, pool.top_fused, pool.cd
+    fr, fs = fused_docs.get(d, (len(fused_docs) + 1, 0.0))
+    lr, ls = pool.lex.get(d, (0, 0.0))
+    dr, ds = pool.docr.get(d, (0, 0.0))
+    nr, ns = pool.dense.get(d, (0, 0.0))
+    _, doc_terms, length = cat.doc_view(d, lens)
+    title = cat.title_terms(d)
+    win, win_cov, second, top_cov = pool.windows[d]
+    bigrams = cat.doc_bigrams(d, lens)
+    pairs = pool.pairs
+    return [
+        1.0 / fr,
+        math.log(fr),
+        fs / top_fused if top_fused else 0.0,
+        ls / pool.top_lex,
+        math.log(lr or 121),
+        float(lr > 0),
+        ds / pool.top_doc,
+        math.log(dr or 61),
+        float(dr > 0),
+        ns,
+        (ns - pool.top_dense) if nr else -1.0,
+        math.log(nr or 21),
+        float(nr > 0),
+        math.log1p(pool.pool_count.get(d, 0)),
+        sum(w[t] for t in q if t in doc_terms) / wsum,
+        win_cov,
+        sum(w[t] for t in q if t in title) / wsum,
+        win / pool.top_window,
+        second / pool.top_lex,
+        math.log1p(length),
+        top_cov,
+        sum(1 for x in pairs if x in bigrams) / len(pairs) if pairs else 0.0,
+        (cd[d] - pool.top_cd) if d in cd else -1.0,
+        math.log(pool.cd_rank.get(d, pool.n_docs + 1)),
+        sum(pool.c[t] for t in q if t in doc_terms) / pool.csum,
+        _best_span(cat.doc_positions(d, lens, set(q)), w, SPAN) / wsum,
+        max(
+            (
+                fused_docs[n][1] / top_fused if top_fused else 0.0
+                for n in cat.neighbours(d, lens)
+                if n in pool.in_pool and n in fused_docs
+            ),
+            default=0.0,
+        ),
+    ]
 
 
 class DocumentRanker(Protocol):

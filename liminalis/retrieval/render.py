@@ -12,11 +12,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from liminalis.types import GAP, TEXT, Segment, Span, segments_text
+from liminalis.retrieval.catalog import Catalog
+from liminalis.types import GAP, TEXT, RenderedDocument, Segment, Span, segments_text
 
-__all__ = ["RenderParams", "select_spans", "render_segments", "render_spans", "omission"]
+__all__ = [
+    "RenderParams",
+    "fallback_passages",
+    "omission",
+    "render_document",
+    "render_segments",
+    "render_spans",
+    "select_spans",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,3 +91,54 @@ def render_segments(text: str, spans: Sequence[Span]) -> tuple[Segment, ...]:
 def render_spans(text: str, spans: Sequence[Span]) -> str:
     """:func:`render_segments` as text (for display and tests)."""
     return segments_text(render_segments(text, spans))
+
+
+def fallback_passages(cat: Catalog, doc_id: str, query_tokens: Sequence[str]) -> list[str]:
+    """For a document shown though nothing matched in it (a pin, a memory's candidate): its
+    (up to two) passages sharing most query terms, earlier first on a tie; else its first."""
+    pids = cat.by_doc.get(doc_id, [])
+    q = set(query_tokens)
+    scored = sorted(
+        ((len(q & set(cat.passages[x].tokens)), -i, x) for i, x in enumerate(pids)),
+        reverse=True,
+    )
+    chosen = [x for n, _, x in scored[:2] if n > 0]
+    return chosen or pids[:1]
+
+
+def render_document(
+    cat: Catalog,
+    doc_id: str,
+    pids: Sequence[str],
+    *,
+    pinned: bool,
+    score: float,
+    params: RenderParams,
+    related: Sequence[str] = (),
+) -> RenderedDocument:
+    """``doc_id`` of ``cat`` rendered around the passages ``pids`` (:func:`select_spans`, then
+    :func:`render_segments`), with its headings, matched and ``related`` spans: what the
+    retriever and the campaign memory both hand the answerer."""
+    doc = cat.documents[doc_id]
+    spans = [Span(cat.passages[x].start, cat.passages[x].end) for x in pids if x in cat.passages]
+    chosen = select_spans(doc.text, spans, replace(params))
+    whole = len(chosen) == 1 and chosen[0].start == 0 and chosen[0].end == len(doc.text)
+    headings = tuple(
+        dict.fromkeys(
+            cat.passages[x].heading for x in pids if x in cat.passages and cat.passages[x].heading
+        )
+    )
+    return RenderedDocument(
+        doc_id=doc_id,
+        title=doc.title,
+        type=doc.type,
+        segments=render_segments(doc.text, chosen),
+        pinned=pinned,
+        score=score,
+        headings=headings,
+        matched=tuple(spans),
+        whole=whole,
+        related=tuple(
+            Span(cat.passages[x].start, cat.passages[x].end) for x in related if x in cat.passages
+        ),
+    )

@@ -9,11 +9,12 @@ rendering. Stage timings and an explain trace come back with the bundle.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -23,11 +24,11 @@ from liminalis.retrieval.catalog import Catalog, PassageInfo
 from liminalis.retrieval.fusion import dedupe_ranking, rrf
 from liminalis.retrieval.learned import DocumentRanker, Signals, doc_features
 from liminalis.retrieval.pins import Pin, resolve_pins, strip_mentions
-from liminalis.retrieval.render import RenderParams, render_segments, select_spans
+from liminalis.retrieval.render import RenderParams, fallback_passages, render_document
 from liminalis.retrieval.rerank import rerank_hits
 from liminalis.store.sqlite import Database
 from liminalis.text import Tokenizer
-from liminalis.types import Bundle, Document, Hit, RenderedDocument, Span, StageTrace
+from liminalis.types import Bundle, Document, Hit, RenderedDocument, StageTrace
 from liminalis.workers import run_cpu
 
 __all__ = [
@@ -151,6 +152,161 @@ def _visible_row(cat: Catalog, hit: VectorHit, lens: frozenset[str]) -> str | No
         hit.passage_id if hit.kind != "title" else (cat.first_passage(hit.doc_id) or hit.passage_id)
     )
     return pid if pid in cat.passages and cat.visible_passage(pid, lens) else None
+
+
+@dataclass(slots=True)
+class _Request:
+    """One retrieval's inputs and the stage timings measured so far, handed down the stages of
+    :meth:`Retriever.retrieve` (the way httpx hands one request down its chain)."""
+
+    campaign: str
+    query: str
+    lens: frozenset[str]
+    p: RetrievalParams
+    cat: Catalog
+    #: The query without mentions: what the arms and the reranker read.
+    search_query: str
+    sig: Signals
+    always: Sequence[str]
+    pinned: Sequence[str]
+    forced: Sequence[str]
+    trace: Trace | None
+    t0: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Recalled:
+    """What the recall stage found: pins and each arm's passage ranking."""
+
+    pins: list[Pin]
+    dense: list[str]
+    lexical: list[str]
+    documents: list[str]
+
+
+@dataclass(slots=True)
+class _Ranking:
+    """The passage order as fusion, the learned ranker and the reranker leave it."""
+
+    fused_pairs: list[tuple[str, float]]
+    fused_scores: dict[str, float]
+    #: The fused order before the learned ranker (the explain trace's fused rung).
+    fused_order: list[str]
+    #: The order after the learned ranker, when it ran; else the fused order.
+    fused: list[str]
+    learned: bool = False
+    doc_scores: dict[str, float] | None = None
+    pool: list[Hit] = field(default_factory=list)
+    reranked: bool = False
+    busy: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Which documents a bundle renders, in order, and which passages each shows."""
+
+    kept: list[Hit]
+    doc_order: list[str]
+    matched: dict[str, list[str]]
+    related: dict[str, list[str]]
+    best: dict[str, float]
+    pin_reason: dict[str, str]
+
+
+def _lay_out(p: RetrievalParams, ranked_hits: list[Hit], shown: list[Pin]) -> _Layout:
+    """The document order (pins first, then up to ``p.max_documents`` recalled documents by
+    their best kept hit), each document's matched passages (its hits in the first
+    ``p.rerank_keep``) and related ones (its hits further down the pool)."""
+    pinned_ids = [pin.doc_id for pin in shown]
+    kept = ranked_hits[: p.rerank_keep]
+    doc_order = dedupe_ranking(pinned_ids + [h.doc_id for h in kept])
+    doc_order = (
+        pinned_ids + [d for d in doc_order if d not in pinned_ids][: max(0, p.max_documents)]
+    )
+    matched: dict[str, list[str]] = {}
+    for h in kept:
+        matched.setdefault(h.doc_id, []).append(h.passage_id)
+    related: dict[str, list[str]] = {}
+    for h in ranked_hits[p.rerank_keep : p.pool]:
+        if h.doc_id in doc_order and len(rel := related.setdefault(h.doc_id, [])) < (
+            p.related_per_doc
+        ):
+            rel.append(h.passage_id)
+    best: dict[str, float] = {}
+    for h in ranked_hits:
+        best.setdefault(h.doc_id, h.score)
+    pin_reason = {pin.doc_id: pin.reason for pin in shown}
+    return _Layout(kept, doc_order, matched, related, best, pin_reason)
+
+
+def _render_layout(
+    cat: Catalog, layout: _Layout, p: RetrievalParams, query_tokens: Sequence[str]
+) -> list[RenderedDocument]:
+    """Each laid-out document rendered: its matched passages (a pin nothing matched in: its
+    :func:`fallback_passages`), the first ``p.render_related_docs`` recalled documents with
+    their related passages merged in, the others with them as related spans."""
+    rendered: list[RenderedDocument] = []
+    recalled = [d for d in layout.doc_order if d not in layout.pin_reason]
+    for doc_id in layout.doc_order:
+        pids = layout.matched.get(doc_id) or fallback_passages(cat, doc_id, query_tokens)
+        extra = layout.related.get(doc_id, [])
+        if doc_id in recalled[: p.render_related_docs]:
+            pids, extra = [*pids, *extra], []
+        rendered.append(
+            render_document(
+                cat,
+                doc_id,
+                pids,
+                pinned=doc_id in layout.pin_reason,
+                score=layout.best.get(doc_id, 0.0),
+                params=p.render,
+                related=extra,
+            )
+        )
+    return rendered
+
+
+def _bundle_hits(cat: Catalog, layout: _Layout, shown: list[Pin]) -> tuple[Hit, ...]:
+    """The bundle's hits: one per shown pin (its first matched passage, else its first
+    passage), then the kept hits of documents not pinned."""
+    pin_hits = [
+        Hit(
+            (layout.matched.get(pin.doc_id) or [cat.first_passage(pin.doc_id) or ""])[0],
+            pin.doc_id,
+            0.0,
+            True,
+            pin.reason,
+        )
+        for pin in shown
+    ]
+    return tuple(pin_hits) + tuple(h for h in layout.kept if h.doc_id not in layout.pin_reason)
+
+
+def _doc_ranking(cat: Catalog, pids: Iterable[str]) -> list[str]:
+    """A passage ranking as a document ranking (each document at its best passage)."""
+    return dedupe_ranking(cat.passages[x].doc_id for x in pids)
+
+
+def _fill_trace(
+    trace: Trace,
+    cat: Catalog,
+    recalled: _Recalled,
+    ranking: _Ranking,
+    shown: list[Pin],
+    rendered: list[RenderedDocument],
+) -> None:
+    """Each stage's document ranking into the explain trace."""
+    docs = functools.partial(_doc_ranking, cat)
+    trace.pins = shown
+    trace.dense_docs = docs(recalled.dense)
+    trace.lexical_docs = docs(recalled.lexical)
+    trace.document_docs = docs(recalled.documents)
+    trace.fused_docs = docs(ranking.fused_order)
+    trace.learned_docs = docs(ranking.fused) if ranking.learned else []
+    trace.reranked_docs = dedupe_ranking(h.doc_id for h in ranking.pool) if ranking.reranked else []
+    trace.reranked = ranking.reranked
+    trace.rendered_docs = [d.doc_id for d in rendered]
 
 
 class Retriever:
@@ -416,10 +572,12 @@ class Retriever:
         trace: Trace | None = None,
         catalog: Catalog | None = None,
     ) -> Bundle:
-        """Retrieve for ``lens`` from ``catalog`` (the request's snapshot; default: the current one)."""
-        p = params or self.params
-        lens = frozenset(lens)
-        timings: dict[str, float] = {}
+        """Retrieve for ``lens`` from ``catalog`` (the request's snapshot; default: the current one).
+
+        A chain of named stages over one :class:`_Request`, in the module docstring's order:
+        :meth:`_recall` (pins, dense and lexical arms) → :meth:`_fuse` (weighted RRF) →
+        :meth:`_rank` (learned document ranker) → :meth:`_rerank_pool` (cross-encoder) →
+        :meth:`_assemble` (second wall, document order, rendering)."""
         t0 = time.perf_counter()
         cat = (
             catalog
@@ -427,183 +585,167 @@ class Retriever:
             else await self.catalog(campaign)
         )
         search_query = strip_mentions(query)
-        sig = Signals(query_tokens=self.tokenizer(search_query))
+        request = _Request(
+            campaign=campaign,
+            query=query,
+            lens=frozenset(lens),
+            p=params or self.params,
+            cat=cat,
+            search_query=search_query,
+            sig=Signals(query_tokens=self.tokenizer(search_query)),
+            always=always,
+            pinned=pinned,
+            forced=forced,
+            trace=trace,
+            t0=t0,
+        )
+        recalled = await self._recall(request)
+        ranking = self._fuse(request, recalled)
+        await self._rank(request, ranking)
+        await self._rerank_pool(request, ranking)
+        return await run_cpu(self._assemble, request, recalled, ranking)
 
-        def lexical_arms() -> tuple[list[Pin], list[str], list[str]]:
-            """Pins and the lexical arms: BM25 over the lens's index (built on first use), in a
-            worker thread while the dense arm waits on the embedder and the store."""
-            pins = resolve_pins(
-                cat,
-                query,
-                lens,
-                always=always,
-                pinned=pinned,
-                forced=forced,
-                named_keys=p.named_keys,
-            )
-            timings["pins"] = (time.perf_counter() - t0) * 1000
-            lexical: list[str] = []
-            documents: list[str] = []
-            if p.lexical_enabled:
-                t = time.perf_counter()
-                lexical = self._lexical(cat, lens, p, sig)
-                timings["lexical"] = (time.perf_counter() - t) * 1000
-                if p.doc_lexical_enabled and p.w_doc > 0:
-                    t = time.perf_counter()
-                    documents = self._doc_lexical(cat, lens, p, lexical, sig)
-                    timings["doc_lexical"] = (time.perf_counter() - t) * 1000
-            return pins, lexical, documents
+    async def _recall(self, q: _Request) -> _Recalled:
+        """The arms at once: the dense arm waits on the embedder and the store while pins and
+        the lexical arms run in a worker thread. The arms write to separate fields of ``sig``;
+        the fusion reads them in the fixed order dense, lexical, document, so running them at
+        once changes no ranking."""
+        dense, (pins, lexical, documents) = await asyncio.gather(
+            self._dense_arm(q), run_cpu(self._lexical_arms, q)
+        )
+        return _Recalled(pins=pins, dense=dense, lexical=lexical, documents=documents)
 
-        async def dense_arm() -> list[str]:
-            if not (p.dense_enabled and self.embedder is not None):
-                return []
+    def _lexical_arms(self, q: _Request) -> tuple[list[Pin], list[str], list[str]]:
+        """Pins and the lexical arms: BM25 over the lens's index (built on first use), in a
+        worker thread while the dense arm waits on the embedder and the store."""
+        p, cat, lens = q.p, q.cat, q.lens
+        pins = resolve_pins(
+            cat,
+            q.query,
+            lens,
+            always=q.always,
+            pinned=q.pinned,
+            forced=q.forced,
+            named_keys=p.named_keys,
+        )
+        q.timings["pins"] = (time.perf_counter() - q.t0) * 1000
+        lexical: list[str] = []
+        documents: list[str] = []
+        if p.lexical_enabled:
             t = time.perf_counter()
-            found = await self._dense(cat, search_query, lens, p, sig)
-            timings["dense"] = (time.perf_counter() - t) * 1000
-            return found
+            lexical = self._lexical(cat, lens, p, q.sig)
+            q.timings["lexical"] = (time.perf_counter() - t) * 1000
+            if p.doc_lexical_enabled and p.w_doc > 0:
+                t = time.perf_counter()
+                documents = self._doc_lexical(cat, lens, p, lexical, q.sig)
+                q.timings["doc_lexical"] = (time.perf_counter() - t) * 1000
+        return pins, lexical, documents
 
-        # The arms write to separate fields of ``sig``; the fusion below reads them in the
-        # fixed order dense, lexical, document, so running them at once changes no ranking.
-        dense, (pins, lexical, documents) = await asyncio.gather(dense_arm(), run_cpu(lexical_arms))
+    async def _dense_arm(self, q: _Request) -> list[str]:
+        """The dense arm's passage ranking; empty when it is off or no embedder is loaded."""
+        if not (q.p.dense_enabled and self.embedder is not None):
+            return []
+        t = time.perf_counter()
+        found = await self._dense(q.cat, q.search_query, q.lens, q.p, q.sig)
+        q.timings["dense"] = (time.perf_counter() - t) * 1000
+        return found
+
+    def _fuse(self, q: _Request, recalled: _Recalled) -> _Ranking:
+        """Weighted RRF over the arms that ran: ``score(d) = Σ_i w_i / (rrf_k + rank_i(d))``
+        (:func:`~liminalis.retrieval.fusion.rrf`), arms in the fixed order dense, lexical,
+        document."""
+        p = q.p
         rankings: list[list[str]] = []
         weights: list[float] = []
         if p.dense_enabled and self.embedder is not None:
-            rankings.append(dense)
+            rankings.append(recalled.dense)
             weights.append(p.w_dense)
         if p.lexical_enabled:
-            rankings.append(lexical)
+            rankings.append(recalled.lexical)
             weights.append(p.w_lexical)
             if p.doc_lexical_enabled and p.w_doc > 0:
-                rankings.append(documents)
+                rankings.append(recalled.documents)
                 weights.append(p.w_doc)
         t = time.perf_counter()
         fused_pairs = rrf(*rankings, rrf_k=p.rrf_k, weights=weights) if rankings else []
         fused = [pid for pid, _ in fused_pairs]
-        fused_scores = dict(fused_pairs)
-        timings["fusion"] = (time.perf_counter() - t) * 1000
-        fused_order = fused
+        q.timings["fusion"] = (time.perf_counter() - t) * 1000
+        return _Ranking(
+            fused_pairs=fused_pairs, fused_scores=dict(fused_pairs), fused_order=fused, fused=fused
+        )
+
+    async def _rank(self, q: _Request, ranking: _Ranking) -> None:
+        """The pool's documents re-ordered by the learned ranker, when one runs
+        (:meth:`_learned`); its scores become the rerank stage's prior."""
         t = time.perf_counter()
-        learned = await self._learned(cat, lens, p, sig, fused_pairs, trace)
-        doc_scores: dict[str, float] | None = None
+        learned = await self._learned(q.cat, q.lens, q.p, q.sig, ranking.fused_pairs, q.trace)
         if learned is not None:
-            fused, doc_scores = learned
-            if trace is not None:
-                trace.learned_scores = doc_scores
-            timings["learned"] = (time.perf_counter() - t) * 1000
+            ranking.learned = True
+            ranking.fused, ranking.doc_scores = learned
+            if q.trace is not None:
+                q.trace.learned_scores = ranking.doc_scores
+            q.timings["learned"] = (time.perf_counter() - t) * 1000
 
-        pool = [Hit(pid, cat.passages[pid].doc_id, fused_scores[pid]) for pid in fused[: p.pool]]
-        reranked = busy = False
-        if p.rerank_enabled and self.reranker is not None and pool:
-            t = time.perf_counter()
-            head, rest = pool[: p.rerank_depth], pool[p.rerank_depth :]
-            texts = [cat.passage_text(h.passage_id) for h in head]
-            # The prior: the learned ranker's score of each candidate's document, when it ran.
-            prior = None
-            if doc_scores:
-                floor = min(doc_scores.values()) - 1.0  # (every pool document has a score)
-                prior = [doc_scores.get(h.doc_id, floor) for h in head]
-            head, reranked, busy = await self._rerank(search_query, head, texts, p, prior)
-            pool = head + rest
-            timings["rerank"] = (time.perf_counter() - t) * 1000
+    async def _rerank_pool(self, q: _Request, ranking: _Ranking) -> None:
+        """The pool (the first ``p.pool`` passages), its head re-scored by the cross-encoder
+        when one is loaded and enabled (:meth:`_rerank`)."""
+        p, cat = q.p, q.cat
+        ranking.pool = [
+            Hit(pid, cat.passages[pid].doc_id, ranking.fused_scores[pid])
+            for pid in ranking.fused[: p.pool]
+        ]
+        pool = ranking.pool
+        if not (p.rerank_enabled and self.reranker is not None and pool):
+            return
+        t = time.perf_counter()
+        head, rest = pool[: p.rerank_depth], pool[p.rerank_depth :]
+        texts = [cat.passage_text(h.passage_id) for h in head]
+        # The prior: the learned ranker's score of each candidate's document, when it ran.
+        prior = None
+        doc_scores = ranking.doc_scores
+        if doc_scores:
+            floor = min(doc_scores.values()) - 1.0  # (every pool document has a score)
+            prior = [doc_scores.get(h.doc_id, floor) for h in head]
+        head, ranking.reranked, ranking.busy = await self._rerank(
+            q.search_query, head, texts, p, prior
+        )
+        ranking.pool = head + rest
+        q.timings["rerank"] = (time.perf_counter() - t) * 1000
 
-        def assemble() -> Bundle:
-            """The lens re-check, the document order and the rendering of each document's
-            spans: string work over whole documents, in a worker thread."""
-            tail = [
-                Hit(pid, cat.passages[pid].doc_id, fused_scores[pid]) for pid in fused[p.pool :]
-            ]
-            ranked_hits = pool + tail
-
-            # Second wall: re-check every hit and pin against the lens before rendering.
-            ranked_hits = [h for h in ranked_hits if cat.visible_passage(h.passage_id, lens)]
-            shown = [pin for pin in pins if cat.visible_doc(pin.doc_id, lens)]
-
-            t = time.perf_counter()
-            pinned_ids = [pin.doc_id for pin in shown]
-            kept = ranked_hits[: p.rerank_keep]
-            doc_order = dedupe_ranking(pinned_ids + [h.doc_id for h in kept])
-            doc_order = (
-                pinned_ids
-                + [d for d in doc_order if d not in pinned_ids][: max(0, p.max_documents)]
-            )
-            matched: dict[str, list[str]] = {}
-            for h in kept:
-                matched.setdefault(h.doc_id, []).append(h.passage_id)
-            related: dict[str, list[str]] = {}
-            for h in ranked_hits[p.rerank_keep : p.pool]:
-                if (
-                    h.doc_id in doc_order
-                    and len(rel := related.setdefault(h.doc_id, [])) < p.related_per_doc
-                ):
-                    rel.append(h.passage_id)
-            best: dict[str, float] = {}
-            for h in ranked_hits:
-                best.setdefault(h.doc_id, h.score)
-            pin_reason = {pin.doc_id: pin.reason for pin in shown}
-            rendered: list[RenderedDocument] = []
-            recalled = [d for d in doc_order if d not in pin_reason]
-            for doc_id in doc_order:
-                pids = matched.get(doc_id) or self._fallback_passages(cat, doc_id, sig.query_tokens)
-                extra = related.get(doc_id, [])
-                if doc_id in recalled[: p.render_related_docs]:
-                    pids, extra = [*pids, *extra], []
-                rendered.append(
-                    self._render(
-                        cat,
-                        doc_id,
-                        pids,
-                        pinned=doc_id in pin_reason,
-                        score=best.get(doc_id, 0.0),
-                        p=p,
-                        related=extra,
-                    )
-                )
-            timings["render"] = (time.perf_counter() - t) * 1000
-
-            non_always = [pin.doc_id for pin in shown if pin.reason != "always"]
-            ranked_docs = dedupe_ranking(non_always + [h.doc_id for h in ranked_hits])
-            pin_hits = [
-                Hit(
-                    (matched.get(pin.doc_id) or [cat.first_passage(pin.doc_id) or ""])[0],
-                    pin.doc_id,
-                    0.0,
-                    True,
-                    pin.reason,
-                )
-                for pin in shown
-            ]
-            hits = tuple(pin_hits) + tuple(h for h in kept if h.doc_id not in pin_reason)
-            if trace is not None:
-                trace.pins = shown
-                trace.dense_docs = dedupe_ranking(cat.passages[x].doc_id for x in dense)
-                trace.lexical_docs = dedupe_ranking(cat.passages[x].doc_id for x in lexical)
-                trace.document_docs = dedupe_ranking(cat.passages[x].doc_id for x in documents)
-                trace.fused_docs = dedupe_ranking(cat.passages[x].doc_id for x in fused_order)
-                trace.learned_docs = (
-                    dedupe_ranking(cat.passages[x].doc_id for x in fused)
-                    if learned is not None
-                    else []
-                )
-                trace.reranked_docs = dedupe_ranking(h.doc_id for h in pool) if reranked else []
-                trace.reranked = reranked
-                trace.rendered_docs = [d.doc_id for d in rendered]
-            notes = []
-            if p.rerank_enabled and self.reranker is not None and not reranked:
-                notes.append(RERANK_BUSY_NOTE if busy else RERANK_FAILED_NOTE)
-            # The arms ran at once and wrote their timings as they finished: list them in stage order.
-            ordered = {k: timings[k] for k in _STAGES if k in timings}
-            return Bundle(
-                campaign=campaign,
-                query=query,
-                lens=lens,
-                hits=hits,
-                documents=tuple(rendered),
-                ranked_doc_ids=tuple(ranked_docs),
-                timings_ms=ordered,
-                notes=tuple(notes),
-            )
-
-        return await run_cpu(assemble)
+    def _assemble(self, q: _Request, recalled: _Recalled, ranking: _Ranking) -> Bundle:
+        """The lens re-check, the document order and the rendering of each document's
+        spans: string work over whole documents, in a worker thread."""
+        p, cat, lens = q.p, q.cat, q.lens
+        tail = [
+            Hit(pid, cat.passages[pid].doc_id, ranking.fused_scores[pid])
+            for pid in ranking.fused[p.pool :]
+        ]
+        # Second wall: re-check every hit and pin against the lens before rendering.
+        ranked_hits = [h for h in ranking.pool + tail if cat.visible_passage(h.passage_id, lens)]
+        shown = [pin for pin in recalled.pins if cat.visible_doc(pin.doc_id, lens)]
+        t = time.perf_counter()
+        layout = _lay_out(p, ranked_hits, shown)
+        rendered = _render_layout(cat, layout, p, q.sig.query_tokens)
+        q.timings["render"] = (time.perf_counter() - t) * 1000
+        non_always = [pin.doc_id for pin in shown if pin.reason != "always"]
+        ranked_docs = dedupe_ranking(non_always + [h.doc_id for h in ranked_hits])
+        if q.trace is not None:
+            _fill_trace(q.trace, cat, recalled, ranking, shown, rendered)
+        notes = []
+        if p.rerank_enabled and self.reranker is not None and not ranking.reranked:
+            notes.append(RERANK_BUSY_NOTE if ranking.busy else RERANK_FAILED_NOTE)
+        # The arms ran at once and wrote their timings as they finished: list them in stage order.
+        ordered = {k: q.timings[k] for k in _STAGES if k in q.timings}
+        return Bundle(
+            campaign=q.campaign,
+            query=q.query,
+            lens=lens,
+            hits=_bundle_hits(cat, layout, shown),
+            documents=tuple(rendered),
+            ranked_doc_ids=tuple(ranked_docs),
+            timings_ms=ordered,
+            notes=tuple(notes),
+        )
 
     async def _rerank(
         self,
@@ -658,57 +800,3 @@ class Retriever:
         self._rerank_turns.release()
         if not task.cancelled():
             task.exception()  # retrieved: rerank_hits logged it, or timed out before it came
-
-    def _fallback_passages(
-        self, cat: Catalog, doc_id: str, query_tokens: Sequence[str]
-    ) -> list[str]:
-        """For a pinned document nothing matched in: its passages sharing most query terms."""
-        pids = cat.by_doc.get(doc_id, [])
-        q = set(query_tokens)
-        scored = sorted(
-            ((len(q & set(cat.passages[x].tokens)), -i, x) for i, x in enumerate(pids)),
-            reverse=True,
-        )
-        chosen = [x for n, _, x in scored[:2] if n > 0]
-        return chosen or pids[:1]
-
-    def _render(
-        self,
-        cat: Catalog,
-        doc_id: str,
-        pids: Sequence[str],
-        *,
-        pinned: bool,
-        score: float,
-        p: RetrievalParams,
-        related: Sequence[str] = (),
-    ) -> RenderedDocument:
-        doc = cat.documents[doc_id]
-        spans = [
-            Span(cat.passages[x].start, cat.passages[x].end) for x in pids if x in cat.passages
-        ]
-        chosen = select_spans(doc.text, spans, replace(p.render))
-        whole = len(chosen) == 1 and chosen[0].start == 0 and chosen[0].end == len(doc.text)
-        headings = tuple(
-            dict.fromkeys(
-                cat.passages[x].heading
-                for x in pids
-                if x in cat.passages and cat.passages[x].heading
-            )
-        )
-        return RenderedDocument(
-            doc_id=doc_id,
-            title=doc.title,
-            type=doc.type,
-            segments=render_segments(doc.text, chosen),
-            pinned=pinned,
-            score=score,
-            headings=headings,
-            matched=tuple(spans),
-            whole=whole,
-            related=tuple(
-                Span(cat.passages[x].start, cat.passages[x].end)
-                for x in related
-                if x in cat.passages
-            ),
-        )

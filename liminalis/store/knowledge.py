@@ -321,76 +321,99 @@ class KnowledgeRepository(Repository):
         async with self._db.write() as conn:
             if source is not None:
                 keep = set(current) | {v.doc_id for v in views}
-                prefix = f"{source}//"
-                async with conn.execute(
-                    "SELECT doc_id FROM knowledge_views WHERE campaign = ? "
-                    "AND (doc_id = ? OR substr(doc_id, 1, ?) = ?)",
-                    (campaign, source, len(prefix), prefix),
-                ) as cur:
-                    stale = [r["doc_id"] for r in await cur.fetchall() if r["doc_id"] not in keep]
-                for table in (*_TABLES, "knowledge_summaries"):
-                    await conn.executemany(
-                        f"DELETE FROM {table} WHERE campaign = ? AND doc_id = ?",
-                        [(campaign, d) for d in stale],
-                    )
+                await self._forget_other_views(conn, campaign, source, keep)
             for v in views:
-                vis = _vis(v.visibility)
-                async with conn.execute(
-                    "SELECT content_hash, visibility FROM knowledge_views "
-                    "WHERE campaign = ? AND doc_id = ?",
-                    (campaign, v.doc_id),
-                ) as cur:
-                    row = await cur.fetchone()
-                moved = row is not None and (
-                    row["content_hash"] != v.content_hash or row["visibility"] != vis
-                )
-                clear = (PARTS - wanted) if moved else set()
+                await self._write_view(conn, campaign, v, wanted)
+
+    @staticmethod
+    async def _forget_other_views(
+        conn: aiosqlite.Connection, campaign: str, source: str, keep: set[str]
+    ) -> None:
+        """Every fact of the views of file ``source`` not in ``keep`` (the file and its
+        ``source//…`` views), in the caller's transaction."""
+        prefix = f"{source}//"
+        async with conn.execute(
+            "SELECT doc_id FROM knowledge_views WHERE campaign = ? "
+            "AND (doc_id = ? OR substr(doc_id, 1, ?) = ?)",
+            (campaign, source, len(prefix), prefix),
+        ) as cur:
+            stale = [r["doc_id"] for r in await cur.fetchall() if r["doc_id"] not in keep]
+        for table in (*_TABLES, "knowledge_summaries"):
+            await conn.executemany(
+                f"DELETE FROM {table} WHERE campaign = ? AND doc_id = ?",
+                [(campaign, d) for d in stale],
+            )
+
+    async def _write_view(
+        self, conn: aiosqlite.Connection, campaign: str, v: ViewFacts, wanted: set[str]
+    ) -> None:
+        """One view's row and its ``wanted`` parts, each replaced whole; the other parts
+        cleared when the view moved (:meth:`_upsert_view`)."""
+        vis = _vis(v.visibility)
+        moved = await self._upsert_view(conn, campaign, v, vis)
+        clear = (PARTS - wanted) if moved else set()
+        if "summary" in wanted or "summary" in clear:
+            keep_summary = "summary" in wanted
+            await conn.execute(
+                "UPDATE knowledge_views SET summary = ?, summary_method = ? "
+                "WHERE campaign = ? AND doc_id = ?",
+                (
+                    v.summary if keep_summary else "",
+                    v.summary_method if keep_summary else "",
+                    campaign,
+                    v.doc_id,
+                ),
+            )
+        for part in (wanted | clear) - {"summary"}:
+            for table in _PART_TABLES[part]:
                 await conn.execute(
-                    "INSERT INTO knowledge_views (campaign, doc_id, path, title, type, visibility, "
-                    "content_hash, summary, summary_method, session) VALUES (?,?,?,?,?,?,?,'','',?) "
-                    "ON CONFLICT (campaign, doc_id) DO UPDATE SET path = excluded.path, "
-                    "title = excluded.title, type = excluded.type, visibility = excluded.visibility, "
-                    "content_hash = excluded.content_hash, session = excluded.session",
-                    (
-                        campaign,
-                        v.doc_id,
-                        v.path,
-                        v.title,
-                        v.type,
-                        vis,
-                        v.content_hash,
-                        _session(v.session),
-                    ),
+                    f"DELETE FROM {table} WHERE campaign = ? AND doc_id = ?",
+                    (campaign, v.doc_id),
                 )
-                if "summary" in wanted or "summary" in clear:
-                    keep_summary = "summary" in wanted
-                    await conn.execute(
-                        "UPDATE knowledge_views SET summary = ?, summary_method = ? "
-                        "WHERE campaign = ? AND doc_id = ?",
-                        (
-                            v.summary if keep_summary else "",
-                            v.summary_method if keep_summary else "",
-                            campaign,
-                            v.doc_id,
-                        ),
-                    )
-                for part in (wanted | clear) - {"summary"}:
-                    for table in _PART_TABLES[part]:
-                        await conn.execute(
-                            f"DELETE FROM {table} WHERE campaign = ? AND doc_id = ?",
-                            (campaign, v.doc_id),
-                        )
-                if "entities" in wanted:
-                    await self._insert_entities(conn, campaign, v, vis)
-                if "motifs" in wanted:
-                    await conn.executemany(
-                        "INSERT INTO knowledge_motifs (campaign, doc_id, ordinal, kind, text, "
-                        "weight, start, visibility) VALUES (?,?,?,?,?,?,?,?)",
-                        [
-                            (campaign, v.doc_id, n, m.kind, m.text, m.weight, m.start, vis)
-                            for n, m in enumerate(v.motifs)
-                        ],
-                    )
+        if "entities" in wanted:
+            await self._insert_entities(conn, campaign, v, vis)
+        if "motifs" in wanted:
+            await conn.executemany(
+                "INSERT INTO knowledge_motifs (campaign, doc_id, ordinal, kind, text, "
+                "weight, start, visibility) VALUES (?,?,?,?,?,?,?,?)",
+                [
+                    (campaign, v.doc_id, n, m.kind, m.text, m.weight, m.start, vis)
+                    for n, m in enumerate(v.motifs)
+                ],
+            )
+
+    @staticmethod
+    async def _upsert_view(
+        conn: aiosqlite.Connection, campaign: str, v: ViewFacts, vis: str
+    ) -> bool:
+        """Upsert a view's row; whether it moved (its content hash or visibility changed)."""
+        async with conn.execute(
+            "SELECT content_hash, visibility FROM knowledge_views "
+            "WHERE campaign = ? AND doc_id = ?",
+            (campaign, v.doc_id),
+        ) as cur:
+            row = await cur.fetchone()
+        moved = row is not None and (
+            row["content_hash"] != v.content_hash or row["visibility"] != vis
+        )
+        await conn.execute(
+            "INSERT INTO knowledge_views (campaign, doc_id, path, title, type, visibility, "
+            "content_hash, summary, summary_method, session) VALUES (?,?,?,?,?,?,?,'','',?) "
+            "ON CONFLICT (campaign, doc_id) DO UPDATE SET path = excluded.path, "
+            "title = excluded.title, type = excluded.type, visibility = excluded.visibility, "
+            "content_hash = excluded.content_hash, session = excluded.session",
+            (
+                campaign,
+                v.doc_id,
+                v.path,
+                v.title,
+                v.type,
+                vis,
+                v.content_hash,
+                _session(v.session),
+            ),
+        )
+        return moved
 
     async def heads(self, campaign: str) -> list[ViewFacts]:
         """Every stored view's row alone (title, visibility, summary, session mark): what time
