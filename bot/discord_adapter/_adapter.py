@@ -33,6 +33,7 @@ from bot.messages import Action, Attachment, Form, IncomingMessage, OptionValue,
 from bot.presses import opens_form
 from bot.service import BotService
 from bot.streaming import EDIT_INTERVAL_S, StreamedEdits
+from liminalis.errors import NotReady
 
 __all__ = ["DiscordAdapter", "GM_PERMISSIONS", "send_with_retry", "build_intents"]
 
@@ -41,7 +42,6 @@ T = TypeVar("T")
 NEUTRAL = "Sorry, something went wrong on my side. The error has been logged."
 DOWNLOAD_FAILED = "could not be downloaded from Discord; attach it again"
 _MENTION = re.compile(r"<@!?(\d+)>")
-LOGIN_WAIT_S = 300.0
 NO_MENTIONS = discord.AllowedMentions.none()
 #: Who sees ``/gm`` by default (Discord's ``default_member_permissions``): members who may
 #: manage messages, the moderator-level permission a GM role usually holds in its channels —
@@ -146,7 +146,6 @@ class DiscordAdapter:
         self._logged_in = (
             asyncio.Event()
         )  # set by setup_hook: the REST API can be used from then on
-        self._deferred: set[asyncio.Task[None]] = set()
         self._register()
         service.use_seating("discord", self.seat)
 
@@ -517,31 +516,23 @@ class DiscordAdapter:
                     )
                 )
 
-    async def post(self, channel_id: str, reply: Reply) -> None:
-        """Post a (public) reply to a channel by id: scheduled recaps.
+    async def post(self, channel_id: str, reply: Reply) -> str:
+        """Post a (public) reply to a channel by id: scheduled recaps; returns the id of its
+        first message, which the scheduler stores so the slot is never posted again.
 
-        The scheduler's start-up catch-up runs before the client has logged in (its slot is
-        already claimed, so a failed post would lose the recap): until the login, the post waits
-        in the background (up to ``LOGIN_WAIT_S``) instead of failing.
+        The scheduler's start-up catch-up runs before the client has logged in: until then
+        nothing is sent and :class:`NotReady` is raised, so the slot stays claimed and the next
+        tick posts it (a post deferred in the background would be out of the scheduler's sight).
         """
         if not self._logged_in.is_set():
-            task = asyncio.create_task(self._post_after_login(channel_id, reply))
-            self._deferred.add(task)
-            task.add_done_callback(self._deferred.discard)
-            return
-        await self._send(channel_id, reply)
+            raise NotReady("discord: not logged in yet")
+        return await self._send(channel_id, reply)
 
-    async def _post_after_login(self, channel_id: str, reply: Reply) -> None:
-        try:
-            await asyncio.wait_for(self._logged_in.wait(), timeout=LOGIN_WAIT_S)
-            await self._send(channel_id, reply)
-        except Exception:
-            _log.exception("discord: a recap for channel %s could not be posted", channel_id)
-
-    async def _send(self, channel_id: str, reply: Reply) -> None:
+    async def _send(self, channel_id: str, reply: Reply) -> str:
         channel = self.client.get_partial_messageable(int(channel_id))
+        ids: list[str] = []
         for out in render_reply(reply):
-            await send_with_retry(
+            sent = await send_with_retry(
                 lambda out=out: channel.send(  # type: ignore[misc]
                     content=out.content,
                     embeds=list(out.embeds),
@@ -549,6 +540,8 @@ class DiscordAdapter:
                     **out.file_kwargs(),
                 )
             )
+            ids.append(str(sent.id))
+        return ids[0] if ids else ""
 
     # -- commands ----------------------------------------------------------------------------
 
