@@ -33,6 +33,7 @@ from bot.commands.recap import recap_text
 from bot.commands.upload import looks_like_upload_options, visibility_choices
 from bot.directory import Directory, gm_by_id, lens_for
 from bot.messages import Action, Attachment, IncomingMessage, Progress, Reply
+from bot.upload_files import DISK, UploadWriter
 from liminalis.answer import Responder, Source
 from liminalis.campaign import CampaignConfig
 from liminalis.engine import MAX_QUERY_CHARS, Engine
@@ -136,8 +137,10 @@ class BotService:
         passes: Passes | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         slug_tag: Callable[[], str] = random_tag,
+        upload_writer: UploadWriter = DISK,
     ) -> None:
         self.engine = engine
+        self.upload_writer = upload_writer
         self.scheduler = scheduler
         if responder is not None:
             engine.use_answerer(responder)

@@ -33,6 +33,7 @@ from bot.messages import Action, Attachment, Form, IncomingMessage, OptionValue,
 from bot.presses import opens_form
 from bot.service import BotService
 from bot.streaming import EDIT_INTERVAL_S, StreamedEdits
+from bot.upload_files import TooLarge, download_to_file
 from liminalis.errors import NotReady
 
 __all__ = ["DiscordAdapter", "GM_PERMISSIONS", "send_with_retry", "build_intents"]
@@ -43,6 +44,7 @@ NEUTRAL = "Sorry, something went wrong on my side. The error has been logged."
 DOWNLOAD_FAILED = "could not be downloaded from Discord; attach it again"
 _MENTION = re.compile(r"<@!?(\d+)>")
 NO_MENTIONS = discord.AllowedMentions.none()
+DOWNLOAD_TIMEOUT = aiohttp.ClientTimeout(total=120)
 #: Who sees ``/gm`` by default (Discord's ``default_member_permissions``): members who may
 #: manage messages, the moderator-level permission a GM role usually holds in its channels —
 #: narrower than Manage Server, which would hide ``/gm`` from GMs who are not server admins,
@@ -292,9 +294,14 @@ class DiscordAdapter:
                     Attachment(f.filename, b"", size=f.size)
                 )  # rejected by size, never downloaded
                 continue
-            try:
-                out.append(Attachment(f.filename, await f.read()))
-            except (TimeoutError, discord.HTTPException, aiohttp.ClientError) as exc:
+            try:  # streamed to a temporary file, never whole in memory (bot.upload_files)
+                path = await download_to_file(
+                    f.url, max_bytes=self.service.max_upload_bytes, client_timeout=DOWNLOAD_TIMEOUT
+                )
+                out.append(Attachment(f.filename, b"", path=path))
+            except TooLarge:  # more than it declared: refused by size, as a declared one is
+                out.append(Attachment(f.filename, b"", size=self.service.max_upload_bytes + 1))
+            except (TimeoutError, OSError, aiohttp.ClientError) as exc:
                 # An expired or deleted attachment, a dropped connection: report that file alone.
                 _log.warning("discord: downloading %s failed: %s", f.filename, exc)
                 out.append(Attachment(f.filename, b"", error=DOWNLOAD_FAILED))
