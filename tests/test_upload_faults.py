@@ -149,3 +149,40 @@ async def test_a_discord_file_declared_over_the_cap_is_never_downloaded(discord_
     (got,) = await adapter.read_attachments([attachment(adapter, api, "road.md", len(BIG))])
     assert got.byte_size() == len(BIG) and got.path is None
     assert api.find("GET", "/attachments/road.md") == []
+
+
+@pytest.fixture
+async def slack_env(engine, tmp_path, monkeypatch):
+    from fakes.slack_api import SIGNING_SECRET, MockSlackApi
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    from bot.slack_adapter import ChannelRateLimiter, SlackAdapter
+
+    api = MockSlackApi()
+    await api.start()
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    adapter = SlackAdapter(
+        BotService(engine, max_upload_bytes=4096),
+        client=AsyncWebClient(token="xoxb-test", base_url=api.api_url),
+        signing_secret=SIGNING_SECRET,
+        limiter=ChannelRateLimiter(interval=0.0),
+    )
+    yield api, adapter
+    await api.close()
+
+
+def slack_file(api, name: str, size: int) -> dict[str, object]:
+    return {"name": name, "size": size, "url_private_download": f"{api.url}/files/{name}"}
+
+
+async def test_a_slack_download_is_streamed_to_a_temporary_file_and_cut_off_past_the_cap(
+    slack_env, tmp_path
+):
+    api, adapter = slack_env
+    api.files["ford.md"], api.files["road.md"] = NOTE, BIG
+    got = await adapter._download(slack_file(api, "ford.md", len(NOTE)))
+    assert got.data == b"" and got.path is not None and got.content() == NOTE
+    # road.md declares 100 bytes and sends 66 KB: cut off past the cap, refused by size.
+    cut = await adapter._download(slack_file(api, "road.md", 100))
+    assert cut.path is None and cut.byte_size() > 4096
+    assert [p.name for p in tmp_path.glob("liminalis-upload-*")] == [got.path.name]
