@@ -263,7 +263,7 @@ async def test_bench_load_smoke(tmp_path, capsys):
         embedder=HashEmbedder(),
         reranker=KeywordReranker("baron"),
         idle_s=0,
-        heavy_mb=(1,),
+        heavy_mb=(6,),
     )
     assert (
         r["campaign"] == "greyhold" and r["reranker"] == "keyword" and r["ingest"]["documents"] == 4
@@ -274,10 +274,10 @@ async def test_bench_load_smoke(tmp_path, capsys):
         ("busy", 2),
         ("busy", 6),
     ]
-    # Heavy input is refused: a message by its length, the upload by its checks (a NUL byte).
+    # Heavy input is refused: a message by its length, an upload past the cap by its size.
     assert [(h["input"], h["mb"], h["refused"]) for h in r["heavy"]] == [
-        ("message", 1, True),
-        ("upload", 1, True),
+        ("message", 6, True),
+        ("upload", 6, True),
     ]
     for x in r["runs"]:
         assert x["questions"] == x["answered"] == 6 and x["errors"] == 0 and x["skipped_stage"] == 0
