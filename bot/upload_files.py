@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -25,6 +25,7 @@ __all__ = [
     "TooLarge",
     "UploadWriter",
     "discard",
+    "discard_all",
     "download_to_file",
     "stream_to_file",
 ]
@@ -94,6 +95,12 @@ async def stream_to_file(chunks: AsyncIterator[bytes], max_bytes: int) -> Path:
 def discard(path: Path) -> None:
     """Remove a streamed download once its upload is done with it (or failed)."""
     path.unlink(missing_ok=True)
+
+
+def discard_all(paths: Sequence[Path]) -> None:
+    """:func:`discard` each of ``paths``."""
+    for path in paths:
+        discard(path)
 
 
 async def download_to_file(

@@ -186,3 +186,19 @@ async def test_a_slack_download_is_streamed_to_a_temporary_file_and_cut_off_past
     cut = await adapter._download(slack_file(api, "road.md", 100))
     assert cut.path is None and cut.byte_size() > 4096
     assert [p.name for p in tmp_path.glob("liminalis-upload-*")] == [got.path.name]
+
+
+async def test_a_streamed_download_is_removed_whatever_the_command_did_with_it(engine, tmp_path):
+    """An upload refused before it reads its files (a visibility nobody has) still removes the
+    temporary files the adapter streamed them to."""
+    service = BotService(engine)
+    await service.directory.link("discord", "C1", "greyhold")
+    streamed = tmp_path / "liminalis-upload-1.part"
+    streamed.write_bytes(NOTE)
+    msg = IncomingMessage(
+        platform="discord", channel_id="C1", user_id="111", text="/upload nobody", file_count=1
+    )
+    pending = await service.begin(msg)
+    assert pending.is_gm
+    reply = await pending.finish((Attachment("ford.md", b"", path=streamed),))
+    assert reply.error and not streamed.exists()
