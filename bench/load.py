@@ -1,6 +1,7 @@
 """Load benchmark: many questions in flight at once through ``BotService.handle``.
 
     python -m bench.load [DIR] [--questions N] [--concurrency 50,200] [--out FILE.json] [--json]
+                         [--no-busy] [--heavy-mb 1,5,10]
 
 Builds the service as ``bot/main.py`` does (the shipped embedder, query adapter, learned ranker
 and reranker; Milvus Lite; no API key, so the offline answerer), in a temporary data folder, and
@@ -8,10 +9,17 @@ ingests the campaign ``DIR`` (default: the sample campaign, ``campaigns/emberfal
 each concurrency level, it sends ``N`` console questions with that many in flight at once and
 reports throughput, latency p50/p95/p99, how many questions were answered (a reply that is not
 an error), how many answers skipped a stage (their reply carries a "skipped" note, e.g. the
-reranker) and the longest event-loop stall: a heartbeat task sleeps 10 ms in a loop, and a stall
-is the gap between two beats less those 10 ms. Every Discord interaction must be acknowledged
-within 3 s, so a stall of seconds is a lost interaction. Start-up (models, stores) and the first
-ingest are measured the same way.
+reranker) and the longest event-loop stall: a loop-lag probe schedules itself every 1 ms, and a
+stall is how late a beat came (the gap between two beats less that 1 ms). Every Discord
+interaction must be acknowledged within 3 s, so a stall of seconds is a lost interaction.
+Start-up (models, stores) and the first ingest are measured the same way.
+
+Each burst runs twice: with the machine as it is (*idle*) and *busy*, with a CPU burner (one
+process per core spinning, ``Burner``) competing for every core, as a host shared with other
+work is. Then heavy input, one at a time, each with its own longest stall: a message of 1, 5
+and 10 MB (refused by its length before any processing) and a GM's upload of a note of 1, 5 and
+10 MB of text (read, checked and written in the worker pool, then ingested; the 5 and 10 MB ones,
+with their heading, are past the default 5 MB cap and refused by size before they are read).
 
 Questions are made from the titles of the documents the players may read, cycled to ``N``.
 """
@@ -24,6 +32,8 @@ import contextlib
 import dataclasses
 import json
 import logging
+import multiprocessing
+import os
 import sys
 import tempfile
 import time
@@ -34,7 +44,7 @@ from typing import Any, Self
 from bench.common import percentile
 from liminalis import research
 
-__all__ = ["Heartbeat", "main", "make_questions", "run", "skipped_stage"]
+__all__ = ["Burner", "Heartbeat", "main", "make_questions", "run", "skipped_stage"]
 
 DEFAULT = Path(__file__).resolve().parent.parent / "campaigns" / "emberfall"
 _TEMPLATES = (
@@ -45,10 +55,11 @@ _TEMPLATES = (
 
 
 class Heartbeat:
-    """A task that sleeps ``interval_s`` in a loop and keeps the longest gap beyond it: how long
-    the event loop could not run anything else (a stall)."""
+    """A loop-lag probe: a task that sleeps ``interval_s`` (1 ms) in a loop and keeps the
+    longest lateness, ``gap - interval_s``: how long the event loop could not run anything
+    else (a stall)."""
 
-    def __init__(self, interval_s: float = 0.01) -> None:
+    def __init__(self, interval_s: float = 0.001) -> None:
         self.interval_s = interval_s
         self.max_stall_s = 0.0
         self.beats = 0
@@ -76,6 +87,33 @@ class Heartbeat:
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+class Burner:
+    """``processes`` processes spinning on the CPU (default: one per core) while the block
+    runs: the machine busy, as a host shared with other work is."""
+
+    def __init__(self, processes: int | None = None) -> None:
+        self.processes = processes or os.cpu_count() or 1
+        self._procs: list[multiprocessing.process.BaseProcess] = []
+
+    def __enter__(self) -> Self:
+        ctx = multiprocessing.get_context("spawn")
+        self._procs = [ctx.Process(target=_spin, daemon=True) for _ in range(self.processes)]
+        for proc in self._procs:
+            proc.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in self._procs:
+            proc.terminate()
+        for proc in self._procs:
+            proc.join()
 
 
 def skipped_stage(notes: Sequence[str]) -> bool:
@@ -198,6 +236,52 @@ async def _burst(
     }
 
 
+async def _heavy(
+    service: Any, slug: str, beat: Heartbeat, sizes_mb: Sequence[int]
+) -> list[dict[str, Any]]:
+    """Messages and uploads of ``sizes_mb`` MB, one at a time, each with its longest stall."""
+    from bot.service import Attachment, IncomingMessage
+
+    out: list[dict[str, Any]] = []
+    for mb in sizes_mb:
+        size = mb * 1024 * 1024
+        asks = IncomingMessage(
+            platform="console",
+            channel_id="heavy",
+            user_id="player-heavy",
+            text="Who rules? " + "x" * size,
+            roles=("players",),
+            campaign_override=slug,
+        )
+        note = b"# Notes\n\n" + b"The ford is shallow at the mill. " * (size // 33)
+        uploads = IncomingMessage(
+            platform="console",
+            channel_id="heavy",
+            user_id="gm-heavy",
+            text="/upload gm",
+            roles=("gm",),
+            attachments=(Attachment(f"notes-{mb}mb.md", note),),
+            campaign_override=slug,
+        )
+        for kind, msg in (("message", asks), ("upload", uploads)):
+            beat.reset()
+            t = time.perf_counter()
+            reply = await service.handle(msg)
+            seconds = time.perf_counter() - t
+            await asyncio.sleep(2 * beat.interval_s)  # the probe's beat late by the handling
+            out.append(
+                {
+                    "input": kind,
+                    "mb": mb,
+                    "seconds": round(seconds, 3),
+                    "refused": bool(reply.error),
+                    "reply": reply.text.splitlines()[-1][:120] if reply.text else "",
+                    "max_stall_ms": round(beat.reset() * 1000, 1),
+                }
+            )
+    return out
+
+
 async def run(
     folder: Path,
     *,
@@ -206,6 +290,8 @@ async def run(
     embedder: Any = None,
     reranker: Any = None,
     idle_s: float = 5.0,
+    busy: bool = True,
+    heavy_mb: Sequence[int] = (1, 5, 10),
 ) -> dict[str, Any]:
     """Start the service over ``folder``, ingest it, then one burst per concurrency level.
     First the heartbeat runs alone for ``idle_s``: its longest stall there is the machine's own
@@ -243,8 +329,12 @@ async def run(
                     {d.title for d in cat.documents.values() if cat.visible_doc(d.doc_id, lens)}
                 )
                 asked = make_questions(titles, questions)
-                for c in concurrency:
-                    out["runs"].append(await _burst(service, folder.name, asked, c, beat))
+                for load in ("idle", "busy") if busy else ("idle",):
+                    with Burner() if load == "busy" else contextlib.nullcontext():
+                        for c in concurrency:
+                            row = await _burst(service, folder.name, asked, c, beat)
+                            out["runs"].append({"load": load, **row})
+                out["heavy"] = await _heavy(service, folder.name, beat, heavy_mb)
     return out
 
 
@@ -256,6 +346,7 @@ def print_table(r: dict[str, Any]) -> None:
         f"({r['ingest']['documents']} documents), longest stall {r['ingest']['max_stall_ms']:.0f} ms"
     )
     cols = [
+        "load",
         "concurrency",
         "questions",
         "throughput_qps",
@@ -269,7 +360,12 @@ def print_table(r: dict[str, Any]) -> None:
     ]
     print("  ".join(f"{c:>14}" for c in cols))
     for run_ in r["runs"]:
-        print("  ".join(f"{run_[c]:>14}" for c in cols))
+        print("  ".join(f"{run_.get(c, 'idle')!s:>14}" for c in cols))
+    for h in r.get("heavy", []):
+        print(
+            f"{h['input']:>8} {h['mb']:>3} MB: {h['seconds']} s, refused {h['refused']}, "
+            f"longest stall {h['max_stall_ms']} ms"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -283,6 +379,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--out", type=Path, help="write the results as JSON")
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    ap.add_argument("--no-busy", action="store_true", help="skip the bursts with the CPU burner")
+    ap.add_argument("--heavy-mb", default="1,5,10", help="sizes of the heavy messages and uploads")
     args = ap.parse_args(argv)
     try:
         levels = [int(x) for x in args.concurrency.split(",") if x.strip()]
@@ -294,7 +392,16 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--questions and every --concurrency level must be at least 1")
     if not args.dir.is_dir():
         raise SystemExit(f"{args.dir}: not a campaign folder")
-    r = asyncio.run(run(args.dir, questions=args.questions, concurrency=levels))
+    heavy = [int(x) for x in args.heavy_mb.split(",") if x.strip()]
+    r = asyncio.run(
+        run(
+            args.dir,
+            questions=args.questions,
+            concurrency=levels,
+            busy=not args.no_busy,
+            heavy_mb=heavy,
+        )
+    )
     if args.json:
         print(json.dumps(r))
     else:

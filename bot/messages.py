@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
 from liminalis.answer import Source
@@ -42,6 +43,18 @@ class Attachment:
     #: Why the adapter could not hand the file over (a failed download), in words for the GM; the
     #: upload reports it beside the other files, which are still ingested.
     error: str = ""
+    #: Where the adapter streamed the download (a temporary file, ``bot.upload_files``) instead
+    #: of holding it in ``data``; the upload reads it in a worker and removes it.
+    path: Path | None = None
+
+    def byte_size(self) -> int:
+        """The file's size as known before reading it: declared, held, or on disk."""
+        on_disk = self.path.stat().st_size if self.path is not None else 0
+        return max(len(self.data), self.size or 0, on_disk)
+
+    def content(self) -> bytes:
+        """The file's bytes (blocking where they are on disk: call it in a worker)."""
+        return self.path.read_bytes() if self.path is not None else self.data
 
 
 @dataclass(frozen=True, slots=True)

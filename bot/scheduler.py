@@ -5,13 +5,14 @@ with a frozen clock:
 
 * **Slots.** A recap schedule is a 5-field cron expression (UTC) plus a ``platform:channel``
   target. The *slot* of a moment ``now`` is the latest cron fire time ``t`` with
-  ``now - grace <= t <= now``. A slot is posted at most once: it is claimed in ``recap_posts``
-  (one insert that ignores a slot already there, ``ScheduleRepository.claim``) *before* posting,
-  and only the caller whose insert changed a row posts. A restart (or two overlapping ticks) therefore never
-  double-posts; a slot missed while the bot was down is posted once at start-up if it is still
-  within ``grace`` (so a restart does not lose it either). The trade-off is at-most-once: a post
-  that fails after its claim is logged, not retried, because a retry could duplicate a post that
-  reached the platform before the error.
+  ``now - grace <= t <= now``. A slot is posted at least once and never twice once out: it is
+  *claimed* in ``recap_posts`` (one insert that ignores a slot already there), *posted*, then
+  *marked posted* with the platform's message id. A slot marked posted is never posted again;
+  a slot only claimed (the process died while posting, or the post failed) is posted by the
+  next run, unless this process is posting it right now (two overlapping ticks). A slot missed
+  while the bot was down is posted at start-up if it is still within ``grace``. The one
+  duplicate left possible: a process that dies after the platform took the post and before the
+  mark (nothing stored says it went out). One process serves a data directory.
 * **Persistence.** Schedules set with ``/recap schedule`` live in ``recap_schedules``; a
   campaign's ``campaign.toml`` ``[recap] cron``/``channel`` is the default when no row exists.
   APScheduler's own job store stays in memory: the jobs are rebuilt from the database on start,
@@ -54,7 +55,9 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-Poster = Callable[[str, Reply], Awaitable[None]]  # (channel_id, reply) on one platform
+#: Posts a reply to a channel id on one platform; returns the platform's id of the message (the
+#: first, for a reply sent as several), ``None`` where the platform gives none.
+Poster = Callable[[str, Reply], Awaitable[str | None]]
 TickTask = Callable[[], Awaitable[None]]
 
 
@@ -121,6 +124,7 @@ class RecapScheduler:
         self.tick_tasks: list[TickTask] = [self.ingest_pending, self.recaps, *tick_tasks]
         self._aps: AsyncIOScheduler | None = None
         self._armed: dict[str, str] = {}  # campaign → the cron its job runs on
+        self._in_flight: set[tuple[str, str]] = set()  # (campaign, slot) being posted right now
         self._sync_lock = asyncio.Lock()
         self._tick_lock = asyncio.Lock()
 
@@ -198,7 +202,7 @@ class RecapScheduler:
         # Slots that already passed must not be "caught up" by the new schedule.
         slot = latest_slot(trigger, self.clock.now(), self.grace)
         if slot is not None:
-            await self.claim(campaign, slot)
+            await self.settle(campaign, slot)
         await self.sync_jobs()
         nxt = trigger.get_next_fire_time(None, self.clock.now() + dt.timedelta(seconds=1))
         return f"on `{cron}` (UTC); next {nxt:%a %d %b %H:%M} UTC" if nxt else f"on `{cron}` (UTC)"
@@ -239,15 +243,19 @@ class RecapScheduler:
     # -- slots -------------------------------------------------------------------------------
 
     async def claim(self, campaign: str, slot: dt.datetime) -> bool:
-        """Atomically record ``slot`` as posted; ``True`` only for the one caller that recorded it."""
+        """Atomically claim ``slot`` for a post; ``True`` only for the one caller that claimed it."""
         return await self.db.schedules.claim(campaign, _slot_key(slot))
 
-    async def run_due(self, campaign: str | None = None) -> list[tuple[str, str]]:
-        """Post every due, unposted slot (optionally for one campaign); returns ``(campaign, slot)``s posted.
+    async def settle(self, campaign: str, slot: dt.datetime) -> bool:
+        """Settle ``slot`` with nothing to post; ``True`` only where this call settled it."""
+        return await self.db.schedules.settle(campaign, _slot_key(slot))
 
-        The recap is built before its slot is claimed: a failure to build it (a campaign.toml
-        mid-edit, a database error) leaves the slot to the next tick, within the grace window.
-        Only the post itself is at-most-once."""
+    async def run_due(self, campaign: str | None = None) -> list[tuple[str, str]]:
+        """Post every due slot not yet out (optionally for one campaign); returns the
+        ``(campaign, slot)``s posted.
+
+        A slot this process is posting right now is left to that post (``_in_flight``: a cron
+        job and the tick may run at once); any other slot still only claimed is posted again."""
         now = self.clock.now()
         posted: list[tuple[str, str]] = []
         for sched in await self.schedules():
@@ -258,61 +266,102 @@ class RecapScheduler:
                 _log.debug("recap for %s waits: %s is not running", sched.campaign, sched.platform)
                 continue
             slot = latest_slot(parse_cron(sched.cron), now, self.grace)
-            if slot is None or await self._posted(sched.campaign, slot):
+            if slot is None or (key := (sched.campaign, _slot_key(slot))) in self._in_flight:
                 continue
+            self._in_flight.add(key)
             try:
-                cfg = await self.service.config(sched.campaign)
-                text, sources = await self.service.recap(sched.campaign)
-            except UnknownCampaign:  # its folder is gone: nothing to retry, said once per slot
-                if await self.claim(sched.campaign, slot):
-                    _log.warning(
-                        "recap of %s for slot %s skipped: no such campaign any more",
-                        sched.campaign,
-                        _slot_key(slot),
-                    )
-                continue
-            except Exception:
-                _log.exception(
-                    "recap of %s for slot %s could not be built; the next tick tries again",
-                    sched.campaign,
-                    _slot_key(slot),
-                )
-                continue
-            # Only a channel linked to the campaign at post time gets its recaps: one linked to
-            # another campaign, or to none any more, may hold anyone, whether /recap schedule or
-            # campaign.toml named it.
-            linked = await self.service.directory.campaign_for(
-                sched.platform, sched.channel_id, sched.parent_id
-            )
-            if linked != sched.campaign:
-                if await self.claim(sched.campaign, slot):  # said once a slot, not every tick
-                    _log.warning(
-                        "recap of %s not posted: %s:%s is linked to %s",
-                        sched.campaign,
-                        sched.platform,
-                        sched.channel_id,
-                        linked or "no campaign",
-                    )
-                continue
-            if not await self.claim(sched.campaign, slot):
-                continue
-            try:
-                await poster(
-                    sched.channel_id,
-                    Reply(text=text, sources=sources, title=f"Previously on {cfg.name}"),
-                )
-                posted.append((sched.campaign, _slot_key(slot)))
-                _log.info("posted recap of %s for slot %s", sched.campaign, _slot_key(slot))
-            except Exception:
-                _log.exception(
-                    "recap of %s for slot %s failed (not retried: it may have reached the channel)",
-                    sched.campaign,
-                    _slot_key(slot),
-                )
+                if await self._deliver(sched, slot, poster):
+                    posted.append(key)
+            finally:
+                self._in_flight.discard(key)
         return posted
 
-    async def _posted(self, campaign: str, slot: dt.datetime) -> bool:
-        return await self.db.schedules.posted(campaign, _slot_key(slot))
+    async def _deliver(self, sched: RecapSchedule, slot: dt.datetime, poster: Poster) -> bool:
+        """Build, check, claim, post and mark one slot; whether it was posted.
+
+        The recap is built before its slot is claimed: a failure to build it (a campaign.toml
+        mid-edit, a database error) leaves the slot to the next tick, within the grace window."""
+        state = await self.db.schedules.slot_state(sched.campaign, _slot_key(slot))
+        if state is not None and state[0] != "claimed":
+            return False  # out already, or settled with nothing to post
+        built = await self._build(sched, slot)
+        if built is None or not await self._linked(sched, slot):
+            return False
+        # A claim left by a process that died while posting (or by a post that failed) is this
+        # run's to finish: nothing else in this process is posting it (``_in_flight``).
+        if state is None and not await self.claim(sched.campaign, slot):
+            return False
+        return await self._post(sched, slot, poster, built)
+
+    async def _build(self, sched: RecapSchedule, slot: dt.datetime) -> Reply | None:
+        """The recap as it will be posted, or ``None`` (logged) when it cannot be built now."""
+        try:
+            cfg = await self.service.config(sched.campaign)
+            text, sources = await self.service.recap(sched.campaign)
+        except UnknownCampaign:  # its folder is gone: nothing to retry, said once per slot
+            if await self.settle(sched.campaign, slot):
+                _log.warning(
+                    "recap of %s for slot %s skipped: no such campaign any more",
+                    sched.campaign,
+                    _slot_key(slot),
+                )
+            return None
+        except Exception:
+            _log.exception(
+                "recap of %s for slot %s could not be built; the next tick tries again",
+                sched.campaign,
+                _slot_key(slot),
+            )
+            return None
+        return Reply(text=text, sources=sources, title=f"Previously on {cfg.name}")
+
+    async def _linked(self, sched: RecapSchedule, slot: dt.datetime) -> bool:
+        """Only a channel linked to the campaign at post time gets its recaps: one linked to
+        another campaign, or to none any more, may hold anyone, whether /recap schedule or
+        campaign.toml named it. A slot refused is settled, so it is said once, not every tick."""
+        linked = await self.service.directory.campaign_for(
+            sched.platform, sched.channel_id, sched.parent_id
+        )
+        if linked == sched.campaign:
+            return True
+        if await self.settle(sched.campaign, slot):
+            _log.warning(
+                "recap of %s not posted: %s:%s is linked to %s",
+                sched.campaign,
+                sched.platform,
+                sched.channel_id,
+                linked or "no campaign",
+            )
+        return False
+
+    async def _post(
+        self, sched: RecapSchedule, slot: dt.datetime, poster: Poster, reply: Reply
+    ) -> bool:
+        """Post a claimed slot, then mark it posted with the platform's message id.
+
+        A post that fails leaves the claim: the next run posts it again (at least once). The
+        one duplicate left possible is a process dying after the platform took the post and
+        before the mark: nothing stored says it went out."""
+        key = _slot_key(slot)
+        try:
+            message_id = await poster(sched.channel_id, reply)
+        except Exception:
+            _log.exception(
+                "recap of %s for slot %s failed; its slot stays claimed and the next tick posts it",
+                sched.campaign,
+                key,
+            )
+            return False
+        try:
+            await self.db.schedules.mark_posted(sched.campaign, key, message_id or "")
+        except Exception:
+            _log.exception(
+                "recap of %s for slot %s was posted but not marked: the next tick may post it again",
+                sched.campaign,
+                key,
+            )
+        _log.info("posted recap of %s for slot %s (message %s)", sched.campaign, key, message_id)
+        return True
 
     async def recaps(self) -> None:
         """The tick's recap task: arm the jobs the schedules now call for (a ``[recap]`` edited

@@ -9,6 +9,7 @@ turns errors into user-safe replies, so Discord, Slack and the console behave id
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import secrets
@@ -33,6 +34,7 @@ from bot.commands.upload import looks_like_upload_options, visibility_choices
 from bot.directory import Directory, gm_by_id, lens_for
 from bot.messages import Action, Attachment, IncomingMessage, Progress, Reply
 from bot.presses import press
+from bot.upload_files import DISK, UploadWriter, discard_all
 from liminalis.answer import Responder, Source
 from liminalis.campaign import CampaignConfig
 from liminalis.engine import MAX_QUERY_CHARS, Engine
@@ -136,8 +138,10 @@ class BotService:
         passes: Passes | None = None,
         monotonic: Callable[[], float] = time.monotonic,
         slug_tag: Callable[[], str] = random_tag,
+        upload_writer: UploadWriter = DISK,
     ) -> None:
         self.engine = engine
+        self.upload_writer = upload_writer
         self.scheduler = scheduler
         if responder is not None:
             engine.use_answerer(responder)
@@ -599,7 +603,18 @@ class Pending:
         progress: Progress | None = None,
     ) -> Reply:
         """Run the command (with ``attachments`` when the adapter fetched them; ``progress``
-        shows a streamed answer's text so far); never raises."""
+        shows a streamed answer's text so far); never raises. Downloads the adapter streamed
+        to temporary files are removed after, whatever the command did with them."""
+        try:
+            return await self._run(attachments, progress)
+        finally:
+            streamed = [a.path for a in attachments or () if a.path is not None]
+            if streamed:
+                await asyncio.to_thread(discard_all, streamed)
+
+    async def _run(
+        self, attachments: tuple[Attachment, ...] | None, progress: Progress | None
+    ) -> Reply:
         try:
             if self.error is not None:
                 raise self.error

@@ -263,11 +263,22 @@ async def test_bench_load_smoke(tmp_path, capsys):
         embedder=HashEmbedder(),
         reranker=KeywordReranker("baron"),
         idle_s=0,
+        heavy_mb=(6,),
     )
     assert (
         r["campaign"] == "greyhold" and r["reranker"] == "keyword" and r["ingest"]["documents"] == 4
     )
-    assert [x["concurrency"] for x in r["runs"]] == [2, 6]
+    assert [(x["load"], x["concurrency"]) for x in r["runs"]] == [
+        ("idle", 2),
+        ("idle", 6),
+        ("busy", 2),
+        ("busy", 6),
+    ]
+    # Heavy input is refused: a message by its length, an upload past the cap by its size.
+    assert [(h["input"], h["mb"], h["refused"]) for h in r["heavy"]] == [
+        ("message", 6, True),
+        ("upload", 6, True),
+    ]
     for x in r["runs"]:
         assert x["questions"] == x["answered"] == 6 and x["errors"] == 0 and x["skipped_stage"] == 0
         assert x["p50_ms"] <= x["p95_ms"] <= x["p99_ms"]

@@ -196,24 +196,24 @@ async def test_a_role_named_gm_on_another_server_is_not_a_gm(env):
     assert "This channel is not linked" in text and CANARY not in text and GM_TITLE not in text
 
 
-async def test_a_recap_posted_before_login_is_sent_once_logged_in(env):
-    """The scheduler's start-up catch-up runs before the client logs in (and has claimed its
-    slot): the post waits for the login instead of failing and losing the recap."""
-    import asyncio
+async def test_a_recap_posted_before_login_sends_nothing_and_after_it_returns_its_id(env):
+    """The scheduler's start-up catch-up runs before the client logs in: the post is refused
+    with nothing sent (the scheduler keeps the slot claimed and posts it on its next run), and
+    once logged in the post returns the message id the scheduler stores."""
+    from liminalis.errors import NotReady
 
     api, _, service = env
     fresh = DiscordAdapter(service, sync_commands=False)
     try:
-        await fresh.post("4242", Reply(text="Previously on Greyhold: the bell.", title="Recap"))
-        await api.wait_quiet()
+        with pytest.raises(NotReady):
+            await fresh.post("4242", Reply(text="Previously on Greyhold: the bell.", title="Recap"))
         assert not api.find("POST", "/channels/4242/messages")
         await fresh.client.login("fake-token")
-        for _ in range(100):
-            if api.find("POST", "/channels/4242/messages"):
-                break
-            await asyncio.sleep(0.02)
+        message_id = await fresh.post(
+            "4242", Reply(text="Previously on Greyhold: the bell.", title="Recap")
+        )
         (sent,) = api.find("POST", "/channels/4242/messages")
-        assert "the bell" in all_text(sent.json)
+        assert "the bell" in all_text(sent.json) and message_id.isdigit()
     finally:
         await fresh.client.close()
 

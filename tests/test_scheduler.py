@@ -113,19 +113,160 @@ async def test_platform_off_waits_without_claiming(setup):
     assert len(await s.run_due()) == 1
 
 
-async def test_failed_post_is_not_retried(setup):
+async def test_a_failed_post_is_posted_again_by_the_next_run(setup):
+    """At least once: a post that failed leaves its slot claimed, and the next run posts it;
+    once it is out, no run posts it again."""
     _, engine = setup
     clock = FrozenClock(FRIDAY_18)
     calls = 0
+    rec = Recorder()
 
-    async def broken(channel_id: str, reply: Reply) -> None:
+    async def flaky(channel_id: str, reply: Reply) -> None:
         nonlocal calls
         calls += 1
-        raise RuntimeError("network down mid-send")
+        if calls == 1:
+            raise RuntimeError("network down mid-send")
+        await rec(channel_id, reply)
 
-    s = RecapScheduler(BotService(engine), posters={"discord": broken}, clock=clock, tick_seconds=0)
-    assert await s.run_due() == [] and await s.run_due() == []
-    assert calls == 1
+    s = RecapScheduler(BotService(engine), posters={"discord": flaky}, clock=clock, tick_seconds=0)
+    assert await s.run_due() == []
+    assert await s.run_due() == [("greyhold", "2026-01-02T18:00Z")]
+    assert await s.run_due() == [] and calls == 2 and len(rec.posts) == 1
+
+
+class Died(BaseException):
+    """The process ending where it stands: nothing after it runs (no ``except Exception``
+    catches it, as none survives a SIGKILL)."""
+
+
+@pytest.fixture
+async def discord_api(setup, monkeypatch):
+    """The real Discord adapter, logged in to the fake Discord REST API, as the recap poster."""
+    import discord
+    from fakes.discord_api import FakeDiscordApi
+
+    from bot.discord_adapter import DiscordAdapter
+
+    _, engine = setup
+    api = FakeDiscordApi()
+    url = await api.start()
+    monkeypatch.setattr(discord.http.Route, "BASE", f"{url}/api/v10")
+    adapter = DiscordAdapter(BotService(engine), sync_commands=False)
+    await adapter.client.login("fake-token")
+    yield api, adapter
+    await adapter.client.close()
+    await api.close()
+
+
+def _posted_to_4242(api) -> list:
+    return api.find("POST", "/channels/4242/messages")
+
+
+async def test_a_recap_claimed_but_not_posted_when_the_process_died_is_posted_once(
+    setup, discord_api
+):
+    _, engine = setup
+    api, adapter = discord_api
+    clock = FrozenClock(FRIDAY_18)
+
+    async def dies_before_posting(channel_id: str, reply: Reply) -> str:
+        raise Died
+
+    first = scheduler(engine, clock, dies_before_posting)
+    with pytest.raises(Died):
+        await first.run_due()
+    assert _posted_to_4242(api) == []
+    again = scheduler(engine, clock, adapter.post)  # the restart
+    assert await again.run_due() == [("greyhold", "2026-01-02T18:00Z")]
+    assert (
+        await again.run_due() == [] and await scheduler(engine, clock, adapter.post).run_due() == []
+    )
+    assert len(_posted_to_4242(api)) == 1
+
+
+async def test_a_recap_out_before_its_mark_is_posted_once_more_then_never(setup, discord_api):
+    """The process dies after the platform took the post, before the mark: nothing stored
+    says it went out, so the restart posts it once (at least once), and marks it."""
+    _, engine = setup
+    api, adapter = discord_api
+    clock = FrozenClock(FRIDAY_18)
+
+    async def posts_then_dies(channel_id: str, reply: Reply) -> str:
+        await adapter.post(channel_id, reply)
+        raise Died
+
+    with pytest.raises(Died):
+        await scheduler(engine, clock, posts_then_dies).run_due()
+    assert len(_posted_to_4242(api)) == 1
+    assert await scheduler(engine, clock, adapter.post).run_due() == [
+        ("greyhold", "2026-01-02T18:00Z")
+    ]
+    assert await scheduler(engine, clock, adapter.post).run_due() == []
+    assert len(_posted_to_4242(api)) == 2
+
+
+async def test_a_recap_marked_with_its_message_id_is_never_posted_again(setup, discord_api):
+    _, engine = setup
+    api, adapter = discord_api
+    clock = FrozenClock(FRIDAY_18)
+    assert len(await scheduler(engine, clock, adapter.post).run_due()) == 1
+    (sent,) = _posted_to_4242(api)
+    state = await engine.database.schedules.slot_state("greyhold", "2026-01-02T18:00Z")
+    assert state is not None and state[0] == "posted" and state[1] and state[1].isdigit()
+    for _ in range(2):  # restarts, and a later run inside the grace window
+        assert await scheduler(engine, clock, adapter.post).run_due() == []
+    clock.advance(hours=2)
+    assert await scheduler(engine, clock, adapter.post).run_due() == []
+    assert len(_posted_to_4242(api)) == 1
+
+
+async def test_a_recap_being_posted_is_not_posted_again_by_an_overlapping_run(setup):
+    """A cron job and the tick may run at once in one process: the slot one of them is
+    posting (claimed, not yet marked) is not the other's to post."""
+    _, engine = setup
+    clock = FrozenClock(FRIDAY_18)
+    entered, release = asyncio.Event(), asyncio.Event()
+    rec = Recorder()
+
+    async def slow(channel_id: str, reply: Reply) -> str:
+        if not entered.is_set():  # the first post waits; a second would go straight out
+            entered.set()
+            await release.wait()
+        await rec(channel_id, reply)
+        return "1"
+
+    s = scheduler(engine, clock, slow)
+    first = asyncio.create_task(s.run_due())
+    await entered.wait()
+    assert await s.run_due() == []
+    release.set()
+    assert await first == [("greyhold", "2026-01-02T18:00Z")] and len(rec.posts) == 1
+
+
+async def test_discord_posts_nothing_before_login_and_the_slot_waits_for_the_next_run(
+    setup, monkeypatch
+):
+    """The scheduler's start-up catch-up runs before the client logs in: the post is refused
+    (nothing sent), the slot stays claimed, and the first run after the login posts it."""
+    import discord
+    from fakes.discord_api import FakeDiscordApi
+
+    from bot.discord_adapter import DiscordAdapter
+
+    _, engine = setup
+    api = FakeDiscordApi()
+    monkeypatch.setattr(discord.http.Route, "BASE", f"{await api.start()}/api/v10")
+    adapter = DiscordAdapter(BotService(engine), sync_commands=False)
+    clock = FrozenClock(FRIDAY_18)
+    try:
+        assert await scheduler(engine, clock, adapter.post).run_due() == []
+        assert _posted_to_4242(api) == []
+        await adapter.client.login("fake-token")
+        assert len(await scheduler(engine, clock, adapter.post).run_due()) == 1
+        assert len(_posted_to_4242(api)) == 1
+    finally:
+        await adapter.client.close()
+        await api.close()
 
 
 async def test_recap_schedule_command_persists_and_is_gm_only(setup):

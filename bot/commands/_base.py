@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from bot.messages import Attachment, IncomingMessage, OptionValue, Progress, Reply
+from bot.upload_files import UploadWriter
 from liminalis.campaign import CampaignConfig
 from liminalis.errors import InvalidInput, UnknownCampaign
 from liminalis.lens import Lens
@@ -132,6 +133,8 @@ class Services(Protocol):
     responder: Responder
     scheduler: RecapScheduling | None
     max_upload_bytes: int
+    #: Writes an upload's files (``bot.upload_files.DISK``; a test's may refuse as a full disk).
+    upload_writer: UploadWriter
     registry: Registry
     #: User ids the host lets create campaigns besides server managers and workspace admins.
     campaign_creators: frozenset[str]

@@ -12,15 +12,18 @@ its previous version stays searchable.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from bot.commands._base import Command, Option, Request, Scope
 from bot.messages import Attachment, OptionValue, Reply
+from bot.upload_files import DISK, UploadWriter, discard
 from liminalis.campaign import CampaignConfig
 from liminalis.errors import InvalidInput, UploadRejected
+from liminalis.ingest.archive import Member as VaultMember
 from liminalis.ingest.archive import link_targets, may_alias, read_vault
 from liminalis.ingest.loaders import (
     BINARY_SUFFIXES,
@@ -38,6 +41,7 @@ from liminalis.lens import GM, NOT_GM, PLAYERS, parse_visibility
 from liminalis.store.sqlite import store_cause
 from liminalis.text import clean_text
 from liminalis.types import FileReport, SkippedFile
+from liminalis.workers import run_cpu
 
 __all__ = [
     "command",
@@ -160,6 +164,23 @@ def upload_name(filename: str) -> str:
     )
 
 
+@dataclass
+class _Batch:
+    """One upload's files as they are checked and saved, and what the reply will say."""
+
+    cfg: CampaignConfig
+    root: Path
+    max_bytes: int
+    visibility: frozenset[str] | None
+    doc_type: str | None
+    writer: UploadWriter
+    saved: list[str] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)
+    #: document id → the upload the indexer reads for it (the first by name)
+    existing: dict[str, str] = field(default_factory=dict)
+
+
 def save_uploads(
     cfg: CampaignConfig,
     attachments: Sequence[Attachment],
@@ -167,100 +188,127 @@ def save_uploads(
     max_bytes: int,
     visibility: frozenset[str] | None = None,
     doc_type: str | None = None,
+    writer: UploadWriter = DISK,
 ) -> tuple[list[str], list[tuple[str, str]], list[str]]:
     """Validate every file before writing any; a bad file never replaces a good one.
 
+    Blocking (reads, parses, writes): ``run`` calls it in a worker, never on the event loop.
     Returns the names saved, the ``(name, reason)`` of those refused, and the saved names
     that replaced an earlier upload (a GM's new version of the notes: said in the reply). A
     file whose document id an earlier upload of another name holds (``notes.txt`` beside
     ``notes.md``) is refused: the two would be one document, and the older would win."""
     assert cfg.uploads_root is not None
-    saved: list[str] = []
-    skipped: list[tuple[str, str]] = []
-    replaced: list[str] = []
-    existing: dict[
-        str, str
-    ] = {}  # document id → the upload the indexer reads for it (the first by name)
-    for f in sorted(cfg.uploads_root.iterdir()) if cfg.uploads_root.is_dir() else ():
+    batch = _Batch(cfg, cfg.uploads_root, max_bytes, visibility, doc_type, writer)
+    for f in sorted(batch.root.iterdir()) if batch.root.is_dir() else ():
         if f.is_file() and not f.name.startswith("."):
-            existing.setdefault(doc_id_for(f.name), f.name)
+            batch.existing.setdefault(doc_id_for(f.name), f.name)
     for i, att in enumerate(attachments):
         name = upload_name(att.filename)
-        if i >= MAX_FILES:
-            skipped.append((name, f"only {MAX_FILES} files are read per upload: send it again"))
-            continue
-        if name in saved:  # two names that clean to one: the second would overwrite the first
-            skipped.append((name, "another file in this upload has the same name"))
-            continue
-        if att.error:
-            skipped.append((name, att.error))
-            continue
-        suffix = PurePosixPath(name).suffix.lower()
-        if suffix not in (*SUPPORTED_SUFFIXES, ".zip"):
-            skipped.append((name, f"unsupported file type ({SUPPORTED_WORDS}, or a .zip of them)"))
-            continue
-        if max(len(att.data), att.size or 0) > max_bytes:
-            skipped.append((name, f"file too large (limit {max_bytes:,} bytes)"))
-            continue
-        if suffix == ".zip":
-            folder = upload_name(name[: -len(suffix)]).removesuffix(".md") or "vault"
-            if folder in saved or doc_id_for(folder) in existing:
-                skipped.append((name, "an upload of that name is already a single file"))
-                continue
-            existed = (cfg.uploads_root / folder).is_dir()
-            try:
-                kept = _save_vault(
-                    cfg,
-                    att.data,
-                    folder,
-                    name,
-                    max_bytes=max_bytes,
-                    visibility=visibility,
-                    doc_type=doc_type,
-                    skipped=skipped,
-                )
-            except OSError as exc:
-                # Each note is written whole or not at all; those written before the failure
-                # are complete files, which the next tick indexes.
-                skipped.append(
-                    (
-                        name,
-                        f"not all of it was saved: {_write_cause(exc)} (the notes written "
-                        "before are indexed on the next tick)",
-                    )
-                )
-                continue
-            if kept:
-                if existed:
-                    replaced.append(folder + "/")
-                saved.append(folder + "/")
-            continue
-        other = existing.get(doc_id_for(name))
-        if other is not None and other != name:
-            skipped.append(
-                (
-                    name,
-                    f"an earlier upload, {other}, is the same document: send it as {other} to replace it",
-                )
+        reason = _refusal(batch, i, name, att)
+        if reason is not None:
+            batch.skipped.append((name, reason))
+        elif PurePosixPath(name).suffix.lower() == ".zip":
+            _save_zip(batch, att, name)
+        else:
+            _save_file(batch, att, name)
+    return batch.saved, batch.skipped, batch.replaced
+
+
+def _save_then_discard(
+    cfg: CampaignConfig,
+    attachments: Sequence[Attachment],
+    *,
+    max_bytes: int,
+    visibility: frozenset[str] | None,
+    doc_type: str | None,
+    writer: UploadWriter,
+) -> tuple[list[str], list[tuple[str, str]], list[str]]:
+    """:func:`save_uploads`, then the downloads streamed to temporary files are removed."""
+    try:
+        return save_uploads(
+            cfg,
+            attachments,
+            max_bytes=max_bytes,
+            visibility=visibility,
+            doc_type=doc_type,
+            writer=writer,
+        )
+    finally:
+        for att in attachments:
+            if att.path is not None:
+                discard(att.path)
+
+
+def _refusal(batch: _Batch, index: int, name: str, att: Attachment) -> str | None:
+    """Why ``att`` is refused before anything of it is read, or ``None``."""
+    if index >= MAX_FILES:
+        return f"only {MAX_FILES} files are read per upload: send it again"
+    if name in batch.saved:  # two names that clean to one: the second would overwrite the first
+        return "another file in this upload has the same name"
+    if att.error:
+        return att.error
+    if PurePosixPath(name).suffix.lower() not in (*SUPPORTED_SUFFIXES, ".zip"):
+        return f"unsupported file type ({SUPPORTED_WORDS}, or a .zip of them)"
+    if att.byte_size() > batch.max_bytes:
+        return f"file too large (limit {batch.max_bytes:,} bytes)"
+    return None
+
+
+def _save_zip(batch: _Batch, att: Attachment, name: str) -> None:
+    """A zipped vault, unpacked under ``uploads/<folder>/``."""
+    folder = upload_name(name[: -len(".zip")]).removesuffix(".md") or "vault"
+    if folder in batch.saved or doc_id_for(folder) in batch.existing:
+        batch.skipped.append((name, "an upload of that name is already a single file"))
+        return
+    existed = (batch.root / folder).is_dir()
+    try:
+        kept = _save_vault(batch, att.content(), folder, name)
+    except OSError as exc:
+        # Each note is written whole or not at all; those written before the failure are
+        # complete files, which the next tick indexes.
+        batch.skipped.append(
+            (
+                name,
+                f"not all of it was saved: {_write_cause(exc)} (the notes written "
+                "before are indexed on the next tick)",
             )
-            continue
-        try:
-            prepared = _prepare(cfg, f"uploads/{name}", att.data, visibility, doc_type)
-        except LoadError as exc:
-            skipped.append((name, exc.reason))
-            continue
-        target = cfg.uploads_root / name
-        again = target.exists()
-        try:
-            prepared.write(target)
-        except OSError as exc:
-            skipped.append((name, f"not saved: {_write_cause(exc)}"))
-            continue
-        if again:
-            replaced.append(name)
-        saved.append(name)
-        existing[doc_id_for(name)] = name
-    return saved, skipped, replaced
+        )
+        return
+    if kept:
+        if existed:
+            batch.replaced.append(folder + "/")
+        batch.saved.append(folder + "/")
+
+
+def _save_file(batch: _Batch, att: Attachment, name: str) -> None:
+    """One note, PDF or Word document, checked, then written whole or not at all."""
+    other = batch.existing.get(doc_id_for(name))
+    if other is not None and other != name:
+        batch.skipped.append(
+            (
+                name,
+                f"an earlier upload, {other}, is the same document: send it as {other} to replace it",
+            )
+        )
+        return
+    try:
+        prepared = _prepare(
+            batch.cfg, f"uploads/{name}", att.content(), batch.visibility, batch.doc_type
+        )
+    except LoadError as exc:
+        batch.skipped.append((name, exc.reason))
+        return
+    target = batch.root / name
+    again = target.exists()
+    try:
+        prepared.write(target, batch.writer)
+    except OSError as exc:
+        batch.skipped.append((name, f"not saved: {_write_cause(exc)}"))
+        return
+    if again:
+        batch.replaced.append(name)
+    batch.saved.append(name)
+    batch.existing[doc_id_for(name)] = name
 
 
 def _write_cause(exc: OSError) -> str:
@@ -278,20 +326,13 @@ class _Prepared:
     sidecar: frozenset[str] | None = None
     doc_type: str | None = None
 
-    def write(self, target: Path) -> None:
+    def write(self, target: Path, writer: UploadWriter) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         if self.sidecar is not None:
             # Bound to these bytes: until the file below is replaced, the old file has no
             # sidecar that fits it, and an upload that says nothing is GM-only.
             write_sidecar(target, self.data, visibility=self.sidecar, doc_type=self.doc_type)
-        tmp = target.with_name(f".{target.name}.part")
-        try:
-            tmp.write_bytes(self.data)
-            tmp.replace(target)
-        except OSError:
-            # A full disk leaves a file cut short: it must not stay beside the uploads.
-            tmp.unlink(missing_ok=True)
-            raise
+        writer.write(target, self.data)
 
 
 def _prepare(
@@ -320,17 +361,18 @@ def _prepare(
     return _Prepared(data, parse_file(data, rel, cfg))
 
 
-def _save_vault(
-    cfg: CampaignConfig,
-    archive: bytes,
-    folder: str,
-    name: str,
-    *,
-    max_bytes: int,
-    visibility: frozenset[str] | None,
-    doc_type: str | None,
-    skipped: list[tuple[str, str]],
-) -> bool:
+@dataclass
+class _Vault:
+    """A vault's members as they will be saved: path as saved → bytes, the GM-folder paths,
+    each member's path in the archive → its path as saved, and the skipped ``(path, reason)``."""
+
+    paths: dict[str, bytes] = field(default_factory=dict)
+    gm_paths: set[str] = field(default_factory=set)
+    saved_as: dict[str, str] = field(default_factory=dict)
+    notes: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _save_vault(batch: _Batch, archive: bytes, folder: str, name: str) -> bool:
     """Unpack a zipped vault into ``uploads/<folder>/``; whether anything was saved.
 
     Every member is checked before any is written. A member that fails keeps its earlier
@@ -338,37 +380,63 @@ def _save_vault(
     the vault as in the campaign folder (``gm/`` is GM-only), and each note's
     ``[[Note|alias]]`` gives the note it names that alias where everyone who reads that note
     also read the link (:func:`~liminalis.ingest.archive.may_alias`)."""
-    assert cfg.uploads_root is not None
     try:
-        vault = read_vault(archive, suffixes=SUPPORTED_SUFFIXES, max_member_bytes=max_bytes)
+        read = read_vault(archive, suffixes=SUPPORTED_SUFFIXES, max_member_bytes=batch.max_bytes)
     except LoadError as exc:
-        skipped.append((name, exc.reason))
+        batch.skipped.append((name, exc.reason))
         return False
-    notes: list[tuple[str, str]] = []  # (path inside the vault, reason)
-    notes += vault.skipped
-    paths: dict[str, bytes] = {}
-    gm_paths: set[str] = set()
-    saved_as: dict[str, str] = {}  # a member's path in the archive → its path as saved
-    for member in vault.members:
-        path = _clean_path(member.path)
-        if path in paths or PurePosixPath(path).suffix.lower() not in SUPPORTED_SUFFIXES:
-            notes.append((member.path, "another file in the archive has the same name"))
-            continue
-        paths[path] = member.data
-        saved_as[member.path] = path
-        if _in_gm_folder(cfg, member.path) or _in_gm_folder(cfg, path):
-            gm_paths.add(path)
+    vault = _vault_members(batch.cfg, read.members, list(read.skipped))
+    prepared = _prepare_vault(batch, vault, folder)
+    batch.skipped.extend(_summarize(name, vault.notes))
+    if not prepared:
+        return False
+    _write_vault(batch, batch.root / folder, prepared, vault.notes)
+    return True
 
-    def option(path: str) -> frozenset[str] | None:
-        return frozenset({GM}) if path in gm_paths else visibility
+
+def _vault_members(
+    cfg: CampaignConfig, members: Sequence[VaultMember], notes: list[tuple[str, str]]
+) -> _Vault:
+    """A vault's members under the names they are saved as, with the GM folders they lie in."""
+    vault = _Vault(notes=notes)
+    for member in members:
+        path = _clean_path(member.path)
+        if path in vault.paths or PurePosixPath(path).suffix.lower() not in SUPPORTED_SUFFIXES:
+            vault.notes.append((member.path, "another file in the archive has the same name"))
+            continue
+        vault.paths[path] = member.data
+        vault.saved_as[member.path] = path
+        if _in_gm_folder(cfg, member.path) or _in_gm_folder(cfg, path):
+            vault.gm_paths.add(path)
+    return vault
+
+
+def _prepare_vault(batch: _Batch, vault: _Vault, folder: str) -> dict[str, _Prepared]:
+    """Every member checked, then given the aliases its links earn (a member whose aliases
+    fail its checks is saved without them, as checked first)."""
+
+    def prepare(path: str, aliases: tuple[str, ...] = ()) -> _Prepared:
+        option = frozenset({GM}) if path in vault.gm_paths else batch.visibility
+        rel = f"uploads/{folder}/{path}"
+        return _prepare(batch.cfg, rel, vault.paths[path], option, batch.doc_type, aliases=aliases)
 
     prepared: dict[str, _Prepared] = {}
-    for path, data in paths.items():
+    for path in vault.paths:
         try:
-            prepared[path] = _prepare(cfg, f"uploads/{folder}/{path}", data, option(path), doc_type)
+            prepared[path] = prepare(path)
         except LoadError as exc:
-            notes.append((path, exc.reason))
-    # Aliases from links, each only where it cannot tell a reader of the note what they never read.
+            vault.notes.append((path, exc.reason))
+    for path, names in _link_aliases(prepared, vault.saved_as).items():
+        with contextlib.suppress(LoadError):
+            prepared[path] = prepare(path, tuple(dict.fromkeys(names)))
+    return prepared
+
+
+def _link_aliases(
+    prepared: Mapping[str, _Prepared], saved_as: Mapping[str, str]
+) -> dict[str, list[str]]:
+    """Aliases from links, each only where it cannot tell a reader of the note what they
+    never read."""
     targets = link_targets(
         {m: p for m, p in saved_as.items() if p in prepared} | {p: p for p in prepared},
         SUPPORTED_SUFFIXES,
@@ -385,26 +453,17 @@ def _save_vault(
                 and may_alias(prepared[to].parsed.visibility, link_vis)
             ):
                 aliases.setdefault(to, []).append(alias)
-    for path, names in aliases.items():
-        try:
-            prepared[path] = _prepare(
-                cfg,
-                f"uploads/{folder}/{path}",
-                paths[path],
-                option(path),
-                doc_type,
-                aliases=tuple(dict.fromkeys(names)),
-            )
-        except LoadError:
-            pass  # saved without the aliases, as checked above
-    skipped.extend(_summarize(name, notes))
-    if not prepared:
-        return False
-    root = cfg.uploads_root / folder
+    return aliases
+
+
+def _write_vault(
+    batch: _Batch, root: Path, prepared: Mapping[str, _Prepared], notes: list[tuple[str, str]]
+) -> None:
+    """Write the checked members, then remove the notes the new archive no longer holds; a
+    note that failed its checks keeps its old copy."""
     kept = {_clean_path(path) for path, _ in notes}
     for path, p in prepared.items():
-        p.write(root / path)
-    # Notes the new archive no longer holds go; a note that failed its checks keeps its old copy.
+        p.write(root / path, batch.writer)
     for old in sorted(root.rglob("*")) if root.is_dir() else ():
         rel = old.relative_to(root).as_posix()
         if (
@@ -415,7 +474,6 @@ def _save_vault(
         ):
             old.unlink()
             sidecar_of(old).unlink(missing_ok=True)
-    return True
 
 
 def _in_gm_folder(cfg: CampaignConfig, path: str) -> bool:
@@ -461,12 +519,15 @@ async def run(request: Request, scope: Scope) -> Reply:
         raise UploadRejected(
             "uploads disabled", user_message="Uploads are not enabled on this bot."
         )
-    saved, skipped, replaced = save_uploads(
+    # Reading, parsing and writing the files block: in a worker, never on the event loop.
+    saved, skipped, replaced = await run_cpu(
+        _save_then_discard,
         cfg,
         request.attachments,
         max_bytes=services.max_upload_bytes,
         visibility=visibility,
         doc_type=doc_type,
+        writer=services.upload_writer,
     )
     if not saved:
         listed = "\n".join(f"• {n}: {r}" for n, r in skipped)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 import discord
 from discord import app_commands
 
-from bot.discord_adapter._delivery import LOGIN_WAIT_S, send_with_retry
+from bot.discord_adapter._delivery import send_with_retry
 from bot.discord_adapter._state import NEUTRAL, NO_MENTIONS, is_dm_channel
 from bot.discord_adapter._tree import GM_PERMISSIONS, CommandTree
 from bot.service import BotService
@@ -28,7 +28,6 @@ from bot.streaming import EDIT_INTERVAL_S
 
 __all__ = [
     "GM_PERMISSIONS",
-    "LOGIN_WAIT_S",
     "NEUTRAL",
     "NO_MENTIONS",
     "DiscordAdapter",
@@ -91,7 +90,6 @@ class DiscordAdapter(CommandTree):
         self.edit_interval = edit_interval
         self._members = {}
         self._logged_in = asyncio.Event()
-        self._deferred = set()
         self._register()
         service.use_seating("discord", self.seat)
 

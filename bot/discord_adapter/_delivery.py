@@ -20,12 +20,12 @@ from bot.discord_adapter._render import button_view, render_partial, render_repl
 from bot.discord_adapter._state import NO_MENTIONS, AdapterState, is_dm_channel
 from bot.messages import Reply
 from bot.streaming import StreamedEdits
+from liminalis.errors import NotReady
 
-__all__ = ["LOGIN_WAIT_S", "Delivery", "reply_in_channel", "send_with_retry"]
+__all__ = ["Delivery", "reply_in_channel", "send_with_retry"]
 
 _log = logging.getLogger(__name__)
 T = TypeVar("T")
-LOGIN_WAIT_S = 300.0
 
 
 async def send_with_retry(
@@ -198,31 +198,23 @@ class Delivery(AdapterState):
                     )
                 )
 
-    async def post(self, channel_id: str, reply: Reply) -> None:
-        """Post a (public) reply to a channel by id: scheduled recaps.
+    async def post(self, channel_id: str, reply: Reply) -> str:
+        """Post a (public) reply to a channel by id: scheduled recaps; returns the id of its
+        first message, which the scheduler stores so the slot is never posted again.
 
-        The scheduler's start-up catch-up runs before the client has logged in (its slot is
-        already claimed, so a failed post would lose the recap): until the login, the post waits
-        in the background (up to ``LOGIN_WAIT_S``) instead of failing.
+        The scheduler's start-up catch-up runs before the client has logged in: until then
+        nothing is sent and :class:`NotReady` is raised, so the slot stays claimed and the next
+        tick posts it (a post deferred in the background would be out of the scheduler's sight).
         """
         if not self._logged_in.is_set():
-            task = asyncio.create_task(self._post_after_login(channel_id, reply))
-            self._deferred.add(task)
-            task.add_done_callback(self._deferred.discard)
-            return
-        await self._send(channel_id, reply)
+            raise NotReady("discord: not logged in yet")
+        return await self._send(channel_id, reply)
 
-    async def _post_after_login(self, channel_id: str, reply: Reply) -> None:
-        try:
-            await asyncio.wait_for(self._logged_in.wait(), timeout=LOGIN_WAIT_S)
-            await self._send(channel_id, reply)
-        except Exception:
-            _log.exception("discord: a recap for channel %s could not be posted", channel_id)
-
-    async def _send(self, channel_id: str, reply: Reply) -> None:
+    async def _send(self, channel_id: str, reply: Reply) -> str:
         channel = self.client.get_partial_messageable(int(channel_id))
+        ids: list[str] = []
         for out in render_reply(reply):
-            await send_with_retry(
+            sent = await send_with_retry(
                 lambda out=out: channel.send(  # type: ignore[misc]
                     content=out.content,
                     embeds=list(out.embeds),
@@ -230,6 +222,8 @@ class Delivery(AdapterState):
                     **out.file_kwargs(),
                 )
             )
+            ids.append(str(sent.id))
+        return ids[0] if ids else ""
 
     async def deliver(self, interaction: discord.Interaction, reply: Reply) -> None:
         """A press's reply, after its deferred update: in place of the pressed message, to the

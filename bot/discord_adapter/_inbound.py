@@ -18,11 +18,13 @@ from bot.discord_adapter._render import render_partial
 from bot.discord_adapter._state import NEUTRAL, NO_MENTIONS, is_dm_channel
 from bot.messages import Attachment, IncomingMessage, OptionValue
 from bot.streaming import StreamedEdits
+from bot.upload_files import TooLarge, download_to_file
 
 __all__ = ["DOWNLOAD_FAILED", "MEMBER_TTL_S", "Inbound"]
 
 _log = logging.getLogger(__name__)
 DOWNLOAD_FAILED = "could not be downloaded from Discord; attach it again"
+DOWNLOAD_TIMEOUT = aiohttp.ClientTimeout(total=120)
 _MENTION = re.compile(r"<@!?(\d+)>")
 #: How long a member fetched for a DM (their roles on a campaign's server) is reused.
 MEMBER_TTL_S = 60.0
@@ -127,9 +129,14 @@ class Inbound(Delivery):
                     Attachment(f.filename, b"", size=f.size)
                 )  # rejected by size, never downloaded
                 continue
-            try:
-                out.append(Attachment(f.filename, await f.read()))
-            except (TimeoutError, discord.HTTPException, aiohttp.ClientError) as exc:
+            try:  # streamed to a temporary file, never whole in memory (bot.upload_files)
+                path = await download_to_file(
+                    f.url, max_bytes=self.service.max_upload_bytes, client_timeout=DOWNLOAD_TIMEOUT
+                )
+                out.append(Attachment(f.filename, b"", path=path))
+            except TooLarge:  # more than it declared: refused by size, as a declared one is
+                out.append(Attachment(f.filename, b"", size=self.service.max_upload_bytes + 1))
+            except (TimeoutError, OSError, aiohttp.ClientError) as exc:
                 # An expired or deleted attachment, a dropped connection: report that file alone.
                 _log.warning("discord: downloading %s failed: %s", f.filename, exc)
                 out.append(Attachment(f.filename, b"", error=DOWNLOAD_FAILED))

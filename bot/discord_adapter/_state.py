@@ -30,7 +30,6 @@ class AdapterState:
     _members: dict[tuple[int, int], tuple[float, discord.Member | None]]
     #: Set by ``setup_hook``: the REST API can be used from then on.
     _logged_in: asyncio.Event
-    _deferred: set[asyncio.Task[None]]
 
 
 def is_dm_channel(channel: Any) -> bool:

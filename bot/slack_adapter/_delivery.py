@@ -154,10 +154,14 @@ class Delivery(SlackState):
                     channel=channel or dm_channel, blocks=blocks, text=text
                 )
 
-    async def post(self, channel_id: str, reply: Reply) -> None:
-        """Post a (public) reply to a channel: scheduled recaps."""
+    async def post(self, channel_id: str, reply: Reply) -> str:
+        """Post a (public) reply to a channel: scheduled recaps; returns the ``ts`` of its first
+        message, which the scheduler stores so the slot is never posted again."""
+        stamps: list[str] = []
         for m in render_blocks(reply):
             await self.limiter.wait(channel_id)
-            await self.client.chat_postMessage(
+            resp = await self.client.chat_postMessage(
                 channel=channel_id, blocks=list(m.blocks), text=m.text
             )
+            stamps.append(str(resp.get("ts") or ""))
+        return stamps[0] if stamps else ""

@@ -20,6 +20,7 @@ from bot.slack_adapter._render import (
     render_home,
 )
 from bot.slack_adapter._state import NEUTRAL
+from bot.upload_files import TooLarge, download_to_file
 
 __all__ = ["DOWNLOAD_FAILED", "Inbound"]
 
@@ -304,26 +305,19 @@ class Inbound(Delivery):
                 name, b"", error="not downloadable from Slack (attach the file itself)"
             )
         headers = {"Authorization": f"Bearer {self.client.token}"}
-        try:
-            async with (
-                aiohttp.ClientSession(timeout=_DOWNLOAD_TIMEOUT) as session,
-                session.get(url, headers=headers) as resp,
-            ):
-                resp.raise_for_status()
-                # To the end (or past the cap, which the service refuses): ``content.read(n)``
-                # returns only what has arrived so far, and a longer file was saved cut short.
-                chunks: list[bytes] = []
-                got = 0
-                async for chunk in resp.content.iter_chunked(64 * 1024):
-                    chunks.append(chunk)
-                    got += len(chunk)
-                    if got > self.service.max_upload_bytes:
-                        break
-                data = b"".join(chunks)
-        except (TimeoutError, aiohttp.ClientError) as exc:
+        try:  # streamed to a temporary file, never whole in memory (bot.upload_files)
+            path = await download_to_file(
+                url,
+                max_bytes=self.service.max_upload_bytes,
+                client_timeout=_DOWNLOAD_TIMEOUT,
+                headers=headers,
+            )
+        except TooLarge:  # more than it declared: refused by size like a file declared so
+            return Attachment(name, b"", size=self.service.max_upload_bytes + 1)
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             _log.warning("slack: downloading %s failed: %s", name, exc)
             return Attachment(name, b"", error=DOWNLOAD_FAILED)
-        return Attachment(name, data)
+        return Attachment(name, b"", path=path)
 
     async def _on_error(self, error: Exception, body: dict[str, Any]) -> None:
         _log.error("slack listener failed", exc_info=error)

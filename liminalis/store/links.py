@@ -189,16 +189,46 @@ class ScheduleRepository(Repository):
         )
 
     async def claim(self, campaign: str, slot: str) -> bool:
-        """Record ``slot`` as posted; True only for the one caller that recorded it."""
+        """Claim ``slot`` for a post; True only for the one caller whose insert made the claim.
+        The claim alone does not settle the slot: :meth:`mark_posted` does, once it is out."""
         return (
             await self._db.execute(
-                "INSERT OR IGNORE INTO recap_posts (campaign, slot) VALUES (?, ?)", (campaign, slot)
+                "INSERT OR IGNORE INTO recap_posts (campaign, slot, state) VALUES (?, ?, 'claimed')",
+                (campaign, slot),
             )
             == 1
         )
 
-    async def posted(self, campaign: str, slot: str) -> bool:
-        row = await self._db.fetchone(
-            "SELECT 1 FROM recap_posts WHERE campaign = ? AND slot = ?", (campaign, slot)
+    async def settle(self, campaign: str, slot: str) -> bool:
+        """Settle ``slot`` with nothing to post (a schedule set after it, a campaign gone, a
+        channel no longer linked); True only where this call settled it (said once a slot)."""
+        return (
+            await self._db.execute(
+                "INSERT INTO recap_posts (campaign, slot, state) VALUES (?, ?, 'settled') "
+                "ON CONFLICT (campaign, slot) DO UPDATE SET state = 'settled' "
+                "WHERE recap_posts.state = 'claimed'",
+                (campaign, slot),
+            )
+            == 1
         )
-        return row is not None
+
+    async def mark_posted(self, campaign: str, slot: str, message_id: str) -> None:
+        """The post of ``slot`` reached the platform as ``message_id``: never post it again."""
+        await self._db.execute(
+            "UPDATE recap_posts SET state = 'posted', message_id = ? WHERE campaign = ? AND slot = ?",
+            (message_id, campaign, slot),
+        )
+
+    async def slot_state(self, campaign: str, slot: str) -> tuple[str, str | None] | None:
+        """``(state, message id)`` of a slot: ``claimed`` (not known to be out), ``posted`` or
+        ``settled``; ``None`` for a slot nobody claimed."""
+        row = await self._db.fetchone(
+            "SELECT state, message_id FROM recap_posts WHERE campaign = ? AND slot = ?",
+            (campaign, slot),
+        )
+        return None if row is None else (str(row["state"]), row["message_id"])
+
+    async def posted(self, campaign: str, slot: str) -> bool:
+        """Whether ``slot`` is done with: posted, or settled with nothing to post."""
+        state = await self.slot_state(campaign, slot)
+        return state is not None and state[0] != "claimed"

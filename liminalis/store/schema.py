@@ -457,6 +457,22 @@ async def _v16_wall_reviews(conn: aiosqlite.Connection) -> None:
     await conn.execute(_V16_WALL_REVIEWS)
 
 
+# A recap slot is claimed, posted, then marked posted with the platform's message id. A claim
+# alone (the process died while posting, or the post failed) is posted again by the next run:
+# at least once. A slot marked posted, or settled without a post (a schedule set after its slot,
+# a campaign gone, a channel no longer linked), is never posted again. Rows from before were
+# claimed under at-most-once and count as settled.
+_V17_RECAP_DELIVERY = """
+ALTER TABLE recap_posts ADD COLUMN state TEXT NOT NULL DEFAULT 'settled';
+ALTER TABLE recap_posts ADD COLUMN message_id TEXT"""
+
+
+async def _v17_recap_delivery(conn: aiosqlite.Connection) -> None:
+    for statement in _V17_RECAP_DELIVERY.split(";"):
+        if statement.strip():
+            await conn.execute(statement)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -529,6 +545,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         16,
         "wall reviews: what a GM showed to players or kept GM-only of what habit held back",
         _v16_wall_reviews,
+    ),
+    Migration(
+        17,
+        "recap delivery: a claimed slot is posted until marked posted with its message id",
+        _v17_recap_delivery,
     ),
 )
 
