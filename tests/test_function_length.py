@@ -25,8 +25,6 @@ ALLOWED: frozenset[str] = frozenset(
         "liminalis/answer/pipeline.py::Responder.respond",
         "liminalis/answer/pipeline.py::Responder._model_answer",
         "liminalis/context/prompt.py::build_prompt",
-        "bot/commands/upload.py::save_uploads",
-        "bot/commands/upload.py::_save_vault",
         "liminalis/knowledge/passes.py::merge_model_entities",
     }
 )

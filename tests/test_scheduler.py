@@ -211,7 +211,7 @@ async def test_a_recap_marked_with_its_message_id_is_never_posted_again(setup, d
     clock = FrozenClock(FRIDAY_18)
     assert len(await scheduler(engine, clock, adapter.post).run_due()) == 1
     (sent,) = _posted_to_4242(api)
-    state = await engine.database.schedules.slot_state("greyhold", "2026-01-02T18:00Z")
+    state = await engine.db.schedules.slot_state("greyhold", "2026-01-02T18:00Z")
     assert state is not None and state[0] == "posted" and state[1] and state[1].isdigit()
     for _ in range(2):  # restarts, and a later run inside the grace window
         assert await scheduler(engine, clock, adapter.post).run_due() == []
