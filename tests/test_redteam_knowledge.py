@@ -1,0 +1,162 @@
+"""Red-team probes of the GM-only wall through the newly landed ingest and knowledge paths
+(titles and aliases, PDF running heads, Markdown comment syntaxes per format, templates,
+relation provenance, ``/lore timeline``).
+
+Each confirmed leak is a test marked ``xfail(strict=True)``: it states what must hold and fails
+today, so the branch stays green and the test turns red (XPASS) the moment the leak is fixed,
+telling whoever fixes it to drop the mark. A canary string is planted in GM-only text and every
+player-visible output is searched for it. Nothing of our own code is mocked: files go through
+:func:`~liminalis.ingest.loaders.parse_file` as the indexer reads them, and through the bot
+service the console drives.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import docx
+import pytest
+from conftest import close_engine, make_engine
+from test_knowledge_wiring import console, wire
+
+from bot.service import BotService
+from liminalis.campaign import CampaignConfig, load_campaign
+from liminalis.ingest.loaders import parse_file
+from liminalis.lens import GM
+from liminalis.testing import text_pdf
+
+CANARY = "obsidian-heron-canary"
+_WORDS = ["apple", "river", "stone", "crown", "ember", "frost", "tower", "lantern"]
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> CampaignConfig:
+    (tmp_path / "campaign.toml").write_text('name = "Keep"\n')
+    return load_campaign(tmp_path)
+
+
+def _player_texts(raw: bytes, rel_path: str, config: CampaignConfig) -> str:
+    """Every text a lens without the GM reads of the file (the views players are given)."""
+    parsed = parse_file(raw, rel_path, config)
+    return "\n".join(
+        v.text + v.title + " ".join(v.aliases) for v in parsed.views if GM not in v.visibility
+    )
+
+
+def _book(mark: str, *, foot: bool) -> bytes:
+    """A four-page GM book: each page's own text (the canary on page 1) under ``mark`` as a
+    running head, or above it as a running foot, and a page number."""
+    pages = []
+    for n in range(4):
+        body = [
+            f"The {_WORDS[n]} chamber shows {CANARY if n == 0 else 'roads'} beneath its floor.",
+            f"Nobody but the {_WORDS[n + 1]} warden knows.",
+            f"A {_WORDS[n + 2]} stair leads down.",
+        ]
+        pages.append("\n".join([*body, mark, str(n + 1)] if foot else [mark, *body, str(n + 1)]))
+    return text_pdf(pages)
+
+
+def _word(paragraphs: list[str]) -> bytes:
+    document = docx.Document()
+    document.add_paragraph("Guild Report", style="Heading 1")
+    for text in paragraphs:
+        document.add_paragraph(text)
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+# --- PDF running heads and feet ------------------------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="leak: a GM mark printed as a running foot on every page of a PDF hides only its own "
+    "line; every page's text reaches players",
+)
+@pytest.mark.parametrize("mark", ["Spoilers - GM only", "Secrets of the Keep (GM only)", "(GM)"])
+def test_a_pdf_whose_every_page_has_a_gm_running_foot_gives_players_none_of_it(config, mark):
+    assert CANARY not in _player_texts(_book(mark, foot=True), "lore/keep.pdf", config)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="leak: a PDF whose every page is headed 'GM ONLY' (or 'Game Master only', 'Not for "
+    "players') is read as public; the wall does not read the running head as a mark",
+)
+@pytest.mark.parametrize("mark", ["GM ONLY", "Game Master Only", "Not for players"])
+def test_a_pdf_whose_every_page_is_headed_gm_only_gives_players_none_of_it(config, mark):
+    assert CANARY not in _player_texts(_book(mark, foot=False), "lore/keep.pdf", config)
+
+
+def test_near_miss_a_gm_running_head_naming_gm_holds_every_page(config):
+    """Held: a running head the wall reads ("… (GM only)") stays in the text and hides the book."""
+    raw = _book("Secrets of the Keep (GM only)", foot=False)
+    assert CANARY not in _player_texts(raw, "lore/keep.pdf", config)
+
+
+# --- Markdown comment syntaxes in a Word document -------------------------------------------------
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="leak: a GM's HTML comment typed in a Word document is shown to players (the comment "
+    "gate blanks every opener but the extractor's own)",
+)
+@pytest.mark.parametrize(
+    "para",
+    [f"<!-- {CANARY} was bribed on 17 Greenrise 524. -->", f"%% {CANARY} was hired. %%"],
+)
+def test_a_gm_comment_typed_in_a_word_document_is_not_read_by_players(config, para):
+    raw = _word(["The guild met on 2 Greenrise 524 in the hall.", para])
+    assert CANARY not in _player_texts(raw, "lore/guild-report.docx", config)
+
+
+def test_near_miss_a_gm_label_and_a_hidden_run_in_a_word_document_hold(config):
+    """Held: a ``GM:`` label inside ``%%`` and a hidden (vanish) run in a heading."""
+    document = docx.Document()
+    heading = document.add_paragraph("Guild Report", style="Heading 1")
+    heading.add_run(f" of {CANARY}").font.hidden = True
+    document.add_paragraph(f"%% GM: {CANARY} was hired on 16 Greenrise 524. %%")
+    out = io.BytesIO()
+    document.save(out)
+    assert CANARY not in _player_texts(out.getvalue(), "lore/guild-report.docx", config)
+
+
+async def _console_campaign(tmp_path: Path, files: dict[str, bytes]):
+    root = tmp_path / "campaigns" / "keep"
+    root.mkdir(parents=True)
+    (root / "campaign.toml").write_text('name = "Keep"\ngm_paths = ["gm/**"]\n')
+    for rel, raw in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(raw)
+    engine = await make_engine(tmp_path, milvus=False)
+    passes, _ = await wire(engine)
+    await engine.ingest("keep")
+    await passes.idle()
+    return engine, passes, BotService(engine, default_campaign="keep")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="leak: /timeline draws a Word document's GM HTML comment as a plain dated event for "
+    "players (the label even strips the comment marks)",
+)
+async def test_a_players_timeline_draws_no_dated_gm_comment_of_a_word_document(tmp_path):
+    raw = _word(
+        [
+            "The guild met on 2 Greenrise 524 in the hall.",
+            f"<!-- {CANARY} was bribed on 17 Greenrise 524. -->",
+        ]
+    )
+    engine, passes, service = await _console_campaign(tmp_path, {"lore/guild-report.docx": raw})
+    try:
+        reply = await service.handle(console("/timeline"))
+        shown = await service.handle(console("/show Guild Report"))
+    finally:
+        await passes.close()
+        await close_engine(engine)
+    assert "2 Greenrise 524" in reply.text  # the public event is there: the test reads the reply
+    assert CANARY not in reply.text + shown.text
