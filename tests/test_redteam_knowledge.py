@@ -18,6 +18,7 @@ from pathlib import Path
 import docx
 import pytest
 from conftest import close_engine, make_engine
+from docx.enum.style import WD_STYLE_TYPE
 from test_knowledge_wiring import console, wire
 
 from bot.service import BotService
@@ -123,6 +124,95 @@ def test_near_miss_a_gm_label_and_a_hidden_run_in_a_word_document_hold(config):
     out = io.BytesIO()
     document.save(out)
     assert CANARY not in _player_texts(out.getvalue(), "lore/guild-report.docx", config)
+
+
+def _word_doc() -> docx.document.Document:
+    document = docx.Document()
+    document.add_paragraph("Guild Report", style="Heading 1")
+    document.add_paragraph("The guild met in the hall.")
+    return document
+
+
+def _saved(document: docx.document.Document) -> bytes:
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="leak: a Word run hidden by its character style (Word does not show it) is read by "
+    "players; only a run's own vanish property is checked",
+)
+def test_a_run_hidden_by_its_word_character_style_is_not_read_by_players(config):
+    document = _word_doc()
+    style = document.styles.add_style("Whisper", WD_STYLE_TYPE.CHARACTER)
+    style.font.hidden = True
+    document.add_paragraph("The toll was paid.").add_run(f" {CANARY} paid it.").style = style
+    assert CANARY not in _player_texts(_saved(document), "lore/report.docx", config)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="leak: a Word paragraph whose style hides its text (Word does not show it) is read "
+    "by players",
+)
+def test_a_paragraph_hidden_by_its_word_style_is_not_read_by_players(config):
+    document = _word_doc()
+    style = document.styles.add_style("Aside", WD_STYLE_TYPE.PARAGRAPH)
+    style.font.hidden = True
+    document.add_paragraph(f"{CANARY} paid the toll.", style=style)
+    assert CANARY not in _player_texts(_saved(document), "lore/report.docx", config)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="leak: a run in a GM-named Word character style ('GM Note') is read by players; only "
+    "paragraph style names are read for GM intent",
+)
+def test_a_run_in_a_gm_named_word_character_style_is_not_read_by_players(config):
+    document = _word_doc()
+    style = document.styles.add_style("GM Note", WD_STYLE_TYPE.CHARACTER)
+    document.add_paragraph("The toll was paid.").add_run(f" {CANARY} paid it.").style = style
+    assert CANARY not in _player_texts(_saved(document), "lore/report.docx", config)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="leak: a GM-named Word paragraph style that also names a heading level ('GM Heading "
+    "3') becomes a plain heading: its GM name is never read",
+)
+def test_a_paragraph_in_a_gm_named_heading_style_is_not_read_by_players(config):
+    document = _word_doc()
+    style = document.styles.add_style("GM Heading 3", WD_STYLE_TYPE.PARAGRAPH)
+    document.add_paragraph(f"{CANARY} paid the toll.", style=style)
+    assert CANARY not in _player_texts(_saved(document), "lore/report.docx", config)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="leak: a Word document whose page header marks it GM-only ('Secrets of the Keep (GM "
+    "only)') is public: headers are not extracted, so the wall never reads the mark",
+)
+def test_a_word_document_whose_page_header_marks_it_gm_only_gives_players_none_of_it(config):
+    document = docx.Document()
+    document.sections[0].header.paragraphs[0].text = "Secrets of the Keep (GM only)"
+    document.add_paragraph("Guild Report", style="Heading 1")
+    document.add_paragraph(f"The {CANARY} sleeps below the hall.")
+    assert CANARY not in _player_texts(_saved(document), "lore/report.docx", config)
+
+
+def test_near_miss_gm_named_paragraph_style_heading_mark_and_hidden_table_run_hold(config):
+    """Held: a 'GM Notes' paragraph style, a '(GM)' heading, a hidden run in a table cell."""
+    document = _word_doc()
+    document.styles.add_style("GM Notes", WD_STYLE_TYPE.PARAGRAPH)
+    document.add_paragraph(f"{CANARY} one.", style="GM Notes")
+    document.add_paragraph("Plans (GM)", style="Heading 2")
+    document.add_paragraph(f"{CANARY} two.")
+    document.add_paragraph("Public", style="Heading 2")
+    cell = document.add_table(rows=1, cols=2).cell(0, 1).paragraphs[0]
+    cell.add_run(CANARY).font.hidden = True
+    assert CANARY not in _player_texts(_saved(document), "lore/report.docx", config)
 
 
 async def _console_campaign(tmp_path: Path, files: dict[str, bytes]):
