@@ -19,7 +19,10 @@ import docx
 import pytest
 from conftest import close_engine, make_engine
 from docx.enum.style import WD_STYLE_TYPE
+from fakes.tiny_campaign import SLACK_GM
 from test_knowledge_wiring import console, wire
+from test_slack_files import adapter_for, api, mapped, public_payloads  # noqa: F401
+from test_slack_surface import CHANNEL, dump, lore
 
 from bot.service import BotService
 from liminalis.campaign import CampaignConfig, load_campaign
@@ -283,3 +286,17 @@ async def test_a_players_timeline_draws_no_dated_gm_comment_of_a_word_document(t
         await close_engine(engine)
     assert "2 Greenrise 524" in reply.text  # the public event is there: the test reads the reply
     assert CANARY not in reply.text + shown.text
+
+
+async def test_near_miss_a_gms_timeline_in_a_shared_slack_channel_never_reaches_it(
+    mapped,  # noqa: F811
+    api,  # noqa: F811
+):
+    """Held: Slack has no ephemeral file, so the GM's picture (GM-only events in its text and
+    drawing) goes to the GM's DM; nothing sent to the channel names a GM-only event."""
+    adapter = adapter_for(mapped, api)
+    gm = await lore(adapter, api, "timeline", user=SLACK_GM, tag="rg")
+    await api.wait_for("files.completeUploadExternal")
+    assert "Guildmaster Hale" in dump(gm)  # the GM's own timeline does hold it
+    assert api.shared and all(f.channel != CHANNEL for f in api.shared)
+    assert "Guildmaster Hale" not in public_payloads(api)
