@@ -415,3 +415,25 @@ async def test_a_note_made_gm_only_is_off_a_players_timeline_before_the_passes_r
         await close_engine(engine)
     assert "3 Greenrise 524" in before.text  # the public event was on the timeline
     assert CANARY not in after.text
+
+
+async def test_near_miss_a_gm_only_name_or_title_is_no_existence_oracle(tmp_path):
+    """Held: a player naming a GM-only note's file-name title or its heading (an alias) gets the
+    very reply a name nobody wrote gets, from /timeline, /entity, /show and /map."""
+    files = {
+        "gm/Kraken Cult Dossier.md": b"# Oberon Quorvath\n\nOn 4 Greenrise 524 Oberon Quorvath "
+        b"drowned the ferryman. Oberon Quorvath is the brother of Ilsa Marsh.\n",
+        "lore/ilsa.md": b"---\ntype: character\n---\n# Ilsa Marsh\n\nIlsa Marsh keeps the bell.\n",
+    }
+    engine, passes, service = await _console_campaign(tmp_path, files)
+    try:
+        for cmd in ("/timeline", "/entity", "/show", "/map"):
+            unknown = await service.handle(console(f"{cmd} Zzyzx Quobble"))
+            for secret in ("Oberon Quorvath", "Kraken Cult Dossier"):
+                reply = await service.handle(console(f"{cmd} {secret}"))
+                assert (reply.title, reply.text) == (unknown.title, unknown.text), (cmd, secret)
+            gm = await service.handle(console(f"{cmd} Oberon Quorvath", lens="gm"))
+            assert gm.text != unknown.text or cmd == "/show"  # the GM's reply does differ
+    finally:
+        await passes.close()
+        await close_engine(engine)
