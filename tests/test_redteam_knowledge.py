@@ -464,3 +464,45 @@ async def test_a_note_made_gm_only_is_off_a_players_entity_card_before_the_passe
         await close_engine(engine)
     assert CANARY in before.text  # public then: the card quoted it
     assert CANARY not in after.text
+
+
+async def test_near_miss_dated_gm_sentences_in_the_usual_forms_are_off_a_players_timeline(
+    tmp_path,
+):
+    """Held: a dated sentence a GM hid in the Markdown forms (``%%``, ``<!-- -->``, a ``GM:``
+    label, a ``[!gm]`` callout, a ``(GM)`` heading, an inline aside), in a Word hidden run or in a
+    GM-only session note is on the GM's timeline and never on a player's."""
+    note = (
+        "# Dates of the Vell\n\nThe great flood of 480 drowned the lower wards.\n\n"
+        f"GM: On 11 Greenrise 524 the Watch paid {CANARY}-a.\n\n"
+        f"The bell tolled on 12 Greenrise 524. %% It was {CANARY}-b on 12 Greenrise 524. %%\n\n"
+        f"<!-- On 13 Greenrise 524 {CANARY}-c struck. -->\n\n"
+        f"> [!gm]\n> On 14 Greenrise 524 {CANARY}-d happened.\n\n"
+        f"The ferry sank on 16 Greenrise 524 (GM: {CANARY}-e sank it in 523).\n\n"
+        f"## The plot (GM)\n\nOn 15 Greenrise 524 {CANARY}-f began.\n"
+    )
+    document = _word_doc()
+    document.add_paragraph("The toll rose on 2 Greenrise 524.").add_run(
+        f" On 17 Greenrise 524 {CANARY}-g paid it."
+    ).font.hidden = True
+    session = (
+        "---\ntype: session\nvisibility: gm\n---\n# Session 9\n\n"
+        f"**In-world date:** 30 Greenrise, 524\n\nOn 30 Greenrise 524 {CANARY}-h met the envoy.\n"
+    )
+    files = {
+        "lore/dates.md": note.encode(),
+        "lore/report.docx": _saved(document),
+        "sessions/session-09.md": session.encode(),
+    }
+    engine, passes, service = await _console_campaign(tmp_path, files)
+    try:
+        players = await service.handle(console("/timeline"))
+        gm = await service.handle(console("/timeline", lens="gm"))
+    finally:
+        await passes.close()
+        await close_engine(engine)
+    assert "480" in players.text and "2 Greenrise 524" in players.text
+    assert CANARY not in players.text and "Session" not in players.text
+    assert [x for x in "bcdefh" if f"{CANARY}-{x}" not in gm.text] == [], (
+        gm.text
+    )  # the GM reads them
