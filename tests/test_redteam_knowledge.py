@@ -341,7 +341,7 @@ def test_near_miss_gm_named_paragraph_style_heading_mark_and_hidden_table_run_ho
 
 async def _console_campaign(tmp_path: Path, files: dict[str, bytes]):
     root = tmp_path / "campaigns" / "keep"
-    root.mkdir(parents=True)
+    root.mkdir(parents=True, exist_ok=True)
     (root / "campaign.toml").write_text('name = "Keep"\ngm_paths = ["gm/**"]\n')
     for rel, raw in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -506,3 +506,28 @@ async def test_near_miss_dated_gm_sentences_in_the_usual_forms_are_off_a_players
     assert [x for x in "bcdefh" if f"{CANARY}-{x}" not in gm.text] == [], (
         gm.text
     )  # the GM reads them
+
+
+async def test_near_miss_a_templates_folder_setting_only_ever_skips_files(tmp_path):
+    """Held: an Obsidian templates setting pointing at the GM folder, at a folder beside it, or
+    written oddly (a slash, a dot segment) only ever leaves files out; it never makes a GM file
+    public (a symlink into the GM folder keeps the GM path)."""
+    files = {
+        ".obsidian/templates.json": b'{"folder": "./gm/"}',
+        ".obsidian/plugins/templater-obsidian/data.json": b'{"templates_folder": "lore/"}',
+        "gm/plan.md": f"# Plan\n\nThe harbour master is the {CANARY}.\n".encode(),
+        "lore/plan.md": f"# Harbour Plan\n\nThe harbour master is the {CANARY}.\n".encode(),
+        "notes/harbour.md": b"# Harbour\n\nThe harbour master greets every barge.\n",
+    }
+    root = tmp_path / "campaigns" / "keep"
+    (root / "notes").mkdir(parents=True)
+    (root / "notes" / "secret.md").symlink_to(root / "gm" / "plan.md")
+    engine, passes, service = await _console_campaign(tmp_path, files)
+    try:
+        answer = await service.handle(console("/ask who is the harbour master?"))
+        shown = await service.handle(console("/show Plan"))
+    finally:
+        await passes.close()
+        await close_engine(engine)
+    assert "greets every barge" in answer.text  # the campaign was read
+    assert CANARY not in answer.text + shown.text
