@@ -227,8 +227,8 @@ def test_near_miss_a_gm_running_head_naming_gm_holds_every_page(config):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="leak: a GM's HTML comment typed in a Word document is shown to players (the comment "
-    "gate blanks every opener but the extractor's own)",
+    reason="leak: a GM's Markdown comment (<!-- -->, %%) typed in a Word document is shown to "
+    "players (the comment gate blanks every opener but the extractor's own)",
 )
 @pytest.mark.parametrize(
     "para",
