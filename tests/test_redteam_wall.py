@@ -9,8 +9,12 @@ players lens can read (text, title or synopsis), or in a players' command reply 
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from conftest import close_engine, make_engine
+from docx import Document as WordDocument
+from docx.enum.style import WD_STYLE_TYPE
 from fakes.tiny_campaign import make_tiny_campaign
 
 from bot.service import BotService, IncomingMessage
@@ -301,6 +305,52 @@ def test_variation_selector_inside_gm(tmp_path):
 def test_modifier_letter_colon_label(tmp_path):
     text = DUKE + "GM\ua789 the duke is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
+
+
+# --- Word prep (.docx) ---------------------------------------------------------------------------
+
+
+def word_players_read(tmp_path, build) -> bool:  # type: ignore[no-untyped-def]
+    """Whether the canary reaches a players view of a Word file ``build`` adds GM text to."""
+    doc = WordDocument()
+    doc.add_heading("Duke", 1)
+    doc.add_paragraph("The duke rules.")
+    build(doc)
+    buf = io.BytesIO()
+    doc.save(buf)
+    config = load_campaign(make_tiny_campaign(tmp_path / "campaigns"))
+    parsed = parse_file(buf.getvalue(), "lore/duke.docx", config)
+    assert any(CANARY in v.text for v in parsed.views)
+    return any(CANARY in v.text for v in parsed.views if v.visibility & {"players"})
+
+
+@leak("a Word table's `GM notes` column reaches the players (Markdown's is held)")
+def test_word_table_gm_column(tmp_path):
+    def build(doc):  # type: ignore[no-untyped-def]
+        table = doc.add_table(rows=2, cols=2)
+        for cell, text in zip(table._cells, ["NPC", "GM notes", "Duke", f"a {CANARY} vampire"]):
+            cell.text = text
+
+    assert not word_players_read(tmp_path, build)
+
+
+@leak("a Word character style named `Secret` holds nothing (a paragraph style `GM Note` does)")
+def test_word_character_style_secret(tmp_path):
+    def build(doc):  # type: ignore[no-untyped-def]
+        doc.styles.add_style("Secret", WD_STYLE_TYPE.CHARACTER)
+        para = doc.add_paragraph("The duke ")
+        para.add_run(f"is a {CANARY} vampire", style="Secret")
+
+    assert not word_players_read(tmp_path, build)
+
+
+@leak("a bold `GM Notes` line (Word users' heading without a Heading style) holds nothing")
+def test_word_bold_label_paragraph(tmp_path):
+    def build(doc):  # type: ignore[no-untyped-def]
+        doc.add_paragraph().add_run("GM Notes").bold = True
+        doc.add_paragraph(f"He is a {CANARY} vampire.")
+
+    assert not word_players_read(tmp_path, build)
 
 
 # --- false holds a GM would be annoyed by -------------------------------------------------------
