@@ -97,6 +97,12 @@ def test_prep_scene_in_dialogue_form_with_dm_aside(tmp_path):
     assert not players_read(tmp_path, "notes/duke.md", text)
 
 
+@leak("`DM: GM: …` (the canonical GM label inside a DM line) is kept as speech")
+def test_transcript_dm_line_with_gm_label(tmp_path):
+    text = _session("DM: GM: the door is a {c} mimic.")
+    assert not players_read(tmp_path, "sessions/session-05.md", text)
+
+
 # --- headings that are marks --------------------------------------------------------------------
 
 
@@ -223,6 +229,30 @@ def test_front_matter_player_visible_false(tmp_path):
 @leak("front matter `permissions: {players: none}` is accepted and does not hold the file")
 def test_front_matter_nested_permissions(tmp_path):
     text = "---\npermissions:\n  players: none\n---\n# Duke\n\nThe duke is a {c} vampire."
+    assert not players_read(tmp_path, "lore/duke.md", text)
+
+
+@leak("`secret: ✓` (a value that is neither true nor false) fails open instead of closed")
+def test_front_matter_secret_checkmark(tmp_path):
+    text = "---\nsecret: \u2713\n---\n# Duke\n\nThe duke is a {c} vampire."
+    assert not players_read(tmp_path, "lore/duke.md", text)
+
+
+@leak("`secret: oui` is not read as yes although the French `mj:` key is")
+def test_front_matter_secret_oui(tmp_path):
+    text = "---\nsecret: oui\n---\n# Duke\n\nThe duke is a {c} vampire."
+    assert not players_read(tmp_path, "lore/duke.md", text)
+
+
+@leak("`public: never` (an unknown value for a hold key) fails open")
+def test_front_matter_public_never(tmp_path):
+    text = "---\npublic: never\n---\n# Duke\n\nThe duke is a {c} vampire."
+    assert not players_read(tmp_path, "lore/duke.md", text)
+
+
+@leak("`revealed: false` (the TTRPG vault habit) is accepted and does not hold the file")
+def test_front_matter_revealed_false(tmp_path):
+    text = "---\nrevealed: false\n---\n# Duke\n\nThe duke is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
