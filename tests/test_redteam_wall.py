@@ -403,6 +403,24 @@ def test_false_hold_notion_visibility_players(tmp_path):
     assert players_read(tmp_path, "lore/duke.md", text)
 
 
+@false_hold("the aside `(GM, Alice)` naming who ran the game is cut from a players' recap")
+def test_false_hold_aside_naming_the_gm(tmp_path):
+    text = "# Recap\n\nIntro.\n\nWe played at Bob's (GM, {c}) and won.\n"
+    assert players_read(tmp_path, "sessions/recap.md", text)
+
+
+@false_hold("a session header line `DM: Alice` above the date is held as a GM label")
+def test_false_hold_session_header_dm_line(tmp_path):
+    text = "# Recap\n\nDM: {c}\nDate: 2024-05-01\n\nWe fought goblins.\n"
+    assert players_read(tmp_path, "sessions/recap.md", text)
+
+
+@false_hold("`The GM says: bring snacks` in house rules is held as a GM label")
+def test_false_hold_the_gm_says(tmp_path):
+    text = "# House rules\n\nIntro.\n\nThe GM says: bring snacks, {c}.\n"
+    assert players_read(tmp_path, "rules/house.md", text)
+
+
 # --- end to end: a player's /show ---------------------------------------------------------------
 
 
