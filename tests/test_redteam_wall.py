@@ -337,6 +337,32 @@ def test_modifier_letter_colon_label(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
+@leak(
+    "a Notion export's callout `<aside>` whose first line is `🔒 **GM only**` reaches the players"
+)
+def test_notion_aside_callout_gm_only(tmp_path):
+    text = DUKE + "<aside>\n🔒 **GM only**\n\nThe duke is a {c} vampire.\n\n</aside>\n"
+    assert not players_read(tmp_path, "lore/duke.md", text)
+
+
+@leak("a `**GM**` label line inside a blockquote holds nothing (outside a quote it does)")
+def test_blockquote_bold_gm_label_line(tmp_path):
+    text = DUKE + "> **GM**\n>\n> The duke is a {c} vampire.\n"
+    assert not players_read(tmp_path, "lore/duke.md", text)
+
+
+@leak("an HTML export's `<p><strong>GM Notes</strong></p>` label paragraph holds nothing")
+def test_html_strong_gm_notes_paragraph(tmp_path):
+    text = DUKE + "<p><strong>GM Notes</strong></p>\n<p>The duke is a {c} vampire.</p>\n"
+    assert not players_read(tmp_path, "lore/duke.md", text)
+
+
+@leak("Google Docs' Markdown export escapes the tag to `\\#gm`; the escaped tag holds nothing")
+def test_google_docs_escaped_gm_tag(tmp_path):
+    text = DUKE + "The duke is a {c} vampire. \\#gm\n"
+    assert not players_read(tmp_path, "lore/duke.md", text)
+
+
 # --- Word prep (.docx) ---------------------------------------------------------------------------
 
 
