@@ -103,6 +103,32 @@ def test_transcript_dm_line_with_gm_label(tmp_path):
     assert not players_read(tmp_path, "sessions/session-05.md", text)
 
 
+STAT_BLOCK = (
+    "# Duke Aldric\n\nRace: Human\nClass: Noble\nAlignment: Lawful evil\nAge: 52\n"
+    "Faction: The Court\nLocation: Greyhold\n"
+)
+
+
+@leak("an NPC's property lines (Race:, Class:, …) pass for a dialogue transcript, so `GM:` is kept")
+def test_stat_block_passes_for_a_transcript_gm_label(tmp_path):
+    text = STAT_BLOCK + "GM: the duke is a {c} vampire.\n"
+    assert not players_read(tmp_path, "npcs/duke.md", text)
+
+
+@leak("an NPC's property lines pass for a dialogue transcript, so `DM:` is kept")
+def test_stat_block_passes_for_a_transcript_dm_label(tmp_path):
+    text = STAT_BLOCK + "DM: the duke is a {c} vampire.\n"
+    assert not players_read(tmp_path, "npcs/duke.md", text)
+
+
+@leak("a transcript in one section makes a `DM:` note in a later section 'speech' too")
+def test_transcript_reaches_a_later_section(tmp_path):
+    text = _session("DM: Roll.").replace("# Session 5\n\n", "# Session 5\n\n## Play\n\n") + (
+        "\n## After the session\n\nDM: remember the duke is a {c} vampire.\n"
+    )
+    assert not players_read(tmp_path, "sessions/session-05.md", text)
+
+
 # --- headings that are marks --------------------------------------------------------------------
 
 
