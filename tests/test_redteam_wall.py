@@ -494,3 +494,25 @@ async def test_players_show_quotes_a_transcript_secret(tmp_path):
         assert CANARY not in reply
     finally:
         await close_engine(engine)
+
+
+@leak("an NPC page's `GM:` line under property lines is quoted by a player's /search and /ask")
+async def test_players_search_and_ask_quote_a_stat_block_gm_line(tmp_path):
+    root = make_tiny_campaign(tmp_path / "campaigns")
+    (root / "npcs").mkdir(exist_ok=True)
+    text = STAT_BLOCK + f"GM: the duke is a {CANARY} vampire.\n"
+    (root / "npcs" / "duke.md").write_text(text, encoding="utf-8")
+    engine = await make_engine(tmp_path, milvus=False)
+    try:
+        await engine.ingest("greyhold")
+        service = BotService(engine, default_campaign="greyhold")
+        replies = []
+        for command in ("/search vampire", "/ask Is Duke Aldric a vampire?"):
+            asked = IncomingMessage(
+                platform="console", channel_id="console", user_id="u", text=command, roles=()
+            )
+            replies.append((await service.handle(asked)).text)
+        assert "Duke Aldric" in replies[0]  # the players' page is found
+        assert not [r for r in replies if CANARY in r]
+    finally:
+        await close_engine(engine)
