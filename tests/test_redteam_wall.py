@@ -147,6 +147,16 @@ def test_heading_with_gm_tag(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "## Blood #gm\n\nA {c} vampire.")
 
 
+@leak("`## The DM's Corner` (also `The Game Master's Notebook`) is read as a topic, not a mark")
+def test_heading_the_dms_corner(tmp_path):
+    assert not players_read(tmp_path, "lore/duke.md", DUKE + "## The DM's Corner\n\nA {c} vampire.")
+
+
+@leak("`## GM Intel` holds nothing although `## GM Background` and `## GM Info` do")
+def test_heading_gm_intel(tmp_path):
+    assert not players_read(tmp_path, "lore/duke.md", DUKE + "## GM Intel\n\nA {c} vampire.")
+
+
 @leak("`##GM Notes` (no space, as GMs type it) is not read as a GM heading")
 def test_heading_without_space_after_hashes(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "##GM Notes\n\nA {c} vampire.")
