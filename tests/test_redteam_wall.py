@@ -247,6 +247,35 @@ def test_table_gm_row_label(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
+@leak("a GM column in a table inside a callout/blockquote reaches the players")
+def test_table_gm_column_in_a_callout(tmp_path):
+    text = (
+        "# Duke\n\n> [!info] NPCs\n> | NPC | Role | GM notes |\n> |---|---|---|\n"
+        "> | Duke | ruler | a {c} vampire |\n"
+    )
+    assert not players_read(tmp_path, "lore/duke.md", text)
+
+
+@leak("a `Secret Motive` column (the classic NPC table) reaches the players; `Secret` is held")
+def test_table_secret_motive_column(tmp_path):
+    text = (
+        "# Duke\n\n| NPC | Role | Secret Motive |\n|---|---|---|\n| Duke | ruler | a {c} vampire |"
+    )
+    assert not players_read(tmp_path, "lore/duke.md", text)
+
+
+@leak("a spreadsheet pasted into plain text (tab-separated) keeps its `GM notes` column")
+def test_tab_separated_gm_column(tmp_path):
+    text = "Duke\n\nNPC\tRole\tGM notes\nDuke\truler\ta {c} vampire\n"
+    assert not players_read(tmp_path, "lore/duke.txt", text)
+
+
+@leak("an NPC spreadsheet exported as CSV keeps its `GM notes` column")
+def test_csv_gm_column(tmp_path):
+    text = "NPC,Role,GM notes\nDuke,ruler,a {c} vampire\n"
+    assert not players_read(tmp_path, "lore/npcs.csv", text)
+
+
 # --- front matter -------------------------------------------------------------------------------
 
 
