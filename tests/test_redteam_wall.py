@@ -209,6 +209,18 @@ def test_parenthesised_gm_only_prefix(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "(GM only) The duke is a {c} vampire.")
 
 
+@leak("an arrow after the label (`GM -> …`, `GM NOTE → …`) holds nothing; `GM - …` is held")
+def test_arrow_after_gm_label(tmp_path):
+    assert not players_read(tmp_path, "lore/duke.md", DUKE + "GM -> the duke is a {c} vampire.\n")
+
+
+@leak("`NB (GM): …` holds nothing; the label is not at the start of the line")
+def test_nb_gm_label(tmp_path):
+    assert not players_read(
+        tmp_path, "lore/duke.md", DUKE + "NB (GM): the duke is a {c} vampire.\n"
+    )
+
+
 @leak("a footnote `[^1]: GM: …` reaches the players")
 def test_footnote_gm_label(tmp_path):
     text = DUKE + "The duke rules.[^1]\n\n[^1]: GM: he is a {c} vampire."
