@@ -349,6 +349,12 @@ def test_homebrewery_gm_block(tmp_path):
     )
 
 
+@leak("a World Anvil `[container:gm]` (or `[section:gm-notes]`) block reaches the players")
+def test_world_anvil_gm_container(tmp_path):
+    text = DUKE + "[container:gm]\nThe duke is a {c} vampire.\n[/container]\n"
+    assert not players_read(tmp_path, "lore/duke.md", text)
+
+
 @leak("a Pandoc/LegendKeeper fenced div `::: secret` reaches the players")
 def test_fenced_div_secret(tmp_path):
     text = DUKE + "::: secret\nThe duke is a {c} vampire.\n:::\n"
