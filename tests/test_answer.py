@@ -323,12 +323,13 @@ def test_cited_sources_reads_the_bracketed_citations():
         "s3",
         "harrow",
     ]
-    assert ids("Tobin Harrow heard it.") == ["harrow"]  # no brackets: the longest title named
-    assert ids("Nothing in the documents says.") == [
-        "s3",
-        "bell",
-        "tobin",
-    ]  # the top three, as before
+    # Prose that names a title is not a citation, and nothing cited is no source: never the top
+    # documents of the prompt standing in for a citation.
+    assert ids("Tobin Harrow heard it.") == []
+    assert ids("Nothing in the documents says.") == []
+    # A citation of a document the prompt did not hold is dropped; the rest stand.
+    assert ids("[The Sunken Crown] and [Other]") == ["other"]
+    assert ids("[Tobin Harrow; The Drowned Bell — Ice]") == ["harrow", "bell"]
     assert cited_sources("", docs) == () and cited_sources("  \n", docs) == ()
     # A title that only begins another (from the story lines: not in the prompt) is not cited.
     assert ids("The finale [Session 31 — Finale], then [Tobin Harrow].") == ["harrow"]
@@ -376,14 +377,16 @@ async def test_a_failed_memory_write_never_costs_the_answer(tmp_path, caplog):
     engine = await make_engine(tmp_path, milvus=False)
     try:
         await engine.ingest("greyhold")
-        responder = Responder(engine, model=ScriptedModel(replies=["From the river tower."] * 2))
+        responder = Responder(
+            engine, model=ScriptedModel(replies=["From the river tower [Baron Aldric]."] * 2)
+        )
         players = frozenset({"players"})
         await responder.respond("greyhold", "Where does the baron rule from?", players, chat="C1")
         await engine.db.conn.execute("PRAGMA query_only = ON")
         answer = await responder.respond(
             "greyhold", "What does the baron collect?", players, chat="C1"
         )
-        assert answer.text == "From the river tower."
+        assert answer.text == "From the river tower [Baron Aldric]."
         assert "not recorded; the answer is returned without it" in caplog.text
         await engine.db.conn.execute("PRAGMA query_only = OFF")
         mem = await responder.memory.load("greyhold", "C1", players)

@@ -3,9 +3,23 @@
 It quotes the sentences of the prompt's documents that share the most question terms, weighted
 by idf over the material's sentences, plainly labelled as quotes and each with its source:
 
-    score(s) = Σ_{t ∈ q ∩ s} ln(1 + n / df_t) / (1 + 0.1·rank(doc)) · (1.15 if recalled else 1)
+    score(s) = Σ_{t ∈ q ∩ s} idf_t / (1 + rank_decay·rank(doc)) · (recalled_boost if recalled else 1)
+    idf_t    = ln(1 + n / df_t)
 
 where ``n`` is the number of candidate sentences and ``df_t`` the sentences holding term ``t``.
+
+Quoting the best sentences of any material would answer every question, including one the notes
+are silent on ("What is the name of the dragon's favourite teacup?" drew six sentences about a
+founder's name). So before quoting, the answerer asks how much of the question the best sentence
+covers, by the same idf weights:
+
+    evidence = max_s Σ_{t ∈ q ∩ s} idf_t / Σ_{t ∈ q} idf_t,    idf_t = ln(1 + n) for a term in no sentence
+
+A question term the material never holds weighs as the rarest term can. Below ``min_evidence``
+the answer says the notes do not cover the question, names the nearest documents as "closest
+notes" and cites nothing, so the question log counts it unanswered. The threshold and the
+scoring weights are swept on the dev sets by ``python -m bench.answers --sweep``
+(bench/RESULTS.md, "Answers").
 
 A question that names a time ("what happened last session?") shares few terms with the notes it
 means, so :meth:`OfflineAnswerer.sessions` answers it with those sessions' summaries, in session
@@ -16,13 +30,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from liminalis.answer.citations import Answer, Source, source_of_doc
 from liminalis.context.material import ContextDoc
 from liminalis.text import Tokenizer, split_sentences
 from liminalis.types import SUMMARY, TEXT
 
-__all__ = ["OfflineAnswerer"]
+__all__ = ["NOTES_SILENT", "OfflineAnswerer", "OfflineParams"]
+
+#: What the offline answer to a question the notes do not cover begins with.
+NOTES_SILENT = "The campaign's notes don't cover that: I found nothing in them that answers it."
 
 #: What a time question says of time, not of its topic (as the tokenizer folds them).
 _TIME_TERMS = frozenset(
@@ -33,20 +51,79 @@ _TIME_TERMS = frozenset(
 )
 
 
+@dataclass(frozen=True, slots=True)
+class OfflineParams:
+    """The offline answerer's settings (defaults: the dev-set sweep's choice)."""
+
+    #: The most sentences quoted.
+    max_quotes: int = 4
+    #: How much each rank down the bundle discounts a document's sentences.
+    rank_decay: float = 0.1
+    #: How much recalled material outranks standing documents.
+    recalled_boost: float = 1.15
+    #: The least share of the question's idf mass one sentence must cover to be quoted as an answer.
+    min_evidence: float = 0.0
+    #: The most documents listed as closest notes when the notes do not cover a question.
+    closest: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    order: int
+    sentence: str
+    terms: frozenset[str]
+    doc: ContextDoc
+
+
 class OfflineAnswerer:
     """Extractive answer: the sentences of the material that share most terms with the question."""
 
     name = "offline"
 
-    def __init__(self, *, max_quotes: int = 4, tokenizer: Tokenizer = Tokenizer()) -> None:
-        self.max_quotes = max_quotes
+    def __init__(
+        self,
+        *,
+        max_quotes: int | None = None,
+        tokenizer: Tokenizer = Tokenizer(),
+        params: OfflineParams = OfflineParams(),
+    ) -> None:
+        if max_quotes is not None:
+            params = OfflineParams(
+                max_quotes=max_quotes,
+                rank_decay=params.rank_decay,
+                recalled_boost=params.recalled_boost,
+                min_evidence=params.min_evidence,
+                closest=params.closest,
+            )
+        self.params = params
+        self.max_quotes = params.max_quotes
         self.tokenizer = tokenizer
 
     def answer(
         self, question: str, documents: Sequence[ContextDoc], *, lens: frozenset[str] = frozenset()
     ) -> Answer:
-        q = set(self.tokenizer(question))
-        candidates: list[tuple[str, set[str], ContextDoc]] = []
+        q = frozenset(self.tokenizer(question))
+        candidates = self._candidates(documents)
+        idf = _idf(q, candidates)
+        scored = self._scored(q, candidates, idf)
+        if not scored:
+            return Answer(text=NOTES_SILENT, sources=(), notes=("no matching passages",), lens=lens)
+        if self.evidence(q, candidates, idf) < self.params.min_evidence:
+            return self._silent(scored, lens)
+        best = scored[: self.params.max_quotes]
+        lines = ["Here is what the campaign's documents say (quoted, not paraphrased):", ""]
+        used: list[Source] = []
+        for _, c in best:
+            src = source_of_doc(c.doc)
+            lines += [f"> {c.sentence}", f"— *{src.label()}*"]
+            if src not in used:
+                used.append(src)
+        return Answer(text="\n".join(lines), sources=tuple(used), lens=lens)
+
+    def _candidates(self, documents: Sequence[ContextDoc]) -> list[_Candidate]:
+        """Every quotable sentence of the material, once, in prompt order."""
+        out: list[_Candidate] = []
+        seen: set[str] = set()
         for doc in documents:
             # Quotes come from the text the document holds: an omission only parts it, and a
             # summary reads as its own words.
@@ -55,43 +132,50 @@ class OfflineAnswerer:
             )
             for s, e, _ in split_sentences(text):
                 sent = " ".join(text[s:e].split())
-                if len(sent) < 12 or sent.startswith(("#", "|")):
+                if len(sent) < 12 or sent.startswith(("#", "|")) or sent in seen:
                     continue
-                candidates.append((sent, set(self.tokenizer(sent)), doc))
-        # idf over the material's sentences: a rare shared term says more than a common one.
-        n = len(candidates)
-        df: dict[str, int] = {}
-        for _, toks, _ in candidates:
-            for t in toks & q:
-                df[t] = df.get(t, 0) + 1
-        scored: list[tuple[float, int, str, ContextDoc]] = []
-        seen: set[str] = set()
-        for order, (sent, toks, doc) in enumerate(candidates):
-            shared = toks & q
-            if not shared or sent in seen:
+                seen.add(sent)
+                out.append(_Candidate(len(out), sent, frozenset(self.tokenizer(sent)), doc))
+        return out
+
+    def _scored(
+        self, q: frozenset[str], candidates: Sequence[_Candidate], idf: dict[str, float]
+    ) -> list[tuple[float, _Candidate]]:
+        """The sentences sharing a question term, best first (earlier first on a tie)."""
+        p = self.params
+        scored: list[tuple[float, _Candidate]] = []
+        for c in candidates:
+            shared = c.terms & q
+            if not shared:
                 continue
-            seen.add(sent)
-            weight = sum(math.log(1 + n / df[t]) for t in shared)
-            # Recalled material outranks standing documents; earlier ranks outrank later.
-            score = weight / (1 + 0.1 * doc.rank) * (1.15 if not doc.pinned else 1.0)
-            scored.append((score, order, sent, doc))
-        if not scored:
-            return Answer(
-                text="I found nothing in this campaign's documents that answers that.",
-                sources=(),
-                notes=("no matching passages",),
-                lens=lens,
-            )
-        best = sorted(scored, key=lambda x: (-x[0], x[1]))[: self.max_quotes]
-        lines = ["Here is what the campaign's documents say (quoted, not paraphrased):", ""]
-        used: list[Source] = []
-        for _, _, sent, doc in best:
-            src = source_of_doc(doc)
-            lines.append(f"> {sent}")
-            lines.append(f"— *{src.label()}*")
-            if src not in used:
-                used.append(src)
-        return Answer(text="\n".join(lines), sources=tuple(used), lens=lens)
+            weight = sum(idf[t] for t in shared)
+            boost = p.recalled_boost if not c.doc.pinned else 1.0
+            scored.append((weight / (1 + p.rank_decay * c.doc.rank) * boost, c))
+        return sorted(scored, key=lambda x: (-x[0], x[1].order))
+
+    @staticmethod
+    def evidence(
+        q: frozenset[str], candidates: Sequence[_Candidate], idf: dict[str, float]
+    ) -> float:
+        """The largest share of the question's idf mass one sentence covers (0 to 1)."""
+        total = sum(idf[t] for t in q)
+        if total <= 0:
+            return 0.0
+        return max((sum(idf[t] for t in c.terms & q) / total for c in candidates), default=0.0)
+
+    def _silent(self, scored: Sequence[tuple[float, _Candidate]], lens: frozenset[str]) -> Answer:
+        """The notes do not cover it: say so, and name the nearest documents, not as sources."""
+        closest = list(dict.fromkeys(source_of_doc(c.doc) for _, c in scored).keys())[
+            : self.params.closest
+        ]
+        names = "; ".join(f"*{s.label()}*" for s in closest)
+        return Answer(
+            text=f"{NOTES_SILENT}\n\nClosest notes (they do not answer it): {names}",
+            sources=(),
+            notes=("weak evidence: not covered",),
+            lens=lens,
+            closest=tuple(closest),
+        )
 
     def sessions(
         self,
@@ -104,7 +188,7 @@ class OfflineAnswerer:
         """The answer to a time question: the summaries of the session ``notes`` it names
         (``(doc_id, title, summary)`` in session order; the latest ``max_quotes`` when more),
         then what those notes' own sentences say to the question's other terms."""
-        shown = list(notes)[-self.max_quotes :]
+        shown = list(notes)[-self.params.max_quotes :]
         if not shown:
             return self.answer(question, documents, lens=lens)
         head = "Here is what the session notes say (each note's summary)"
@@ -117,8 +201,19 @@ class OfflineAnswerer:
         ids = {doc_id for doc_id, _, _ in notes}
         rest = " ".join(t for t in self.tokenizer(question) if t not in _TIME_TERMS)
         docs = [d for d in documents if d.doc_id in ids]
-        quoted = OfflineAnswerer(max_quotes=2, tokenizer=self.tokenizer).answer(rest, docs)
-        if rest and quoted.sources:
-            lines += ["From the notes themselves:", *quoted.text.splitlines()[2:]]
-            sources += [s for s in quoted.sources if s not in sources]
+        quoted = OfflineAnswerer(max_quotes=2, tokenizer=self.tokenizer, params=self.params)
+        found = quoted.answer(rest, docs)
+        if rest and found.sources:
+            lines += ["From the notes themselves:", *found.text.splitlines()[2:]]
+            sources += [s for s in found.sources if s not in sources]
         return Answer(text="\n".join(lines).rstrip(), sources=tuple(sources), lens=lens)
+
+
+def _idf(q: frozenset[str], candidates: Sequence[_Candidate]) -> dict[str, float]:
+    """``ln(1 + n / df_t)`` of each question term; a term in no sentence weighs ``ln(1 + n)``."""
+    n = len(candidates)
+    df = dict.fromkeys(q, 0)
+    for c in candidates:
+        for t in c.terms & q:
+            df[t] += 1
+    return {t: math.log(1 + n / max(1, d)) for t, d in df.items()}
