@@ -37,7 +37,7 @@ from liminalis.context.material import ContextDoc
 from liminalis.text import Tokenizer, split_sentences
 from liminalis.types import SUMMARY, TEXT
 
-__all__ = ["NOTES_SILENT", "OfflineAnswerer", "OfflineParams"]
+__all__ = ["NOTES_SILENT", "OfflineAnswerer", "OfflineParams", "Prepared"]
 
 #: What the offline answer to a question the notes do not cover begins with.
 NOTES_SILENT = "The campaign's notes don't cover that: I found nothing in them that answers it."
@@ -75,6 +75,17 @@ class _Candidate:
     doc: ContextDoc
 
 
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A question and its material, ready to answer under any :class:`OfflineParams`."""
+
+    terms: frozenset[str]
+    candidates: tuple[_Candidate, ...]
+    idf: dict[str, float]
+    #: The largest share of the question's idf mass one sentence covers (0 to 1).
+    evidence: float
+
+
 class OfflineAnswerer:
     """Extractive answer: the sentences of the material that share most terms with the question."""
 
@@ -102,13 +113,22 @@ class OfflineAnswerer:
     def answer(
         self, question: str, documents: Sequence[ContextDoc], *, lens: frozenset[str] = frozenset()
     ) -> Answer:
+        return self.answer_prepared(self.prepare(question, documents), lens=lens)
+
+    def prepare(self, question: str, documents: Sequence[ContextDoc]) -> Prepared:
+        """The question's terms and the material's sentences with their idf: what answering
+        costs, and none of it depends on the settings (a sweep prepares each prompt once)."""
         q = frozenset(self.tokenizer(question))
         candidates = self._candidates(documents)
         idf = _idf(q, candidates)
-        scored = self._scored(q, candidates, idf)
+        return Prepared(q, tuple(candidates), idf, _evidence(q, candidates, idf))
+
+    def answer_prepared(self, prepared: Prepared, *, lens: frozenset[str] = frozenset()) -> Answer:
+        """The answer from prepared material, under these settings."""
+        scored = self._scored(prepared.terms, prepared.candidates, prepared.idf)
         if not scored:
             return Answer(text=NOTES_SILENT, sources=(), notes=("no matching passages",), lens=lens)
-        if self.evidence(q, candidates, idf) < self.params.min_evidence:
+        if prepared.evidence < self.params.min_evidence:
             return self._silent(scored, lens)
         best = scored[: self.params.max_quotes]
         lines = ["Here is what the campaign's documents say (quoted, not paraphrased):", ""]
@@ -152,16 +172,6 @@ class OfflineAnswerer:
             boost = p.recalled_boost if not c.doc.pinned else 1.0
             scored.append((weight / (1 + p.rank_decay * c.doc.rank) * boost, c))
         return sorted(scored, key=lambda x: (-x[0], x[1].order))
-
-    @staticmethod
-    def evidence(
-        q: frozenset[str], candidates: Sequence[_Candidate], idf: dict[str, float]
-    ) -> float:
-        """The largest share of the question's idf mass one sentence covers (0 to 1)."""
-        total = sum(idf[t] for t in q)
-        if total <= 0:
-            return 0.0
-        return max((sum(idf[t] for t in c.terms & q) / total for c in candidates), default=0.0)
 
     def _silent(self, scored: Sequence[tuple[float, _Candidate]], lens: frozenset[str]) -> Answer:
         """The notes do not cover it: say so, and name the nearest documents, not as sources."""
@@ -217,3 +227,12 @@ def _idf(q: frozenset[str], candidates: Sequence[_Candidate]) -> dict[str, float
         for t in c.terms & q:
             df[t] += 1
     return {t: math.log(1 + n / max(1, d)) for t, d in df.items()}
+
+
+def _evidence(q: frozenset[str], candidates: Sequence[_Candidate], idf: dict[str, float]) -> float:
+    """``max_s Σ_{t ∈ q ∩ s} idf_t / Σ_{t ∈ q} idf_t``: how much of the question one sentence
+    covers at best (0 when the question has no terms or the material no sentence)."""
+    total = sum(idf[t] for t in q)
+    if total <= 0:
+        return 0.0
+    return max((sum(idf[t] for t in c.terms & q) / total for c in candidates), default=0.0)
