@@ -58,6 +58,28 @@ async def test_offline_answer_quotes_and_cites_sources(engine):
     assert answer.model == "offline" and answer.lens == PLAYERS
 
 
+async def test_offline_says_the_notes_are_silent_and_names_the_closest_notes(engine):
+    """An offline answer whose best sentence covers little of the question says the notes do not
+    cover it and lists the nearest documents as closest notes, never as sources; the sample's
+    own questions (tests/data/emberfall_questions.json) still answer, with sources."""
+    from liminalis.answer.offline import NOTES_SILENT
+
+    responder = Responder(engine)
+    silent = await responder.respond(
+        "emberfall", "What is the name of the dragon's favourite teacup?", PLAYERS
+    )
+    assert silent.text.startswith(NOTES_SILENT) and "Closest notes" in silent.text
+    assert silent.sources == () and not silent.answered and silent.closest
+    assert "> " not in silent.text  # nothing quoted as if it answered
+    for s in silent.closest:
+        assert f"*{s.label()}*" in silent.text
+    questions = json.loads((ROOT / "tests" / "data" / "emberfall_questions.json").read_text())
+    for item in questions["questions"]:
+        lens = PLAYERS | {item["lens"]} if item.get("lens", "players") != "players" else PLAYERS
+        answer = await responder.respond("emberfall", item["question"], lens)
+        assert answer.answered and not answer.text.startswith(NOTES_SILENT), item["question"]
+
+
 async def test_model_answer_cites_titles_from_the_material(engine):
     model = ScriptedModel(replies=["Vessa paid her fine [The Ashen Watch — Reputation]."])
     answer = await Responder(engine, model=model).respond(

@@ -94,3 +94,17 @@ async def test_a_reply_citing_nothing_has_no_sources_is_a_gap_and_feeds_no_memor
     assert await _remembered(table) == set()  # nothing cited, nothing learned
     log = await table.handle(ask("/log", user="111"))  # the tiny campaign's GM
     assert not log.error and "Gaps in your notes" in log.text and where in log.text
+
+
+async def test_an_offline_answer_the_notes_do_not_cover_is_a_gap(table):
+    """Without a model: a question whose words the notes barely hold gets "the notes don't
+    cover that" and the closest notes, no sources, and is logged unanswered."""
+    from liminalis.answer.offline import NOTES_SILENT
+
+    teacup = "What is the name of the baron's favourite teacup?"
+    out = await table.handle(ask(teacup))
+    assert not out.error and out.sources == () and NOTES_SILENT in out.text
+    assert "Closest notes" in out.text and "Baron Aldric" in out.text
+    report = await table.engine.question_report("greyhold")
+    assert [q.found for q in report.questions] == [False]
+    assert [g.question for g in report.gaps] == [teacup]

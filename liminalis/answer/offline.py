@@ -62,7 +62,7 @@ class OfflineParams:
     #: How much recalled material outranks standing documents.
     recalled_boost: float = 1.15
     #: The least share of the question's idf mass one sentence must cover to be quoted as an answer.
-    min_evidence: float = 0.0
+    min_evidence: float = 0.35
     #: The most documents listed as closest notes when the notes do not cover a question.
     closest: int = 3
 
