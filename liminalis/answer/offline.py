@@ -13,9 +13,11 @@ are silent on ("What is the name of the dragon's favourite teacup?" drew six sen
 founder's name). So before quoting, the answerer asks how much of the question the best sentence
 covers, by the same idf weights:
 
-    evidence = max_s Σ_{t ∈ q ∩ s} idf_t / Σ_{t ∈ q} idf_t,    idf_t = ln(1 + n) for a term in no sentence
+    evidence = max_s Σ_{t ∈ q ∩ (s ∪ h_s)} idf_t / Σ_{t ∈ q} idf_t,    idf_t = ln(1 + n) for a term in no sentence
 
-A question term the material never holds weighs as the rarest term can. Below ``min_evidence``
+where ``h_s`` is the title and section of the sentence's document (a sentence of "Baron Aldric"
+speaks of him) and ``q`` leaves out words that only ask ("tell me about"). A question term the
+material never holds weighs as the rarest term can. Below ``min_evidence``
 the answer says the notes do not cover the question, names the nearest documents as "closest
 notes" and cites nothing, so the question log counts it unanswered. The threshold and the
 scoring weights are swept on the dev sets by ``python -m bench.answers --sweep``
@@ -41,6 +43,11 @@ __all__ = ["NOTES_SILENT", "OfflineAnswerer", "OfflineParams", "Prepared"]
 
 #: What the offline answer to a question the notes do not cover begins with.
 NOTES_SILENT = "The campaign's notes don't cover that: I found nothing in them that answers it."
+
+#: Words that ask rather than name what is asked about ("tell me about…", "what do you know of…").
+_ASK_TERMS = frozenset(
+    Tokenizer()("tell know explain describe information info anything something")
+)
 
 #: What a time question says of time, not of its topic (as the tokenizer folds them).
 _TIME_TERMS = frozenset(
@@ -73,6 +80,9 @@ class _Candidate:
     sentence: str
     terms: frozenset[str]
     doc: ContextDoc
+    #: The terms of the document's title and section: a sentence of "Baron Aldric" speaks of
+    #: him whether or not it repeats his name (evidence counts them; ranking does not).
+    heading: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +131,9 @@ class OfflineAnswerer:
         q = frozenset(self.tokenizer(question))
         candidates = self._candidates(documents)
         idf = _idf(q, candidates)
-        return Prepared(q, tuple(candidates), idf, _evidence(q, candidates, idf))
+        # "Tell me about…" asks, it names no topic the notes must hold.
+        asked = (q - _ASK_TERMS) or q
+        return Prepared(q, tuple(candidates), idf, _evidence(asked, candidates, idf))
 
     def answer_prepared(self, prepared: Prepared, *, lens: frozenset[str] = frozenset()) -> Answer:
         """The answer from prepared material, under these settings."""
@@ -145,6 +157,7 @@ class OfflineAnswerer:
         out: list[_Candidate] = []
         seen: set[str] = set()
         for doc in documents:
+            heading = frozenset(self.tokenizer(doc.label()))
             # Quotes come from the text the document holds: an omission only parts it, and a
             # summary reads as its own words.
             text = "\n\n".join(
@@ -155,7 +168,8 @@ class OfflineAnswerer:
                 if len(sent) < 12 or sent.startswith(("#", "|")) or sent in seen:
                     continue
                 seen.add(sent)
-                out.append(_Candidate(len(out), sent, frozenset(self.tokenizer(sent)), doc))
+                terms = frozenset(self.tokenizer(sent))
+                out.append(_Candidate(len(out), sent, terms, doc, heading))
         return out
 
     def _scored(
@@ -235,4 +249,6 @@ def _evidence(q: frozenset[str], candidates: Sequence[_Candidate], idf: dict[str
     total = sum(idf[t] for t in q)
     if total <= 0:
         return 0.0
-    return max((sum(idf[t] for t in c.terms & q) / total for c in candidates), default=0.0)
+    return max(
+        (sum(idf[t] for t in (c.terms | c.heading) & q) / total for c in candidates), default=0.0
+    )
