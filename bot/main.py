@@ -198,9 +198,7 @@ async def build_engine(settings: Settings, *, reset: bool = False) -> AsyncItera
             # container's volume), the campaigns folder may be a read-only checkout.
             created_campaigns_dir=settings.data_dir / "campaigns",
             uploads_dir=settings.data_dir / "uploads",
-            ingest_options=IngestOptions(
-                contextual=settings.contextual, max_bytes=settings.max_upload_bytes
-            ),
+            ingest_options=ingest_options(settings),
             memory=_memory(db, settings),
             memory_enabled=settings.memory_enabled,
             embedders=await asyncio.to_thread(load_previous_embedders, settings),
@@ -210,6 +208,17 @@ async def build_engine(settings: Settings, *, reset: bool = False) -> AsyncItera
             yield engine
         finally:
             await engine.close()
+
+
+def ingest_options(settings: Settings) -> IngestOptions:
+    """How the host's settings index a campaign: contextual passages, sentence windows
+    (``LIMINALIS_SENTENCE_WINDOWS``, off by default: docs/retrieval.md says when they pay), the
+    largest file taken."""
+    return IngestOptions(
+        contextual=settings.contextual,
+        windows=settings.sentence_windows,
+        max_bytes=settings.max_upload_bytes,
+    )
 
 
 def _memory(db: Database, settings: Settings) -> MemoryModel:

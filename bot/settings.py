@@ -67,6 +67,9 @@ class Settings:
         "auto"  # dense-arm query map: auto (models/query-adapter if present), none, or a path
     )
     contextual: bool = True
+    #: Also embed overlapping sentence windows of each passage (liminalis.ingest.chunking): off
+    #: by default, they help a dense arm that carries weight but triple the collection.
+    sentence_windows: bool = False
     #: Embedders kept loaded beside ``embedder`` (names or paths, comma-separated): a campaign
     #: indexed with one of them goes on answering from its vector generation until
     #: ``liminalis reindex`` publishes the next one (liminalis.generations).

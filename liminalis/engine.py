@@ -1020,7 +1020,7 @@ class Engine:
             forced=forced,
             on_text=on_text,
         )
-        found = bool(answer.sources) and "no matching passages" not in answer.notes
+        found = answer.answered  # it cites a document of its material
         try:
             question_id = await self.questions.record(
                 scope.slug,

@@ -9,8 +9,11 @@ five times. GM questions are logged (each answer gets an id) but left out of the
 trying their own notes is not the table asking. The report is a GM's and is never shown to a
 player (``bot/commands/log.py`` is GM-only and private).
 
-An answer "found nothing" when it cites no document: the offline answerer's "I found nothing",
-or a model's answer whose text names no document of its material.
+An answer "found nothing" when it cites no document (:attr:`Answer.answered
+<liminalis.answer.Answer>`): the offline answerer's "the notes don't cover that" (no sentence
+covers enough of the question), or a model's answer whose bracketed citations name no document
+of its prompt. Sources are only what an answer cites, never stand-ins, so the gaps hold with a
+model as without one.
 
 Feedback is a seam, not a table of this module: an answer's :attr:`Answer.question_id
 <liminalis.answer.Answer>` travels to the platform with its reply, a 👍/👎 recorded against that

@@ -59,6 +59,28 @@ async def test_offline_answer_quotes_and_cites_sources(engine):
     assert answer.model == "offline" and answer.lens == PLAYERS
 
 
+async def test_offline_says_the_notes_are_silent_and_names_the_closest_notes(engine):
+    """An offline answer whose best sentence covers little of the question says the notes do not
+    cover it and lists the nearest documents as closest notes, never as sources; the sample's
+    own questions (tests/data/emberfall_questions.json) still answer, with sources."""
+    from liminalis.answer.offline import NOTES_SILENT
+
+    responder = Responder(engine)
+    silent = await responder.respond(
+        "emberfall", "What is the name of the dragon's favourite teacup?", PLAYERS
+    )
+    assert silent.text.startswith(NOTES_SILENT) and "Closest notes" in silent.text
+    assert silent.sources == () and not silent.answered and silent.closest
+    assert "> " not in silent.text  # nothing quoted as if it answered
+    for s in silent.closest:
+        assert f"*{s.label()}*" in silent.text
+    questions = json.loads((ROOT / "tests" / "data" / "emberfall_questions.json").read_text())
+    for item in questions["questions"]:
+        lens = PLAYERS | {item["lens"]} if item.get("lens", "players") != "players" else PLAYERS
+        answer = await responder.respond("emberfall", item["question"], lens)
+        assert answer.answered and not answer.text.startswith(NOTES_SILENT), item["question"]
+
+
 async def test_model_answer_cites_titles_from_the_material(engine):
     model = ScriptedModel(replies=["Vessa paid her fine [The Ashen Watch — Reputation]."])
     answer = await Responder(engine, model=model).respond(
@@ -324,12 +346,13 @@ def test_cited_sources_reads_the_bracketed_citations():
         "s3",
         "harrow",
     ]
-    assert ids("Tobin Harrow heard it.") == ["harrow"]  # no brackets: the longest title named
-    assert ids("Nothing in the documents says.") == [
-        "s3",
-        "bell",
-        "tobin",
-    ]  # the top three, as before
+    # Prose that names a title is not a citation, and nothing cited is no source: never the top
+    # documents of the prompt standing in for a citation.
+    assert ids("Tobin Harrow heard it.") == []
+    assert ids("Nothing in the documents says.") == []
+    # A citation of a document the prompt did not hold is dropped; the rest stand.
+    assert ids("[The Sunken Crown] and [Other]") == ["other"]
+    assert ids("[Tobin Harrow; The Drowned Bell — Ice]") == ["harrow", "bell"]
     assert cited_sources("", docs) == () and cited_sources("  \n", docs) == ()
     # A title that only begins another (from the story lines: not in the prompt) is not cited.
     assert ids("The finale [Session 31 — Finale], then [Tobin Harrow].") == ["harrow"]
@@ -377,14 +400,16 @@ async def test_a_failed_memory_write_never_costs_the_answer(tmp_path, caplog):
     engine = await make_engine(tmp_path, milvus=False)
     try:
         await engine.ingest("greyhold")
-        responder = Responder(engine, model=ScriptedModel(replies=["From the river tower."] * 2))
+        responder = Responder(
+            engine, model=ScriptedModel(replies=["From the river tower [Baron Aldric]."] * 2)
+        )
         players = frozenset({"players"})
         await responder.respond("greyhold", "Where does the baron rule from?", players, chat="C1")
         await harness.db(engine).conn.execute("PRAGMA query_only = ON")
         answer = await responder.respond(
             "greyhold", "What does the baron collect?", players, chat="C1"
         )
-        assert answer.text == "From the river tower."
+        assert answer.text == "From the river tower [Baron Aldric]."
         assert "not recorded; the answer is returned without it" in caplog.text
         await harness.db(engine).conn.execute("PRAGMA query_only = OFF")
         mem = await responder.memory.load("greyhold", "C1", players)

@@ -148,7 +148,9 @@ async def test_an_empty_reply_or_a_refused_request_gets_a_quoted_answer_and_the_
             )
             fake.script = ["cut"]
             cut = await responder.respond("emberfall", "Who paid her fine?", players)
-    assert ok.model != "offline" and ok.text == fake.reply.strip()
+    # The chat goes on with the model's answer (its citation may name a document this follow-up's
+    # prompt did not hold: then it is no source, and the answer says so after the text).
+    assert ok.model != "offline" and ok.text.startswith(fake.reply.strip())
     assert cut.text.startswith(fake.reply.strip()) and "cut short at its length limit" in cut.text
     assert "model answer cut at max_tokens" in cut.notes
     assert all(msg["content"] for msg in fake.requests[-1]["body"]["messages"])

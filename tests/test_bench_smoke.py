@@ -455,3 +455,39 @@ def test_bench_wall_smoke(tmp_path, capsys):
     assert json.loads(out.read_text())["set"]["gm_marked"] >= 120
     printed = capsys.readouterr().out
     assert "recall" in printed and "false holds, prose: 1/5" in printed
+
+
+def test_bench_answers_scores_tokens_as_squad_does():
+    from bench.answers import containment, token_f1
+
+    assert containment("the dusk", "It rings at Dusk.") == 1.0
+    assert containment("salt and lanterns", "salt only") == 1 / 3
+    assert token_f1("dusk", "dusk") == 1.0 and token_f1("dusk", "dawn") == 0.0
+    assert round(token_f1("red fox", "a red fox steals eggs"), 3) == round(2 * 0.5 * 1 / 1.5, 3)
+
+
+@pytest.mark.slow  # bench.answers ingests into Milvus Lite
+def test_bench_answers_smoke(tiny_set, tmp_path, capsys):
+    from bench.answers import main
+
+    explain = tmp_path / "explain"
+    res = main(
+        [
+            str(tiny_set),
+            "--sweep",
+            "--explain",
+            str(explain),
+            "--ranker",
+            "none",
+            "--reranker",
+            "none",
+            "--quiet",
+        ],
+        embedder=HashEmbedder(),
+        cache_dir=tmp_path / "cache",
+    )
+    after = res["sets"]["tinyset"]["after"]
+    assert res["sets"]["tinyset"]["queries"] == 2
+    assert after["contains"] == 1.0 and after["cite_r"] == 1.0  # "dusk", quoted from The Bells
+    assert {"grid", "thresholds", "chosen"} <= set(res["sweep"])
+    assert "containment" in capsys.readouterr().out

@@ -256,3 +256,14 @@ def test_a_read_only_data_dir_fails_fast_with_its_cause(tmp_path):
 async def _create_database(path: Path) -> None:
     async with Database(path):
         pass
+
+
+def test_the_sentence_windows_setting_reaches_the_indexer():
+    """docs/retrieval.md offers sentence windows as an ingest option: the host's setting is what
+    turns them on (no setting reached them), and they stay off by default."""
+    from bot.main import ingest_options
+    from bot.settings import Settings
+
+    assert not ingest_options(Settings.from_env({})).windows
+    on = Settings.from_env({"LIMINALIS_SENTENCE_WINDOWS": "true", "LIMINALIS_CONTEXTUAL": "0"})
+    assert ingest_options(on).windows and not ingest_options(on).contextual

@@ -1,21 +1,35 @@
 """What an answer cites: its sources, and which documents of the prompt a model's text names.
 
-The prompt asks the model for ``[Title — Section]`` citations; the sources a user sees are read
-back from the text it wrote, so a citation can name only a document that was in the prompt for
-the asker's lens.
+The prompt labels each document with a ``## Title — Section`` heading and asks the model to cite
+by that label in square brackets; the sources a user sees are read back from the brackets it
+wrote. A citation is kept only when it names a document that was in the prompt for the asker's
+lens, so a model cannot lend an answer a source it never read, and an answer whose brackets name
+nothing it read has no sources at all: it is then said plainly that the notes do not cover the
+question (:data:`NOT_COVERED`) and the question log counts it unanswered.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from liminalis.context.material import ContextDoc
 from liminalis.ports import Usage
 from liminalis.types import Bundle
 
-__all__ = ["Source", "Answer", "bundle_sources", "cited_sources", "source_of_doc"]
+__all__ = [
+    "NOT_COVERED",
+    "Source",
+    "Answer",
+    "bundle_sources",
+    "cited_sources",
+    "source_of_doc",
+    "with_not_covered",
+]
+
+#: The line an answer that cites no document ends with: what a player reads instead of Sources.
+NOT_COVERED = "The campaign's notes don't cover this: no document of them was cited."
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +53,14 @@ class Answer:
     #: The question log's id of this answer (``Engine.answer``; see ``liminalis.questions``):
     #: what a 👍/👎 on it is recorded against.
     question_id: int | None = None
+    #: The nearest documents of an answer the notes do not cover: shown as "closest notes",
+    #: never as sources, since nothing in them answered the question.
+    closest: tuple[Source, ...] = ()
+
+    @property
+    def answered(self) -> bool:
+        """Whether a document backs the answer: it cites one (what the question log records)."""
+        return bool(self.sources)
 
 
 def bundle_sources(bundle: Bundle) -> tuple[Source, ...]:
@@ -54,47 +76,42 @@ def source_of_doc(d: ContextDoc) -> Source:
 _BRACKETED = re.compile(r"\[([^\]\n]+)\]")
 
 
-def cited_sources(
-    text: str, documents: Sequence[ContextDoc], *, fallback: int = 3
-) -> tuple[Source, ...]:
-    """Documents the answer cites (in citation order); else the top ``fallback``; none for an
-    empty answer.
+def _cited_index(inner: str, titled: Sequence[tuple[str, int]]) -> int | None:
+    """The prompt document one citation names: the longest title the citation starts with,
+    followed by its end or a separator ("[Session 31 — Finale]" is not "Session 3")."""
+    return next(
+        (i for t, i in titled if inner.startswith(t) and not inner[len(t) : len(t) + 1].isalnum()),
+        None,
+    )
 
-    The prompt asks for ``[Title — Section]`` citations, so when the answer has bracketed ones,
-    each names the document whose title it starts with (the longest such title): the section
-    "The Drowned Bell" of "[Session 3 — The Drowned Bell]" is not the document of that title.
-    Without brackets, titles named in the text count, longest first, one not inside another.
+
+def cited_sources(text: str, documents: Sequence[ContextDoc]) -> tuple[Source, ...]:
+    """The prompt ``documents`` the answer's bracketed citations name, in citation order.
+
+    Each bracket (or each ``;``-separated part of one) names the document whose title it starts
+    with, the longest such title: the section "The Drowned Bell" of "[Session 3 — The Drowned
+    Bell]" is not the document of that title. A bracket that names no document of the prompt
+    (a title the model made up, or one outside the asker's lens) is dropped; prose that merely
+    mentions a title is not a citation. No citation, no sources.
     """
-    low = text.lower()
-    if not low.strip():
-        return ()
     titled = sorted(
         ((d.title.lower(), i) for i, d in enumerate(documents) if d.title), key=lambda t: -len(t[0])
     )
-    hits: list[tuple[int, int]] = []
-    for m in _BRACKETED.finditer(low):
-        inner = m.group(1).lstrip()
-        # The title, then the end or a separator: "[Session 31 — Finale]" is not "Session 3".
-        match = next(
-            (
-                i
-                for t, i in titled
-                if inner.startswith(t) and not inner[len(t) : len(t) + 1].isalnum()
-            ),
-            None,
-        )
-        if match is not None:
-            hits.append((m.start(), match))
-    if not hits:
-        taken: list[tuple[int, int]] = []
-        for t, i in titled:
-            pos = low.find(t)
-            while pos != -1 and any(a <= pos < b for a, b in taken):
-                pos = low.find(t, pos + 1)
-            if pos != -1:
-                taken.append((pos, pos + len(t)))
-                hits.append((pos, i))
-    if hits:
-        return tuple(dict.fromkeys(source_of_doc(documents[i]) for _, i in sorted(hits)))
-    recalled = [d for d in documents if d.pin not in {"always", "pinned"}] or list(documents)
-    return tuple(dict.fromkeys(source_of_doc(d) for d in recalled[:fallback]))
+    hits: list[int] = []
+    for m in _BRACKETED.finditer(text.lower()):
+        for part in m.group(1).split(";"):
+            found = _cited_index(part.strip(), titled)
+            if found is not None:
+                hits.append(found)
+    return tuple(dict.fromkeys(source_of_doc(documents[i]) for i in hits))
+
+
+def with_not_covered(answer: Answer) -> Answer:
+    """``answer`` as a player reads it: one that cites nothing ends with :data:`NOT_COVERED`."""
+    if answer.answered or not answer.text.strip():
+        return answer
+    return replace(
+        answer,
+        text=f"{answer.text.rstrip()}\n\n_{NOT_COVERED}_",
+        notes=(*answer.notes, "cites no document: not covered"),
+    )

@@ -28,9 +28,9 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from liminalis.answer.citations import Answer, cited_sources
+from liminalis.answer.citations import Answer, cited_sources, with_not_covered
 from liminalis.answer.offline import OfflineAnswerer
 from liminalis.campaign import CampaignConfig
 from liminalis.clock import SystemClock
@@ -61,6 +61,19 @@ from liminalis.workers import run_cpu
 __all__ = ["Responder"]
 
 _log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class _Material:
+    """What one prompt is built from: its standing and recalled documents, their texts and
+    matched spans, and the words the material is clipped to."""
+
+    stable: list[ContextDoc]
+    volatile: list[ContextDoc]
+    texts: dict[str, str]
+    matched: dict[str, tuple[Span, ...]]
+    clip_query: str
+    reused: bool = False
 
 
 class Responder:
@@ -129,6 +142,11 @@ class Responder:
         self.overview_tokens = overview_tokens
         self.last_prompt: Prompt | None = None
 
+    @property
+    def counter(self) -> TokenCounter:
+        """The one token counter (loaded once, on first use)."""
+        return default_counter()
+
     async def respond(
         self,
         campaign: str | CampaignConfig | CampaignScope,
@@ -140,80 +158,130 @@ class Responder:
         budget_tokens: int | None = None,
         on_text: Callable[[str], Awaitable[None]] | None = None,
     ) -> Answer:
-        """Answer ``question`` for ``lens``; ``on_text`` receives the growing text when streaming."""
+        """Answer ``question`` for ``lens``; ``on_text`` receives the growing text when streaming.
+
+        Stages: the time words' sessions → the material (reused or retrieved) → the prompt →
+        the answer (model or offline) → what the chat and the campaign memory keep of it."""
         question = clean_text(question)  # a lone surrogate would fail the tokenizers and SQLite
         scope = await self.engine.scope(campaign, lens)
-        config, lens, slug = scope.config, scope.lens, scope.slug
-        budget = budget_tokens if budget_tokens is not None else self.budget_tokens
-        mem: ChatMemory | None = await self.memory.load(slug, chat, lens) if chat else None
-        catalog = scope.catalog
+        mem = await self.memory.load(scope.slug, chat, scope.lens) if chat else None
         notes: list[str] = []
-        counter = default_counter()
-        knowledge = self.engine.knowledge
         # "What happened last session?": the session order says which notes; they are forced
         # into retrieval (so never a follow-up's reused material) and briefed by their summaries.
-        times = await knowledge.resolve_time(slug, lens, question) if self.knowledge_enabled else []
+        times = (
+            await self.engine.knowledge.resolve_time(scope.slug, scope.lens, question)
+            if self.knowledge_enabled
+            else []
+        )
         if times:
             forced = tuple(dict.fromkeys([*forced, *(source_of(d) for d in times)]))
             notes.append(f"time words: {len(times)} session note(s) forced")
+        material = await self._material(scope, question, mem, chat, forced, notes)
+        prompt, sessions = await self._prompt(
+            scope, question, material, mem, times, budget_tokens, notes
+        )
+        offline = functools.partial(
+            self._offline, question, material.clip_query, prompt, sessions, notes, scope.lens
+        )
+        # The offline answerer splits and scores every sentence of the material: in a worker.
+        if self.router is None:
+            answer = await run_cpu(offline)
+        else:
+            answer = await self._model_answer(
+                prompt, notes, scope.lens, on_text, offline, campaign=scope.slug, chat=chat
+            )
+        await self._remember(scope, question, answer, prompt, mem, reused=material.reused)
+        return answer
 
+    async def _material(
+        self,
+        scope: CampaignScope,
+        question: str,
+        mem: ChatMemory | None,
+        chat: str | None,
+        forced: Sequence[str],
+        notes: list[str],
+    ) -> _Material:
+        """What the prompt is built from: a follow-up's reused material, or a fresh retrieval."""
         # With the campaign memory on, every question is retrieved: memory re-ranks it.
-        reuse = (
+        if (
             mem is not None
             and not forced
             and not self.engine.memory_enabled
-            and self.memory.can_reuse(mem, question, generation=catalog.generation)
-        )
-        if reuse:
-            assert mem is not None
-            # A pronoun-led follow-up: answer from what the previous turn loaded.
-            stable_ids = [d for d in mem.loaded_stable if catalog.visible_doc(d, lens)]
-            stable = await run_cpu(
-                lambda: [
-                    stable_document(
-                        ContextDoc(
-                            d, catalog.documents[d].title, catalog.documents[d].type, pin="always"
-                        ),
-                        catalog.documents[d].text,
-                        cap_tokens=self.stable_doc_tokens,
-                        counter=counter,
-                    )
-                    for d in stable_ids
-                ]
-            )
-            volatile = [d for d in mem.loaded_documents() if catalog.visible_doc(d.doc_id, lens)]
-            texts: dict[str, str] = {}
-            matched: dict[str, tuple[Span, ...]] = {}
-            clip_query = f"{mem.last_question} {question}"
+            and self.memory.can_reuse(mem, question, generation=scope.catalog.generation)
+        ):
             notes.append("follow-up: reused the material loaded for the previous question")
-        else:
-            bundle = await self.engine.retrieve(scope, question, lens, chat=chat, forced=forced)
-            visible = [d for d in bundle.documents if catalog.visible_doc(d.doc_id, lens)]
-            if len(visible) != len(bundle.documents):
-                _log.error(
-                    "bundle for lens %s held documents the lens may not see; dropped", sorted(lens)
-                )
-            texts = {d.doc_id: catalog.documents[d.doc_id].text for d in visible}
-            # Token counts of whole documents: off the event loop, like the prompt below.
-            stable, volatile, matched = await run_cpu(
-                split_bundle,
-                bundle,
-                texts,
-                stable_doc_tokens=self.stable_doc_tokens,
-                counter=counter,
+            return await self._reused(scope, question, mem)
+        catalog, lens = scope.catalog, scope.lens
+        bundle = await self.engine.retrieve(scope, question, lens, chat=chat, forced=forced)
+        visible = [d for d in bundle.documents if catalog.visible_doc(d.doc_id, lens)]
+        if len(visible) != len(bundle.documents):
+            _log.error(
+                "bundle for lens %s held documents the lens may not see; dropped", sorted(lens)
             )
-            stable = [d for d in stable if d.doc_id in texts]
-            volatile = [d for d in volatile if d.doc_id in texts]
-            clip_query = question
-            notes.extend(bundle.notes)
+        texts = {d.doc_id: catalog.documents[d.doc_id].text for d in visible}
+        # Token counts of whole documents: off the event loop, like the prompt below.
+        stable, volatile, matched = await run_cpu(
+            split_bundle,
+            bundle,
+            texts,
+            stable_doc_tokens=self.stable_doc_tokens,
+            counter=self.counter,
+        )
+        notes.extend(bundle.notes)
+        return _Material(
+            stable=[d for d in stable if d.doc_id in texts],
+            volatile=[d for d in volatile if d.doc_id in texts],
+            texts=texts,
+            matched=matched,
+            clip_query=question,
+        )
 
+    async def _reused(self, scope: CampaignScope, question: str, mem: ChatMemory) -> _Material:
+        """A pronoun-led follow-up: the material the previous turn loaded, still visible."""
+        catalog, lens = scope.catalog, scope.lens
+        stable_ids = [d for d in mem.loaded_stable if catalog.visible_doc(d, lens)]
+        stable = await run_cpu(
+            lambda: [
+                stable_document(
+                    ContextDoc(
+                        d, catalog.documents[d].title, catalog.documents[d].type, pin="always"
+                    ),
+                    catalog.documents[d].text,
+                    cap_tokens=self.stable_doc_tokens,
+                    counter=self.counter,
+                )
+                for d in stable_ids
+            ]
+        )
+        volatile = [d for d in mem.loaded_documents() if catalog.visible_doc(d.doc_id, lens)]
+        return _Material(
+            stable=stable,
+            volatile=volatile,
+            texts={},
+            matched={},
+            clip_query=f"{mem.last_question} {question}",
+            reused=True,
+        )
+
+    async def _prompt(
+        self,
+        scope: CampaignScope,
+        question: str,
+        material: _Material,
+        mem: ChatMemory | None,
+        times: Sequence[str],
+        budget_tokens: int | None,
+        notes: list[str],
+    ) -> tuple[Prompt, list[tuple[str, str, str]]]:
+        """The prompt for the material, and the sessions a time question named."""
         overview, summaries = "", None
         sessions: list[tuple[str, str, str]] = []
         if self.knowledge_enabled:
             overview, summaries, sessions = await self._knowledge(
-                slug, lens, volatile, times, counter
+                scope.slug, scope.lens, material.volatile, times, self.counter
             )
-        briefing = "\n".join(f"- {title}: {summary}" for _, title, summary in sessions)
+        config = scope.config
         # Tiering and clipping to the budget count tokens over the whole material: tens of
         # milliseconds a question, which a burst of questions must not spend on the event loop.
         prompt = await run_cpu(
@@ -222,67 +290,83 @@ class Responder:
                 instructions=instructions_for(
                     config.name, config.description, campaign_overview=overview
                 ),
-                stable=stable,
-                volatile=volatile,
+                stable=material.stable,
+                volatile=material.volatile,
                 question=question,
-                texts=texts,
-                matched=matched,
+                texts=material.texts,
+                matched=material.matched,
                 story=mem.story_text() if mem else "",
                 recent=mem.recent_messages() if mem else (),
-                budget=budget,
+                budget=budget_tokens if budget_tokens is not None else self.budget_tokens,
                 tier=self.tier,
                 budget_params=self.budget_params,
                 summaries=summaries,
-                briefing=briefing,
-                clip_query=clip_query,
-                counter=counter,
+                briefing="\n".join(f"- {title}: {summary}" for _, title, summary in sessions),
+                clip_query=material.clip_query,
+                counter=self.counter,
             )
         )
         self.last_prompt = prompt
         notes.extend(prompt.notes)
+        return prompt, sessions
 
-        def offline(why: str = "", note: str = "") -> Answer:
-            if sessions:  # a time question: the sessions it names, by their summaries
-                quoted = self.offline.sessions(question, sessions, prompt.all_documents, lens=lens)
-            else:
-                quoted = self.offline.answer(clip_query, prompt.all_documents, lens=lens)
-            return Answer(
-                text=f"_{why}_\n\n{quoted.text}" if why else quoted.text,
-                sources=quoted.sources,
-                notes=(*notes, *((note,) if note else ()), *quoted.notes),
-                lens=lens,
-            )
-
-        # The offline answerer splits and scores every sentence of the material: in a worker.
-        if self.router is None:
-            answer = await run_cpu(offline)
+    def _offline(
+        self,
+        question: str,
+        clip_query: str,
+        prompt: Prompt,
+        sessions: Sequence[tuple[str, str, str]],
+        notes: Sequence[str],
+        lens: Lens,
+        why: str = "",
+        note: str = "",
+    ) -> Answer:
+        """The quoted answer, headed by ``why`` when it stands in for the model's."""
+        if sessions:  # a time question: the sessions it names, by their summaries
+            quoted = self.offline.sessions(question, sessions, prompt.all_documents, lens=lens)
         else:
-            answer = await self._model_answer(
-                prompt, notes, lens, on_text, offline, campaign=slug, chat=chat
-            )
+            quoted = self.offline.answer(clip_query, prompt.all_documents, lens=lens)
+        return replace(
+            quoted,
+            text=f"_{why}_\n\n{quoted.text}" if why else quoted.text,
+            notes=(*notes, *((note,) if note else ()), *quoted.notes),
+            lens=lens,
+        )
 
-        if not reuse:
+    async def _remember(
+        self,
+        scope: CampaignScope,
+        question: str,
+        answer: Answer,
+        prompt: Prompt,
+        mem: ChatMemory | None,
+        *,
+        reused: bool,
+    ) -> None:
+        """The turn into the campaign memory (only the documents the answer cites) and the chat
+        memory."""
+        if not reused:
             await self.engine.remember_turn(scope, question, [s.doc_id for s in answer.sources])
-        if mem is not None:
-            try:
-                await self.memory.record(
-                    mem,
-                    question=question,
-                    answer=answer.text,
-                    documents=prompt.documents,
-                    stable=[d.doc_id for d in prompt.stable_documents],
-                    sources=[s.label() for s in answer.sources],
-                    generation=catalog.generation,
-                )
-            except StoreError as exc:
-                # The answer is already computed (and, with a model, paid for): a memory that cannot
-                # be written costs the chat its follow-up context, never the player the answer.
-                _log.warning(
-                    "chat memory %s not recorded; the answer is returned without it: %s",
-                    mem.key,
-                    exc,
-                )
-        return answer
+        if mem is None:
+            return
+        try:
+            await self.memory.record(
+                mem,
+                question=question,
+                answer=answer.text,
+                documents=prompt.documents,
+                stable=[d.doc_id for d in prompt.stable_documents],
+                sources=[s.label() for s in answer.sources],
+                generation=scope.catalog.generation,
+            )
+        except StoreError as exc:
+            # The answer is already computed (and, with a model, paid for): a memory that cannot
+            # be written costs the chat its follow-up context, never the player the answer.
+            _log.warning(
+                "chat memory %s not recorded; the answer is returned without it: %s",
+                mem.key,
+                exc,
+            )
 
     async def _knowledge(
         self,
@@ -332,64 +416,15 @@ class Responder:
                 ),
                 self.answer_deadline_s,
             )
-        except BudgetSpent:
-            answer = await run_cpu(
-                offline,
-                "Today's language-model budget is spent, so until midnight UTC I quote the documents.",
-                "daily model-token budget spent: offline answer",
-            )
-        except SpendRefused as exc:  # not raised for a foreground reply today; quoted if it is
-            _log.warning("model call refused (%s): answering offline", exc)
-            answer = await run_cpu(
-                offline, exc.user_message, f"{type(exc).__name__}: offline answer"
-            )
-        except StoreError:
-            # The router could not book the call against the daily limit: not made, not paid.
-            _log.exception("model call not booked: answering offline")
-            answer = await run_cpu(
-                offline,
-                "The language model is unavailable right now, so I quote the documents.",
-                "model call not booked: offline answer",
-            )
-        except (TimeoutError, ModelUnavailable) as exc:
-            # Busy, overloaded, timed out after the client's retries or past the answer's own
-            # deadline: the question still gets the grounded offline answer, marked as such.
-            hung = isinstance(exc, TimeoutError)
-            _log.warning(
-                "model unavailable (%s): answering offline",
-                f"no answer within {self.answer_deadline_s}s" if hung else exc,
-            )
-            partial = "".join(shown).strip()
-            if partial:
-                # The asker has been reading this: it stays, marked as cut, rather than vanish
-                # under the quotes, and its citations count.
-                quoted = offline(
-                    "The language model's answer broke off there, so I quote the documents.",
-                    "model stream cut: partial answer, then offline answer",
-                )
-                cited = cited_sources(partial, prompt.all_documents, fallback=0)
-                answer = replace(
-                    quoted,
-                    text=f"{partial} …\n\n{quoted.text}",
-                    sources=(*cited, *(s for s in quoted.sources if s not in cited)),
-                    usage=exc.used if isinstance(exc, ModelUnavailable) and exc.used else Usage(),
-                )
-            else:
-                answer = offline(
-                    "The language model is unavailable right now, so I quote the documents.",
-                    "model timed out: offline answer"
-                    if hung
-                    else "model unavailable: offline answer",
-                )
-        except ConfigError as exc:
-            # A refused key, an unknown model name, a request too large: the host's to fix
-            # (logged at ERROR); the question still gets the quoted answer.
-            _log.error("model refused the request (%s): answering offline", exc)
-            answer = offline(
-                "The language model could not answer (the host has been told), so I quote the "
-                "documents.",
-                "model refused the request: offline answer",
-            )
+        except (
+            BudgetSpent,
+            SpendRefused,
+            StoreError,
+            TimeoutError,
+            ModelUnavailable,
+            ConfigError,
+        ) as exc:
+            answer = await self._instead(exc, prompt, offline, shown)
         if not answer.text.strip():
             # No text (a refusal can come back empty): an empty turn in the chat memory would
             # make every later request invalid (the API refuses empty messages).
@@ -402,6 +437,79 @@ class Responder:
                 usage=answer.usage,
             )
         return answer
+
+    async def _instead(
+        self,
+        exc: Exception,
+        prompt: Prompt,
+        offline: Callable[[str, str], Answer],
+        shown: Sequence[str],
+    ) -> Answer:
+        """The quoted answer standing in for the model's, headed by why (called while ``exc``
+        is being handled, so a logged traceback is its)."""
+        if isinstance(exc, BudgetSpent):
+            return await run_cpu(
+                offline,
+                "Today's language-model budget is spent, so until midnight UTC I quote the documents.",
+                "daily model-token budget spent: offline answer",
+            )
+        if isinstance(exc, SpendRefused):  # not raised for a foreground reply today
+            _log.warning("model call refused (%s): answering offline", exc)
+            return await run_cpu(offline, exc.user_message, f"{type(exc).__name__}: offline answer")
+        if isinstance(exc, StoreError):
+            # The router could not book the call against the daily limit: not made, not paid.
+            _log.exception("model call not booked: answering offline")
+            return await run_cpu(
+                offline,
+                "The language model is unavailable right now, so I quote the documents.",
+                "model call not booked: offline answer",
+            )
+        if isinstance(exc, ConfigError):
+            # A refused key, an unknown model name, a request too large: the host's to fix
+            # (logged at ERROR); the question still gets the quoted answer.
+            _log.error("model refused the request (%s): answering offline", exc)
+            return await run_cpu(
+                offline,
+                "The language model could not answer (the host has been told), so I quote the "
+                "documents.",
+                "model refused the request: offline answer",
+            )
+        return await self._unavailable(exc, prompt, offline, shown)
+
+    async def _unavailable(
+        self,
+        exc: Exception,
+        prompt: Prompt,
+        offline: Callable[[str, str], Answer],
+        shown: Sequence[str],
+    ) -> Answer:
+        """Busy, overloaded, timed out after the client's retries or past the answer's own
+        deadline: the question still gets the grounded offline answer, marked as such; what a
+        stream already showed stays, marked as cut, and its citations count."""
+        hung = isinstance(exc, TimeoutError)
+        _log.warning(
+            "model unavailable (%s): answering offline",
+            f"no answer within {self.answer_deadline_s}s" if hung else exc,
+        )
+        partial = "".join(shown).strip()
+        if not partial:
+            return await run_cpu(
+                offline,
+                "The language model is unavailable right now, so I quote the documents.",
+                "model timed out: offline answer" if hung else "model unavailable: offline answer",
+            )
+        quoted = await run_cpu(
+            offline,
+            "The language model's answer broke off there, so I quote the documents.",
+            "model stream cut: partial answer, then offline answer",
+        )
+        cited = cited_sources(partial, prompt.all_documents)
+        return replace(
+            quoted,
+            text=f"{partial} …\n\n{quoted.text}",
+            sources=(*cited, *(s for s in quoted.sources if s not in cited)),
+            usage=exc.used if isinstance(exc, ModelUnavailable) and exc.used else Usage(),
+        )
 
     async def _ask_model(
         self,
@@ -463,13 +571,17 @@ class Responder:
                 parts.append(chunk)
                 await on_text("".join(parts))
             text, model_name, usage = "".join(parts), streamed.model, streamed.usage
-        return Answer(
-            text=text.strip(),
-            sources=cited_sources(text, prompt.all_documents),
-            model=model_name,
-            usage=usage,
-            notes=tuple(notes),
-            lens=lens,
+        # Sources are what the text cites of the prompt's documents, nothing else: an answer
+        # citing none says the notes do not cover it.
+        return with_not_covered(
+            Answer(
+                text=text.strip(),
+                sources=cited_sources(text, prompt.all_documents),
+                model=model_name,
+                usage=usage,
+                notes=tuple(notes),
+                lens=lens,
+            )
         )
 
 
