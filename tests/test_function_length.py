@@ -22,8 +22,6 @@ LIMIT = 80
 #: so the list never outlives its reason.
 ALLOWED: frozenset[str] = frozenset(
     {
-        "liminalis/answer/pipeline.py::Responder.respond",
-        "liminalis/answer/pipeline.py::Responder._model_answer",
         "liminalis/context/prompt.py::build_prompt",
         "liminalis/knowledge/passes.py::merge_model_entities",
     }
