@@ -197,9 +197,6 @@ LAZY_ALLOWED: dict[str, str] = {
     "bot.discord_adapter": "imports discord at its top; loaded only when Discord is configured",
     "bot.slack_adapter": "imports slack_bolt at its top; loaded only when Slack is configured",
     "bot.mcp": "imports the MCP SDK at its top; loaded only by `liminalis mcp`",
-    # The answer pipeline's Responder still receives the Engine; its lazy import of
-    # liminalis.engine goes when the Responder is handed its collaborators instead.
-    "liminalis.engine": "Responder still receives the Engine",
 }
 
 #: Call names that register something with a registry: run at a module's top level, importing

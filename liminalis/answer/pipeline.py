@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 
 from liminalis.answer.citations import Answer, cited_sources, with_not_covered
 from liminalis.answer.offline import OfflineAnswerer
+from liminalis.answer.ports import AnswerSources
 from liminalis.campaign import CampaignConfig
 from liminalis.clock import SystemClock
 from liminalis.context import DEFAULT_CONTEXT_TOKENS
@@ -80,7 +81,8 @@ class Responder:
     """Answer a question for a lens from that lens's material only (the path every adapter uses).
 
     Args:
-        engine: the :class:`~liminalis.engine.Engine`.
+        engine: the campaign's side of an answer (:class:`~liminalis.answer.ports.AnswerSources`;
+            the Engine in the product).
         model: a ``LanguageModel``; ``None`` uses the offline extractive answerer.
         budget_tokens: default token budget for the whole prompt.
         clock: for chat memory timestamps (frozen in tests).
@@ -91,7 +93,7 @@ class Responder:
 
     def __init__(
         self,
-        engine: object,
+        engine: AnswerSources,
         *,
         model: LanguageModel | None = None,
         budget_tokens: int = DEFAULT_CONTEXT_TOKENS,
@@ -108,9 +110,6 @@ class Responder:
         knowledge_enabled: bool = True,
         overview_tokens: int = 1000,
     ) -> None:
-        from liminalis.engine import Engine
-
-        assert isinstance(engine, Engine)
         self.engine = engine
         if router is None and model is not None:
             router = Router(
