@@ -22,7 +22,6 @@ LIMIT = 80
 #: so the list never outlives its reason.
 ALLOWED: frozenset[str] = frozenset(
     {
-        "liminalis/context/prompt.py::build_prompt",
         "liminalis/knowledge/passes.py::merge_model_entities",
     }
 )

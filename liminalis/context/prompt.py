@@ -214,6 +214,17 @@ def _tier_to_fit(
     return docs, report
 
 
+def _volatile_block(docs: Sequence[ContextDoc], brief_block: str, story_block: str) -> str:
+    """The prompt's last system block, the one that changes every turn: the briefing, the
+    retrieved material (or a line saying nothing matched), then the story so far."""
+    material = (
+        "# Retrieved material\n\n" + _material(docs)
+        if docs
+        else "# Retrieved material\n\n(nothing in the campaign matched this question)"
+    )
+    return "\n\n".join(part for part in (brief_block, material, story_block) if part)
+
+
 def build_prompt(
     *,
     instructions: str,
@@ -253,11 +264,8 @@ def build_prompt(
         f"# The sessions this question refers to\n\n{briefing.strip()}" if briefing.strip() else ""
     )
     messages = [*recent, Message("user", question)]
-    reserved = 0
-    if budget is not None:
-        reserved = sum(c.count(b) for b in stable_blocks) + c.count(story_block)
-        reserved += c.count(brief_block) if brief_block else 0
-        reserved += sum(c.count(m.content) for m in messages) + 16
+    fixed = [*stable_blocks, story_block, brief_block, *(m.content for m in messages)]
+    reserved = 0 if budget is None else sum(c.count(b) for b in fixed if b) + 16
     docs, report = _tier_to_fit(
         volatile,
         texts or {},
@@ -280,22 +288,10 @@ def build_prompt(
             matched=matched,
         )
         docs = list(fitted.documents)
-    volatile_parts = [brief_block] if brief_block else []
-    if docs:
-        volatile_parts.append("# Retrieved material\n\n" + _material(docs))
-    else:
-        volatile_parts.append(
-            "# Retrieved material\n\n(nothing in the campaign matched this question)"
-        )
-    if story_block:
-        volatile_parts.append(story_block)
-    system = (*stable_blocks, "\n\n".join(volatile_parts))
+    system = (*stable_blocks, _volatile_block(docs, brief_block, story_block))
     tokens = sum(c.count(s) for s in system) + sum(c.count(m.content) for m in messages)
-    notes: list[str] = []
-    if report.tiered:
-        notes.append(f"tiered {len(report.tiered)} background document(s)")
-    if fitted is not None:
-        notes.extend(fitted.notes)
+    notes = [f"tiered {len(report.tiered)} background document(s)"] if report.tiered else []
+    notes += fitted.notes if fitted is not None else ()
     return Prompt(
         system=system,
         cache_upto=len(stable_blocks),
