@@ -38,7 +38,7 @@ import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from liminalis.knowledge.entities import CANONICAL_TYPES, canonical_type, name_key
@@ -250,59 +250,61 @@ def _passage_of(spans: Sequence[tuple[str, int, int]], pos: int) -> str | None:
     return next((p for p, s, e in spans if s <= pos < e), None)
 
 
-def merge_model_entities(
-    facts: ViewFacts,
-    doc: Document,
-    data: Mapping[str, Any],
-    spans: Sequence[tuple[str, int, int]] = (),
-) -> tuple[ViewFacts, list[str]]:
-    """The offline entity facts of a view with the model's reply merged in; and what was dropped.
+@dataclass
+class _Mentions:
+    """A view's mentions while the model's entities are merged in: each new surface is a
+    mention unless it overlaps one already there (then the model only names whose it is)."""
 
-    Each named entity must stand in the view's text: its occurrences become mentions (typed by
-    the model's type, and not sentence-initial: the model vouches that the capital is a name);
-    an alias that stands in the text becomes a mention of the same entity. A relation is kept
-    when both ends are names of this view and one sentence holds both; that sentence is its
-    evidence."""
-    text = doc.text
-    dropped: list[str] = []
-    mentions = list(facts.mentions)
-    taken = [(m.start, m.end) for m in mentions]
-    known: dict[str, str] = {}  # name key → type the model gave
+    text: str
+    spans: Sequence[tuple[str, int, int]]
+    mentions: list[Mention]
+    taken: list[tuple[int, int]] = field(default_factory=list)
 
-    def add(key: str, surface_at: list[tuple[int, int]], kind: str) -> None:
+    def add(self, key: str, surface_at: list[tuple[int, int]], kind: str) -> None:
         for start, end in surface_at:
-            clash = next((i for i, (s, e) in enumerate(taken) if s < end and start < e), None)
+            clash = next((i for i, (s, e) in enumerate(self.taken) if s < end and start < e), None)
             if clash is not None:
-                m = mentions[clash]
+                m = self.mentions[clash]
                 # The very span the offline pass found: the model names whose it is (an alias
                 # "Vessa" becomes Vessa Coldwater's); an overlapping other span stays as found.
                 if (m.start, m.end) == (start, end) or m.key == key:
-                    mentions[clash] = replace(m, key=key, initial=False, hint=m.hint or kind)
+                    self.mentions[clash] = replace(m, key=key, initial=False, hint=m.hint or kind)
                 continue
-            mentions.append(
-                Mention(key, text[start:end], start, end, _passage_of(spans, start), False, kind)
+            passage = _passage_of(self.spans, start)
+            self.mentions.append(
+                Mention(key, self.text[start:end], start, end, passage, False, kind)
             )
-            taken.append((start, end))
+            self.taken.append((start, end))
 
+
+def _merge_entities(found: _Mentions, data: Mapping[str, Any], dropped: list[str]) -> None:
+    """The model's named entities (and aliases) that stand in the text, as mentions."""
     for item in data.get("entities", []) or []:
         if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
             dropped.append("an entity without a name")
             continue
         name = " ".join(str(item["name"]).split())
         key = name_key(name)
-        where = _occurrences(text, name)
+        where = _occurrences(found.text, name)
         if not key or not where:
             dropped.append(f"{name!r} is not in the text")
             continue
         raw_type = str(item.get("type", "")).strip().lower()
         kind = canonical_type(raw_type) or (raw_type if raw_type in _TYPES else "")
-        known[key] = kind
-        add(key, where, kind)
+        found.add(key, where, kind)
         for alias in item.get("aliases", []) or []:
             if isinstance(alias, str) and name_key(alias) and name_key(alias) != key:
-                add(key, _occurrences(text, alias), kind)
+                found.add(key, _occurrences(found.text, alias), kind)
+
+
+def _merge_relations(
+    found: _Mentions, data: Mapping[str, Any], dropped: list[str]
+) -> list[RelationFact]:
+    """The model's relations whose two ends are names of the view and one sentence holds
+    both (that sentence is the evidence)."""
+    text, mentions = found.text, found.mentions
     keys = {m.key for m in mentions}
-    relations = list(facts.relations)
+    relations: list[RelationFact] = []
     sentences = [(s, e) for s, e, _ in split_sentences(text)]
     for item in data.get("relations", []) or []:
         if not isinstance(item, Mapping):
@@ -328,9 +330,30 @@ def merge_model_entities(
             continue
         s, e = stated
         relations.append(RelationFact(src, kind, dst, s, e, " ".join(text[s:e].split())))
+    return relations
+
+
+def merge_model_entities(
+    facts: ViewFacts,
+    doc: Document,
+    data: Mapping[str, Any],
+    spans: Sequence[tuple[str, int, int]] = (),
+) -> tuple[ViewFacts, list[str]]:
+    """The offline entity facts of a view with the model's reply merged in; and what was dropped.
+
+    Each named entity must stand in the view's text: its occurrences become mentions (typed by
+    the model's type, and not sentence-initial: the model vouches that the capital is a name);
+    an alias that stands in the text becomes a mention of the same entity. A relation is kept
+    when both ends are names of this view and one sentence holds both; that sentence is its
+    evidence."""
+    dropped: list[str] = []
+    mentions = list(facts.mentions)
+    found = _Mentions(doc.text, spans, mentions, [(m.start, m.end) for m in mentions])
+    _merge_entities(found, data, dropped)
+    relations = [*facts.relations, *_merge_relations(found, data, dropped)]
     merged = replace(
         facts,
-        mentions=tuple(sorted(mentions, key=lambda m: (m.start, m.end))),
+        mentions=tuple(sorted(found.mentions, key=lambda m: (m.start, m.end))),
         relations=tuple(dict.fromkeys(relations)),
     )
     return merged, dropped
