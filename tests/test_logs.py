@@ -16,6 +16,14 @@ from conftest import ROOT
 
 from bot.logs import ThirdPartyToDebug, quiet_native_logs, route_logs
 
+#: The loggers the tests speak through.
+_SPEAKERS = (
+    "pymilvus.decorators",
+    "grpc._channel",
+    "transformers.modeling_utils",
+    "liminalis.ingest",
+)
+
 
 @pytest.fixture
 def console() -> Iterator[io.StringIO]:
@@ -26,11 +34,22 @@ def console() -> Iterator[io.StringIO]:
     handler.addFilter(ThirdPartyToDebug())
     root = logging.getLogger()
     level = root.level
+    # What earlier tests in the same process may have left on the loggers said below (a level,
+    # propagation off, a logger disabled by a dictConfig): start each test from the defaults.
+    saved = []
+    for name in _SPEAKERS:
+        lg = logging.getLogger(name)
+        saved.append((lg, lg.level, lg.propagate, lg.disabled))
+        lg.setLevel(logging.NOTSET)
+        lg.propagate, lg.disabled = True, False
     root.addHandler(handler)
     route_logs()  # pymilvus, imported above, gave its logger a stderr handler of its own
     try:
         yield buffer
     finally:
+        for lg, lg_level, propagate, disabled in saved:
+            lg.setLevel(lg_level)
+            lg.propagate, lg.disabled = propagate, disabled
         root.removeHandler(handler)
         root.setLevel(level)
         logging.captureWarnings(False)
