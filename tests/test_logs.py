@@ -16,12 +16,10 @@ from conftest import ROOT
 
 from bot.logs import ThirdPartyToDebug, quiet_native_logs, route_logs
 
-#: The loggers the tests speak through.
+#: The loggers the tests speak through, and their parents (whose level a child inherits).
 _SPEAKERS = (
-    "pymilvus.decorators",
-    "grpc._channel",
-    "transformers.modeling_utils",
-    "liminalis.ingest",
+    *("pymilvus", "pymilvus.decorators", "grpc", "grpc._channel"),
+    *("transformers", "transformers.modeling_utils", "liminalis", "liminalis.ingest"),
 )
 
 
