@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
+from liminalis.ingest.sections import without_gm_asides
+
 __all__ = ["document_title", "file_title", "pdf_title", "reads_as_title"]
 
 #: A document's first line as an ATX heading: ``# Title``.
@@ -51,8 +53,9 @@ def reads_as_title(stem: str) -> bool:
 
 def file_title(rel_path: str) -> str:
     """The title a file name gives: itself when it reads as one, else made readable
-    (``the-copper-kettle.md`` → ``The Copper Kettle``)."""
-    stem = PurePosixPath(rel_path).stem.strip()
+    (``the-copper-kettle.md`` → ``The Copper Kettle``). A GM aside in the name (``Villain (GM:
+    the duke).md``) is the GM's, never part of a title a player reads."""
+    stem = without_gm_asides(PurePosixPath(rel_path).stem).strip() or "Untitled"
     if reads_as_title(stem):
         return " ".join(stem.split())
     return stem.replace("-", " ").replace("_", " ").title()
