@@ -141,31 +141,16 @@ def test_near_miss_a_gm_heading_mark_or_comment_in_a_first_heading_is_no_title_o
 # --- PDF running heads and feet ------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a GM mark printed as a running foot on every page of a PDF hides only its own "
-    "line; every page's text reaches players",
-)
 @pytest.mark.parametrize("mark", ["Spoilers - GM only", "Secrets of the Keep (GM only)", "(GM)"])
 def test_a_pdf_whose_every_page_has_a_gm_running_foot_gives_players_none_of_it(config, mark):
     assert CANARY not in _player_texts(_book(mark, foot=True), "lore/keep.pdf", config)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a PDF whose every page is headed 'GM ONLY' (or 'Game Master only', 'Not for "
-    "players') is read as public; the wall does not read the running head as a mark",
-)
 @pytest.mark.parametrize("mark", ["GM ONLY", "Game Master Only", "Not for players"])
 def test_a_pdf_whose_every_page_is_headed_gm_only_gives_players_none_of_it(config, mark):
     assert CANARY not in _player_texts(_book(mark, foot=False), "lore/keep.pdf", config)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a running head that marks a PDF GM-only with its page number after the mark "
-    "('Secrets of the Keep (GM only) · 12', as books print it) is kept but never read by the wall",
-)
 @pytest.mark.parametrize(
     "head",
     [
@@ -203,11 +188,6 @@ def test_near_miss_gm_running_heads_in_other_words_and_languages_hold(config):
         assert CANARY not in _player_texts(text_pdf(pages), "lore/keep.pdf", config), head
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a PDF whose own metadata title marks it GM-only ('Secrets of the Keep (GM "
-    "only)') is published whole, under that title; the same name as a file name holds it",
-)
 @pytest.mark.parametrize("title", ["Secrets of the Keep (GM only)", "Keep - GM Notes"])
 def test_a_pdf_whose_metadata_title_marks_it_gm_only_gives_players_none_of_it(config, title):
     raw = text_pdf([f"The keep stands on the hill.\nIts lord is the {CANARY}.", "A crypt below."])
@@ -216,6 +196,36 @@ def test_a_pdf_whose_metadata_title_marks_it_gm_only_gives_players_none_of_it(co
     out = io.BytesIO()
     writer.write(out)
     assert CANARY not in _player_texts(out.getvalue(), "lore/keep.pdf", config)
+
+
+def test_kept_a_players_rulebook_naming_the_gm_in_its_text_and_heads_is_public(config):
+    """Kept: a rulebook whose running head is its own title with a page number, whose pages
+    speak of "the GM" in prose, and whose metadata title names the role as a topic, is read by
+    players: only a mark holds a book, not the word."""
+    pages = [
+        f"Player's Handbook · {n + 1}\nThe GM sets the {_WORDS[n]} scene.\n"
+        f"Ask the GM before you climb the {_WORDS[n + 1]} tower.\n{n + 1}"
+        for n in range(4)
+    ]
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(text_pdf(pages))))
+    writer.add_metadata({"/Title": "The Dungeon Master and the Players"})
+    out = io.BytesIO()
+    writer.write(out)
+    parsed = parse_file(out.getvalue(), "lore/handbook.pdf", config)
+    assert parsed.held_back == () and GM not in parsed.visibility
+    assert "ember tower" in _player_texts(out.getvalue(), "lore/handbook.pdf", config)
+
+
+def test_kept_a_word_document_with_plain_styles_and_a_title_header_is_public(config):
+    """Kept: a heading style, a character style and a page header that name no GM intent."""
+    document = _word_doc()
+    document.sections[0].header.paragraphs[0].text = "The Secret Garden · Chapter 2"
+    style = document.styles.add_style("Place Name", WD_STYLE_TYPE.CHARACTER)
+    document.add_paragraph("The toll was paid at").add_run(" Harrow Gate.").style = style
+    document.add_paragraph("Roads", style="Heading 3")
+    document.add_paragraph("The north road floods.")
+    texts = _player_texts(_saved(document), "lore/report.docx", config)
+    assert "Harrow Gate" in texts and "Roads" in texts and "north road" in texts
 
 
 def test_near_miss_a_gm_running_head_naming_gm_holds_every_page(config):
@@ -281,11 +291,6 @@ def test_a_paragraph_hidden_by_its_word_style_is_not_read_by_players(config):
     assert CANARY not in _player_texts(_saved(document), "lore/report.docx", config)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a run in a GM-named Word character style ('GM Note') is read by players; only "
-    "paragraph style names are read for GM intent",
-)
 def test_a_run_in_a_gm_named_word_character_style_is_not_read_by_players(config):
     document = _word_doc()
     style = document.styles.add_style("GM Note", WD_STYLE_TYPE.CHARACTER)
@@ -293,11 +298,6 @@ def test_a_run_in_a_gm_named_word_character_style_is_not_read_by_players(config)
     assert CANARY not in _player_texts(_saved(document), "lore/report.docx", config)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a GM-named Word paragraph style that also names a heading level ('GM Heading "
-    "3') becomes a plain heading: its GM name is never read",
-)
 def test_a_paragraph_in_a_gm_named_heading_style_is_not_read_by_players(config):
     document = _word_doc()
     style = document.styles.add_style("GM Heading 3", WD_STYLE_TYPE.PARAGRAPH)
@@ -305,11 +305,6 @@ def test_a_paragraph_in_a_gm_named_heading_style_is_not_read_by_players(config):
     assert CANARY not in _player_texts(_saved(document), "lore/report.docx", config)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a Word document whose page header marks it GM-only ('Secrets of the Keep (GM "
-    "only)') is public: headers are not extracted, so the wall never reads the mark",
-)
 def test_a_word_document_whose_page_header_marks_it_gm_only_gives_players_none_of_it(config):
     document = docx.Document()
     document.sections[0].header.paragraphs[0].text = "Secrets of the Keep (GM only)"

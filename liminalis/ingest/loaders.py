@@ -368,6 +368,9 @@ class _Source:
     pages: list[tuple[int, str]]
     notes: tuple[str, ...]
     properties: Intent | None = None
+    #: A GM mark a PDF or Word document states of itself outside its text (metadata title,
+    #: running head, page header): held whole, reviewable, like a GM word in its file name.
+    mark: Intent | None = None
 
 
 def _read_binary(raw: bytes, rel_path: str, config: CampaignConfig) -> _Source:
@@ -381,7 +384,8 @@ def _read_binary(raw: bytes, rel_path: str, config: CampaignConfig) -> _Source:
         # A PDF's first bookmark is a chapter, not the book: its metadata or file name is.
         meta["title"] = extracted.title or file_title(rel_path)
     _refuse_misplaced_visibility(body, config, after_front=False)
-    return _Source(body, meta, pages, extracted.warnings)
+    mark = Intent("document mark", extracted.gm_mark) if extracted.gm_mark else None
+    return _Source(body, meta, pages, extracted.warnings, mark=mark)
 
 
 def _parse_front(m: re.Match[str]) -> dict[str, object]:
@@ -475,7 +479,7 @@ def _audience(
     # A GM's habits outside the documented syntax (a `DM/` folder, `publish: false`, `tags: [gm]`,
     # a nested `visibility: gm`, `visibility:: gm` in the body): GM-only unless the GM reviewed
     # this text and chose to show it.
-    habit = meta_intent(meta, known_lenses=config.lenses) or source.properties
+    habit = meta_intent(meta, known_lenses=config.lenses) or source.properties or source.mark
     if habit is None and "visibility" not in meta and not said:
         habit = path_intent(rel_path)
     held_file: tuple[str, str] | None = None
