@@ -237,11 +237,6 @@ def test_near_miss_a_gm_running_head_naming_gm_holds_every_page(config):
 # --- Markdown comment syntaxes in a Word document -------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a GM's Markdown comment (<!-- -->, %%) typed in a Word document is shown to "
-    "players (the comment gate blanks every opener but the extractor's own)",
-)
 @pytest.mark.parametrize(
     "para",
     [f"<!-- {CANARY} was bribed on 17 Greenrise 524. -->", f"%% {CANARY} was hired. %%"],
@@ -249,6 +244,18 @@ def test_near_miss_a_gm_running_head_naming_gm_holds_every_page(config):
 def test_a_gm_comment_typed_in_a_word_document_is_not_read_by_players(config, para):
     raw = _word(["The guild met on 2 Greenrise 524 in the hall.", para])
     assert CANARY not in _player_texts(raw, "lore/guild-report.docx", config)
+
+
+def test_a_comment_closed_on_its_line_of_a_pdf_holds_and_an_unclosed_one_hides_nothing(config):
+    """Held: ``<!-- … -->`` and ``%% … %%`` typed whole on one line of a PDF. Kept: a ``%%``
+    that never closes on its line (a table's odds) hides nothing after it."""
+    pages = [
+        f"The keep stands. <!-- {CANARY}-a is its lord. -->\nOdds: 40 %%\nThe moat is deep.",
+        f"A crypt below. %% {CANARY}-b sleeps there. %%\nThe stair is narrow.",
+    ]
+    texts = _player_texts(text_pdf(pages), "lore/keep.pdf", config)
+    assert CANARY not in texts
+    assert "The moat is deep" in texts and "The stair is narrow" in texts and "40" in texts
 
 
 def test_near_miss_a_gm_label_and_a_hidden_run_in_a_word_document_hold(config):
@@ -340,11 +347,6 @@ async def _console_campaign(tmp_path: Path, files: dict[str, bytes]):
     return engine, passes, BotService(engine, default_campaign="keep")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: /timeline draws a Word document's GM HTML comment as a plain dated event for "
-    "players (the label even strips the comment marks)",
-)
 async def test_a_players_timeline_draws_no_dated_gm_comment_of_a_word_document(tmp_path):
     raw = _word(
         [
