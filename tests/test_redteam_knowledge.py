@@ -379,11 +379,6 @@ async def test_near_miss_a_gms_timeline_in_a_shared_slack_channel_never_reaches_
     assert "Guildmaster Hale" not in public_payloads(api)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: /timeline lists views from the knowledge facts but reads their text from the "
-    "documents: a note made GM-only, before the passes reach it, is read whole by players",
-)
 async def test_a_note_made_gm_only_is_off_a_players_timeline_before_the_passes_run(tmp_path):
     files = {
         "lore/plan.md": b"# Plan\n\nOn 3 Greenrise 524 Ilsa Marsh began the plan.\n",
@@ -428,11 +423,6 @@ async def test_near_miss_a_gm_only_name_or_title_is_no_existence_oracle(tmp_path
         await close_engine(engine)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a note made GM-only keeps its facts until the passes run (prune waits for "
-    "them), so /entity still quotes and counts its now GM-only sentences to players",
-)
 async def test_a_note_made_gm_only_is_off_a_players_entity_card_before_the_passes_run(tmp_path):
     files = {
         "lore/plan.md": f"# Plan\n\nIlsa Marsh signed the {CANARY} pact.\n".encode(),
