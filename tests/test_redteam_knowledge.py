@@ -216,6 +216,16 @@ def test_kept_a_players_rulebook_naming_the_gm_in_its_text_and_heads_is_public(c
     assert "ember tower" in _player_texts(out.getvalue(), "lore/handbook.pdf", config)
 
 
+def test_kept_gm_chapter_titles_atop_some_pages_hold_their_chapters_not_the_book(config):
+    """Kept: "GM Notes", "The Abbot (GM)" and "Secrets" each atop one page are chapter titles,
+    no running head: the public pages between them stay the players'."""
+    heads = ["The Sunken Abbey", "GM Notes", "Pilgrim Routes", "The Abbot (GM)", "Secrets"]
+    pages = [f"{h}\nThe {_WORDS[n]} road runs east of the abbey." for n, h in enumerate(heads)]
+    parsed = parse_file(text_pdf(pages), "lore/abbey.pdf", config)
+    assert not any(h.line == 1 and "document mark" in h.rule for h in parsed.held_back)
+    assert "apple road" in _player_texts(text_pdf(pages), "lore/abbey.pdf", config)
+
+
 def test_kept_a_word_document_with_plain_styles_and_a_title_header_is_public(config):
     """Kept: a heading style, a character style and a page header that name no GM intent."""
     document = _word_doc()

@@ -54,22 +54,26 @@ def gm_mark(line: str) -> str:
 
 
 def running_gm_mark(texts: Sequence[str]) -> str:
-    """The GM mark a book prints at the edge of its pages, else ``""``: a mark (:func:`gm_mark`)
-    in the first or last :data:`EDGE_LINES` lines of as many pages as a running head needs
-    (:data:`SHARE`, at least :data:`MIN_PAGES` or every page of a shorter one) marks the whole
-    book GM-only, whatever words the mark uses from page to page:
+    """The GM mark a book prints as a running head or foot, else ``""``: one mark
+    (:func:`gm_mark`, its digits read as one wildcard) in the first or last :data:`EDGE_LINES`
+    lines of as many pages as a running head needs (:data:`SHARE`, and at least
+    :data:`MIN_PAGES` or every page of a shorter book) marks the whole book GM-only:
 
-        marked(book) ⇔ |{p : ∃ l ∈ edges(p): gm_mark(l)}| ≥ max(min(MIN_PAGES, n), SHARE · n)
-    """
+        marked(book) ⇔ ∃ m: |{p : ∃ l ∈ edges(p): key(gm_mark(l)) = m}| ≥ max(min(MIN_PAGES, n), SHARE · n)
+
+    A chapter's own title ("GM Notes" atop one page, "Secrets" atop another) repeats on no
+    other page: the wall holds its chapter, not the book."""
     texts = [t for t in texts if t.strip()]
-    marks = []
+    counts: Counter[str] = Counter()
+    shown: dict[str, str] = {}
     for text in texts:
         lines = text.split("\n")
-        found = next((m for i in _edges(lines) if (m := gm_mark(lines[i]))), "")
-        if found:
-            marks.append(found)
+        marks = {m for i in _edges(lines) if (m := gm_mark(lines[i]))}
+        for m in marks:
+            shown.setdefault(_key(m), m)
+        counts.update({_key(m) for m in marks})
     need = max(min(MIN_PAGES, len(texts)), SHARE * len(texts))
-    return marks[0] if marks and len(marks) >= need else ""
+    return next((shown[k] for k, c in counts.most_common() if c >= need), "")
 
 
 def _page_number(line: str, label: str) -> bool:
