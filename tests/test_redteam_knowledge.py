@@ -322,6 +322,20 @@ def test_a_paragraph_in_a_gm_named_heading_style_is_not_read_by_players(config):
     assert CANARY not in _player_texts(_saved(document), "lore/report.docx", config)
 
 
+def test_the_section_under_a_gm_named_heading_style_is_held_and_the_next_section_kept(config):
+    """Held: the paragraphs under a 'GM Heading 2' heading, to the next heading of its level.
+    Kept: the section after it."""
+    document = _word_doc()
+    document.styles.add_style("GM Heading 2", WD_STYLE_TYPE.PARAGRAPH)
+    document.add_paragraph("The Plot", style="GM Heading 2")
+    document.add_paragraph(f"{CANARY} paid the toll.")
+    document.add_paragraph("Roads", style="Heading 2")
+    document.add_paragraph("The north road floods.")
+    texts = _player_texts(_saved(document), "lore/report.docx", config)
+    assert CANARY not in texts and "The Plot" not in texts
+    assert "Roads" in texts and "north road" in texts
+
+
 def test_a_word_document_whose_page_header_marks_it_gm_only_gives_players_none_of_it(config):
     document = docx.Document()
     document.sections[0].header.paragraphs[0].text = "Secrets of the Keep (GM only)"

@@ -427,12 +427,12 @@ def _gm_character_styles(styles: object) -> frozenset[str]:
     return frozenset(out)
 
 
-def _gm_style(style: str) -> bool:
-    """Whether a paragraph style's name states GM intent, a heading level it names read past
-    ("GM Heading 3", "Secret Title")."""
+def _gm_style(style: str) -> str:
+    """The words by which a paragraph style's name states GM intent, a heading level it names
+    read past ("GM Heading 3" → "GM", "Secret Title" → "Secret"), else ``""``."""
     rest = _HEADING_STYLE.sub(" ", style)
-    rest = re.sub(r"\btitle\b", " ", rest, flags=re.I)
-    return bool(rest.strip()) and bool(name_intent(" ".join(rest.split())))
+    rest = " ".join(re.sub(r"\btitle\b", " ", rest, flags=re.I).split())
+    return rest if rest and name_intent(rest) else ""
 
 
 def _header_mark(document: object) -> str:
@@ -517,12 +517,14 @@ def extract_docx(raw: bytes, *, limits: ZipLimits = ZipLimits()) -> Extracted:
                 if not text:
                     continue
                 style = (item.style.name if item.style is not None else "") or ""
-                if _gm_style(style):
+                gm_words = _gm_style(style)
+                if gm_words:
                     # A paragraph style the GM named for their notes ("GM Notes", "Secret",
-                    # "GM Heading 3").
+                    # "GM Heading 3"); a GM heading's words head its section, so it is held too.
                     text = _comment(text, f"style {style}")
                 m = _HEADING_STYLE.search(style)
                 if m:
+                    text = f"{gm_words} {text}" if gm_words else text
                     blocks.append("#" * min(int(m.group(1)), 6) + " " + text)
                 elif style.lower() == "title":
                     blocks.append("# " + text)
