@@ -122,6 +122,32 @@ def test_kept_a_heading_and_a_file_name_keep_their_words_around_a_gm_aside(confi
     assert [v.title for v in parsed.views] == ["Villain (the GM, of course)"]
 
 
+def test_a_gm_aside_in_a_declared_title_alias_or_pdf_metadata_title_is_cut(config):
+    """Held: a GM aside in front matter's ``title``/``aliases`` or a PDF's metadata title is no
+    part of the name players read; the words around it are."""
+    raw = (
+        f"---\ntitle: 'Harbor Master (GM: {CANARY})'\naliases: ['Old Pike [secret: {CANARY}]']\n"
+        "---\n# Harbor\n\nThe harbour is busy at dawn.\n"
+    ).encode()
+    (view,) = parse_file(raw, "lore/harbor.md", config).views
+    assert view.title == "Harbor Master" and "Old Pike" in view.aliases
+    assert CANARY not in _player_texts(raw, "lore/harbor.md", config)
+    writer = PdfWriter(
+        clone_from=PdfReader(
+            io.BytesIO(
+                text_pdf(
+                    ["The keep stands on the hill above the town.\nIts walls are old and grey."] * 2
+                )
+            )
+        )
+    )
+    writer.add_metadata({"/Title": f"The Keep (GM: {CANARY})"})
+    out = io.BytesIO()
+    writer.write(out)
+    views = parse_file(out.getvalue(), "lore/keep.pdf", config).views
+    assert [v.title for v in views] == ["The Keep"]
+
+
 def test_near_miss_a_gm_heading_mark_or_comment_in_a_first_heading_is_no_title_or_alias(config):
     """Held: a first heading marked ``(GM)``/``(secret)``/``[GM]`` hides its section, and a
     ``%%``/``<!--`` comment in it leaves the heading; neither the title nor an alias holds it."""

@@ -53,6 +53,7 @@ from liminalis.ingest.sections import (
     source_of,
     split_views,
     view_id,
+    without_gm_asides,
 )
 from liminalis.ingest.synopsis import extractive_synopsis
 from liminalis.ingest.syntaxes import comment_gate
@@ -692,7 +693,8 @@ def _view_document(
     # A PDF's first heading is its first chapter, not another name of the book.
     head = "" if pages else body
     title, also = document_title(str(meta.get("title") or ""), head, rel_path)
-    aliases = tuple(dict.fromkeys([*_as_tuple(meta.get("aliases")), *also]))
+    declared = (without_gm_asides(a) for a in _as_tuple(meta.get("aliases")))
+    aliases = tuple(dict.fromkeys(a for a in [*declared, *also] if a))
     if personal:
         title = f"{title} ({personal.title()} only)"
     synopsis = str(meta.get("summary") or meta.get("synopsis") or "").strip()
