@@ -370,6 +370,19 @@ def test_a_word_document_whose_page_header_marks_it_gm_only_gives_players_none_o
     assert CANARY not in _player_texts(_saved(document), "lore/report.docx", config)
 
 
+def test_a_word_document_whose_even_page_footer_marks_it_gm_only_is_held_for_review(config):
+    """Held: a GM mark in any page header or footer (here the even pages' footer, with a page
+    number) holds the document whole, as a habit the GM may review."""
+    document = docx.Document()
+    document.settings.odd_and_even_pages_header_footer = True
+    document.sections[0].even_page_footer.paragraphs[0].text = "GM ONLY · 2"
+    document.add_paragraph("Guild Report", style="Heading 1")
+    document.add_paragraph(f"The {CANARY} sleeps below the hall.")
+    parsed = parse_file(_saved(document), "lore/report.docx", config)
+    assert CANARY not in _player_texts(_saved(document), "lore/report.docx", config)
+    assert [h.reviewable for h in parsed.held_back] == [True]
+
+
 def test_near_miss_gm_named_paragraph_style_heading_mark_and_hidden_table_run_hold(config):
     """Held: a 'GM Notes' paragraph style, a '(GM)' heading, a hidden run in a table cell."""
     document = _word_doc()

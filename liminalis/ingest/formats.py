@@ -439,7 +439,14 @@ def _header_mark(document: object) -> str:
     """The GM mark a Word document's page headers or footers state ("Secrets of the Keep (GM
     only)"), else ``""``: a header is on every page, so its mark is the whole document's."""
     for section in document.sections:  # type: ignore[attr-defined]
-        for part in (section.header, section.footer, section.first_page_header):
+        for part in (
+            section.header,
+            section.footer,
+            section.first_page_header,
+            section.first_page_footer,
+            section.even_page_header,
+            section.even_page_footer,
+        ):
             for p in part.paragraphs:
                 if mark := gm_mark(p.text):
                     return mark
