@@ -450,6 +450,18 @@ def test_lens_views_are_the_visible_views():
     assert [v.doc_id for v in lens_views(views, GM)] == ["c/m//gm"]
 
 
+def test_lens_views_read_the_facts_only_of_documents_still_visible_now():
+    """A view whose stored document is now GM-only, or gone, is not read by a player before
+    the passes catch up; the GM still reads it."""
+    views = [
+        extract_view(Document(d, "c/m.md", "M", "Text.", frozenset({"players"}), content_hash=d))
+        for d in ("c/a", "c/b", "c/c")
+    ]
+    current = {"c/a": frozenset({"players"}), "c/b": frozenset({"gm"})}
+    assert [v.doc_id for v in lens_views(views, PLAYERS, current)] == ["c/a"]
+    assert [v.doc_id for v in lens_views(views, PLAYERS)] == ["c/a", "c/b", "c/c"]
+
+
 # -- recaps ------------------------------------------------------------------------------------
 
 

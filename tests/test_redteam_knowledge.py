@@ -76,11 +76,6 @@ def _word(paragraphs: list[str]) -> bytes:
 # --- titles and aliases -------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a GM aside in a heading ('(GM: …)', '[secret: …]') is hidden in a body line but "
-    "not in a heading, so it reaches players as text and as the note's title or alias",
-)
 @pytest.mark.parametrize("path", ["lore/Harbor Notes.md", "lore/harbor-notes.md"])
 @pytest.mark.parametrize(
     "aside", [f"(GM: {CANARY})", f"[secret: {CANARY}]", f"{{secret: {CANARY}}}"]
@@ -90,22 +85,12 @@ def test_a_gm_aside_in_a_first_heading_is_no_title_or_alias_a_player_reads(confi
     assert CANARY not in _player_texts(raw, path, config)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a GM aside in an Obsidian file name ('Villain (GM: …).md') is not read by the "
-    "wall, and the file name is now the note's title every player is shown",
-)
 @pytest.mark.parametrize("aside", [f"(GM: {CANARY})", f"(GM - {CANARY})", f"[secret: {CANARY}]"])
 def test_a_gm_aside_in_a_file_name_is_no_title_a_player_reads(config, aside):
     raw = b"# Harbor\n\nThe harbour is busy at dawn.\n"
     assert CANARY not in _player_texts(raw, f"lore/Villain {aside}.md", config)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a player's answer cites, and /show titles, a note by its file-name title, GM "
-    "aside and all",
-)
 async def test_a_players_answer_and_show_name_no_gm_aside_of_a_file_name(tmp_path):
     files = {f"lore/Villain (GM: {CANARY}).md": b"# Harbor\n\nThe harbour is busy at dawn.\n"}
     engine, passes, service = await _console_campaign(tmp_path, files)
@@ -118,6 +103,49 @@ async def test_a_players_answer_and_show_name_no_gm_aside_of_a_file_name(tmp_pat
     assert "busy at dawn" in answer.text and "busy at dawn" in shown.text  # the note was read
     seen = "\n".join([answer.text, answer.title or "", shown.text, shown.title or ""])
     assert CANARY not in seen
+
+
+def test_kept_a_heading_and_a_file_name_keep_their_words_around_a_gm_aside(config):
+    """Kept: a heading's or a file name's words outside a GM aside stay its title, and a
+    bracket that names no GM intent ("(a place)", "(the GM, of course)") is no aside."""
+    raw = f"# Harbor Master (GM: {CANARY})\n\nThe harbour is busy at dawn.\n".encode()
+    (view,) = [
+        v for v in parse_file(raw, "lore/harbor-notes.md", config).views if GM not in v.visibility
+    ]
+    assert view.title == "Harbor Master" and "busy at dawn" in view.text
+    raw = b"# The Secret Garden (a place)\n\nRoses grow by the wall.\n"
+    (view,) = parse_file(raw, "lore/garden.md", config).views
+    assert view.title == "The Secret Garden (a place)" and "Roses" in view.text
+    parsed = parse_file(b"# Harbor\n\nBusy.\n", f"lore/Villain (GM: {CANARY}).md", config)
+    assert [v.title for v in parsed.views] == ["Villain"]
+    parsed = parse_file(b"# Harbor\n\nBusy.\n", "lore/Villain (the GM, of course).md", config)
+    assert [v.title for v in parsed.views] == ["Villain (the GM, of course)"]
+
+
+def test_a_gm_aside_in_a_declared_title_alias_or_pdf_metadata_title_is_cut(config):
+    """Held: a GM aside in front matter's ``title``/``aliases`` or a PDF's metadata title is no
+    part of the name players read; the words around it are."""
+    raw = (
+        f"---\ntitle: 'Harbor Master (GM: {CANARY})'\naliases: ['Old Pike [secret: {CANARY}]']\n"
+        "---\n# Harbor\n\nThe harbour is busy at dawn.\n"
+    ).encode()
+    (view,) = parse_file(raw, "lore/harbor.md", config).views
+    assert view.title == "Harbor Master" and "Old Pike" in view.aliases
+    assert CANARY not in _player_texts(raw, "lore/harbor.md", config)
+    writer = PdfWriter(
+        clone_from=PdfReader(
+            io.BytesIO(
+                text_pdf(
+                    ["The keep stands on the hill above the town.\nIts walls are old and grey."] * 2
+                )
+            )
+        )
+    )
+    writer.add_metadata({"/Title": f"The Keep (GM: {CANARY})"})
+    out = io.BytesIO()
+    writer.write(out)
+    views = parse_file(out.getvalue(), "lore/keep.pdf", config).views
+    assert [v.title for v in views] == ["The Keep"]
 
 
 def test_near_miss_a_gm_heading_mark_or_comment_in_a_first_heading_is_no_title_or_alias(config):
@@ -139,31 +167,16 @@ def test_near_miss_a_gm_heading_mark_or_comment_in_a_first_heading_is_no_title_o
 # --- PDF running heads and feet ------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a GM mark printed as a running foot on every page of a PDF hides only its own "
-    "line; every page's text reaches players",
-)
 @pytest.mark.parametrize("mark", ["Spoilers - GM only", "Secrets of the Keep (GM only)", "(GM)"])
 def test_a_pdf_whose_every_page_has_a_gm_running_foot_gives_players_none_of_it(config, mark):
     assert CANARY not in _player_texts(_book(mark, foot=True), "lore/keep.pdf", config)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a PDF whose every page is headed 'GM ONLY' (or 'Game Master only', 'Not for "
-    "players') is read as public; the wall does not read the running head as a mark",
-)
 @pytest.mark.parametrize("mark", ["GM ONLY", "Game Master Only", "Not for players"])
 def test_a_pdf_whose_every_page_is_headed_gm_only_gives_players_none_of_it(config, mark):
     assert CANARY not in _player_texts(_book(mark, foot=False), "lore/keep.pdf", config)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a running head that marks a PDF GM-only with its page number after the mark "
-    "('Secrets of the Keep (GM only) · 12', as books print it) is kept but never read by the wall",
-)
 @pytest.mark.parametrize(
     "head",
     [
@@ -201,11 +214,6 @@ def test_near_miss_gm_running_heads_in_other_words_and_languages_hold(config):
         assert CANARY not in _player_texts(text_pdf(pages), "lore/keep.pdf", config), head
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a PDF whose own metadata title marks it GM-only ('Secrets of the Keep (GM "
-    "only)') is published whole, under that title; the same name as a file name holds it",
-)
 @pytest.mark.parametrize("title", ["Secrets of the Keep (GM only)", "Keep - GM Notes"])
 def test_a_pdf_whose_metadata_title_marks_it_gm_only_gives_players_none_of_it(config, title):
     raw = text_pdf([f"The keep stands on the hill.\nIts lord is the {CANARY}.", "A crypt below."])
@@ -214,6 +222,46 @@ def test_a_pdf_whose_metadata_title_marks_it_gm_only_gives_players_none_of_it(co
     out = io.BytesIO()
     writer.write(out)
     assert CANARY not in _player_texts(out.getvalue(), "lore/keep.pdf", config)
+
+
+def test_kept_a_players_rulebook_naming_the_gm_in_its_text_and_heads_is_public(config):
+    """Kept: a rulebook whose running head is its own title with a page number, whose pages
+    speak of "the GM" in prose, and whose metadata title names the role as a topic, is read by
+    players: only a mark holds a book, not the word."""
+    pages = [
+        f"Player's Handbook · {n + 1}\nThe GM sets the {_WORDS[n]} scene.\n"
+        f"Ask the GM before you climb the {_WORDS[n + 1]} tower.\n{n + 1}"
+        for n in range(4)
+    ]
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(text_pdf(pages))))
+    writer.add_metadata({"/Title": "The Dungeon Master and the Players"})
+    out = io.BytesIO()
+    writer.write(out)
+    parsed = parse_file(out.getvalue(), "lore/handbook.pdf", config)
+    assert parsed.held_back == () and GM not in parsed.visibility
+    assert "ember tower" in _player_texts(out.getvalue(), "lore/handbook.pdf", config)
+
+
+def test_kept_gm_chapter_titles_atop_some_pages_hold_their_chapters_not_the_book(config):
+    """Kept: "GM Notes", "The Abbot (GM)" and "Secrets" each atop one page are chapter titles,
+    no running head: the public pages between them stay the players'."""
+    heads = ["The Sunken Abbey", "GM Notes", "Pilgrim Routes", "The Abbot (GM)", "Secrets"]
+    pages = [f"{h}\nThe {_WORDS[n]} road runs east of the abbey." for n, h in enumerate(heads)]
+    parsed = parse_file(text_pdf(pages), "lore/abbey.pdf", config)
+    assert not any(h.line == 1 and "document mark" in h.rule for h in parsed.held_back)
+    assert "apple road" in _player_texts(text_pdf(pages), "lore/abbey.pdf", config)
+
+
+def test_kept_a_word_document_with_plain_styles_and_a_title_header_is_public(config):
+    """Kept: a heading style, a character style and a page header that name no GM intent."""
+    document = _word_doc()
+    document.sections[0].header.paragraphs[0].text = "The Secret Garden · Chapter 2"
+    style = document.styles.add_style("Place Name", WD_STYLE_TYPE.CHARACTER)
+    document.add_paragraph("The toll was paid at").add_run(" Harrow Gate.").style = style
+    document.add_paragraph("Roads", style="Heading 3")
+    document.add_paragraph("The north road floods.")
+    texts = _player_texts(_saved(document), "lore/report.docx", config)
+    assert "Harrow Gate" in texts and "Roads" in texts and "north road" in texts
 
 
 def test_near_miss_a_gm_running_head_naming_gm_holds_every_page(config):
@@ -225,11 +273,6 @@ def test_near_miss_a_gm_running_head_naming_gm_holds_every_page(config):
 # --- Markdown comment syntaxes in a Word document -------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a GM's Markdown comment (<!-- -->, %%) typed in a Word document is shown to "
-    "players (the comment gate blanks every opener but the extractor's own)",
-)
 @pytest.mark.parametrize(
     "para",
     [f"<!-- {CANARY} was bribed on 17 Greenrise 524. -->", f"%% {CANARY} was hired. %%"],
@@ -237,6 +280,18 @@ def test_near_miss_a_gm_running_head_naming_gm_holds_every_page(config):
 def test_a_gm_comment_typed_in_a_word_document_is_not_read_by_players(config, para):
     raw = _word(["The guild met on 2 Greenrise 524 in the hall.", para])
     assert CANARY not in _player_texts(raw, "lore/guild-report.docx", config)
+
+
+def test_a_comment_closed_on_its_line_of_a_pdf_holds_and_an_unclosed_one_hides_nothing(config):
+    """Held: ``<!-- … -->`` and ``%% … %%`` typed whole on one line of a PDF. Kept: a ``%%``
+    that never closes on its line (a table's odds) hides nothing after it."""
+    pages = [
+        f"The keep stands. <!-- {CANARY}-a is its lord. -->\nOdds: 40 %%\nThe moat is deep.",
+        f"A crypt below. %% {CANARY}-b sleeps there. %%\nThe stair is narrow.",
+    ]
+    texts = _player_texts(text_pdf(pages), "lore/keep.pdf", config)
+    assert CANARY not in texts
+    assert "The moat is deep" in texts and "The stair is narrow" in texts and "40" in texts
 
 
 def test_near_miss_a_gm_label_and_a_hidden_run_in_a_word_document_hold(config):
@@ -279,11 +334,6 @@ def test_a_paragraph_hidden_by_its_word_style_is_not_read_by_players(config):
     assert CANARY not in _player_texts(_saved(document), "lore/report.docx", config)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a run in a GM-named Word character style ('GM Note') is read by players; only "
-    "paragraph style names are read for GM intent",
-)
 def test_a_run_in_a_gm_named_word_character_style_is_not_read_by_players(config):
     document = _word_doc()
     style = document.styles.add_style("GM Note", WD_STYLE_TYPE.CHARACTER)
@@ -291,11 +341,6 @@ def test_a_run_in_a_gm_named_word_character_style_is_not_read_by_players(config)
     assert CANARY not in _player_texts(_saved(document), "lore/report.docx", config)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a GM-named Word paragraph style that also names a heading level ('GM Heading "
-    "3') becomes a plain heading: its GM name is never read",
-)
 def test_a_paragraph_in_a_gm_named_heading_style_is_not_read_by_players(config):
     document = _word_doc()
     style = document.styles.add_style("GM Heading 3", WD_STYLE_TYPE.PARAGRAPH)
@@ -303,17 +348,39 @@ def test_a_paragraph_in_a_gm_named_heading_style_is_not_read_by_players(config):
     assert CANARY not in _player_texts(_saved(document), "lore/report.docx", config)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a Word document whose page header marks it GM-only ('Secrets of the Keep (GM "
-    "only)') is public: headers are not extracted, so the wall never reads the mark",
-)
+def test_the_section_under_a_gm_named_heading_style_is_held_and_the_next_section_kept(config):
+    """Held: the paragraphs under a 'GM Heading 2' heading, to the next heading of its level.
+    Kept: the section after it."""
+    document = _word_doc()
+    document.styles.add_style("GM Heading 2", WD_STYLE_TYPE.PARAGRAPH)
+    document.add_paragraph("The Plot", style="GM Heading 2")
+    document.add_paragraph(f"{CANARY} paid the toll.")
+    document.add_paragraph("Roads", style="Heading 2")
+    document.add_paragraph("The north road floods.")
+    texts = _player_texts(_saved(document), "lore/report.docx", config)
+    assert CANARY not in texts and "The Plot" not in texts
+    assert "Roads" in texts and "north road" in texts
+
+
 def test_a_word_document_whose_page_header_marks_it_gm_only_gives_players_none_of_it(config):
     document = docx.Document()
     document.sections[0].header.paragraphs[0].text = "Secrets of the Keep (GM only)"
     document.add_paragraph("Guild Report", style="Heading 1")
     document.add_paragraph(f"The {CANARY} sleeps below the hall.")
     assert CANARY not in _player_texts(_saved(document), "lore/report.docx", config)
+
+
+def test_a_word_document_whose_even_page_footer_marks_it_gm_only_is_held_for_review(config):
+    """Held: a GM mark in any page header or footer (here the even pages' footer, with a page
+    number) holds the document whole, as a habit the GM may review."""
+    document = docx.Document()
+    document.settings.odd_and_even_pages_header_footer = True
+    document.sections[0].even_page_footer.paragraphs[0].text = "GM ONLY · 2"
+    document.add_paragraph("Guild Report", style="Heading 1")
+    document.add_paragraph(f"The {CANARY} sleeps below the hall.")
+    parsed = parse_file(_saved(document), "lore/report.docx", config)
+    assert CANARY not in _player_texts(_saved(document), "lore/report.docx", config)
+    assert [h.reviewable for h in parsed.held_back] == [True]
 
 
 def test_near_miss_gm_named_paragraph_style_heading_mark_and_hidden_table_run_hold(config):
@@ -343,11 +410,6 @@ async def _console_campaign(tmp_path: Path, files: dict[str, bytes]):
     return engine, passes, BotService(engine, default_campaign="keep")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: /timeline draws a Word document's GM HTML comment as a plain dated event for "
-    "players (the label even strips the comment marks)",
-)
 async def test_a_players_timeline_draws_no_dated_gm_comment_of_a_word_document(tmp_path):
     raw = _word(
         [
@@ -380,11 +442,6 @@ async def test_near_miss_a_gms_timeline_in_a_shared_slack_channel_never_reaches_
     assert "Guildmaster Hale" not in public_payloads(api)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: /timeline lists views from the knowledge facts but reads their text from the "
-    "documents: a note made GM-only, before the passes reach it, is read whole by players",
-)
 async def test_a_note_made_gm_only_is_off_a_players_timeline_before_the_passes_run(tmp_path):
     files = {
         "lore/plan.md": b"# Plan\n\nOn 3 Greenrise 524 Ilsa Marsh began the plan.\n",
@@ -429,11 +486,6 @@ async def test_near_miss_a_gm_only_name_or_title_is_no_existence_oracle(tmp_path
         await close_engine(engine)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="leak: a note made GM-only keeps its facts until the passes run (prune waits for "
-    "them), so /entity still quotes and counts its now GM-only sentences to players",
-)
 async def test_a_note_made_gm_only_is_off_a_players_entity_card_before_the_passes_run(tmp_path):
     files = {
         "lore/plan.md": f"# Plan\n\nIlsa Marsh signed the {CANARY} pact.\n".encode(),

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import charset_normalizer
 
 from liminalis.ingest.intent import name_intent
-from liminalis.ingest.running_heads import strip_running_lines
+from liminalis.ingest.running_heads import gm_mark, running_gm_mark, strip_running_lines
 from liminalis.ingest.titles import pdf_title
 
 __all__ = [
@@ -99,6 +99,10 @@ class Extracted:
     warnings: tuple[str, ...] = ()
     #: The document's own title (a PDF's metadata), where it gives a sensible one.
     title: str = ""
+    #: A GM mark the document states of itself outside its text (a PDF's metadata title or
+    #: running head, a Word page header: "Secrets of the Keep (GM only)"), else ``""``: the
+    #: whole document is then held as GM-only, as the same words in its file name would hold it.
+    gm_mark: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,7 +324,9 @@ def extract_pdf(raw: bytes, *, max_pages: int = 2000) -> Extracted:
     texts = _page_texts(reader, count)
     empty = [sum(not c.isspace() for c in t) < _MIN_PAGE_CHARS for t in texts]
     blank = [labels[i] for i in range(count) if empty[i]]
-    texts = strip_running_lines(["" if e else t for t, e in zip(texts, empty, strict=True)], labels)
+    texts = ["" if e else t for t, e in zip(texts, empty, strict=True)]
+    mark = gm_mark(_raw_pdf_title(reader)) or running_gm_mark(texts)
+    texts = strip_running_lines(texts, labels)
     pages = [
         Page(
             label=" ".join(labels[i].split())[:20] or str(i + 1),
@@ -340,17 +346,18 @@ def extract_pdf(raw: bytes, *, max_pages: int = 2000) -> Extracted:
             f"{len(blank):,} of {count:,} pages have no text layer (scanned?) and were left out: "
             f"p. {shown}",
         )
-    return Extracted(pages=tuple(pages), warnings=warnings, title=_pdf_title(reader))
+    return Extracted(
+        pages=tuple(pages), warnings=warnings, title=pdf_title(_raw_pdf_title(reader)), gm_mark=mark
+    )
 
 
-def _pdf_title(reader: object) -> str:
-    """The title a PDF's metadata gives, when it reads as a real title
-    (:func:`liminalis.ingest.titles.pdf_title`)."""
+def _raw_pdf_title(reader: object) -> str:
+    """The title field of a PDF's metadata as written (``""`` when broken): read for a GM mark
+    before :func:`liminalis.ingest.titles.pdf_title` decides whether it is a real title."""
     try:
-        raw = str(getattr(getattr(reader, "metadata", None), "title", "") or "")
+        return str(getattr(getattr(reader, "metadata", None), "title", "") or "")
     except Exception:  # noqa: BLE001 (broken metadata: no title, not no document)
         return ""
-    return pdf_title(raw)
 
 
 # --- Word ---------------------------------------------------------------------------------------
@@ -406,6 +413,44 @@ def _hidden_styles(styles: object) -> frozenset[str]:
             seen.add(cur)
             cur = based.get(cur, "")
     return frozenset(out)
+
+
+def _gm_character_styles(styles: object) -> frozenset[str]:
+    """The ids of the character styles a GM named for their notes ("GM Note", "Secret"): a run
+    in one is marked as surely as a paragraph in a GM-named paragraph style."""
+    out = set()
+    for st in styles.iter(f"{_W}style"):  # type: ignore[attr-defined]
+        name = st.find(f"{_W}name")
+        label = str(name.get(f"{_W}val") or "") if name is not None else ""
+        if st.get(f"{_W}type") == "character" and name_intent(label):
+            out.add(str(st.get(f"{_W}styleId") or ""))
+    return frozenset(out)
+
+
+def _gm_style(style: str) -> str:
+    """The words by which a paragraph style's name states GM intent, a heading level it names
+    read past ("GM Heading 3" → "GM", "Secret Title" → "Secret"), else ``""``."""
+    rest = _HEADING_STYLE.sub(" ", style)
+    rest = " ".join(re.sub(r"\btitle\b", " ", rest, flags=re.I).split())
+    return rest if rest and name_intent(rest) else ""
+
+
+def _header_mark(document: object) -> str:
+    """The GM mark a Word document's page headers or footers state ("Secrets of the Keep (GM
+    only)"), else ``""``: a header is on every page, so its mark is the whole document's."""
+    for section in document.sections:  # type: ignore[attr-defined]
+        for part in (
+            section.header,
+            section.footer,
+            section.first_page_header,
+            section.first_page_footer,
+            section.even_page_header,
+            section.even_page_footer,
+        ):
+            for p in part.paragraphs:
+                if mark := gm_mark(p.text):
+                    return mark
+    return ""
 
 
 def _style_of(el: object, props: str, ref: str) -> str:
@@ -468,7 +513,10 @@ def extract_docx(raw: bytes, *, limits: ZipLimits = ZipLimits()) -> Extracted:
 
     try:
         document = docx.Document(io.BytesIO(raw))
-        vanish = _hidden_styles(document.styles.element)
+        vanish = _hidden_styles(document.styles.element) | _gm_character_styles(
+            document.styles.element
+        )
+        mark = _header_mark(document)
         blocks: list[str] = []
         for item in document.iter_inner_content():
             if isinstance(item, Paragraph):
@@ -476,11 +524,14 @@ def extract_docx(raw: bytes, *, limits: ZipLimits = ZipLimits()) -> Extracted:
                 if not text:
                     continue
                 style = (item.style.name if item.style is not None else "") or ""
-                if not _HEADING_STYLE.search(style) and name_intent(style):
-                    # A paragraph style the GM named for their notes ("GM Notes", "Secret").
+                gm_words = _gm_style(style)
+                if gm_words:
+                    # A paragraph style the GM named for their notes ("GM Notes", "Secret",
+                    # "GM Heading 3"); a GM heading's words head its section, so it is held too.
                     text = _comment(text, f"style {style}")
                 m = _HEADING_STYLE.search(style)
                 if m:
+                    text = f"{gm_words} {text}" if gm_words else text
                     blocks.append("#" * min(int(m.group(1)), 6) + " " + text)
                 elif style.lower() == "title":
                     blocks.append("# " + text)
@@ -516,4 +567,4 @@ def extract_docx(raw: bytes, *, limits: ZipLimits = ZipLimits()) -> Extracted:
     text = "\n\n".join(b for b in [*blocks, *notes] if b.strip())
     if not text.strip():
         raise LoadError("empty Word document (no text)")
-    return Extracted(text=text)
+    return Extracted(text=text, gm_mark=mark)

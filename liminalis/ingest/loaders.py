@@ -53,6 +53,7 @@ from liminalis.ingest.sections import (
     source_of,
     split_views,
     view_id,
+    without_gm_asides,
 )
 from liminalis.ingest.synopsis import extractive_synopsis
 from liminalis.ingest.syntaxes import comment_gate
@@ -368,6 +369,9 @@ class _Source:
     pages: list[tuple[int, str]]
     notes: tuple[str, ...]
     properties: Intent | None = None
+    #: A GM mark a PDF or Word document states of itself outside its text (metadata title,
+    #: running head, page header): held whole, reviewable, like a GM word in its file name.
+    mark: Intent | None = None
 
 
 def _read_binary(raw: bytes, rel_path: str, config: CampaignConfig) -> _Source:
@@ -381,7 +385,8 @@ def _read_binary(raw: bytes, rel_path: str, config: CampaignConfig) -> _Source:
         # A PDF's first bookmark is a chapter, not the book: its metadata or file name is.
         meta["title"] = extracted.title or file_title(rel_path)
     _refuse_misplaced_visibility(body, config, after_front=False)
-    return _Source(body, meta, pages, extracted.warnings)
+    mark = Intent("document mark", extracted.gm_mark) if extracted.gm_mark else None
+    return _Source(body, meta, pages, extracted.warnings, mark=mark)
 
 
 def _parse_front(m: re.Match[str]) -> dict[str, object]:
@@ -475,7 +480,7 @@ def _audience(
     # A GM's habits outside the documented syntax (a `DM/` folder, `publish: false`, `tags: [gm]`,
     # a nested `visibility: gm`, `visibility:: gm` in the body): GM-only unless the GM reviewed
     # this text and chose to show it.
-    habit = meta_intent(meta, known_lenses=config.lenses) or source.properties
+    habit = meta_intent(meta, known_lenses=config.lenses) or source.properties or source.mark
     if habit is None and "visibility" not in meta and not said:
         habit = path_intent(rel_path)
     held_file: tuple[str, str] | None = None
@@ -688,7 +693,8 @@ def _view_document(
     # A PDF's first heading is its first chapter, not another name of the book.
     head = "" if pages else body
     title, also = document_title(str(meta.get("title") or ""), head, rel_path)
-    aliases = tuple(dict.fromkeys([*_as_tuple(meta.get("aliases")), *also]))
+    declared = (without_gm_asides(a) for a in _as_tuple(meta.get("aliases")))
+    aliases = tuple(dict.fromkeys(a for a in [*declared, *also] if a))
     if personal:
         title = f"{title} ({personal.title()} only)"
     synopsis = str(meta.get("summary") or meta.get("synopsis") or "").strip()

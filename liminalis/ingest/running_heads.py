@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from liminalis.ingest.intent import name_intent
 
-__all__ = ["EDGE_LINES", "MIN_PAGES", "SHARE", "strip_running_lines"]
+__all__ = ["EDGE_LINES", "MIN_PAGES", "SHARE", "gm_mark", "running_gm_mark", "strip_running_lines"]
 
 #: How many lines at each end of a page a running head or foot may take.
 EDGE_LINES = 2
@@ -33,10 +33,47 @@ SHARE = 0.4
 MIN_PAGES = 3
 _GM_WORDS = re.compile(r"\b(?:gm|dm|gms|dms|secrets?|spoilers?|keeper|referee)\b", re.I)
 _NUMBER = re.compile(r"[\W_]*(?:page|p\.|pg\.?)?[\W_]*\d{1,4}[\W_]*", re.I)
+#: A page number printed before or after a running head: ``12 · ``, `` — page 12``, ``    12``.
+_LEAD_NUMBER = re.compile(r"^\s*(?:page|p\.|pg\.?)?\s*\d{1,4}\s*[·•|–—-]?\s*", re.I)
+_TRAIL_NUMBER = re.compile(r"\s*[·•|–—-]?\s*(?:page|p\.|pg\.?)?\s*\d{1,4}\s*$", re.I)
 
 
 def _key(line: str) -> str:
     return " ".join(re.sub(r"\d+", "#", line.lower()).split())
+
+
+def gm_mark(line: str) -> str:
+    """The GM mark a head, foot or title line states (``Secrets of the Keep (GM only) · 12``,
+    ``GM ONLY``, ``Not for players``), its page number read past, else ``""``: the one
+    vocabulary's :func:`~liminalis.ingest.intent.name_intent` of the line without its number (a
+    head is a name: "The Dungeon Master and the Players" names the role as a topic, no mark)."""
+    text = _TRAIL_NUMBER.sub("", _LEAD_NUMBER.sub("", line.strip())).strip()
+    if not text:
+        return ""
+    return text if name_intent(text) else ""
+
+
+def running_gm_mark(texts: Sequence[str]) -> str:
+    """The GM mark a book prints as a running head or foot, else ``""``: one mark
+    (:func:`gm_mark`, its digits read as one wildcard) in the first or last :data:`EDGE_LINES`
+    lines of as many pages as a running head needs (:data:`SHARE`, and at least
+    :data:`MIN_PAGES` or every page of a shorter book) marks the whole book GM-only:
+
+        marked(book) ⇔ ∃ m: |{p : ∃ l ∈ edges(p): key(gm_mark(l)) = m}| ≥ max(min(MIN_PAGES, n), SHARE · n)
+
+    A chapter's own title ("GM Notes" atop one page, "Secrets" atop another) repeats on no
+    other page: the wall holds its chapter, not the book."""
+    texts = [t for t in texts if t.strip()]
+    counts: Counter[str] = Counter()
+    shown: dict[str, str] = {}
+    for text in texts:
+        lines = text.split("\n")
+        marks = {m for i in _edges(lines) if (m := gm_mark(lines[i]))}
+        for m in marks:
+            shown.setdefault(_key(m), m)
+        counts.update({_key(m) for m in marks})
+    need = max(min(MIN_PAGES, len(texts)), SHARE * len(texts))
+    return next((shown[k] for k, c in counts.most_common() if c >= need), "")
 
 
 def _page_number(line: str, label: str) -> bool:
@@ -64,7 +101,7 @@ def _strip_page(text: str, label: str, running: set[str]) -> str:
     lines = text.split("\n")
 
     def furniture(line: str) -> bool:
-        if line.startswith("#") or _GM_WORDS.search(line) or name_intent(line.strip()):
+        if line.startswith("#") or _GM_WORDS.search(line) or gm_mark(line):
             return False
         return _key(line) in running or _page_number(line, label)
 

@@ -49,10 +49,12 @@ __all__ = [
     "HiddenSection",
     "View",
     "find_hidden_sections",
+    "gm_asides",
     "section_digest",
     "split_views",
     "view_id",
     "source_of",
+    "without_gm_asides",
 ]
 
 _GM_WORDS = frozenset(
@@ -482,6 +484,7 @@ def _line_marks(doc: _Text) -> list[HiddenSection]:
         if level:
             found += _close_headings(stack, level, doc.lines[i][0])
             _open_heading(stack, level, title, doc, i)
+            habits.extend(_asides(doc.masked, doc.lines, i))
         else:
             habits.extend(
                 _line_habits(
@@ -760,16 +763,7 @@ def _line_habits(
                     )
                 )
                 return out
-    for mm in _ASIDE.finditer(line):
-        # ``(GM, …)``, ``(DM; …)``: after a comma the label must be a mark, not ``(the GM, …)``.
-        loose = mm.group("sep") in {",", ";"}
-        if (mark_intent if loose else label_intent)(mm.group("label")):
-            start = s + mm.start()
-            stop = _aside_end(masked, start, mm.group("open"))
-            rule = f"aside “{mm.group('open')}{_plain(mm.group('label'))}:”"
-            out.append(
-                HiddenSection(start, stop, frozenset(), "aside", i + 1, rule=rule, explicit=False)
-            )
+    out.extend(_asides(masked, lines, i))
     for mm in _BARE.finditer(line):
         label = mm.group("label")
         if label_intent(label) and not any(h.start <= s + mm.start() < h.end for h in out):
@@ -788,6 +782,45 @@ def _line_habits(
             )
             break
     return out
+
+
+def gm_asides(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int, str]]:
+    """``(start, end, label)`` of each GM aside in ``text[start:end]`` (one line): a bracket
+    opened by a GM label and a separator, ``(GM: …)``, ``[secret - …]``, ``{DM note, …}``, to
+    its closing bracket (or its paragraph's end). After a comma the label must be a mark
+    (:func:`~liminalis.ingest.intent.mark_intent`), so ``(the GM, …)`` in prose stays."""
+    out = []
+    for mm in _ASIDE.finditer(text, start, len(text) if end is None else end):
+        loose = mm.group("sep") in {",", ";"}
+        if (mark_intent if loose else label_intent)(mm.group("label")):
+            out.append((mm.start(), _aside_end(text, mm.start(), mm.group("open")), mm["label"]))
+    return out
+
+
+def without_gm_asides(text: str) -> str:
+    """``text`` with its GM asides cut (:func:`gm_asides`) and its spacing tidied: what a name
+    that held one (a file name, ``Villain (GM: the duke)``) may show a player."""
+    for start, stop, _label in reversed(gm_asides(text)):
+        text = text[:start] + " " + text[stop:]
+    return " ".join(text.split())
+
+
+def _asides(masked: str, lines: list[tuple[int, int]], i: int) -> list[HiddenSection]:
+    """The GM asides on line ``i`` as hidden sections: held, the rest of the line kept. A
+    heading's asides are read too (its remaining words stay its title)."""
+    s, e = lines[i]
+    return [
+        HiddenSection(
+            start,
+            stop,
+            frozenset(),
+            "aside",
+            i + 1,
+            rule=f"aside “{masked[start]}{_plain(label)}:”",
+            explicit=False,
+        )
+        for start, stop, label in gm_asides(masked, s, e)
+    ]
 
 
 def _aside_end(text: str, start: int, opener: str) -> int:

@@ -5,8 +5,9 @@ text *in Markdown* (and in a ``.txt`` note written the same way). In text extrac
 they are nothing of the kind: a rulebook's table of ``%%`` percentages, read as an Obsidian
 comment that never closes, hid everything after it from players. A Word document hides text its
 own way (hidden runs, tracked deletions, comments, a GM-named style), which the extractor writes
-as HTML comments opened by a fixed phrase (:data:`WORD_OPENERS`); those are kept, and every other
-comment opener the document's own text holds is not read as one.
+as HTML comments opened by a fixed phrase (:data:`WORD_OPENERS`); those are kept. A comment a GM
+typed whole within one paragraph or line of a Word or PDF text (``<!-- … -->``, ``%% … %%``)
+clearly marks what it holds and is kept too; every other comment opener there is not read as one.
 
 The gate masks the openers that do not apply with spaces of the same length, so every offset a
 hidden section is found at still points into the real text (the views are cut from it).
@@ -27,16 +28,35 @@ _OPENERS = re.compile(
 )
 
 
+def _closed_on_its_line(text: str, m: re.Match[str]) -> int:
+    """Where a comment opened by ``m`` closes when it closes on its own line (a Word paragraph
+    is one line of the extracted text; a PDF's line is its own), else ``-1``."""
+    closer = {"<!--": "-->", "%%": "%%"}.get(m.group(0))
+    if closer is None:
+        return -1
+    eol = text.find("\n", m.end())
+    at = text.find(closer, m.end(), len(text) if eol < 0 else eol)
+    return -1 if at < 0 else at + len(closer)
+
+
 def comment_gate(text: str, suffix: str) -> str:
     """``text`` as the wall should read it for a file ending ``suffix``: unchanged for Markdown
-    and text; for a PDF or Word document, with Markdown's comment openers blanked (a Word
-    document keeps the hidden runs its extractor marked)."""
+    and text; for a PDF or Word document, with Markdown's comment openers blanked unless the
+    comment closes on the line it opens (a GM typed it whole: ``<!-- … -->``, ``%% … %%``), and
+    a Word document keeps the hidden runs its extractor marked. An opener never closed on its
+    line (a rulebook's ``%%`` percentages) hides nothing."""
     if suffix.lower() in TEXT_SUFFIXES:
         return text
     word = suffix.lower() == ".docx"
+    kept_to = 0  # the end of the last comment kept whole: openers inside it are its own
 
     def blank(m: re.Match[str]) -> str:
-        if word and text.startswith(WORD_OPENERS, m.start()):
+        nonlocal kept_to
+        if m.start() < kept_to or (word and text.startswith(WORD_OPENERS, m.start())):
+            return m.group(0)
+        end = _closed_on_its_line(text, m)
+        if end > 0:
+            kept_to = end
             return m.group(0)
         return " " * len(m.group(0))
 

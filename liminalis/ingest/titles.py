@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
+from liminalis.ingest.sections import without_gm_asides
+
 __all__ = ["document_title", "file_title", "pdf_title", "reads_as_title"]
 
 #: A document's first line as an ATX heading: ``# Title``.
@@ -51,8 +53,9 @@ def reads_as_title(stem: str) -> bool:
 
 def file_title(rel_path: str) -> str:
     """The title a file name gives: itself when it reads as one, else made readable
-    (``the-copper-kettle.md`` → ``The Copper Kettle``)."""
-    stem = PurePosixPath(rel_path).stem.strip()
+    (``the-copper-kettle.md`` → ``The Copper Kettle``). A GM aside in the name (``Villain (GM:
+    the duke).md``) is the GM's, never part of a title a player reads."""
+    stem = without_gm_asides(PurePosixPath(rel_path).stem).strip() or "Untitled"
     if reads_as_title(stem):
         return " ".join(stem.split())
     return stem.replace("-", " ").replace("_", " ").title()
@@ -65,7 +68,10 @@ def _key(title: str) -> str:
 def document_title(declared: str, text: str, rel_path: str) -> tuple[str, tuple[str, ...]]:
     """``(title, aliases)`` of a note: a declared title (front matter) wins; else a file name
     that reads as a title; else the first heading; else the readable file name. The aliases hold
-    the first heading and a title-like file name where they are not the title."""
+    the first heading and a title-like file name where they are not the title. A GM aside in a
+    declared title is the GM's and is cut (the heading comes from the player's view, after the
+    wall)."""
+    declared = without_gm_asides(declared) if declared.strip() else declared
     m = _HEADING.search(text[:500])
     heading = m.group(1).strip() if m else ""
     stem = PurePosixPath(rel_path).stem
@@ -88,7 +94,7 @@ def pdf_title(raw: str) -> str:
     """A PDF's metadata title when it is a real title, else ``""`` (the file name is used)."""
     if "  " in raw.strip() or "\t" in raw.strip():
         return ""  # spacing a person does not type into a title field
-    title = " ".join(raw.split())
+    title = without_gm_asides(raw)
     if not title or len(title) < 3 or not any(c.isalpha() for c in title):
         return ""
     if _FILE_NAME.search(title) or _TOOL_NAMES.match(title) or _TITLED_ORDINAL.search(title):

@@ -205,11 +205,31 @@ def _key_visibility(key: str) -> frozenset[str]:
     return frozenset(personal or {PLAYERS})
 
 
-def lens_views(views: Iterable[ViewFacts], lens: frozenset[str]) -> list[ViewFacts]:
+def lens_views(
+    views: Iterable[ViewFacts],
+    lens: frozenset[str],
+    current: Mapping[str, frozenset[str]] | None = None,
+) -> list[ViewFacts]:
     """The views ``lens`` reads: those :func:`visible` allows. The views of one file never
     overlap for a reader (the GM reads ``X//gm`` alone; a player the shared view plus the
-    personal sections of ``X//lens:NAME``), so nothing is counted twice."""
-    return sorted((v for v in views if visible(v.visibility, lens)), key=lambda v: v.doc_id)
+    personal sections of ``X//lens:NAME``), so nothing is counted twice.
+
+    With ``current`` (doc id → the visibility of the document stored now), a view is read only
+    when the document it was extracted from still stands and is still visible to ``lens``: the
+    facts are extracted by the passes, later than ingest, and a note made GM-only in between
+    must not be read through its old facts.
+
+        read(v) ⇔ visible(v.visibility, lens) ∧ (current = ∅ ∨ visible(current[v.doc_id], lens))
+    """
+    return sorted(
+        (
+            v
+            for v in views
+            if visible(v.visibility, lens)
+            and (current is None or visible(current.get(v.doc_id, frozenset({GM})), lens))
+        ),
+        key=lambda v: v.doc_id,
+    )
 
 
 class Knowledge:
@@ -267,7 +287,9 @@ class Knowledge:
         return bool(await self.db.knowledge.hashes(campaign))
 
     async def _views(self, campaign: str, lens: frozenset[str]) -> list[ViewFacts]:
-        return lens_views(await self.db.knowledge.views(campaign), frozenset(lens))
+        """The facts of the views ``lens`` reads, read through the documents stored now."""
+        current = await self.db.documents.visibilities(campaign)
+        return lens_views(await self.db.knowledge.views(campaign), frozenset(lens), current)
 
     async def index(self, campaign: str, lens: frozenset[str]) -> EntityIndex:
         """The entity index over the views ``lens`` reads (for callers that ask many times)."""
@@ -430,7 +452,8 @@ class Knowledge:
 
     async def _heads(self, campaign: str, lens: frozenset[str]) -> list[ViewFacts]:
         """The rows of the views ``lens`` reads, without their mentions (cheap: per question)."""
-        return lens_views(await self.db.knowledge.heads(campaign), frozenset(lens))
+        current = await self.db.documents.visibilities(campaign)
+        return lens_views(await self.db.knowledge.heads(campaign), frozenset(lens), current)
 
     async def timeline(
         self, campaign: str, lens: frozenset[str], *, entity: str | None = None
