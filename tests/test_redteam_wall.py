@@ -479,7 +479,6 @@ def test_word_table_gm_column(tmp_path):
     assert not word_players_read(tmp_path, build)
 
 
-@leak("a Word character style named `Secret` holds nothing (a paragraph style `GM Note` does)")
 def test_word_character_style_secret(tmp_path):
     def build(doc):  # type: ignore[no-untyped-def]
         doc.styles.add_style("Secret", WD_STYLE_TYPE.CHARACTER)
