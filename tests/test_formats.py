@@ -186,6 +186,32 @@ def test_word_text_in_a_hidden_character_or_paragraph_style_is_the_gms(config):
         assert any(canary in v.text for v in parsed.views if v.visibility == frozenset({GM}))
 
 
+def test_a_word_tables_gm_column_and_a_bold_gm_line_are_the_gms_and_plain_ones_are_kept(config):
+    import docx
+
+    d = docx.Document()
+    d.add_paragraph("The harbour has three captains.")
+    table = d.add_table(rows=2, cols=3)
+    cells = ["Name", "Ship", "GM notes", "Ysolde", "The Heron", "col-canary spies for the Duke"]
+    for cell, text in zip(table._cells, cells):
+        cell.text = text
+    d.add_paragraph().add_run("The Secret Garden").bold = True
+    d.add_paragraph("A walled garden behind the chapel.")
+    d.add_paragraph().add_run("GM Notes").bold = True
+    d.add_paragraph("bold-canary: the gardener is the thief.")
+    out = io.BytesIO()
+    d.save(out)
+    parsed = parse_file(out.getvalue(), "lore/harbour.docx", config)
+    shared = [v for v in parsed.views if v.visibility & {PLAYERS}]
+    assert shared, "a file with GM columns keeps a players' view"
+    text = shared[0].text
+    for kept in ("Ysolde", "The Heron", "The Secret Garden", "walled garden"):
+        assert kept in text
+    for canary in ("col-canary", "bold-canary"):
+        assert canary not in text
+        assert any(canary in v.text for v in parsed.views if v.visibility == frozenset({GM}))
+
+
 def test_word_headings_become_the_heading_path_and_a_gm_heading_hides_its_block(config):
     raw = word_document(
         [

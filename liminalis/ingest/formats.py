@@ -26,6 +26,7 @@ import unicodedata
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import charset_normalizer
 
@@ -497,6 +498,37 @@ def _paragraph_text(p: object, hidden_style_ids: frozenset[str] = frozenset()) -
     return "".join(_comment(t, "hidden in Word") if h else t for h, t in parts)
 
 
+def _bold_label(paragraph: Any, text: str) -> str:
+    """A paragraph set all in bold that names GM intent ("GM Notes", "Secrets") is how Word
+    users head a section without a Heading style: it becomes a ``**…**`` line, which the wall
+    reads as a heading (the section under it held). Any other paragraph is its text."""
+    runs = [r for r in paragraph.runs if r.text.strip()]
+    if runs and all(r.bold for r in runs) and len(text) <= 80 and name_intent(text):
+        return f"**{text}**"
+    return text
+
+
+def _table_text(table: Any, vanish: frozenset[str]) -> str:
+    """A Word table as ``a | b`` lines; the cells under a header that names GM intent ("GM
+    notes", "Secret") are hidden sections, as a Markdown table's GM column is."""
+
+    def cell_text(cell: Any) -> str:
+        return " ".join(" ".join(_paragraph_text(p._p, vanish) for p in cell.paragraphs).split())
+
+    rows = [[cell_text(c) for c in row.cells] for row in table.rows]
+    header = rows[0] if rows else []
+    gm_columns = {i for i, h in enumerate(header) if h and name_intent(h)}
+    lines = [" | ".join(header)] if header else []
+    for row in rows[1:]:
+        lines.append(
+            " | ".join(
+                _comment(t, f"column {header[i]}") if i in gm_columns and t else t
+                for i, t in enumerate(row)
+            )
+        )
+    return "\n".join(line for line in lines if line.strip(" |"))
+
+
 def extract_docx(raw: bytes, *, limits: ZipLimits = ZipLimits()) -> Extracted:
     """A Word document's paragraphs and tables in order, heading styles as ``#`` lines
     (raises :class:`LoadError`)."""
@@ -538,18 +570,9 @@ def extract_docx(raw: bytes, *, limits: ZipLimits = ZipLimits()) -> Extracted:
                 elif style.lower().startswith("list"):
                     blocks.append("- " + text)
                 else:
-                    blocks.append(text)
+                    blocks.append(_bold_label(item, text))
             elif isinstance(item, Table):
-                rows = [
-                    " | ".join(
-                        " ".join(
-                            " ".join(_paragraph_text(p._p, vanish) for p in cell.paragraphs).split()
-                        )
-                        for cell in row.cells
-                    )
-                    for row in item.rows
-                ]
-                blocks.append("\n".join(r for r in rows if r.strip(" |")))
+                blocks.append(_table_text(item, vanish))
     except LoadError:
         raise
     except Exception:  # noqa: BLE001 (python-docx and lxml raise many kinds on a hostile file)
