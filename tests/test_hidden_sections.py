@@ -560,6 +560,17 @@ HABITS = [
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## \u0405\u0435cr\u0435ts\n\nA {c} vampire."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## G\u039c only\n\nHe is a {c} vampire."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n\uff27\uff2d: the duke is a {c} vampire."),
+    # Lisu, Armenian, invisible code points, a right-to-left override drawing `GM`.
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## \ua4d6\ua4df Notes\n\nHe is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## \u054fecrets\n\nHe is a {c} vampire."),
+    (
+        "lore/duke.md",
+        "# Duke\n\nThe duke rules.\n\n## G\ufe0eM\u2064 Notes\n\nHe is a {c} vampire.",
+    ),
+    (
+        "lore/duke.md",
+        "# Duke\n\nThe duke rules.\n\n## \u202eMG\u202c Notes\n\nHe is a {c} vampire.",
+    ),
 ]
 
 KEPT = [

@@ -396,25 +396,21 @@ def test_roll20_json_gmnotes(tmp_path):
     assert not players_read(tmp_path, "handouts/duke.json", text)
 
 
-@leak("a right-to-left override makes `MG` display as `GM`; the mark is not seen")
 def test_bidi_override_heading(tmp_path):
     text = DUKE + "## \u202eMG\u202c Notes\n\nHe is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("Lisu letters `ꓖꓟ` look like GM but are outside the confusables map")
 def test_lisu_lookalike_gm_heading(tmp_path):
     text = DUKE + "## \ua4d6\ua4df Notes\n\nHe is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("an Armenian `Տ` for S in `Secret` is outside the confusables map")
 def test_armenian_lookalike_secret_heading(tmp_path):
     text = DUKE + "## \u054fecret\n\nHe is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("an invisible variation selector (U+FE0F) inside `GM` is not stripped like U+200B is")
 def test_variation_selector_inside_gm(tmp_path):
     text = DUKE + "## G\ufe0fM Notes\n\nHe is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)

@@ -40,6 +40,7 @@ __all__ = [
     "body_properties",
     "property_intent",
     "confusable_fold",
+    "strip_ignorable",
     "ROLE",
 ]
 
@@ -443,14 +444,70 @@ _CONFUSABLES = str.maketrans(
         "ꮯ": "c",
         "ꭱ": "r",
         "ꮦ": "t",
+        "ᏻ": "g",
+        "ꮥ": "s",
+        "ꮢ": "r",
+        "ꭲ": "t",
+        # Lisu capitals, which have no lower case
+        "ꓖ": "g",
+        "ꓟ": "m",
+        "ꓓ": "d",
+        "ꓢ": "s",
+        "ꓰ": "e",
+        "ꓚ": "c",
+        "ꓣ": "r",
+        "ꓔ": "t",
+        # Armenian, read before lower casing (``Տ`` lower-cases to ``տ``, no longer an S)
+        "Տ": "s",
+        "Ս": "u",
+        "Օ": "o",
+        "օ": "o",
+        "ս": "u",
+        "ց": "g",
+        "հ": "h",
+        "ո": "n",
+        # More of the Latin look-alikes UTS #39 lists for G, M, D, S, E, C, R, T
+        "ϻ": "m",
+        "Ϻ": "m",
+        "ϲ": "c",
+        "Ϲ": "c",
+        "ᗰ": "m",
+        "ᗪ": "d",
+        "ᗞ": "d",
+        "ⴹ": "e",
+        "ᖇ": "r",
+        "Ʀ": "r",
+        "ꓐ": "b",
     }
 )
 
+#: Unicode's Default_Ignorable_Code_Point ranges (DerivedCoreProperties.txt): code points a
+#: renderer draws as nothing, so ``G\ufe0fM`` (a variation selector) reads as ``GM`` to a player.
+#: Python's :mod:`unicodedata` does not expose the property, hence the table.
+_IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+
+
+#: A right-to-left override run: ``\u202eMG\u202c`` is drawn ``GM``.
+_RLO_RUN = re.compile("\u202e([^\u202a-\u202e\n]*)(?:\u202c|$)", re.M)
+
+
+def strip_ignorable(text: str) -> str:
+    """``text`` as a player sees it drawn: a right-to-left override run reversed (the order its
+    letters are displayed in), then without its default-ignorable code points
+    (:data:`_IGNORABLE`)."""
+    return _IGNORABLE.sub("", _RLO_RUN.sub(lambda m: m.group(1)[::-1], text))
+
 
 def confusable_fold(text: str) -> str:
-    """``text`` lower-cased, in NFKC, with look-alike letters of other scripts read as the Latin
-    ones they imitate (:data:`_CONFUSABLES`): what a mark is matched on."""
-    return unicodedata.normalize("NFKC", text).lower().translate(_CONFUSABLES)
+    """``text`` as drawn (:func:`strip_ignorable`), lower-cased, in NFKC, with look-alike letters
+    of other scripts read as the Latin ones they imitate (:data:`_CONFUSABLES`, applied before
+    and after lower casing): what a mark is matched on."""
+    text = unicodedata.normalize("NFKC", strip_ignorable(text)).translate(_CONFUSABLES)
+    return text.lower().translate(_CONFUSABLES)
 
 
 def _fold(text: str) -> str:
@@ -458,7 +515,7 @@ def _fold(text: str) -> str:
     (``maître`` → ``maitre``, ``für`` → ``fur``), apostrophes dropped (``don't`` → ``dont``),
     everything else that is not a letter or digit a space."""
     text = re.sub(r"<[^<>]{0,80}>", " ", text)
-    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    text = "".join(c for c in strip_ignorable(text) if unicodedata.category(c) != "Cf")
     text = unicodedata.normalize("NFKD", confusable_fold(text))
     text = "".join(c for c in text if not unicodedata.combining(c))
     text = re.sub(r"[’'`´]", "", text)
