@@ -516,6 +516,12 @@ HABITS = [
     ("lore/duke.md", "---\nstatus: secret\n---\n# Duke\n\nThe duke is a {c} vampire."),
     ("lore/duke.md", "---\npublic: false\n---\n# Duke\n\nThe duke is a {c} vampire."),
     ("lore/duke.md", "---\ntags: [[npc, gm]]\n---\n# Duke\n\nThe duke is a {c} vampire."),
+    # Switches in any of the vocabulary's languages, and a flag's unknown value: held.
+    ("lore/duke.md", "---\nsecret: s\u00ed\n---\n# Duke\n\nThe duke is a {c} vampire."),
+    ("lore/duke.md", "---\nspoiler: maybe\n---\n# Duke\n\nThe duke is a {c} vampire."),
+    ("lore/duke.md", "---\nrevealed: nein\n---\n# Duke\n\nThe duke is a {c} vampire."),
+    ("lore/duke.md", "---\nshare: nobody\n---\n# Duke\n\nThe duke is a {c} vampire."),
+    ("lore/duke.md", "---\naccess:\n  players: never\n---\n# Duke\n\nA {c} vampire."),
     (
         "lore/duke.md",
         "# Duke\n\nThe duke rules.\n\n<details><summary>Spoilers! Click</summary>\n{c}\n</details>",
@@ -591,6 +597,11 @@ KEPT = [
     ("lore/duke.md", "---\nsecret:\n---\n# Duke\n\nThe duke rules, {c}."),
     ("lore/duke.md", "---\ngm: false\n---\n# Duke\n\nThe duke rules, {c}."),
     ("lore/duke.md", "---\nspoiler: no\n---\n# Duke\n\nThe duke rules, {c}."),
+    ("lore/duke.md", "---\nsecret: n\u00e3o\n---\n# Duke\n\nThe duke rules, {c}."),
+    ("lore/duke.md", "---\npublic: oui\n---\n# Duke\n\nThe duke rules, {c}."),
+    # A session's GM and players by name, a publishing date: no switch.
+    ("sessions/s4.md", "---\ngm: Alice\nplayers: Bob, Carol\n---\n# Session 4\n\nWe won, {c}."),
+    ("lore/duke.md", "---\npublished: 2024-01-05\n---\n# Duke\n\nThe duke rules, {c}."),
     ("lore/duke.md", "+++\ntitle = 'Duke'\nsecret = false\n+++\n# Duke\n\nThe duke rules, {c}."),
     # A GM column's neighbours, a tag that is no GM word, a BBCode tag that is not a mark.
     ("lore/duke.md", "# Duke\n\n| NPC | Role | GM notes |\n|---|---|---|\n| {c} | ruler | x |"),

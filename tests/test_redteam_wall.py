@@ -297,43 +297,36 @@ def test_csv_gm_column(tmp_path):
 # --- front matter -------------------------------------------------------------------------------
 
 
-@leak("front matter `players: false` is accepted and does not hold the file")
 def test_front_matter_players_false(tmp_path):
     text = "---\nplayers: false\n---\n# Duke\n\nThe duke is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("front matter `player_visible: false` is accepted and does not hold the file")
 def test_front_matter_player_visible_false(tmp_path):
     text = "---\nplayer_visible: false\n---\n# Duke\n\nThe duke is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("front matter `permissions: {players: none}` is accepted and does not hold the file")
 def test_front_matter_nested_permissions(tmp_path):
     text = "---\npermissions:\n  players: none\n---\n# Duke\n\nThe duke is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("`secret: ✓` (a value that is neither true nor false) fails open instead of closed")
 def test_front_matter_secret_checkmark(tmp_path):
     text = "---\nsecret: \u2713\n---\n# Duke\n\nThe duke is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("`secret: oui` is not read as yes although the French `mj:` key is")
 def test_front_matter_secret_oui(tmp_path):
     text = "---\nsecret: oui\n---\n# Duke\n\nThe duke is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("`public: never` (an unknown value for a hold key) fails open")
 def test_front_matter_public_never(tmp_path):
     text = "---\npublic: never\n---\n# Duke\n\nThe duke is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("`revealed: false` (the TTRPG vault habit) is accepted and does not hold the file")
 def test_front_matter_revealed_false(tmp_path):
     text = "---\nrevealed: false\n---\n# Duke\n\nThe duke is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)

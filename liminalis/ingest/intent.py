@@ -769,8 +769,28 @@ _UNPUBLISH = {
     "shared": _FALSE,
     "public": _FALSE,
     "dgpublish": _FALSE,
+    "revealed": _FALSE,
+    "playervisible": _FALSE,
+    "visibletoplayers": _FALSE,
+    "playerfacing": _FALSE,
+    "players": _FALSE,
 }
 _DRAFT = frozenset({"draft"})
+#: Yes and no in the vocabulary's languages (accents folded), and the ticks a GM types for them.
+_YES = frozenset(
+    {"true", "yes", "y", "on", "1", "oui", "ja", "si", "sim", "vrai", "wahr", "verdadero"}
+    | {"verdadeiro", "\u2713", "\u2714", "\u2611"}
+)
+_NO = frozenset(
+    {"false", "no", "n", "off", "0", "non", "nein", "nao", "faux", "falsch", "falso"}
+    | {"\u2717", "\u2718", "\u2610", "\u274c"}
+)
+#: What a key that lists who may read says to mean nobody: ``permissions: {players: none}``.
+_NOBODY = frozenset({"none", "never", "nobody", "no one", "noone", "gm", "gm only", "hidden"})
+#: Keys that list the players rather than switch: ``players: Alice, Bob`` names who played.
+_ROSTER_KEYS = frozenset({"players"})
+#: Role words as flag keys: ``gm: Alice`` names who ran the session, so only a yes sets them.
+_ROLE_FLAG_KEYS = frozenset({"gm", "dm", "mj", "sl"})
 _AUDIENCE_KEYS = frozenset({"visibility", "audience", "access", "readers", "visibleto"})
 _TAG_KEYS = frozenset(
     {
@@ -808,6 +828,45 @@ def _values(value: object) -> Iterable[object]:
     return [value]
 
 
+def _switch_word(value: object) -> str:
+    """A switch's value as one word: lower case, accents folded (``não`` → ``nao``), ``""`` for
+    none or an empty list."""
+    if value is None or (isinstance(value, (list, tuple, Mapping)) and not value):
+        return ""
+    word = unicodedata.normalize("NFKD", str(value).strip().lower())
+    return "".join(c for c in word if not unicodedata.combining(c))
+
+
+def _flag_set(key: str, value: object) -> bool:
+    """Whether a GM flag (``secret``, ``spoiler``, ``gm``) is set. It fails closed: any value
+    but an empty one or a no (``secret: ✓``, ``secret: oui``, ``secret: maybe``) sets it, since
+    a held file costs a review and a leaked one the campaign. A role word as a key (``gm:``) is
+    set only by a yes: ``gm: Alice`` names who ran the session."""
+    if isinstance(value, Mapping):
+        return False
+    word = _switch_word(value)
+    if key in _ROLE_FLAG_KEYS:
+        return word in _TRUE | _YES
+    return bool(word) and word not in _NO
+
+
+def _unpublished(key: str, value: object) -> bool:
+    """Whether a publishing switch (``publish``, ``public``, ``revealed``, ``player_visible``)
+    keeps the file from its readers. It fails closed: only a yes (or a date, a number: when it
+    was published) leaves it open, so ``public: never`` holds. A roster key (``players:``) holds
+    only on a no or a nobody (``permissions: {players: none}``)."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (Mapping, list, tuple)):
+        return False
+    word = _switch_word(value)
+    if word in _UNPUBLISH[key] or word in _NO or word in _NOBODY:
+        return True
+    if key in _ROSTER_KEYS or not word:
+        return False
+    return word not in _YES and not re.search(r"\d", word)
+
+
 def meta_intent(meta: Mapping[Any, object], *, known_lenses: Iterable[str] = ()) -> Intent | None:
     """GM intent in front matter, at any nesting depth: a true flag (``secret: true``,
     ``dm_only: yes``), ``publish: false``, ``draft: true``, a tag or css class naming the
@@ -823,16 +882,11 @@ def _walk(meta: Mapping[Any, object], lenses: set[str], *, top: bool, depth: int
         return Intent("front matter", "nested too deep")
     for key, value in meta.items():
         k = _norm_key(key)
-        v = "" if value is None else str(value).strip().lower()
-        if k in FLAG_KEYS and not isinstance(value, Mapping) and v in _TRUE:
+        if k in FLAG_KEYS and _flag_set(k, value):
             return Intent("front matter flag", f"{key}: {value}")
-        if (
-            k in _UNPUBLISH
-            and v in _UNPUBLISH[k]
-            or (isinstance(value, bool) and k in _UNPUBLISH and not value)
-        ):
+        if k in _UNPUBLISH and _unpublished(k, value):
             return Intent("front matter", f"{key}: {value}")
-        if k in _DRAFT and (value is True or v in {"true", "yes", "y", "on", "1"}):
+        if k in _DRAFT and (value is True or _switch_word(value) in _YES):
             return Intent("front matter", f"{key}: {value}")
         if k in _TAG_KEYS:
             for tag in _values(value):
