@@ -560,6 +560,18 @@ HABITS = [
     ("lore/duke.md", "# Duke\n\nThe duke rules (GM, he is a {c} vampire) the city."),
     ("lore/duke.md", "# Duke\n\nThe duke rules (DM; he is a {c} vampire) the city."),
     ("lore/duke.md", "# Duke\n\nThe duke rules. [GM note: he is a {c} vampire] Yes."),
+    # Other tools' block syntaxes: Homebrewery, Pandoc, World Anvil, comment pairs, Discord.
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n{{{{note,gm\nHe is a {c} vampire.\n}}}}\n"),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n::: {{.gm}}\nHe is a {c} vampire.\n:::\n"),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n[section:gm-notes]\nA {c} vampire.\n[/section]"),
+    (
+        "lore/duke.md",
+        "# Duke\n\nThe duke rules.\n\n<!-- secret -->\nA {c} vampire.\n<!-- /secret -->",
+    ),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n<!-- GM start -->\nA {c} vampire.\n"),
+    ("lore/duke.md", "# Duke\n\nThe duke rules. <span data-gm>A {c} vampire.</span> Yes."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n~~~text secret\nA {c} vampire.\n~~~\n"),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n> [!private]\n> He is a {c} vampire.\n"),
     # Look-alike letters: Cyrillic, Greek, fullwidth.
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## G\u041c Notes\n\nHe is a {c} vampire."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n\u0500M: the duke is a {c} vampire."),
@@ -608,6 +620,14 @@ KEPT = [
     ("lore/duke.md", "# Duke\n\nThe duke rules, {c}. #npc #secret-garden"),
     ("lore/duke.md", "# Duke\n\nThe duke rules, [b]{c}[/b]."),
     ("lore/duke.md", "# Duke\n\nThe duke rules (Alice, Bob; {c}) the city."),
+    # Other tools' blocks that name no GM word, a table's empty cell, a shell's `||` in code.
+    ("lore/duke.md", "# Duke\n\n{{{{monster,frame\nThe duke rules, {c}.\n}}}}\n"),
+    ("lore/duke.md", "# Duke\n\n::: note\nThe duke rules, {c}.\n:::\n"),
+    ("lore/duke.md", "# Duke\n\n| a | b | c |\n|---|---|---|\n| x || {c} |\n"),
+    ("lore/duke.md", "# Duke\n\nRun `make ||{c}||` now."),
+    ("lore/duke.md", '# Duke\n\n<p data-id="secret-door">The duke rules, {c}.</p>'),
+    ("lore/duke.md", "# Duke\n\n> [!quote] Hidden\n> The duke rules, {c}.\n"),
+    ("lore/duke.md", "# Duke\n\n```python secrets.py\nprint('{c}')\n```\n"),
 ]
 
 # A dialogue transcript: a `DM:` speaker's lines are speech the table heard.

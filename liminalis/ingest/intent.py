@@ -36,6 +36,7 @@ __all__ = [
     "meta_intent",
     "tag_intent",
     "mark_intent",
+    "kind_intent",
     "role_label",
     "body_properties",
     "property_intent",
@@ -649,6 +650,17 @@ def name_intent(name: str) -> str | None:
             if found and any(t in STRONG for t in toks):
                 return found
     return None
+
+
+def kind_intent(kind: str) -> str | None:
+    """The GM word a block's *type* names (a callout's ``[!hidden]``, ``[!gm-notes]``), else
+    ``None``: as a name (:func:`name_intent`), or a weak word alone, which as a type is a mark —
+    a ``hidden`` callout is one the GM meant hidden, where ``Hidden`` alone as a title names a
+    place."""
+    tokens = _tokens(kind)
+    if len(tokens) == 1 and tokens[0] in WEAK:
+        return tokens[0]
+    return name_intent(kind.replace("-", " "))
 
 
 def role_label(label: str) -> bool:

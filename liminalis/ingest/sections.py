@@ -35,12 +35,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from liminalis.ingest.intent import (
+    kind_intent,
     label_intent,
     mark_intent,
     name_intent,
     role_label,
     tag_intent,
 )
+from liminalis.ingest.tool_blocks import data_attribute_mark, tool_blocks
 from liminalis.lens import GM, NOT_GM, PLAYERS
 from liminalis.types import HeldBack
 
@@ -291,7 +293,14 @@ def _fence_audience(info: str, known: frozenset[str]) -> frozenset[str] | None:
         word = re.sub(r"^ad-", "", first.lower()).replace("-", " ").replace("_", " ")
         if name_intent(word):
             return frozenset()
-    return aud
+    return aud if aud is not None else _later_fence_word(info)
+
+
+def _later_fence_word(info: str) -> frozenset[str] | None:
+    """GM-only when a word after the first of a fence's info string names GM intent
+    (```` ```md gm ````, ```` ```text {.secret} ````): the first word is the language."""
+    words = [w.strip(".") for w in re.split(r"[\s{},]+", info.strip())[1:]]
+    return frozenset() if any(w and tag_intent(w) for w in words) else None
 
 
 def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
@@ -382,7 +391,27 @@ def find_hidden_sections(
     found += _table_columns(doc)
     found += _body_tags(doc)
     found += _bbcode(doc)
+    found += _tool_blocks(doc)
     return _finish(text, found, released)
+
+
+def _tool_blocks(doc: _Text) -> list[HiddenSection]:
+    """Other tools' block syntaxes (:mod:`liminalis.ingest.tool_blocks`), outside code: held by
+    habit, reviewable."""
+    return [
+        HiddenSection(
+            b.start,
+            b.end,
+            frozenset(),
+            "block",
+            doc.line_of(b.start),
+            terminated=b.terminated,
+            rule=b.rule,
+            explicit=False,
+        )
+        for b in tool_blocks(doc.text, doc.masked)
+        if not (doc.code and _inside(b.start, doc.code))
+    ]
 
 
 def _read_comments(text: str, known: frozenset[str]) -> tuple[_Text, list[HiddenSection]]:
@@ -529,7 +558,7 @@ def _callout_audience(line: str, known: frozenset[str]) -> tuple[frozenset[str] 
         aud = _marked(line[nested.end() :], known)
     if aud is None and cm:
         title = line[cm.end() :].strip()
-        if name_intent(kind.replace("-", " ")) or name_intent(title):
+        if kind_intent(kind) or name_intent(title):
             rule = f"callout “{(cm.group('kind') + ' ' + title).strip()[:60]}”"
             return frozenset(), rule, True
     if aud is None and nested:
@@ -840,8 +869,11 @@ def _html_hidden(
         else:
             cls = _CLASS.search(attrs)
             names = (cls.group(1) or cls.group(2) or "") if cls else ""
+            data = data_attribute_mark(attrs)
             if names and any(tag_intent(c) for c in names.split()):
                 rule, explicit = f"<{tag} class=“{names[:30]}”>", False
+            elif data:
+                rule, explicit = f"<{tag} {data[:30]}>", False
             elif tag == "details":
                 sm = _SUMMARY.match(masked, m.end())
                 if sm and name_intent(re.sub(r"<[^>]+>", " ", sm.group(1))):
