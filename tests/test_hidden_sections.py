@@ -536,6 +536,13 @@ HABITS = [
         "# Duke\n\n| NPC | Role | GM notes |\n|---|---|---|\n| Duke | ruler | a {c} vampire |",
     ),
     ("lore/duke.md", "# Duke\n\n| NPC | Secret |\n| :-- | --: |\n| Duke | a {c} vampire |"),
+    ("lore/duke.md", "# Duke\n\n| NPC | Secret Motive |\n|---|---|\n| Duke | a {c} vampire |"),
+    (
+        "lore/duke.md",
+        "# Duke\n\n| NPC | Info |\n|---|---|\n| | DM only |\n| Duke | a {c} vampire |",
+    ),
+    ("lore/duke.md", "# Duke\n\n| Key | Value |\n|---|---|\n| Secrets | a {c} vampire |"),
+    ("lore/duke.md", "# Duke\n\n> | NPC | GM notes |\n> |---|---|\n> | Duke | a {c} vampire |"),
     # Obsidian tags in the body: the paragraph, or the section a tag under a heading opens.
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nThe duke is a {c} vampire. #gm"),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n#secret The duke is a\n{c} vampire."),
@@ -617,6 +624,8 @@ KEPT = [
     ("lore/duke.md", "+++\ntitle = 'Duke'\nsecret = false\n+++\n# Duke\n\nThe duke rules, {c}."),
     # A GM column's neighbours, a tag that is no GM word, a BBCode tag that is not a mark.
     ("lore/duke.md", "# Duke\n\n| NPC | Role | GM notes |\n|---|---|---|\n| {c} | ruler | x |"),
+    ("lore/duke.md", "# Duke\n\n| Key | Value |\n|---|---|\n| GM | x |\n| Name | {c} |"),
+    ("lore/duke.md", "# Duke\n\n> | NPC | Secret Motive |\n> |---|---|\n> | {c} | x |"),
     ("lore/duke.md", "# Duke\n\nThe duke rules, {c}. #npc #secret-garden"),
     ("lore/duke.md", "# Duke\n\nThe duke rules, [b]{c}[/b]."),
     ("lore/duke.md", "# Duke\n\nThe duke rules (Alice, Bob; {c}) the city."),

@@ -37,6 +37,7 @@ __all__ = [
     "tag_intent",
     "mark_intent",
     "kind_intent",
+    "header_intent",
     "role_label",
     "body_properties",
     "property_intent",
@@ -661,6 +662,17 @@ def kind_intent(kind: str) -> str | None:
     if len(tokens) == 1 and tokens[0] in WEAK:
         return tokens[0]
     return name_intent(kind.replace("-", " "))
+
+
+def header_intent(name: str) -> str | None:
+    """The GM word a table's column header or row label names, else ``None``: a name or a label
+    about GM-ness (``GM notes``), or a strong word anywhere in it (``Secret Motive``, a GM word
+    as a modifier). A table cell is short and its column holds the same kind of thing all the
+    way down, so the stricter whole-name rule would fail open."""
+    if not name or len(name) > 60:
+        return None
+    found = name_intent(name) or label_intent(name)
+    return found or next((t for t in _tokens(name) if t in STRONG), None)
 
 
 def role_label(label: str) -> bool:

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from liminalis.ingest.intent import (
+    header_intent,
     kind_intent,
     label_intent,
     mark_intent,
@@ -1038,10 +1039,21 @@ def _bbcode(doc: _Text) -> list[HiddenSection]:
 _TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{1,}:?[ \t]*(?:\|[ \t]*:?-{1,}:?[ \t]*)*\|?[ \t]*$")
 
 
+def _unquoted(doc: _Text, i: int) -> tuple[int, str]:
+    """Line ``i`` without the quote (``> ``) it may sit in, and where that text starts: a table
+    inside a callout is still a table."""
+    s, e = doc.lines[i]
+    line = doc.masked[s:e]
+    quote = _QUOTE_DEPTH.match(line)
+    pre = quote.end() if quote and ">" in quote.group(0) else 0
+    return s + pre, line[pre:]
+
+
 def _cells(doc: _Text, i: int) -> list[tuple[int, int]]:
     """``(start, end)`` of each cell's content on table row ``i`` (an escaped ``\\|`` or one in
-    code is no border; the outer pipes are optional)."""
-    s, e = doc.lines[i]
+    code is no border; the outer pipes are optional; a quote's ``>`` is no cell)."""
+    s, line = _unquoted(doc, i)
+    e = doc.lines[i][1]
     bars = [
         k
         for k in range(s, e)
@@ -1049,7 +1061,6 @@ def _cells(doc: _Text, i: int) -> list[tuple[int, int]]:
         and doc.masked[k - 1 : k] != "\\"
         and not (doc.code and _inside(k, doc.code))
     ]
-    line = doc.masked[s:e]
     edges = [s - 1 if not line.lstrip().startswith("|") else None, *bars]
     if not line.rstrip().endswith("|"):
         edges.append(e)
@@ -1057,39 +1068,75 @@ def _cells(doc: _Text, i: int) -> list[tuple[int, int]]:
     return [(a + 1, b) for a, b in zip(points, points[1:], strict=False)]
 
 
+def _marked_columns(doc: _Text, cells: list[tuple[int, int]]) -> list[int]:
+    """The columns whose header cell names GM intent (:func:`header_intent`)."""
+    return [k for k, (a, b) in enumerate(cells) if header_intent(doc.masked[a:b].strip())]
+
+
+def _table_rows(doc: _Text, i: int) -> list[int]:
+    """The rows of the table whose delimiter row is line ``i``: its header and body."""
+    rows = [i - 1]
+    j = i + 1
+    while j < len(doc.lines) and "|" in doc.line(j) and j not in doc.code_lines:
+        rows.append(j)
+        j += 1
+    return rows
+
+
 def _table_columns(doc: _Text) -> list[HiddenSection]:
-    """A Markdown table whose column header names GM intent (``GM notes``, ``Secret``): that
-    column's cells are held, so players read the rest of the table. A row whose cells do not line
-    up with the header holds the whole table (fail closed)."""
+    """A Markdown table (in a quote too) whose column header names GM intent (``GM notes``,
+    ``Secret Motive``; in the first body row too: a second header row), or whose row label does
+    (``| GM notes | … |``, a key/value infobox): that column's or row's cells are held, so players
+    read the rest. A row whose cells do not line up with the header holds the whole table (fail
+    closed)."""
     out: list[HiddenSection] = []
     for i in range(1, len(doc.lines)):
-        if i in doc.code_lines or not _TABLE_RULE.match(doc.line(i)) or "|" not in doc.line(i - 1):
+        if (
+            i in doc.code_lines
+            or not _TABLE_RULE.match(_unquoted(doc, i)[1])
+            or "|" not in doc.line(i - 1)
+        ):
             continue
-        header = _cells(doc, i - 1)
-        names = [doc.masked[a:b].strip() for a, b in header]
-        marked = [k for k, n in enumerate(names) if name_intent(n) or label_intent(n)]
-        if not marked:
-            continue
-        rows = [i - 1]
-        j = i + 1
-        while j < len(doc.lines) and "|" in doc.line(j) and j not in doc.code_lines:
-            rows.append(j)
-            j += 1
-        rule = f"table column “{_plain(names[marked[0]])[:40]}”"
-        spans = [_cells(doc, r) for r in rows]
-        if any(len(c) != len(header) for c in spans):
-            start, stop = doc.lines[i - 1][0], min(doc.lines[j - 1][1] + 1, len(doc.text))
-            out.append(
-                HiddenSection(start, stop, frozenset(), "table", i, rule=rule, explicit=False)
-            )
-            continue
-        for r, cells in zip(rows, spans, strict=True):
-            for k in marked:
-                a, b = cells[k]
-                out.append(
-                    HiddenSection(a, b, frozenset(), "table cell", r + 1, rule=rule, explicit=False)
-                )
+        out += _held_cells(doc, _table_rows(doc, i))
     return out
+
+
+def _held_cells(doc: _Text, rows: list[int]) -> list[HiddenSection]:
+    """The held cells of a table of ``rows`` (:func:`_table_columns`)."""
+    spans = [_cells(doc, r) for r in rows]
+    marked = set(_marked_columns(doc, spans[0]))
+    if len(spans) > 1 and not (spans[1] and header_intent(_cell_text(doc, spans[1][0]))):
+        marked |= set(_marked_columns(doc, spans[1]))  # a second header row
+    labelled = [r for r, c in zip(rows[1:], spans[1:], strict=True) if c and _row_label(doc, c)]
+    if not marked and not labelled:
+        return []
+    first = min(marked) if marked else 0
+    rule = f"table column “{_plain(_cell_text(doc, spans[0][first]))[:40]}”" if marked else ""
+    if any(len(c) != len(spans[0]) for c in spans):
+        start, stop = doc.lines[rows[0]][0], min(doc.lines[rows[-1]][1] + 1, len(doc.text))
+        line = rows[0] + 2
+        rule = rule or "table row label"
+        return [HiddenSection(start, stop, frozenset(), "table", line, rule=rule, explicit=False)]
+    out = []
+    for r, cells in zip(rows, spans, strict=True):
+        why = rule if r not in labelled else f"table row “{_plain(_cell_text(doc, cells[0]))}”"
+        for k in sorted(marked) if r not in labelled else range(len(cells)):
+            a, b = cells[k]
+            out.append(
+                HiddenSection(a, b, frozenset(), "table cell", r + 1, rule=why, explicit=False)
+            )
+    return out
+
+
+def _cell_text(doc: _Text, cell: tuple[int, int]) -> str:
+    return doc.masked[cell[0] : cell[1]].strip()
+
+
+def _row_label(doc: _Text, cells: list[tuple[int, int]]) -> bool:
+    """Whether a body row is labelled as the GM's in its first cell (``| GM notes | … |``): a
+    whole GM name, not a GM word beside others (``Secret Door`` is a room)."""
+    label = _plain(_cell_text(doc, cells[0]))
+    return bool(label) and bool(name_intent(label) or label_intent(label))
 
 
 def _join(pieces: list[str]) -> str:
