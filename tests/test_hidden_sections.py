@@ -543,6 +543,13 @@ HABITS = [
     ),
     ("lore/duke.md", "# Duke\n\n| Key | Value |\n|---|---|\n| Secrets | a {c} vampire |"),
     ("lore/duke.md", "# Duke\n\n> | NPC | GM notes |\n> |---|---|\n> | Duke | a {c} vampire |"),
+    (
+        "lore/duke.md",
+        "# Duke\n\n<table><tr><th>NPC</th><th>Secret</th></tr>"
+        "<tr><td>Duke</td><td><b>a {c}</b> vampire</td></tr></table>",
+    ),
+    ("lore/duke.txt", "Duke\n\nNPC\tDM notes\nDuke\ta {c} vampire\nWren\tspy\n"),
+    ("lore/duke.txt", "Duke\n\nNPC\tSecret\nDuke\ta {c} vampire\tragged\n"),
     # Obsidian tags in the body: the paragraph, or the section a tag under a heading opens.
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nThe duke is a {c} vampire. #gm"),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n#secret The duke is a\n{c} vampire."),
@@ -626,6 +633,13 @@ KEPT = [
     ("lore/duke.md", "# Duke\n\n| NPC | Role | GM notes |\n|---|---|---|\n| {c} | ruler | x |"),
     ("lore/duke.md", "# Duke\n\n| Key | Value |\n|---|---|\n| GM | x |\n| Name | {c} |"),
     ("lore/duke.md", "# Duke\n\n> | NPC | Secret Motive |\n> |---|---|\n> | {c} | x |"),
+    (
+        "lore/duke.md",
+        "# Duke\n\n<table><tr><th>NPC</th><th>GM notes</th></tr>"
+        "<tr><td>{c}</td><td>x</td></tr></table>",
+    ),
+    ("lore/duke.txt", "Duke\n\nNPC\tGM notes\n{c}\tx\n"),
+    ("lore/duke.txt", "Duke\n\nNPC\tRole\nDuke\t{c}\n"),
     ("lore/duke.md", "# Duke\n\nThe duke rules, {c}. #npc #secret-garden"),
     ("lore/duke.md", "# Duke\n\nThe duke rules, [b]{c}[/b]."),
     ("lore/duke.md", "# Duke\n\nThe duke rules (Alice, Bob; {c}) the city."),

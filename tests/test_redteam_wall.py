@@ -241,7 +241,6 @@ def test_gm_tag_line_at_the_top_of_a_note(tmp_path):
 # --- tables -------------------------------------------------------------------------------------
 
 
-@leak("an HTML table's `GM notes` column (Google Docs / Word HTML export) reaches the players")
 def test_html_table_gm_column(tmp_path):
     text = (
         "# Duke\n\n<table><tr><th>NPC</th><th>GM notes</th></tr>"
@@ -278,7 +277,6 @@ def test_table_secret_motive_column(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("a spreadsheet pasted into plain text (tab-separated) keeps its `GM notes` column")
 def test_tab_separated_gm_column(tmp_path):
     text = "Duke\n\nNPC\tRole\tGM notes\nDuke\truler\ta {c} vampire\n"
     assert not players_read(tmp_path, "lore/duke.txt", text)

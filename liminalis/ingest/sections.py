@@ -43,6 +43,7 @@ from liminalis.ingest.intent import (
     role_label,
     tag_intent,
 )
+from liminalis.ingest.text_tables import table_blocks
 from liminalis.ingest.tool_blocks import data_attribute_mark, tool_blocks
 from liminalis.lens import GM, NOT_GM, PLAYERS
 from liminalis.types import HeldBack
@@ -397,8 +398,8 @@ def find_hidden_sections(
 
 
 def _tool_blocks(doc: _Text) -> list[HiddenSection]:
-    """Other tools' block syntaxes (:mod:`liminalis.ingest.tool_blocks`), outside code: held by
-    habit, reviewable."""
+    """Other tools' block syntaxes (:mod:`liminalis.ingest.tool_blocks`) and tables that are not
+    Markdown's (:mod:`liminalis.ingest.text_tables`), outside code: held by habit, reviewable."""
     return [
         HiddenSection(
             b.start,
@@ -410,7 +411,7 @@ def _tool_blocks(doc: _Text) -> list[HiddenSection]:
             rule=b.rule,
             explicit=False,
         )
-        for b in tool_blocks(doc.text, doc.masked)
+        for b in tool_blocks(doc.text, doc.masked) + table_blocks(doc.masked)
         if not (doc.code and _inside(b.start, doc.code))
     ]
 
