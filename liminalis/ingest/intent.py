@@ -43,6 +43,7 @@ __all__ = [
     "property_intent",
     "confusable_fold",
     "strip_ignorable",
+    "colon_fold",
     "ROLE",
 ]
 
@@ -491,6 +492,17 @@ _IGNORABLE = re.compile(
     "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
     "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
 )
+
+
+#: Characters drawn like a colon (UTS #39): the modifier-letter colon ``꞉`` a file-safe name
+#: writes for ``:``, the ratio sign, Armenian and Hebrew colons, the triangular colons.
+_COLONS = str.maketrans(dict.fromkeys("\ua789\u2236\u02d0\u02f8\u0589\u05c3\ufe13\u1365", ":"))
+
+
+def colon_fold(text: str) -> str:
+    """``text`` with every look-alike colon (:data:`_COLONS`) a ``:``, one character for one so
+    every offset still points into the original: ``GM꞉ …`` is a label as ``GM: …`` is."""
+    return text.translate(_COLONS)
 
 
 #: A right-to-left override run: ``\u202eMG\u202c`` is drawn ``GM``.

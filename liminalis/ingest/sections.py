@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from liminalis.ingest.intent import (
+    colon_fold,
     header_intent,
     kind_intent,
     label_intent,
@@ -381,12 +382,13 @@ def find_hidden_sections(
     line-based marks (fences, callouts, headings, GM lines) on the text with comments blanked
     out, so a heading or fence a comment holds neither opens nor ends anything; then the marks
     inside lines (invisible HTML, link-reference comments, a table's GM column, body tags,
-    BBCode). Sections whose audience is every player (``lens:players``) are not hidden and not
+    BBCode, other tools' blocks). The marks are read with look-alike colons as ``:``
+    (:func:`~liminalis.ingest.intent.colon_fold`). Sections whose audience is every player (``lens:players``) are not hidden and not
     returned, and neither are sections held by habit (not ``explicit``) whose
     :func:`section_digest` is in ``released``: the GM reviewed them and chose to show them.
     """
     known = frozenset(x.lower() for x in lenses) - {GM}
-    doc, found = _read_comments(text, known)
+    doc, found = _read_comments(colon_fold(text), known)
     found += _line_marks(doc)
     found += _html_hidden(doc.masked, doc.code, doc.line_of)
     found += _link_comments(doc.masked, doc.lines, doc.code_lines)
