@@ -603,6 +603,7 @@ HABITS = [
         "lore/duke.md",
         "# Duke\n\nThe duke rules.\n\n## \u202eMG\u202c Notes\n\nHe is a {c} vampire.",
     ),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nSecret\u2236 the duke is a {c} vampire."),
 ]
 
 KEPT = [
