@@ -550,6 +550,8 @@ HABITS = [
     ),
     ("lore/duke.txt", "Duke\n\nNPC\tDM notes\nDuke\ta {c} vampire\nWren\tspy\n"),
     ("lore/duke.txt", "Duke\n\nNPC\tSecret\nDuke\ta {c} vampire\tragged\n"),
+    ("lore/npcs.csv", 'NPC,Role,Secret\nDuke,"ruler, old","a {c} vampire"\n'),
+    ("handouts/duke.json", '{{"name": "Duke", "gmnotes": {{"text": "a {c} vampire"}}}}'),
     # Obsidian tags in the body: the paragraph, or the section a tag under a heading opens.
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nThe duke is a {c} vampire. #gm"),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n#secret The duke is a\n{c} vampire."),
@@ -641,6 +643,8 @@ KEPT = [
     ),
     ("lore/duke.txt", "Duke\n\nNPC\tGM notes\n{c}\tx\n"),
     ("lore/duke.txt", "Duke\n\nNPC\tRole\nDuke\t{c}\n"),
+    ("lore/npcs.csv", 'NPC,Role,GM notes\nDuke,"ruler, {c}",x\n'),
+    ("handouts/duke.json", '{{"name": "Duke", "notes": "The duke rules, {c}.", "gmnotes": ""}}'),
     ("lore/duke.md", "# Duke\n\nThe duke rules, {c}. #npc #secret-garden"),
     ("lore/duke.md", "# Duke\n\nThe duke rules, [b]{c}[/b]."),
     ("lore/duke.md", "# Duke\n\nThe duke rules (Alice, Bob; {c}) the city."),

@@ -282,7 +282,6 @@ def test_tab_separated_gm_column(tmp_path):
     assert not players_read(tmp_path, "lore/duke.txt", text)
 
 
-@leak("an NPC spreadsheet exported as CSV keeps its `GM notes` column")
 def test_csv_gm_column(tmp_path):
     text = "NPC,Role,GM notes\nDuke,ruler,a {c} vampire\n"
     assert not players_read(tmp_path, "lore/npcs.csv", text)
@@ -369,7 +368,6 @@ def test_discord_spoiler_bars(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "The duke is ||a {c} vampire||.\n")
 
 
-@leak("a Roll20 handout export's `gmnotes` field reaches the players")
 def test_roll20_json_gmnotes(tmp_path):
     text = '{"name": "Duke", "notes": "The duke rules.", "gmnotes": "The duke is a {c} vampire."}'
     assert not players_read(tmp_path, "handouts/duke.json", text)

@@ -2,7 +2,8 @@
 
 A GM who preps in Homebrewery or GM Binder writes ``{{gm …}}``; in Pandoc or LegendKeeper a
 fenced div ``::: secret``; in World Anvil ``[container:gm]…[/container]``; in plain Markdown a
-pair of comments ``<!-- gm:start -->…<!-- gm:end -->``; on Discord a spoiler ``||…||``. Each
+pair of comments ``<!-- gm:start -->…<!-- gm:end -->``; on Discord a spoiler ``||…||``; a
+Roll20 export a JSON field ``"gmnotes": "…"``. Each
 names GM intent with the one vocabulary (:func:`liminalis.ingest.intent.tag_intent`), and each
 block runs to its matching close; one never closed holds the rest of the text (fail closed: a
 hidden sentence costs a question to the GM, a leaked one the campaign).
@@ -151,12 +152,33 @@ def _spoiler_bars(text: str) -> Iterator[Block]:
         yield Block(m.start(), m.end(), "Discord spoiler “||…||”")
 
 
+#: A JSON field (a Roll20 handout's export, a VTT's journal): ``"gmnotes": "…"``, ``"gm": {…}``.
+_JSON_FIELD = re.compile(r'"(?P<k>[^"\n]{1,40})"[ \t]*:[ \t\n]*(?P<v>"(?:[^"\\]|\\.)*"?|[\[{])')
+_JSON_OPEN = {"[": re.compile(r"\["), "{": re.compile(r"\{")}
+_JSON_CLOSE = {"[": re.compile(r"\]"), "{": re.compile(r"\}")}
+
+
+def _json_fields(text: str) -> Iterator[Block]:
+    """A JSON field whose key names GM intent (``gmnotes``, ``secret``): its value, a string to
+    its closing quote, an object or a list to its matching bracket."""
+    for m in _JSON_FIELD.finditer(text):
+        if not tag_intent(m.group("k")):
+            continue
+        value = m.group("v")
+        if value in _JSON_OPEN:
+            end, closed = _balanced(text, m.end(), _JSON_OPEN[value], _JSON_CLOSE[value])
+        else:
+            end, closed = m.end(), len(value) > 1 and value.endswith('"')
+            end = end if closed else len(text)
+        yield Block(m.start("v"), end, f"JSON field “{m.group('k')}”", closed)
+
+
 def tool_blocks(text: str, masked: str) -> list[Block]:
     """Every block another tool's syntax marks as the GM's (module docstring): the pairs of
     comments read in ``text``, the rest in ``masked`` (the same text, its comments blanked, so a
     commented-out block marks nothing)."""
     out = list(_paired_comments(text))
-    for finder in (_brace_blocks, _fenced_divs, _containers, _spoiler_bars):
+    for finder in (_brace_blocks, _fenced_divs, _containers, _spoiler_bars, _json_fields):
         out += finder(masked)
     return out
 
