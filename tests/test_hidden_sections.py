@@ -628,6 +628,7 @@ KEPT = [
     ("lore/duke.md", "---\nspoiler: no\n---\n# Duke\n\nThe duke rules, {c}."),
     ("lore/duke.md", "---\nsecret: n\u00e3o\n---\n# Duke\n\nThe duke rules, {c}."),
     ("lore/duke.md", "---\npublic: oui\n---\n# Duke\n\nThe duke rules, {c}."),
+    ("lore/duke.md", "---\nspoilers: none\n---\n# Duke\n\nThe duke rules, {c}."),
     # A session's GM and players by name, a publishing date: no switch.
     ("sessions/s4.md", "---\ngm: Alice\nplayers: Bob, Carol\n---\n# Session 4\n\nWe won, {c}."),
     ("lore/duke.md", "---\npublished: 2024-01-05\n---\n# Duke\n\nThe duke rules, {c}."),

@@ -821,6 +821,8 @@ _NO = frozenset(
     {"false", "no", "n", "off", "0", "non", "nein", "nao", "faux", "falsch", "falso"}
     | {"\u2717", "\u2718", "\u2610", "\u274c"}
 )
+#: What a flag's value says to mean unset: ``spoilers: none`` is a page with none.
+_UNSET = frozenset({"none", "null", "nil", "~", "-", "n/a"})
 #: What a key that lists who may read says to mean nobody: ``permissions: {players: none}``.
 _NOBODY = frozenset({"none", "never", "nobody", "no one", "noone", "gm", "gm only", "hidden"})
 #: Keys that list the players rather than switch: ``players: Alice, Bob`` names who played.
@@ -883,7 +885,7 @@ def _flag_set(key: str, value: object) -> bool:
     word = _switch_word(value)
     if key in _ROLE_FLAG_KEYS:
         return word in _TRUE | _YES
-    return bool(word) and word not in _NO
+    return bool(word) and word not in _NO | _UNSET
 
 
 def _unpublished(key: str, value: object) -> bool:
