@@ -418,7 +418,6 @@ def test_html_strong_gm_notes_paragraph(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("Google Docs' Markdown export escapes the tag to `\\#gm`; the escaped tag holds nothing")
 def test_google_docs_escaped_gm_tag(tmp_path):
     text = DUKE + "The duke is a {c} vampire. \\#gm\n"
     assert not players_read(tmp_path, "lore/duke.md", text)

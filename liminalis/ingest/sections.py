@@ -950,9 +950,10 @@ def _link_comments(
 
 #: A tag in a note's body (Obsidian's ``#gm``, ``#dm-only``, ``#status/secret``): not a heading's
 #: ``# ``, not a URL's fragment, not ``C#``.
-_BODY_TAG = re.compile(r"(?<![\w#&/\\])#(?P<tag>[^\W\d][\w/-]{0,40})")
+#: A tag in the body: ``#gm``, and ``\\#gm`` (Google Docs' Markdown export escapes every ``#``).
+_BODY_TAG = re.compile(r"(?<![\w#&/\\])\\?#(?P<tag>[^\W\d][\w/-]{0,40})")
 #: A line of tags alone: ``#gm``, ``#npc #secret``.
-_TAG_LINE = re.compile(r"^[ \t]*(?:#[^\W\d][\w/-]{0,40}[ \t]*)+$")
+_TAG_LINE = re.compile(r"^[ \t]*(?:\\?#[^\W\d][\w/-]{0,40}[ \t]*)+$")
 
 
 def _gm_tags(doc: _Text, i: int) -> str | None:
