@@ -587,6 +587,10 @@ HABITS = [
     ),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n<!-- GM start -->\nA {c} vampire.\n"),
     ("lore/duke.md", "# Duke\n\nThe duke rules. <span data-gm>A {c} vampire.</span> Yes."),
+    (
+        "lore/duke.md",
+        "# Duke\n\nThe duke rules.\n\n<div>\n<b>Secrets</b>\n\nA {c} vampire.\n</div>\n",
+    ),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n~~~text secret\nA {c} vampire.\n~~~\n"),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n> [!private]\n> He is a {c} vampire.\n"),
     # Look-alike letters: Cyrillic, Greek, fullwidth.
@@ -658,6 +662,7 @@ KEPT = [
     ("lore/duke.md", "# Duke\n\nRun `make ||{c}||` now."),
     ("lore/duke.md", '# Duke\n\n<p data-id="secret-door">The duke rules, {c}.</p>'),
     ("lore/duke.md", "# Duke\n\n> [!quote] Hidden\n> The duke rules, {c}.\n"),
+    ("lore/duke.md", "# Duke\n\n<aside>\n\U0001f4a1 Tip\n\nThe duke rules, {c}.\n</aside>\n"),
     ("lore/duke.md", "# Duke\n\n```python secrets.py\nprint('{c}')\n```\n"),
 ]
 

@@ -45,7 +45,7 @@ from liminalis.ingest.intent import (
     tag_intent,
 )
 from liminalis.ingest.text_tables import table_blocks
-from liminalis.ingest.tool_blocks import data_attribute_mark, tool_blocks
+from liminalis.ingest.tool_blocks import data_attribute_mark, titled_element, tool_blocks
 from liminalis.lens import GM, NOT_GM, PLAYERS
 from liminalis.types import HeldBack
 
@@ -878,6 +878,8 @@ def _html_hidden(
                 rule, explicit = f"<{tag} class=“{names[:30]}”>", False
             elif data:
                 rule, explicit = f"<{tag} {data[:30]}>", False
+            elif title := titled_element(tag, masked, m.end()):
+                rule, explicit = f"<{tag}> “{_plain(title)[:40]}”", False
             elif tag == "details":
                 sm = _SUMMARY.match(masked, m.end())
                 if sm and name_intent(re.sub(r"<[^>]+>", " ", sm.group(1))):

@@ -18,9 +18,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from liminalis.ingest.intent import tag_intent
+from liminalis.ingest.intent import name_intent, tag_intent
 
-__all__ = ["Block", "tool_blocks", "data_attribute_mark"]
+__all__ = ["Block", "tool_blocks", "data_attribute_mark", "titled_element"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,3 +205,18 @@ def data_attribute_mark(attrs: str) -> str | None:
         if tag_intent(key) or (key in _AUDIENCE_ATTRS and value and tag_intent(value)):
             return m.group(0)
     return None
+
+
+#: Elements a tool titles with their first line: a Notion export's callout ``<aside>``.
+_TITLED = frozenset({"aside", "div", "section", "blockquote"})
+
+
+def titled_element(tag: str, text: str, pos: int) -> str | None:
+    """The title of an element of ``tag`` whose content starts at ``pos``, when its first line
+    names GM intent as a whole (``<aside>`` then ``🔒 **GM only**``: Notion's callout), else
+    ``None``."""
+    if tag not in _TITLED:
+        return None
+    first = next((ln for ln in text[pos : pos + 400].split("\n") if ln.strip()), "")
+    title = re.sub(r"<[^<>]*>", " ", first).strip()
+    return title if len(title) <= 60 and name_intent(title) else None
