@@ -557,6 +557,7 @@ HABITS = [
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n#secret The duke is a\n{c} vampire."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## Blood\n#dm-only\n\nA {c} vampire."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## Blood\n\n#gm\n\nA {c} vampire."),
+    ("lore/duke.md", "\n#npc #secret\n# Duke\n\nThe duke rules.\n\nA {c} vampire."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## Blood\n\n\\#secret\n\nA {c} vampire."),
     # Hugo's TOML front matter, with the keys YAML front matter has.
     ("lore/duke.md", "+++\ntitle = 'Duke'\nsecret = true\n+++\n# Duke\n\nA {c} vampire."),
@@ -652,6 +653,7 @@ KEPT = [
     ("lore/npcs.csv", 'NPC,Role,GM notes\nDuke,"ruler, {c}",x\n'),
     ("handouts/duke.json", '{{"name": "Duke", "notes": "The duke rules, {c}.", "gmnotes": ""}}'),
     ("lore/duke.md", "# Duke\n\nThe duke rules, {c}. #npc #secret-garden"),
+    ("lore/duke.md", "#npc\n\n# Duke\n\nThe duke rules, {c}."),
     ("lore/duke.md", "# Duke\n\nThe duke rules, {c}. \\#npc \\#secret-garden"),
     ("lore/duke.md", "# Duke\n\nThe duke rules, [b]{c}[/b]."),
     ("lore/duke.md", "# Duke\n\nThe duke rules (Alice, Bob; {c}) the city."),

@@ -232,7 +232,6 @@ def test_definition_list_gm_term(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "GM\n: The duke is a {c} vampire.\n")
 
 
-@leak("a `#gm` tag line at the very top of a note (before its title) holds nothing")
 def test_gm_tag_line_at_the_top_of_a_note(tmp_path):
     text = "#gm\n\n# Duke\n\nThe duke is a {c} vampire.\n"
     assert not players_read(tmp_path, "lore/duke.md", text)

@@ -993,9 +993,16 @@ def _paragraph(doc: _Text, i: int) -> tuple[int, int]:
     return doc.lines[a][0], min(doc.lines[b][1] + 1, len(doc.text))
 
 
+def _opens_note(doc: _Text, i: int) -> bool:
+    """Whether line ``i`` is a line of tags alone that opens the note (nothing but blank lines
+    above it, before its title): Obsidian's habit of tagging the whole note there."""
+    return bool(_TAG_LINE.match(doc.line(i))) and not any(doc.line(k).strip() for k in range(i))
+
+
 def _body_tags(doc: _Text) -> list[HiddenSection]:
     """A paragraph carrying a GM tag (``… a spy. #gm``): the paragraph is held. A tag under a
-    heading holds the heading's section instead (:func:`_open_heading`)."""
+    heading holds the heading's section instead (:func:`_open_heading`); a line of tags that
+    opens the note holds the whole note (:func:`_opens_note`)."""
     out: list[HiddenSection] = []
     for i in range(len(doc.lines)):
         if i in doc.code_lines or "#" not in doc.line(i) or _heading(doc.line(i)):
@@ -1004,6 +1011,8 @@ def _body_tags(doc: _Text) -> list[HiddenSection]:
         if tag is None:
             continue
         start, stop = _paragraph(doc, i)
+        if _opens_note(doc, i):
+            stop = len(doc.text)
         rule = f"tag “{tag}”"
         out.append(
             HiddenSection(
