@@ -516,6 +516,12 @@ HABITS = [
     ("lore/duke.md", "---\nstatus: secret\n---\n# Duke\n\nThe duke is a {c} vampire."),
     ("lore/duke.md", "---\npublic: false\n---\n# Duke\n\nThe duke is a {c} vampire."),
     ("lore/duke.md", "---\ntags: [[npc, gm]]\n---\n# Duke\n\nThe duke is a {c} vampire."),
+    # Switches in any of the vocabulary's languages, and a flag's unknown value: held.
+    ("lore/duke.md", "---\nsecret: s\u00ed\n---\n# Duke\n\nThe duke is a {c} vampire."),
+    ("lore/duke.md", "---\nspoiler: maybe\n---\n# Duke\n\nThe duke is a {c} vampire."),
+    ("lore/duke.md", "---\nrevealed: nein\n---\n# Duke\n\nThe duke is a {c} vampire."),
+    ("lore/duke.md", "---\nshare: nobody\n---\n# Duke\n\nThe duke is a {c} vampire."),
+    ("lore/duke.md", "---\naccess:\n  players: never\n---\n# Duke\n\nA {c} vampire."),
     (
         "lore/duke.md",
         "# Duke\n\nThe duke rules.\n\n<details><summary>Spoilers! Click</summary>\n{c}\n</details>",
@@ -530,11 +536,29 @@ HABITS = [
         "# Duke\n\n| NPC | Role | GM notes |\n|---|---|---|\n| Duke | ruler | a {c} vampire |",
     ),
     ("lore/duke.md", "# Duke\n\n| NPC | Secret |\n| :-- | --: |\n| Duke | a {c} vampire |"),
+    ("lore/duke.md", "# Duke\n\n| NPC | Secret Motive |\n|---|---|\n| Duke | a {c} vampire |"),
+    (
+        "lore/duke.md",
+        "# Duke\n\n| NPC | Info |\n|---|---|\n| | DM only |\n| Duke | a {c} vampire |",
+    ),
+    ("lore/duke.md", "# Duke\n\n| Key | Value |\n|---|---|\n| Secrets | a {c} vampire |"),
+    ("lore/duke.md", "# Duke\n\n> | NPC | GM notes |\n> |---|---|\n> | Duke | a {c} vampire |"),
+    (
+        "lore/duke.md",
+        "# Duke\n\n<table><tr><th>NPC</th><th>Secret</th></tr>"
+        "<tr><td>Duke</td><td><b>a {c}</b> vampire</td></tr></table>",
+    ),
+    ("lore/duke.txt", "Duke\n\nNPC\tDM notes\nDuke\ta {c} vampire\nWren\tspy\n"),
+    ("lore/duke.txt", "Duke\n\nNPC\tSecret\nDuke\ta {c} vampire\tragged\n"),
+    ("lore/npcs.csv", 'NPC,Role,Secret\nDuke,"ruler, old","a {c} vampire"\n'),
+    ("handouts/duke.json", '{{"name": "Duke", "gmnotes": {{"text": "a {c} vampire"}}}}'),
     # Obsidian tags in the body: the paragraph, or the section a tag under a heading opens.
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nThe duke is a {c} vampire. #gm"),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n#secret The duke is a\n{c} vampire."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## Blood\n#dm-only\n\nA {c} vampire."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## Blood\n\n#gm\n\nA {c} vampire."),
+    ("lore/duke.md", "\n#npc #secret\n# Duke\n\nThe duke rules.\n\nA {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## Blood\n\n\\#secret\n\nA {c} vampire."),
     # Hugo's TOML front matter, with the keys YAML front matter has.
     ("lore/duke.md", "+++\ntitle = 'Duke'\nsecret = true\n+++\n# Duke\n\nA {c} vampire."),
     ("lore/duke.md", "+++\nvisibility = 'gm'\n+++\n# Duke\n\nThe duke is a {c} vampire."),
@@ -554,12 +578,40 @@ HABITS = [
     ("lore/duke.md", "# Duke\n\nThe duke rules (GM, he is a {c} vampire) the city."),
     ("lore/duke.md", "# Duke\n\nThe duke rules (DM; he is a {c} vampire) the city."),
     ("lore/duke.md", "# Duke\n\nThe duke rules. [GM note: he is a {c} vampire] Yes."),
+    # Other tools' block syntaxes: Homebrewery, Pandoc, World Anvil, comment pairs, Discord.
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n{{{{note,gm\nHe is a {c} vampire.\n}}}}\n"),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n::: {{.gm}}\nHe is a {c} vampire.\n:::\n"),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n[section:gm-notes]\nA {c} vampire.\n[/section]"),
+    (
+        "lore/duke.md",
+        "# Duke\n\nThe duke rules.\n\n<!-- secret -->\nA {c} vampire.\n<!-- /secret -->",
+    ),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n<!-- GM start -->\nA {c} vampire.\n"),
+    ("lore/duke.md", "# Duke\n\nThe duke rules. <span data-gm>A {c} vampire.</span> Yes."),
+    (
+        "lore/duke.md",
+        "# Duke\n\nThe duke rules.\n\n<div>\n<b>Secrets</b>\n\nA {c} vampire.\n</div>\n",
+    ),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n~~~text secret\nA {c} vampire.\n~~~\n"),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n> [!private]\n> He is a {c} vampire.\n"),
     # Look-alike letters: Cyrillic, Greek, fullwidth.
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## G\u041c Notes\n\nHe is a {c} vampire."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n\u0500M: the duke is a {c} vampire."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## \u0405\u0435cr\u0435ts\n\nA {c} vampire."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## G\u039c only\n\nHe is a {c} vampire."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n\uff27\uff2d: the duke is a {c} vampire."),
+    # Lisu, Armenian, invisible code points, a right-to-left override drawing `GM`.
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## \ua4d6\ua4df Notes\n\nHe is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## \u054fecrets\n\nHe is a {c} vampire."),
+    (
+        "lore/duke.md",
+        "# Duke\n\nThe duke rules.\n\n## G\ufe0eM\u2064 Notes\n\nHe is a {c} vampire.",
+    ),
+    (
+        "lore/duke.md",
+        "# Duke\n\nThe duke rules.\n\n## \u202eMG\u202c Notes\n\nHe is a {c} vampire.",
+    ),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nSecret\u2236 the duke is a {c} vampire."),
 ]
 
 KEPT = [
@@ -580,12 +632,40 @@ KEPT = [
     ("lore/duke.md", "---\nsecret:\n---\n# Duke\n\nThe duke rules, {c}."),
     ("lore/duke.md", "---\ngm: false\n---\n# Duke\n\nThe duke rules, {c}."),
     ("lore/duke.md", "---\nspoiler: no\n---\n# Duke\n\nThe duke rules, {c}."),
+    ("lore/duke.md", "---\nsecret: n\u00e3o\n---\n# Duke\n\nThe duke rules, {c}."),
+    ("lore/duke.md", "---\npublic: oui\n---\n# Duke\n\nThe duke rules, {c}."),
+    ("lore/duke.md", "---\nspoilers: none\n---\n# Duke\n\nThe duke rules, {c}."),
+    # A session's GM and players by name, a publishing date: no switch.
+    ("sessions/s4.md", "---\ngm: Alice\nplayers: Bob, Carol\n---\n# Session 4\n\nWe won, {c}."),
+    ("lore/duke.md", "---\npublished: 2024-01-05\n---\n# Duke\n\nThe duke rules, {c}."),
     ("lore/duke.md", "+++\ntitle = 'Duke'\nsecret = false\n+++\n# Duke\n\nThe duke rules, {c}."),
     # A GM column's neighbours, a tag that is no GM word, a BBCode tag that is not a mark.
     ("lore/duke.md", "# Duke\n\n| NPC | Role | GM notes |\n|---|---|---|\n| {c} | ruler | x |"),
+    ("lore/duke.md", "# Duke\n\n| Key | Value |\n|---|---|\n| GM | x |\n| Name | {c} |"),
+    ("lore/duke.md", "# Duke\n\n> | NPC | Secret Motive |\n> |---|---|\n> | {c} | x |"),
+    (
+        "lore/duke.md",
+        "# Duke\n\n<table><tr><th>NPC</th><th>GM notes</th></tr>"
+        "<tr><td>{c}</td><td>x</td></tr></table>",
+    ),
+    ("lore/duke.txt", "Duke\n\nNPC\tGM notes\n{c}\tx\n"),
+    ("lore/duke.txt", "Duke\n\nNPC\tRole\nDuke\t{c}\n"),
+    ("lore/npcs.csv", 'NPC,Role,GM notes\nDuke,"ruler, {c}",x\n'),
+    ("handouts/duke.json", '{{"name": "Duke", "notes": "The duke rules, {c}.", "gmnotes": ""}}'),
     ("lore/duke.md", "# Duke\n\nThe duke rules, {c}. #npc #secret-garden"),
+    ("lore/duke.md", "#npc\n\n# Duke\n\nThe duke rules, {c}."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules, {c}. \\#npc \\#secret-garden"),
     ("lore/duke.md", "# Duke\n\nThe duke rules, [b]{c}[/b]."),
     ("lore/duke.md", "# Duke\n\nThe duke rules (Alice, Bob; {c}) the city."),
+    # Other tools' blocks that name no GM word, a table's empty cell, a shell's `||` in code.
+    ("lore/duke.md", "# Duke\n\n{{{{monster,frame\nThe duke rules, {c}.\n}}}}\n"),
+    ("lore/duke.md", "# Duke\n\n::: note\nThe duke rules, {c}.\n:::\n"),
+    ("lore/duke.md", "# Duke\n\n| a | b | c |\n|---|---|---|\n| x || {c} |\n"),
+    ("lore/duke.md", "# Duke\n\nRun `make ||{c}||` now."),
+    ("lore/duke.md", '# Duke\n\n<p data-id="secret-door">The duke rules, {c}.</p>'),
+    ("lore/duke.md", "# Duke\n\n> [!quote] Hidden\n> The duke rules, {c}.\n"),
+    ("lore/duke.md", "# Duke\n\n<aside>\n\U0001f4a1 Tip\n\nThe duke rules, {c}.\n</aside>\n"),
+    ("lore/duke.md", "# Duke\n\n```python secrets.py\nprint('{c}')\n```\n"),
 ]
 
 # A dialogue transcript: a `DM:` speaker's lines are speech the table heard.

@@ -232,7 +232,6 @@ def test_definition_list_gm_term(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "GM\n: The duke is a {c} vampire.\n")
 
 
-@leak("a `#gm` tag line at the very top of a note (before its title) holds nothing")
 def test_gm_tag_line_at_the_top_of_a_note(tmp_path):
     text = "#gm\n\n# Duke\n\nThe duke is a {c} vampire.\n"
     assert not players_read(tmp_path, "lore/duke.md", text)
@@ -241,7 +240,6 @@ def test_gm_tag_line_at_the_top_of_a_note(tmp_path):
 # --- tables -------------------------------------------------------------------------------------
 
 
-@leak("an HTML table's `GM notes` column (Google Docs / Word HTML export) reaches the players")
 def test_html_table_gm_column(tmp_path):
     text = (
         "# Duke\n\n<table><tr><th>NPC</th><th>GM notes</th></tr>"
@@ -250,7 +248,6 @@ def test_html_table_gm_column(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("a GM column named in a second header row is not seen")
 def test_table_gm_column_in_second_header_row(tmp_path):
     text = (
         "# Duke\n\n| NPC | Info | Info |\n|---|---|---|\n"
@@ -259,13 +256,11 @@ def test_table_gm_column_in_second_header_row(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("a key/value table (infobox) whose row is labelled `GM notes` reaches the players")
 def test_table_gm_row_label(tmp_path):
     text = "# Duke\n\n| Field | Value |\n|---|---|\n| Name | Duke |\n| GM notes | a {c} vampire |"
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("a GM column in a table inside a callout/blockquote reaches the players")
 def test_table_gm_column_in_a_callout(tmp_path):
     text = (
         "# Duke\n\n> [!info] NPCs\n> | NPC | Role | GM notes |\n> |---|---|---|\n"
@@ -274,7 +269,6 @@ def test_table_gm_column_in_a_callout(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("a `Secret Motive` column (the classic NPC table) reaches the players; `Secret` is held")
 def test_table_secret_motive_column(tmp_path):
     text = (
         "# Duke\n\n| NPC | Role | Secret Motive |\n|---|---|---|\n| Duke | ruler | a {c} vampire |"
@@ -282,13 +276,11 @@ def test_table_secret_motive_column(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("a spreadsheet pasted into plain text (tab-separated) keeps its `GM notes` column")
 def test_tab_separated_gm_column(tmp_path):
     text = "Duke\n\nNPC\tRole\tGM notes\nDuke\truler\ta {c} vampire\n"
     assert not players_read(tmp_path, "lore/duke.txt", text)
 
 
-@leak("an NPC spreadsheet exported as CSV keeps its `GM notes` column")
 def test_csv_gm_column(tmp_path):
     text = "NPC,Role,GM notes\nDuke,ruler,a {c} vampire\n"
     assert not players_read(tmp_path, "lore/npcs.csv", text)
@@ -297,43 +289,36 @@ def test_csv_gm_column(tmp_path):
 # --- front matter -------------------------------------------------------------------------------
 
 
-@leak("front matter `players: false` is accepted and does not hold the file")
 def test_front_matter_players_false(tmp_path):
     text = "---\nplayers: false\n---\n# Duke\n\nThe duke is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("front matter `player_visible: false` is accepted and does not hold the file")
 def test_front_matter_player_visible_false(tmp_path):
     text = "---\nplayer_visible: false\n---\n# Duke\n\nThe duke is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("front matter `permissions: {players: none}` is accepted and does not hold the file")
 def test_front_matter_nested_permissions(tmp_path):
     text = "---\npermissions:\n  players: none\n---\n# Duke\n\nThe duke is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("`secret: ✓` (a value that is neither true nor false) fails open instead of closed")
 def test_front_matter_secret_checkmark(tmp_path):
     text = "---\nsecret: \u2713\n---\n# Duke\n\nThe duke is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("`secret: oui` is not read as yes although the French `mj:` key is")
 def test_front_matter_secret_oui(tmp_path):
     text = "---\nsecret: oui\n---\n# Duke\n\nThe duke is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("`public: never` (an unknown value for a hold key) fails open")
 def test_front_matter_public_never(tmp_path):
     text = "---\npublic: never\n---\n# Duke\n\nThe duke is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("`revealed: false` (the TTRPG vault habit) is accepted and does not hold the file")
 def test_front_matter_revealed_false(tmp_path):
     text = "---\nrevealed: false\n---\n# Duke\n\nThe duke is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
@@ -342,93 +327,76 @@ def test_front_matter_revealed_false(tmp_path):
 # --- block syntaxes of other tools --------------------------------------------------------------
 
 
-@leak("a Homebrewery/GM Binder `{{gm …}}` block reaches the players")
 def test_homebrewery_gm_block(tmp_path):
     assert not players_read(
         tmp_path, "lore/duke.md", DUKE + "{{gm\nThe duke is a {c} vampire.\n}}\n"
     )
 
 
-@leak("a World Anvil `[container:gm]` (or `[section:gm-notes]`) block reaches the players")
 def test_world_anvil_gm_container(tmp_path):
     text = DUKE + "[container:gm]\nThe duke is a {c} vampire.\n[/container]\n"
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("a Pandoc/LegendKeeper fenced div `::: secret` reaches the players")
 def test_fenced_div_secret(tmp_path):
     text = DUKE + "::: secret\nThe duke is a {c} vampire.\n:::\n"
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("a fence whose info string is `md gm` (gm not first) reaches the players")
 def test_fence_info_gm_second_word(tmp_path):
     text = DUKE + "```md gm\nThe duke is a {c} vampire.\n```\n"
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("an Obsidian `[!hidden]` callout reaches the players")
 def test_callout_hidden(tmp_path):
     text = DUKE + "> [!hidden]\n> The duke is a {c} vampire.\n"
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("paired comment markers `<!--GM-->…<!--/GM-->` hold only the empty comments")
 def test_paired_comment_markers(tmp_path):
     text = DUKE + "<!-- gm:start -->\nThe duke is a {c} vampire.\n<!-- gm:end -->\n"
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak('an HTML element with `data-visibility="gm"` reaches the players')
 def test_html_data_visibility_gm(tmp_path):
     text = DUKE + '<p data-visibility="gm">The duke is a {c} vampire.</p>\n'
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("a Discord `||spoiler||` passes while BBCode [spoiler] is held")
 def test_discord_spoiler_bars(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "The duke is ||a {c} vampire||.\n")
 
 
-@leak("a Roll20 handout export's `gmnotes` field reaches the players")
 def test_roll20_json_gmnotes(tmp_path):
     text = '{"name": "Duke", "notes": "The duke rules.", "gmnotes": "The duke is a {c} vampire."}'
     assert not players_read(tmp_path, "handouts/duke.json", text)
 
 
-@leak("a right-to-left override makes `MG` display as `GM`; the mark is not seen")
 def test_bidi_override_heading(tmp_path):
     text = DUKE + "## \u202eMG\u202c Notes\n\nHe is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("Lisu letters `ꓖꓟ` look like GM but are outside the confusables map")
 def test_lisu_lookalike_gm_heading(tmp_path):
     text = DUKE + "## \ua4d6\ua4df Notes\n\nHe is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("an Armenian `Տ` for S in `Secret` is outside the confusables map")
 def test_armenian_lookalike_secret_heading(tmp_path):
     text = DUKE + "## \u054fecret\n\nHe is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("an invisible variation selector (U+FE0F) inside `GM` is not stripped like U+200B is")
 def test_variation_selector_inside_gm(tmp_path):
     text = DUKE + "## G\ufe0fM Notes\n\nHe is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("the modifier-letter colon `꞉` (U+A789, the usual stand-in for `:` in file-safe text)")
 def test_modifier_letter_colon_label(tmp_path):
     text = DUKE + "GM\ua789 the duke is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak(
-    "a Notion export's callout `<aside>` whose first line is `🔒 **GM only**` reaches the players"
-)
 def test_notion_aside_callout_gm_only(tmp_path):
     text = DUKE + "<aside>\n🔒 **GM only**\n\nThe duke is a {c} vampire.\n\n</aside>\n"
     assert not players_read(tmp_path, "lore/duke.md", text)
@@ -446,7 +414,6 @@ def test_html_strong_gm_notes_paragraph(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("Google Docs' Markdown export escapes the tag to `\\#gm`; the escaped tag holds nothing")
 def test_google_docs_escaped_gm_tag(tmp_path):
     text = DUKE + "The duke is a {c} vampire. \\#gm\n"
     assert not players_read(tmp_path, "lore/duke.md", text)

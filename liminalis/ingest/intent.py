@@ -36,10 +36,14 @@ __all__ = [
     "meta_intent",
     "tag_intent",
     "mark_intent",
+    "kind_intent",
+    "header_intent",
     "role_label",
     "body_properties",
     "property_intent",
     "confusable_fold",
+    "strip_ignorable",
+    "colon_fold",
     "ROLE",
 ]
 
@@ -443,14 +447,81 @@ _CONFUSABLES = str.maketrans(
         "ꮯ": "c",
         "ꭱ": "r",
         "ꮦ": "t",
+        "ᏻ": "g",
+        "ꮥ": "s",
+        "ꮢ": "r",
+        "ꭲ": "t",
+        # Lisu capitals, which have no lower case
+        "ꓖ": "g",
+        "ꓟ": "m",
+        "ꓓ": "d",
+        "ꓢ": "s",
+        "ꓰ": "e",
+        "ꓚ": "c",
+        "ꓣ": "r",
+        "ꓔ": "t",
+        # Armenian, read before lower casing (``Տ`` lower-cases to ``տ``, no longer an S)
+        "Տ": "s",
+        "Ս": "u",
+        "Օ": "o",
+        "օ": "o",
+        "ս": "u",
+        "ց": "g",
+        "հ": "h",
+        "ո": "n",
+        # More of the Latin look-alikes UTS #39 lists for G, M, D, S, E, C, R, T
+        "ϻ": "m",
+        "Ϻ": "m",
+        "ϲ": "c",
+        "Ϲ": "c",
+        "ᗰ": "m",
+        "ᗪ": "d",
+        "ᗞ": "d",
+        "ⴹ": "e",
+        "ᖇ": "r",
+        "Ʀ": "r",
+        "ꓐ": "b",
     }
 )
 
+#: Unicode's Default_Ignorable_Code_Point ranges (DerivedCoreProperties.txt): code points a
+#: renderer draws as nothing, so ``G\ufe0fM`` (a variation selector) reads as ``GM`` to a player.
+#: Python's :mod:`unicodedata` does not expose the property, hence the table.
+_IGNORABLE = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
+
+
+#: Characters drawn like a colon (UTS #39): the modifier-letter colon ``꞉`` a file-safe name
+#: writes for ``:``, the ratio sign, Armenian and Hebrew colons, the triangular colons.
+_COLONS = str.maketrans(dict.fromkeys("\ua789\u2236\u02d0\u02f8\u0589\u05c3\ufe13\u1365", ":"))
+
+
+def colon_fold(text: str) -> str:
+    """``text`` with every look-alike colon (:data:`_COLONS`) a ``:``, one character for one so
+    every offset still points into the original: ``GM꞉ …`` is a label as ``GM: …`` is."""
+    return text.translate(_COLONS)
+
+
+#: A right-to-left override run: ``\u202eMG\u202c`` is drawn ``GM``.
+_RLO_RUN = re.compile("\u202e([^\u202a-\u202e\n]*)(?:\u202c|$)", re.M)
+
+
+def strip_ignorable(text: str) -> str:
+    """``text`` as a player sees it drawn: a right-to-left override run reversed (the order its
+    letters are displayed in), then without its default-ignorable code points
+    (:data:`_IGNORABLE`)."""
+    return _IGNORABLE.sub("", _RLO_RUN.sub(lambda m: m.group(1)[::-1], text))
+
 
 def confusable_fold(text: str) -> str:
-    """``text`` lower-cased, in NFKC, with look-alike letters of other scripts read as the Latin
-    ones they imitate (:data:`_CONFUSABLES`): what a mark is matched on."""
-    return unicodedata.normalize("NFKC", text).lower().translate(_CONFUSABLES)
+    """``text`` as drawn (:func:`strip_ignorable`), lower-cased, in NFKC, with look-alike letters
+    of other scripts read as the Latin ones they imitate (:data:`_CONFUSABLES`, applied before
+    and after lower casing): what a mark is matched on."""
+    text = unicodedata.normalize("NFKC", strip_ignorable(text)).translate(_CONFUSABLES)
+    return text.lower().translate(_CONFUSABLES)
 
 
 def _fold(text: str) -> str:
@@ -458,7 +529,7 @@ def _fold(text: str) -> str:
     (``maître`` → ``maitre``, ``für`` → ``fur``), apostrophes dropped (``don't`` → ``dont``),
     everything else that is not a letter or digit a space."""
     text = re.sub(r"<[^<>]{0,80}>", " ", text)
-    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
+    text = "".join(c for c in strip_ignorable(text) if unicodedata.category(c) != "Cf")
     text = unicodedata.normalize("NFKD", confusable_fold(text))
     text = "".join(c for c in text if not unicodedata.combining(c))
     text = re.sub(r"[’'`´]", "", text)
@@ -594,6 +665,28 @@ def name_intent(name: str) -> str | None:
     return None
 
 
+def kind_intent(kind: str) -> str | None:
+    """The GM word a block's *type* names (a callout's ``[!hidden]``, ``[!gm-notes]``), else
+    ``None``: as a name (:func:`name_intent`), or a weak word alone, which as a type is a mark —
+    a ``hidden`` callout is one the GM meant hidden, where ``Hidden`` alone as a title names a
+    place."""
+    tokens = _tokens(kind)
+    if len(tokens) == 1 and tokens[0] in WEAK:
+        return tokens[0]
+    return name_intent(kind.replace("-", " "))
+
+
+def header_intent(name: str) -> str | None:
+    """The GM word a table's column header or row label names, else ``None``: a name or a label
+    about GM-ness (``GM notes``), or a strong word anywhere in it (``Secret Motive``, a GM word
+    as a modifier). A table cell is short and its column holds the same kind of thing all the
+    way down, so the stricter whole-name rule would fail open."""
+    if not name or len(name) > 60:
+        return None
+    found = name_intent(name) or label_intent(name)
+    return found or next((t for t in _tokens(name) if t in STRONG), None)
+
+
 def role_label(label: str) -> bool:
     """Whether a label names the GM's role and nothing else (``DM``, ``**GM**``, ``Dungeon
     Master``): a speaker's name in a transcript. ``GM note``, ``Secret`` are no role."""
@@ -712,8 +805,30 @@ _UNPUBLISH = {
     "shared": _FALSE,
     "public": _FALSE,
     "dgpublish": _FALSE,
+    "revealed": _FALSE,
+    "playervisible": _FALSE,
+    "visibletoplayers": _FALSE,
+    "playerfacing": _FALSE,
+    "players": _FALSE,
 }
 _DRAFT = frozenset({"draft"})
+#: Yes and no in the vocabulary's languages (accents folded), and the ticks a GM types for them.
+_YES = frozenset(
+    {"true", "yes", "y", "on", "1", "oui", "ja", "si", "sim", "vrai", "wahr", "verdadero"}
+    | {"verdadeiro", "\u2713", "\u2714", "\u2611"}
+)
+_NO = frozenset(
+    {"false", "no", "n", "off", "0", "non", "nein", "nao", "faux", "falsch", "falso"}
+    | {"\u2717", "\u2718", "\u2610", "\u274c"}
+)
+#: What a flag's value says to mean unset: ``spoilers: none`` is a page with none.
+_UNSET = frozenset({"none", "null", "nil", "~", "-", "n/a"})
+#: What a key that lists who may read says to mean nobody: ``permissions: {players: none}``.
+_NOBODY = frozenset({"none", "never", "nobody", "no one", "noone", "gm", "gm only", "hidden"})
+#: Keys that list the players rather than switch: ``players: Alice, Bob`` names who played.
+_ROSTER_KEYS = frozenset({"players"})
+#: Role words as flag keys: ``gm: Alice`` names who ran the session, so only a yes sets them.
+_ROLE_FLAG_KEYS = frozenset({"gm", "dm", "mj", "sl"})
 _AUDIENCE_KEYS = frozenset({"visibility", "audience", "access", "readers", "visibleto"})
 _TAG_KEYS = frozenset(
     {
@@ -751,6 +866,45 @@ def _values(value: object) -> Iterable[object]:
     return [value]
 
 
+def _switch_word(value: object) -> str:
+    """A switch's value as one word: lower case, accents folded (``não`` → ``nao``), ``""`` for
+    none or an empty list."""
+    if value is None or (isinstance(value, (list, tuple, Mapping)) and not value):
+        return ""
+    word = unicodedata.normalize("NFKD", str(value).strip().lower())
+    return "".join(c for c in word if not unicodedata.combining(c))
+
+
+def _flag_set(key: str, value: object) -> bool:
+    """Whether a GM flag (``secret``, ``spoiler``, ``gm``) is set. It fails closed: any value
+    but an empty one or a no (``secret: ✓``, ``secret: oui``, ``secret: maybe``) sets it, since
+    a held file costs a review and a leaked one the campaign. A role word as a key (``gm:``) is
+    set only by a yes: ``gm: Alice`` names who ran the session."""
+    if isinstance(value, Mapping):
+        return False
+    word = _switch_word(value)
+    if key in _ROLE_FLAG_KEYS:
+        return word in _TRUE | _YES
+    return bool(word) and word not in _NO | _UNSET
+
+
+def _unpublished(key: str, value: object) -> bool:
+    """Whether a publishing switch (``publish``, ``public``, ``revealed``, ``player_visible``)
+    keeps the file from its readers. It fails closed: only a yes (or a date, a number: when it
+    was published) leaves it open, so ``public: never`` holds. A roster key (``players:``) holds
+    only on a no or a nobody (``permissions: {players: none}``)."""
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (Mapping, list, tuple)):
+        return False
+    word = _switch_word(value)
+    if word in _UNPUBLISH[key] or word in _NO or word in _NOBODY:
+        return True
+    if key in _ROSTER_KEYS or not word:
+        return False
+    return word not in _YES and not re.search(r"\d", word)
+
+
 def meta_intent(meta: Mapping[Any, object], *, known_lenses: Iterable[str] = ()) -> Intent | None:
     """GM intent in front matter, at any nesting depth: a true flag (``secret: true``,
     ``dm_only: yes``), ``publish: false``, ``draft: true``, a tag or css class naming the
@@ -766,16 +920,11 @@ def _walk(meta: Mapping[Any, object], lenses: set[str], *, top: bool, depth: int
         return Intent("front matter", "nested too deep")
     for key, value in meta.items():
         k = _norm_key(key)
-        v = "" if value is None else str(value).strip().lower()
-        if k in FLAG_KEYS and not isinstance(value, Mapping) and v in _TRUE:
+        if k in FLAG_KEYS and _flag_set(k, value):
             return Intent("front matter flag", f"{key}: {value}")
-        if (
-            k in _UNPUBLISH
-            and v in _UNPUBLISH[k]
-            or (isinstance(value, bool) and k in _UNPUBLISH and not value)
-        ):
+        if k in _UNPUBLISH and _unpublished(k, value):
             return Intent("front matter", f"{key}: {value}")
-        if k in _DRAFT and (value is True or v in {"true", "yes", "y", "on", "1"}):
+        if k in _DRAFT and (value is True or _switch_word(value) in _YES):
             return Intent("front matter", f"{key}: {value}")
         if k in _TAG_KEYS:
             for tag in _values(value):

@@ -35,12 +35,17 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from liminalis.ingest.intent import (
+    colon_fold,
+    header_intent,
+    kind_intent,
     label_intent,
     mark_intent,
     name_intent,
     role_label,
     tag_intent,
 )
+from liminalis.ingest.text_tables import table_blocks
+from liminalis.ingest.tool_blocks import data_attribute_mark, titled_element, tool_blocks
 from liminalis.lens import GM, NOT_GM, PLAYERS
 from liminalis.types import HeldBack
 
@@ -293,7 +298,14 @@ def _fence_audience(info: str, known: frozenset[str]) -> frozenset[str] | None:
         word = re.sub(r"^ad-", "", first.lower()).replace("-", " ").replace("_", " ")
         if name_intent(word):
             return frozenset()
-    return aud
+    return aud if aud is not None else _later_fence_word(info)
+
+
+def _later_fence_word(info: str) -> frozenset[str] | None:
+    """GM-only when a word after the first of a fence's info string names GM intent
+    (```` ```md gm ````, ```` ```text {.secret} ````): the first word is the language."""
+    words = [w.strip(".") for w in re.split(r"[\s{},]+", info.strip())[1:]]
+    return frozenset() if any(w and tag_intent(w) for w in words) else None
 
 
 def _inside(pos: int, spans: list[tuple[int, int]]) -> bool:
@@ -372,19 +384,40 @@ def find_hidden_sections(
     line-based marks (fences, callouts, headings, GM lines) on the text with comments blanked
     out, so a heading or fence a comment holds neither opens nor ends anything; then the marks
     inside lines (invisible HTML, link-reference comments, a table's GM column, body tags,
-    BBCode). Sections whose audience is every player (``lens:players``) are not hidden and not
+    BBCode, other tools' blocks). The marks are read with look-alike colons as ``:``
+    (:func:`~liminalis.ingest.intent.colon_fold`). Sections whose audience is every player (``lens:players``) are not hidden and not
     returned, and neither are sections held by habit (not ``explicit``) whose
     :func:`section_digest` is in ``released``: the GM reviewed them and chose to show them.
     """
     known = frozenset(x.lower() for x in lenses) - {GM}
-    doc, found = _read_comments(text, known)
+    doc, found = _read_comments(colon_fold(text), known)
     found += _line_marks(doc)
     found += _html_hidden(doc.masked, doc.code, doc.line_of)
     found += _link_comments(doc.masked, doc.lines, doc.code_lines)
     found += _table_columns(doc)
     found += _body_tags(doc)
     found += _bbcode(doc)
+    found += _tool_blocks(doc)
     return _finish(text, found, released)
+
+
+def _tool_blocks(doc: _Text) -> list[HiddenSection]:
+    """Other tools' block syntaxes (:mod:`liminalis.ingest.tool_blocks`) and tables that are not
+    Markdown's (:mod:`liminalis.ingest.text_tables`), outside code: held by habit, reviewable."""
+    return [
+        HiddenSection(
+            b.start,
+            b.end,
+            frozenset(),
+            "block",
+            doc.line_of(b.start),
+            terminated=b.terminated,
+            rule=b.rule,
+            explicit=False,
+        )
+        for b in tool_blocks(doc.text, doc.masked) + table_blocks(doc.masked)
+        if not (doc.code and _inside(b.start, doc.code))
+    ]
 
 
 def _read_comments(text: str, known: frozenset[str]) -> tuple[_Text, list[HiddenSection]]:
@@ -532,7 +565,7 @@ def _callout_audience(line: str, known: frozenset[str]) -> tuple[frozenset[str] 
         aud = _marked(line[nested.end() :], known)
     if aud is None and cm:
         title = line[cm.end() :].strip()
-        if name_intent(kind.replace("-", " ")) or name_intent(title):
+        if kind_intent(kind) or name_intent(title):
             rule = f"callout “{(cm.group('kind') + ' ' + title).strip()[:60]}”"
             return frozenset(), rule, True
     if aud is None and nested:
@@ -873,8 +906,13 @@ def _html_hidden(
         else:
             cls = _CLASS.search(attrs)
             names = (cls.group(1) or cls.group(2) or "") if cls else ""
+            data = data_attribute_mark(attrs)
             if names and any(tag_intent(c) for c in names.split()):
                 rule, explicit = f"<{tag} class=“{names[:30]}”>", False
+            elif data:
+                rule, explicit = f"<{tag} {data[:30]}>", False
+            elif title := titled_element(tag, masked, m.end()):
+                rule, explicit = f"<{tag}> “{_plain(title)[:40]}”", False
             elif tag == "details":
                 sm = _SUMMARY.match(masked, m.end())
                 if sm and name_intent(re.sub(r"<[^>]+>", " ", sm.group(1))):
@@ -947,9 +985,10 @@ def _link_comments(
 
 #: A tag in a note's body (Obsidian's ``#gm``, ``#dm-only``, ``#status/secret``): not a heading's
 #: ``# ``, not a URL's fragment, not ``C#``.
-_BODY_TAG = re.compile(r"(?<![\w#&/\\])#(?P<tag>[^\W\d][\w/-]{0,40})")
+#: A tag in the body: ``#gm``, and ``\\#gm`` (Google Docs' Markdown export escapes every ``#``).
+_BODY_TAG = re.compile(r"(?<![\w#&/\\])\\?#(?P<tag>[^\W\d][\w/-]{0,40})")
 #: A line of tags alone: ``#gm``, ``#npc #secret``.
-_TAG_LINE = re.compile(r"^[ \t]*(?:#[^\W\d][\w/-]{0,40}[ \t]*)+$")
+_TAG_LINE = re.compile(r"^[ \t]*(?:\\?#[^\W\d][\w/-]{0,40}[ \t]*)+$")
 
 
 def _gm_tags(doc: _Text, i: int) -> str | None:
@@ -987,9 +1026,16 @@ def _paragraph(doc: _Text, i: int) -> tuple[int, int]:
     return doc.lines[a][0], min(doc.lines[b][1] + 1, len(doc.text))
 
 
+def _opens_note(doc: _Text, i: int) -> bool:
+    """Whether line ``i`` is a line of tags alone that opens the note (nothing but blank lines
+    above it, before its title): Obsidian's habit of tagging the whole note there."""
+    return bool(_TAG_LINE.match(doc.line(i))) and not any(doc.line(k).strip() for k in range(i))
+
+
 def _body_tags(doc: _Text) -> list[HiddenSection]:
     """A paragraph carrying a GM tag (``… a spy. #gm``): the paragraph is held. A tag under a
-    heading holds the heading's section instead (:func:`_open_heading`)."""
+    heading holds the heading's section instead (:func:`_open_heading`); a line of tags that
+    opens the note holds the whole note (:func:`_opens_note`)."""
     out: list[HiddenSection] = []
     for i in range(len(doc.lines)):
         if i in doc.code_lines or "#" not in doc.line(i) or _heading(doc.line(i)):
@@ -998,6 +1044,8 @@ def _body_tags(doc: _Text) -> list[HiddenSection]:
         if tag is None:
             continue
         start, stop = _paragraph(doc, i)
+        if _opens_note(doc, i):
+            stop = len(doc.text)
         rule = f"tag “{tag}”"
         out.append(
             HiddenSection(
@@ -1039,10 +1087,21 @@ def _bbcode(doc: _Text) -> list[HiddenSection]:
 _TABLE_RULE = re.compile(r"^[ \t]*\|?[ \t]*:?-{1,}:?[ \t]*(?:\|[ \t]*:?-{1,}:?[ \t]*)*\|?[ \t]*$")
 
 
+def _unquoted(doc: _Text, i: int) -> tuple[int, str]:
+    """Line ``i`` without the quote (``> ``) it may sit in, and where that text starts: a table
+    inside a callout is still a table."""
+    s, e = doc.lines[i]
+    line = doc.masked[s:e]
+    quote = _QUOTE_DEPTH.match(line)
+    pre = quote.end() if quote and ">" in quote.group(0) else 0
+    return s + pre, line[pre:]
+
+
 def _cells(doc: _Text, i: int) -> list[tuple[int, int]]:
     """``(start, end)`` of each cell's content on table row ``i`` (an escaped ``\\|`` or one in
-    code is no border; the outer pipes are optional)."""
-    s, e = doc.lines[i]
+    code is no border; the outer pipes are optional; a quote's ``>`` is no cell)."""
+    s, line = _unquoted(doc, i)
+    e = doc.lines[i][1]
     bars = [
         k
         for k in range(s, e)
@@ -1050,7 +1109,6 @@ def _cells(doc: _Text, i: int) -> list[tuple[int, int]]:
         and doc.masked[k - 1 : k] != "\\"
         and not (doc.code and _inside(k, doc.code))
     ]
-    line = doc.masked[s:e]
     edges = [s - 1 if not line.lstrip().startswith("|") else None, *bars]
     if not line.rstrip().endswith("|"):
         edges.append(e)
@@ -1058,39 +1116,75 @@ def _cells(doc: _Text, i: int) -> list[tuple[int, int]]:
     return [(a + 1, b) for a, b in zip(points, points[1:], strict=False)]
 
 
+def _marked_columns(doc: _Text, cells: list[tuple[int, int]]) -> list[int]:
+    """The columns whose header cell names GM intent (:func:`header_intent`)."""
+    return [k for k, (a, b) in enumerate(cells) if header_intent(doc.masked[a:b].strip())]
+
+
+def _table_rows(doc: _Text, i: int) -> list[int]:
+    """The rows of the table whose delimiter row is line ``i``: its header and body."""
+    rows = [i - 1]
+    j = i + 1
+    while j < len(doc.lines) and "|" in doc.line(j) and j not in doc.code_lines:
+        rows.append(j)
+        j += 1
+    return rows
+
+
 def _table_columns(doc: _Text) -> list[HiddenSection]:
-    """A Markdown table whose column header names GM intent (``GM notes``, ``Secret``): that
-    column's cells are held, so players read the rest of the table. A row whose cells do not line
-    up with the header holds the whole table (fail closed)."""
+    """A Markdown table (in a quote too) whose column header names GM intent (``GM notes``,
+    ``Secret Motive``; in the first body row too: a second header row), or whose row label does
+    (``| GM notes | … |``, a key/value infobox): that column's or row's cells are held, so players
+    read the rest. A row whose cells do not line up with the header holds the whole table (fail
+    closed)."""
     out: list[HiddenSection] = []
     for i in range(1, len(doc.lines)):
-        if i in doc.code_lines or not _TABLE_RULE.match(doc.line(i)) or "|" not in doc.line(i - 1):
+        if (
+            i in doc.code_lines
+            or not _TABLE_RULE.match(_unquoted(doc, i)[1])
+            or "|" not in doc.line(i - 1)
+        ):
             continue
-        header = _cells(doc, i - 1)
-        names = [doc.masked[a:b].strip() for a, b in header]
-        marked = [k for k, n in enumerate(names) if name_intent(n) or label_intent(n)]
-        if not marked:
-            continue
-        rows = [i - 1]
-        j = i + 1
-        while j < len(doc.lines) and "|" in doc.line(j) and j not in doc.code_lines:
-            rows.append(j)
-            j += 1
-        rule = f"table column “{_plain(names[marked[0]])[:40]}”"
-        spans = [_cells(doc, r) for r in rows]
-        if any(len(c) != len(header) for c in spans):
-            start, stop = doc.lines[i - 1][0], min(doc.lines[j - 1][1] + 1, len(doc.text))
-            out.append(
-                HiddenSection(start, stop, frozenset(), "table", i, rule=rule, explicit=False)
-            )
-            continue
-        for r, cells in zip(rows, spans, strict=True):
-            for k in marked:
-                a, b = cells[k]
-                out.append(
-                    HiddenSection(a, b, frozenset(), "table cell", r + 1, rule=rule, explicit=False)
-                )
+        out += _held_cells(doc, _table_rows(doc, i))
     return out
+
+
+def _held_cells(doc: _Text, rows: list[int]) -> list[HiddenSection]:
+    """The held cells of a table of ``rows`` (:func:`_table_columns`)."""
+    spans = [_cells(doc, r) for r in rows]
+    marked = set(_marked_columns(doc, spans[0]))
+    if len(spans) > 1 and not (spans[1] and header_intent(_cell_text(doc, spans[1][0]))):
+        marked |= set(_marked_columns(doc, spans[1]))  # a second header row
+    labelled = [r for r, c in zip(rows[1:], spans[1:], strict=True) if c and _row_label(doc, c)]
+    if not marked and not labelled:
+        return []
+    first = min(marked) if marked else 0
+    rule = f"table column “{_plain(_cell_text(doc, spans[0][first]))[:40]}”" if marked else ""
+    if any(len(c) != len(spans[0]) for c in spans):
+        start, stop = doc.lines[rows[0]][0], min(doc.lines[rows[-1]][1] + 1, len(doc.text))
+        line = rows[0] + 2
+        rule = rule or "table row label"
+        return [HiddenSection(start, stop, frozenset(), "table", line, rule=rule, explicit=False)]
+    out = []
+    for r, cells in zip(rows, spans, strict=True):
+        why = rule if r not in labelled else f"table row “{_plain(_cell_text(doc, cells[0]))}”"
+        for k in sorted(marked) if r not in labelled else range(len(cells)):
+            a, b = cells[k]
+            out.append(
+                HiddenSection(a, b, frozenset(), "table cell", r + 1, rule=why, explicit=False)
+            )
+    return out
+
+
+def _cell_text(doc: _Text, cell: tuple[int, int]) -> str:
+    return doc.masked[cell[0] : cell[1]].strip()
+
+
+def _row_label(doc: _Text, cells: list[tuple[int, int]]) -> bool:
+    """Whether a body row is labelled as the GM's in its first cell (``| GM notes | … |``): a
+    whole GM name, not a GM word beside others (``Secret Door`` is a room)."""
+    label = _plain(_cell_text(doc, cells[0]))
+    return bool(label) and bool(name_intent(label) or label_intent(label))
 
 
 def _join(pieces: list[str]) -> str:

@@ -12,6 +12,8 @@ clearly marks what it holds and is kept too; every other comment opener there is
 The gate masks the openers that do not apply with spaces of the same length, so every offset a
 hidden section is found at still points into the real text (the views are cut from it).
 Everything else the wall reads (GM headings, labels, callouts, fences) is read in every format.
+A CSV file's delimiting commas are read as tabs, so its GM column is held as a pasted
+spreadsheet's is.
 """
 
 from __future__ import annotations
@@ -39,6 +41,17 @@ def _closed_on_its_line(text: str, m: re.Match[str]) -> int:
     return -1 if at < 0 else at + len(closer)
 
 
+def _csv_as_tabs(text: str) -> str:
+    """A CSV file's text with each delimiting comma (outside double quotes) a tab, one
+    character for one: the wall reads its columns as it reads a pasted spreadsheet's."""
+    out, quoted = [], False
+    for c in text:
+        if c == '"':
+            quoted = not quoted
+        out.append("\t" if c == "," and not quoted else c)
+    return "".join(out)
+
+
 def comment_gate(text: str, suffix: str) -> str:
     """``text`` as the wall should read it for a file ending ``suffix``: unchanged for Markdown
     and text; for a PDF or Word document, with Markdown's comment openers blanked unless the
@@ -47,6 +60,8 @@ def comment_gate(text: str, suffix: str) -> str:
     line (a rulebook's ``%%`` percentages) hides nothing."""
     if suffix.lower() in TEXT_SUFFIXES:
         return text
+    if suffix.lower() == ".csv":
+        text = _csv_as_tabs(text)
     word = suffix.lower() == ".docx"
     kept_to = 0  # the end of the last comment kept whole: openers inside it are its own
 
