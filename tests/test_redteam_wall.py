@@ -63,31 +63,26 @@ def false_hold(reason: str):  # type: ignore[no-untyped-def]
 # --- the transcript rule swallows marks a GM writes inside a DM: line ----------------------------
 
 
-@leak("`DM: (secret) …` in a clear transcript is kept as speech the table heard")
 def test_transcript_dm_line_marked_secret(tmp_path):
     text = _session("DM: (secret) the duke is a {c} vampire.")
     assert not players_read(tmp_path, "sessions/session-05.md", text)
 
 
-@leak("`DM: [GM only] …` in a clear transcript is kept as speech")
 def test_transcript_dm_line_marked_gm_only(tmp_path):
     text = _session("DM: [GM only] the duke is a {c} vampire.")
     assert not players_read(tmp_path, "sessions/session-05.md", text)
 
 
-@leak("a speaker label `DM (note to self):` is read as the DM speaking")
 def test_transcript_dm_note_to_self_speaker(tmp_path):
     text = _session("DM (note to self): the duke is a {c} vampire.")
     assert not players_read(tmp_path, "sessions/session-05.md", text)
 
 
-@leak("`DM (whispering to Bob):` reaches every player, not only Bob")
 def test_transcript_dm_whisper_to_one_player(tmp_path):
     text = _session("DM (whispering to Bob): the duke is a {c} vampire.")
     assert not players_read(tmp_path, "sessions/session-05.md", text)
 
 
-@leak("a GM's prep notes scripted as dialogue turn the DM's stage aside into 'speech'")
 def test_prep_scene_in_dialogue_form_with_dm_aside(tmp_path):
     text = (
         "# Planned scene\n\n"
@@ -97,7 +92,6 @@ def test_prep_scene_in_dialogue_form_with_dm_aside(tmp_path):
     assert not players_read(tmp_path, "notes/duke.md", text)
 
 
-@leak("`DM: GM: …` (the canonical GM label inside a DM line) is kept as speech")
 def test_transcript_dm_line_with_gm_label(tmp_path):
     text = _session("DM: GM: the door is a {c} mimic.")
     assert not players_read(tmp_path, "sessions/session-05.md", text)
@@ -109,19 +103,16 @@ STAT_BLOCK = (
 )
 
 
-@leak("an NPC's property lines (Race:, Class:, …) pass for a dialogue transcript, so `GM:` is kept")
 def test_stat_block_passes_for_a_transcript_gm_label(tmp_path):
     text = STAT_BLOCK + "GM: the duke is a {c} vampire.\n"
     assert not players_read(tmp_path, "npcs/duke.md", text)
 
 
-@leak("an NPC's property lines pass for a dialogue transcript, so `DM:` is kept")
 def test_stat_block_passes_for_a_transcript_dm_label(tmp_path):
     text = STAT_BLOCK + "DM: the duke is a {c} vampire.\n"
     assert not players_read(tmp_path, "npcs/duke.md", text)
 
 
-@leak("a transcript in one section makes a `DM:` note in a later section 'speech' too")
 def test_transcript_reaches_a_later_section(tmp_path):
     text = _session("DM: Roll.").replace("# Session 5\n\n", "# Session 5\n\n## Play\n\n") + (
         "\n## After the session\n\nDM: remember the duke is a {c} vampire.\n"
@@ -539,7 +530,6 @@ def test_false_hold_the_gm_says(tmp_path):
 # --- end to end: a player's /show ---------------------------------------------------------------
 
 
-@leak("a transcript's `DM: (secret) …` line is quoted by a player's /show")
 async def test_players_show_quotes_a_transcript_secret(tmp_path):
     root = make_tiny_campaign(tmp_path / "campaigns")
     (root / "sessions").mkdir(exist_ok=True)

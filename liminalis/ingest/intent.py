@@ -37,6 +37,7 @@ __all__ = [
     "tag_intent",
     "mark_intent",
     "role_label",
+    "property_key",
     "body_properties",
     "property_intent",
     "confusable_fold",
@@ -599,6 +600,97 @@ def role_label(label: str) -> bool:
     Master``): a speaker's name in a transcript. ``GM note``, ``Secret`` are no role."""
     tokens = _tokens(label)
     return bool(tokens) and all(t in ROLE for t in tokens)
+
+
+#: Keys of a stat block or a page's properties (``Race: Human``, ``HP: 12``): a ``Key: value``
+#: line with one of them is a property, never a speaker's line in a transcript.
+PROPERTY_KEYS = frozenset(
+    {
+        "race",
+        "class",
+        "age",
+        "faction",
+        "level",
+        "hp",
+        "ac",
+        "alignment",
+        "location",
+        "type",
+        "status",
+        "role",
+        "occupation",
+        "title",
+        "species",
+        "gender",
+        "sex",
+        "pronouns",
+        "height",
+        "weight",
+        "str",
+        "dex",
+        "con",
+        "int",
+        "wis",
+        "cha",
+        "speed",
+        "cr",
+        "xp",
+        "size",
+        "tags",
+        "date",
+        "session",
+        "players",
+        "party",
+        "region",
+        "home",
+        "origin",
+        "born",
+        "died",
+        "affiliation",
+        "allegiance",
+        "rank",
+        "appearance",
+        "personality",
+        "motivation",
+        "goal",
+        "goals",
+        "languages",
+        "skills",
+        "senses",
+        "saves",
+        "abilities",
+        "attacks",
+        "initiative",
+        "visibility",
+        "category",
+        "name",
+        "aliases",
+        "alias",
+        "owner",
+        "ruler",
+        "population",
+        "government",
+        "religion",
+        "deity",
+        "culture",
+        "profession",
+        "background",
+        "hit points",
+        "armor class",
+        "armour class",
+        "challenge",
+        "damage",
+        "weapon",
+        "weapons",
+        "items",
+    }
+)
+
+
+def property_key(label: str) -> bool:
+    """Whether a ``Key:`` label is a property of a stat block or a page (``Race``, ``Armor
+    Class``), not a speaker's name: such lines never make a page a transcript."""
+    return " ".join(_fold(label).split()) in PROPERTY_KEYS
 
 
 def mark_intent(label: str) -> str | None:

@@ -38,6 +38,7 @@ from liminalis.ingest.intent import (
     label_intent,
     mark_intent,
     name_intent,
+    property_key,
     role_label,
     tag_intent,
 )
@@ -351,8 +352,8 @@ class _Text:
     code: list[tuple[int, int]]
     code_lines: frozenset[int]
     known: frozenset[str]
-    #: The text is a dialogue transcript (:func:`_is_dialogue`).
-    dialogue: bool = False
+    #: The lines inside a run of dialogue, where a bare ``DM:`` is a speaker (:func:`_dialogue`).
+    dialogue: frozenset[int] = frozenset()
 
     def line_of(self, pos: int) -> int:
         return bisect_right(self.starts, pos)
@@ -403,7 +404,7 @@ def _read_comments(text: str, known: frozenset[str]) -> tuple[_Text, list[Hidden
     code_lines = frozenset(
         k for a, b in _code_blocks(masked, lines) for k in range(line_of(a) - 1, line_of(b))
     )
-    dialogue = _is_dialogue(masked, lines, code_lines)
+    dialogue = _dialogue(masked, lines, code_lines)
     return _Text(text, masked, lines, starts, code, code_lines, known, dialogue), found
 
 
@@ -412,35 +413,52 @@ _SPEAKER = re.compile(
     r"^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?(?P<name>[^\W\d][\w .'’-]{0,30}?)(?:\*\*|__)?[ \t]*:"
     r"(?:\*\*|__)?[ \t]+\S"
 )
-#: How much of a file must be speakers' lines, by how many speakers besides the GM, for it to
-#: read as a transcript.
-_DIALOGUE_SHARE, _DIALOGUE_LINES, _DIALOGUE_SPEAKERS = 0.6, 6, 2
+#: How many speakers' lines a run must have, by how many speakers besides the GM, for it to read
+#: as a transcript.
+_DIALOGUE_LINES, _DIALOGUE_SPEAKERS = 6, 2
 
 
-def _is_dialogue(masked: str, lines: list[tuple[int, int]], code_lines: frozenset[int]) -> bool:
-    """Whether a text is clearly a dialogue transcript, where ``DM:`` is a speaker, not a note:
-    most of its lines (headings and blank lines aside) are ``Name:`` lines, at least six, by the
-    GM and at least two other speakers.
+def _speaker(line: str) -> str | None:
+    """The speaker a line of dialogue opens with (``Alice``, ``DM``), else ``None``. A property
+    key (``Race: Human``, ``HP: 12``: :func:`property_key`) is no speaker."""
+    m = _SPEAKER.match(line)
+    if not m or property_key(m.group("name")):
+        return None
+    return m.group("name").strip()
 
-        dialogue ⇔ |S| ≥ 6 ∧ |S| ≥ 0.6·|L| ∧ |{name(s) : s ∈ S} ∖ ROLE| ≥ 2
 
-    Unsure is no: a page of notes with a few ``DM:`` lines keeps them held."""
-    content = 0
-    names: list[str] = []
+def _speaker_runs(
+    masked: str, lines: list[tuple[int, int]], code_lines: frozenset[int]
+) -> list[list[tuple[int, str]]]:
+    """The runs of consecutive speaker lines, each ``[(line index, speaker), …]``: a blank line,
+    a heading, code or any line that is not a speaker's ends a run."""
+    runs: list[list[tuple[int, str]]] = [[]]
     for i, (s, e) in enumerate(lines):
-        line = masked[s:e]
-        if not line.strip() or i in code_lines or _heading(line):
-            continue
-        content += 1
-        m = _SPEAKER.match(line)
-        if m:
-            names.append(m.group("name").strip())
-    others = {n.lower() for n in names if not role_label(n)}
-    return (
-        len(names) >= _DIALOGUE_LINES
-        and len(names) >= _DIALOGUE_SHARE * content
-        and len(others) >= _DIALOGUE_SPEAKERS
-    )
+        name = None if i in code_lines else _speaker(masked[s:e])
+        if name is None:
+            runs.append([])
+        else:
+            runs[-1].append((i, name))
+    return [r for r in runs if r]
+
+
+def _dialogue(
+    masked: str, lines: list[tuple[int, int]], code_lines: frozenset[int]
+) -> frozenset[int]:
+    """The lines of the runs that are clearly a dialogue transcript, where ``DM:`` is a speaker,
+    not a note: a run R of consecutive ``Name:`` lines (no blank line, heading or prose between)
+    of at least six, by the GM and at least two other speakers.
+
+        dialogue(R) ⇔ |R| ≥ 6 ∧ |{name(r) : r ∈ R} ∖ ROLE| ≥ 2
+
+    The exception is local, so a transcript never makes a ``DM:`` note in another paragraph or
+    section speech; unsure is no: a page of notes with a few ``DM:`` lines keeps them held."""
+    out: set[int] = set()
+    for run in _speaker_runs(masked, lines, code_lines):
+        others = {n.lower() for _, n in run if not role_label(n)}
+        if len(run) >= _DIALOGUE_LINES and len(others) >= _DIALOGUE_SPEAKERS:
+            out.update(i for i, _ in run)
+    return frozenset(out)
 
 
 def _finish(text: str, found: list[HiddenSection], released: frozenset[str]) -> list[HiddenSection]:
@@ -485,7 +503,12 @@ def _line_marks(doc: _Text) -> list[HiddenSection]:
         else:
             habits.extend(
                 _line_habits(
-                    doc.masked, doc.lines, i, doc.code_lines, doc.line_of, dialogue=doc.dialogue
+                    doc.masked,
+                    doc.lines,
+                    i,
+                    doc.code_lines,
+                    doc.line_of,
+                    dialogue=i in doc.dialogue,
                 )
             )
         i += 1
@@ -725,17 +748,17 @@ def _line_habits(
 ) -> list[HiddenSection]:
     """GM habits on one line that is not a heading: a ``GM:`` label opening it, a marker later
     in it, an aside naming the GM, a bare ``(GM only)`` mark. In a ``dialogue`` (a transcript:
-    :func:`_is_dialogue`) a ``DM:`` speaker's line is speech, not a note: only what else the
-    line holds is read."""
+    :func:`_dialogue`) a bare ``DM:`` speaker's line is speech, not a note (:func:`_speech`):
+    only what else the line holds is read."""
     s, e = lines[i]
     line = masked[s:e]
     if not line.strip() or i in code_lines:
         return []
     out: list[HiddenSection] = []
     m = _LABEL_LINE.match(line)
-    if m and dialogue and role_label(m.group("label")):
+    if m and dialogue and _speech(m.group("label"), line[m.end() :]):
         line, m = " " * m.end() + line[m.end() :], None
-    if m and label_intent(m.group("label")):
+    if m and (label_intent(m.group("label")) or _role_aside(m.group("label"))):
         stop = _continuation_end(masked, lines, i)
         rule = f"line “{_plain(m.group('label'))}:”"
         return [
@@ -788,6 +811,29 @@ def _line_habits(
             )
             break
     return out
+
+
+#: What a GM sets a note apart with inside a speaker's line: brackets, braces, emphasis, a tag.
+_SPEECH_MARKS = re.compile(r"[(\[{<*#|]")
+
+
+def _speech(label: str, rest: str) -> bool:
+    """Whether a transcript's line ``label: rest`` is the GM speaking, not a note: the label is
+    the bare role (``DM``, not ``DM (note to self)``) and the speech carries no mark a GM sets a
+    note apart with — no bracket, emphasis or tag, no ``GM:`` label of its own. Any mark inside
+    holds the line (a hidden sentence costs a question, a leaked one the campaign)."""
+    rest = rest.lstrip("*_ \t")
+    if not role_label(label) or _SPEECH_MARKS.search(label.strip("*_ ") + rest):
+        return False
+    inner = _LABEL_LINE.match(rest)
+    return not (inner and (label_intent(inner.group("label")) or role_label(inner.group("label"))))
+
+
+def _role_aside(label: str) -> bool:
+    """Whether a label is the GM's role with a parenthetical (``DM (note to self)``, ``GM
+    (whispering to Bob)``): a note or a whisper to one player, never speech to the table."""
+    m = re.match(r"^\W*(?P<role>[^(\[]+?)\s*[(\[]", label)
+    return m is not None and role_label(m.group("role"))
 
 
 def _aside_end(text: str, start: int, opener: str) -> int:
