@@ -560,6 +560,16 @@ HABITS = [
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## \u0405\u0435cr\u0435ts\n\nA {c} vampire."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## G\u039c only\n\nHe is a {c} vampire."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n\uff27\uff2d: the duke is a {c} vampire."),
+    # Headings that are marks although they read like topics or miss Markdown's syntax.
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## Don't share with the players\n\nA {c}."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## What the DM knows\n\nA {c}."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## Plans #secret\n\nA {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## The Game Master's Notebook\n\nA {c}."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n### DM intel\n\nA {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n###Secrets\n\nA {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## D. M. only\n\nA {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n<h3 id='x'>Secrets</h3>\n\nA {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## \u2067MD\u2069 only\n\nA {c} vampire."),
 ]
 
 KEPT = [
@@ -570,6 +580,10 @@ KEPT = [
     ("lore/inn.md", "# Inn\n\nA private room at the inn costs a silver, {c}."),
     # A heading about the role as a topic is no mark.
     ("rules/guide.md", "# The Dungeon Master\n\nThe DM describes the world, {c}."),
+    # A place named like a GM's corner, a `#hashtag` body tag, an HTML heading naming no mark.
+    ("places/corner.md", "# Hidden Corner\n\nA quiet tavern, {c}."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n##Plans\n\nHe sails at dawn, {c}."),
+    ("lore/duke.md", "# Duke\n\n<h2>Court</h2>\n\nThe duke rules, {c}.\n\n#court #npc"),
     ("rules/guide.md", "# Guide\n\nIntro.\n\n## The Game Master\n\nRuns the game, {c}."),
     ("rules/guide.md", "# Guide\n\nIntro.\n\n## GM and Players\n\nThey share it, {c}."),
     (

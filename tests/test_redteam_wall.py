@@ -123,42 +123,34 @@ def test_transcript_reaches_a_later_section(tmp_path):
 # --- headings that are marks --------------------------------------------------------------------
 
 
-@leak("`## Do not share with players` is a mark, not a topic")
 def test_heading_do_not_share_with_players(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "## Do not share with players\n\n{c}")
 
 
-@leak("`## What the GM Knows` is a mark, not a topic")
 def test_heading_what_the_gm_knows(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "## What the GM Knows\n\nA {c}.")
 
 
-@leak("a `#gm` tag in a heading does not hold the section (it does on the line below)")
 def test_heading_with_gm_tag(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "## Blood #gm\n\nA {c} vampire.")
 
 
-@leak("`## The DM's Corner` (also `The Game Master's Notebook`) is read as a topic, not a mark")
 def test_heading_the_dms_corner(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "## The DM's Corner\n\nA {c} vampire.")
 
 
-@leak("`## GM Intel` holds nothing although `## GM Background` and `## GM Info` do")
 def test_heading_gm_intel(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "## GM Intel\n\nA {c} vampire.")
 
 
-@leak("`##GM Notes` (no space, as GMs type it) is not read as a GM heading")
 def test_heading_without_space_after_hashes(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "##GM Notes\n\nA {c} vampire.")
 
 
-@leak("`G.M.` with dots is not read as GM")
 def test_heading_gm_with_dots(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "## G.M. Notes\n\nA {c} vampire.")
 
 
-@leak("an HTML heading `<h2>GM Notes</h2>` (Google Docs / Foundry export) opens no held section")
 def test_html_heading_gm_notes(tmp_path):
     text = DUKE + "<h2>GM Notes</h2>\n\nThe duke is a {c} vampire.\n"
     assert not players_read(tmp_path, "lore/duke.md", text)
@@ -387,7 +379,6 @@ def test_roll20_json_gmnotes(tmp_path):
     assert not players_read(tmp_path, "handouts/duke.json", text)
 
 
-@leak("a right-to-left override makes `MG` display as `GM`; the mark is not seen")
 def test_bidi_override_heading(tmp_path):
     text = DUKE + "## \u202eMG\u202c Notes\n\nHe is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)

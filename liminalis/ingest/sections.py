@@ -598,7 +598,7 @@ def _heading_at(doc: _Text, i: int, stack: list[_Open]) -> tuple[int, str]:
     alone as one (level 7, below every real one), a bold run-in that ends such a pseudo-heading,
     or a setext heading that opens a hidden section — else ``(0, "")``."""
     masked, lines, line = doc.masked, doc.lines, doc.line(i)
-    head = _heading(line)
+    head = _heading(line) or _loose_heading(line)
     if head:
         return head
     # Matched on the stripped line: its optional spaces around a label backtrack quadratically
@@ -628,6 +628,23 @@ def _heading_at(doc: _Text, i: int, stack: list[_Open]) -> tuple[int, str]:
     return 0, ""
 
 
+#: A heading a GM typed without the space Markdown wants (``##GM Notes``), or an HTML export's
+#: heading (``<h2>GM Notes</h2>``).
+_GLUED_ATX = re.compile(r"^[ \t]{0,3}(#{2,6})(?=[^\s#])(?P<t>.+)$")
+_HTML_HEADING = re.compile(r"^[ \t]*<h([1-6])\b[^>]*>(?P<t>.*?)</h\1[ \t]*>[ \t]*$", re.I)
+
+
+def _loose_heading(line: str) -> tuple[int, str] | None:
+    """``(level, title)`` of a heading Markdown does not read as one but a GM meant as one — a
+    glued ``##GM Notes`` or an HTML ``<h2>`` — only when its title names GM intent: it then opens
+    a held section (fail closed) and never closes one. A ``#hashtag`` (one ``#``) stays a tag."""
+    m = _GLUED_ATX.match(line) or _HTML_HEADING.match(line)
+    if not m or not name_intent(re.sub(r"<[^<>]*>", " ", m.group("t"))):
+        return None
+    level = m.group(1)
+    return (int(level) if level.isdigit() else len(level)), m.group("t").strip()
+
+
 def _close_headings(stack: list[_Open], level: int, end: int) -> list[HiddenSection]:
     """The open heading sections a heading of ``level`` (0: the end of the text) closes."""
     out = []
@@ -644,6 +661,8 @@ def _open_heading(stack: list[_Open], level: int, title: str, doc: _Text, i: int
     rule = "heading mark"
     if aud is None and name_intent(title):
         aud, rule = frozenset(), f"heading “{_plain(title)[:60]}”"
+    if aud is None and (tag := _title_tag(title)):
+        aud, rule = frozenset(), f"tag “{tag}” in a heading"
     if aud is None and (tag := _tag_under(doc, i)):
         aud, rule = frozenset(), f"tag “{tag}” under a heading"
     if aud is not None:
@@ -971,6 +990,15 @@ def _gm_tags(doc: _Text, i: int) -> str | None:
     for m in _BODY_TAG.finditer(doc.masked, s, e):
         if doc.code and _inside(m.start(), doc.code):
             continue
+        if tag_intent(m.group("tag")):
+            return m.group(0)
+    return None
+
+
+def _title_tag(title: str) -> str | None:
+    """A GM tag in a heading's own title (``## Blood #gm``): it marks the heading's section as a
+    tag on the line under it does."""
+    for m in _BODY_TAG.finditer(title):
         if tag_intent(m.group("tag")):
             return m.group(0)
     return None
