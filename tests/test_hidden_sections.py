@@ -570,6 +570,20 @@ HABITS = [
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## D. M. only\n\nA {c} vampire."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n<h3 id='x'>Secrets</h3>\n\nA {c} vampire."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## \u2067MD\u2069 only\n\nA {c} vampire."),
+    # Label lines the `Label:` rule alone misses.
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nSECRETS\nThe duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n[DM only] The duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n(Secret) The duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nGM NOTE \u2192 the duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nPS (DM): the duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nRules.[^a]\n\n[^a]: Secret: he is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nSecret\n: The duke is a {c} vampire.\n"),
+    ("lore/duke.md", "#secret\n\n# Duke\n\nThe duke is a {c} vampire.\n"),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nDM\uff1a the duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n> __Secret__\n> The duke is a {c} vampire.\n"),
+    ("lore/duke.md", "# Duke\n\nRules.\n\n<p><b>Secrets</b></p>\n<p>A {c} vampire.</p>\n"),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nThe duke is a {c} vampire. \\#secret\n"),
+    ("lore/duke.txt", "Duke\n\nThe duke rules.\n\n*** SECRETS ***\nThe duke is a {c} vampire.\n"),
 ]
 
 KEPT = [
@@ -584,6 +598,11 @@ KEPT = [
     ("places/corner.md", "# Hidden Corner\n\nA quiet tavern, {c}."),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n##Plans\n\nHe sails at dawn, {c}."),
     ("lore/duke.md", "# Duke\n\n<h2>Court</h2>\n\nThe duke rules, {c}.\n\n#court #npc"),
+    # A bracketed aside that is no mark, an arrow in prose, a quote with a bold speaker.
+    ("lore/duke.md", "# Duke\n\nIntro.\n\n(Optional) The duke rules, {c}.\n"),
+    ("lore/duke.md", "# Duke\n\nIntro.\n\nDocks -> the duke's palace, {c}.\n"),
+    ("lore/duke.md", "# Duke\n\nIntro.\n\n> **Alice**\n> The duke rules, {c}.\n"),
+    ("lore/duke.md", "# Duke\n\nINTRO\nThe duke rules, {c}.\n"),
     ("rules/guide.md", "# Guide\n\nIntro.\n\n## The Game Master\n\nRuns the game, {c}."),
     ("rules/guide.md", "# Guide\n\nIntro.\n\n## GM and Players\n\nThey share it, {c}."),
     (

@@ -156,24 +156,20 @@ def test_html_heading_gm_notes(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("an all-caps `GM NOTES` label line without a colon holds nothing")
 def test_caps_label_line_without_colon(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "GM NOTES\nThe duke is a {c} vampire.")
 
 
-@leak("plain text: a `=== GM ===` banner line holds nothing")
 def test_plain_text_banner(tmp_path):
     text = PLAIN + "=== GM ===\nThe duke is a {c} vampire.\n"
     assert not players_read(tmp_path, "lore/duke.txt", text)
 
 
-@leak("plain text: `--- GM ONLY --- … --- END ---` holds nothing")
 def test_plain_text_dashed_banner(tmp_path):
     text = PLAIN + "--- GM ONLY ---\nThe duke is a {c} vampire.\n--- END ---\n"
     assert not players_read(tmp_path, "lore/duke.txt", text)
 
 
-@leak("plain text: a `GM:` label's second paragraph is the players' (Markdown holds it)")
 def test_plain_text_gm_label_second_paragraph(tmp_path):
     text = PLAIN + "GM:\nThe duke is a vampire.\n\nAnd a {c} lich.\n"
     assert not players_read(tmp_path, "lore/duke.txt", text)
@@ -182,40 +178,33 @@ def test_plain_text_gm_label_second_paragraph(tmp_path):
 # --- line labels --------------------------------------------------------------------------------
 
 
-@leak("a line opening `[GM ONLY]` holds nothing")
 def test_bracketed_gm_only_prefix(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "[GM ONLY] The duke is a {c} vampire.")
 
 
-@leak("a line opening `(GM only)` holds nothing")
 def test_parenthesised_gm_only_prefix(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "(GM only) The duke is a {c} vampire.")
 
 
-@leak("an arrow after the label (`GM -> …`, `GM NOTE → …`) holds nothing; `GM - …` is held")
 def test_arrow_after_gm_label(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "GM -> the duke is a {c} vampire.\n")
 
 
-@leak("`NB (GM): …` holds nothing; the label is not at the start of the line")
 def test_nb_gm_label(tmp_path):
     assert not players_read(
         tmp_path, "lore/duke.md", DUKE + "NB (GM): the duke is a {c} vampire.\n"
     )
 
 
-@leak("a footnote `[^1]: GM: …` reaches the players")
 def test_footnote_gm_label(tmp_path):
     text = DUKE + "The duke rules.[^1]\n\n[^1]: GM: he is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("a definition list term `GM` with `: …` reaches the players")
 def test_definition_list_gm_term(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "GM\n: The duke is a {c} vampire.\n")
 
 
-@leak("a `#gm` tag line at the very top of a note (before its title) holds nothing")
 def test_gm_tag_line_at_the_top_of_a_note(tmp_path):
     text = "#gm\n\n# Duke\n\nThe duke is a {c} vampire.\n"
     assert not players_read(tmp_path, "lore/duke.md", text)
@@ -402,7 +391,6 @@ def test_variation_selector_inside_gm(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("the modifier-letter colon `꞉` (U+A789, the usual stand-in for `:` in file-safe text)")
 def test_modifier_letter_colon_label(tmp_path):
     text = DUKE + "GM\ua789 the duke is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
@@ -416,19 +404,16 @@ def test_notion_aside_callout_gm_only(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("a `**GM**` label line inside a blockquote holds nothing (outside a quote it does)")
 def test_blockquote_bold_gm_label_line(tmp_path):
     text = DUKE + "> **GM**\n>\n> The duke is a {c} vampire.\n"
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("an HTML export's `<p><strong>GM Notes</strong></p>` label paragraph holds nothing")
 def test_html_strong_gm_notes_paragraph(tmp_path):
     text = DUKE + "<p><strong>GM Notes</strong></p>\n<p>The duke is a {c} vampire.</p>\n"
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("Google Docs' Markdown export escapes the tag to `\\#gm`; the escaped tag holds nothing")
 def test_google_docs_escaped_gm_tag(tmp_path):
     text = DUKE + "The duke is a {c} vampire. \\#gm\n"
     assert not players_read(tmp_path, "lore/duke.md", text)

@@ -386,6 +386,11 @@ def find_hidden_sections(
     return _finish(text, found, released)
 
 
+#: Colon look-alikes a GM's keyboard or a file-safe name writes (``GM꞉``, fullwidth ``：``, ratio
+#: ``∶``, modifier ``ː``): read as ``:``, one character for one so offsets stay.
+_COLONS = str.maketrans({"\ua789": ":", "\uff1a": ":", "\u2236": ":", "\u02d0": ":"})
+
+
 def _read_comments(text: str, known: frozenset[str]) -> tuple[_Text, list[HiddenSection]]:
     """Stage one: HTML comments anywhere, Obsidian comments outside code, and the text with
     both blanked for the stages after."""
@@ -400,7 +405,7 @@ def _read_comments(text: str, known: frozenset[str]) -> tuple[_Text, list[Hidden
     code = sorted(_code_blocks(masked, lines) + _inline_code(masked))
     obsidian = _comments(masked, "%%", "%%", "obsidian comment", known, code, line_of)
     found += obsidian
-    masked = _mask(masked, [(h.start, h.end) for h in obsidian])
+    masked = _mask(masked, [(h.start, h.end) for h in obsidian]).translate(_COLONS)
     code_lines = frozenset(
         k for a, b in _code_blocks(masked, lines) for k in range(line_of(a) - 1, line_of(b))
     )
@@ -631,18 +636,40 @@ def _heading_at(doc: _Text, i: int, stack: list[_Open]) -> tuple[int, str]:
 #: A heading a GM typed without the space Markdown wants (``##GM Notes``), or an HTML export's
 #: heading (``<h2>GM Notes</h2>``).
 _GLUED_ATX = re.compile(r"^[ \t]{0,3}(#{2,6})(?=[^\s#])(?P<t>.+)$")
+#: An HTML export's bold label paragraph: ``<p><strong>GM Notes</strong></p>`` (level 7, as a
+#: ``**GM Notes**`` line).
+_HTML_LABEL = re.compile(
+    r"^[ \t]*<p\b[^>]*>[ \t]*<(?:strong|b)>(?P<t>[^<\n]{1,60})</(?:strong|b)>[ \t]*:?[ \t]*</p>[ \t]*$"
+    r"(?P<l>)",
+    re.I,
+)
 _HTML_HEADING = re.compile(r"^[ \t]*<h([1-6])\b[^>]*>(?P<t>.*?)</h\1[ \t]*>[ \t]*$", re.I)
+
+
+def _caps_label(line: str) -> bool:
+    """Whether a line is an all-caps label standing as a heading (``GM NOTES``, ``SECRETS``):
+    short, no sentence end, upper case, naming GM intent."""
+    text = line.strip()
+    return (
+        0 < len(text.split()) <= 5
+        and text.upper() == text
+        and any(c.isalpha() for c in text)
+        and not text.endswith((".", "!", "?", ","))
+        and name_intent(text) is not None
+    )
 
 
 def _loose_heading(line: str) -> tuple[int, str] | None:
     """``(level, title)`` of a heading Markdown does not read as one but a GM meant as one — a
     glued ``##GM Notes`` or an HTML ``<h2>`` — only when its title names GM intent: it then opens
     a held section (fail closed) and never closes one. A ``#hashtag`` (one ``#``) stays a tag."""
-    m = _GLUED_ATX.match(line) or _HTML_HEADING.match(line)
+    m = _GLUED_ATX.match(line) or _HTML_HEADING.match(line) or _HTML_LABEL.match(line)
+    if m is None and _caps_label(line):
+        return 7, line.strip()
     if not m or not name_intent(re.sub(r"<[^<>]*>", " ", m.group("t"))):
         return None
-    level = m.group(1)
-    return (int(level) if level.isdigit() else len(level)), m.group("t").strip()
+    level = m.group(1) if m.re is not _HTML_LABEL else ""
+    return (int(level) if level.isdigit() else len(level) or 7), m.group("t").strip()
 
 
 def _close_headings(stack: list[_Open], level: int, end: int) -> list[HiddenSection]:
@@ -777,6 +804,10 @@ def _line_habits(
     m = _LABEL_LINE.match(line)
     if m and dialogue and _speech(m.group("label"), line[m.end() :]):
         line, m = " " * m.end() + line[m.end() :], None
+    lead = None if m is None and dialogue else _lead_mark(masked, lines, i)
+    if lead is not None:
+        rule, stop = lead
+        return [HiddenSection(s, stop, frozenset(), "line", i + 1, rule=rule, explicit=False)]
     if m and (label_intent(m.group("label")) or _role_aside(m.group("label"))):
         stop = _continuation_end(masked, lines, i)
         rule = f"line “{_plain(m.group('label'))}:”"
@@ -830,6 +861,67 @@ def _line_habits(
             )
             break
     return out
+
+
+#: A line opening with a bracketed mark: ``[GM ONLY] …``, ``(GM only) …``, ``**[Secret]** …``.
+_PREFIX_MARK = re.compile(
+    r"^[ \t]*(?:[-*+][ \t]+)?[*_]*[\[(][ \t]*(?P<label>[^\])\n]{1,40}?)[ \t]*[\])][*_]*[ \t]+\S"
+)
+#: A label with an arrow: ``GM -> …``, ``GM NOTE → …``, ``DM => …``.
+_ARROW_LABEL = re.compile(
+    r"^[ \t]*(?:[-*+][ \t]+)?(?P<label>[^:\n>→⇒⟶]{1,40}?)[ \t]*(?:-{1,2}>|=>|[→⇒⟶])"
+)
+#: A footnote's definition: ``[^1]: GM: …`` — its text is read as a line of its own.
+_FOOTNOTE = re.compile(r"^[ \t]*\[\^[^\]\n]{1,40}\]:[ \t]*")
+#: A term a definition list defines on the next line (``GM`` then ``: …``).
+_DEFINITION = re.compile(r"^[ \t]{0,3}:[ \t]+\S")
+
+
+def _lead_mark(masked: str, lines: list[tuple[int, int]], i: int) -> tuple[str, int] | None:
+    """``(rule, end)`` when line ``i`` opens with a mark the ``Label:`` rule misses — a
+    bracketed ``[GM ONLY]``, an arrow ``GM ->``, a label with a bracketed mark ``NB (GM):``, a
+    footnote ``[^1]: GM: …``, a definition list term ``GM``, a ``**GM**`` line in a quote — the
+    line and its continuation (a quote: the rest of the quote)."""
+    s, e = lines[i]
+    line = masked[s:e]
+    body = line[fm.end() :] if (fm := _FOOTNOTE.match(line)) else line
+
+    def end() -> int:
+        return min(_continuation_end(masked, lines, i) + 1, len(masked))
+
+    for pattern in (_PREFIX_MARK, _ARROW_LABEL):
+        pm = pattern.match(body)
+        if pm and label_intent(pm.group("label")):
+            return f"mark “{_plain(pm.group(0))[:40]}”", end()
+    lm = _LABEL_LINE.match(body)
+    if lm and (
+        (fm and label_intent(lm.group("label")))
+        or any(label_intent(b.group(1)) for b in _BRACKETED_PART.finditer(lm.group("label")))
+    ):
+        return f"line “{_plain(lm.group('label'))}:”", end()
+    nxt = masked[lines[i + 1][0] : lines[i + 1][1]] if i + 1 < len(lines) else ""
+    if label_intent(line.strip()) and _DEFINITION.match(nxt):
+        return f"term “{line.strip()[:40]}”", end()
+    return _quote_label(masked, lines, i)
+
+
+#: A bracketed part of a label: the ``(GM)`` of ``NB (GM)``.
+_BRACKETED_PART = re.compile(r"[(\[]([^()\[\]\n]{1,40})[)\]]")
+
+
+def _quote_label(masked: str, lines: list[tuple[int, int]], i: int) -> tuple[str, int] | None:
+    """A ``**GM**`` label line alone inside a block quote: the rest of the quote is held."""
+    line = masked[lines[i][0] : lines[i][1]]
+    if not line.lstrip().startswith(">"):
+        return None
+    bold = _BOLD_LINE.match(re.sub(r"^[ \t]*(?:>[ \t]?)+", "", line).strip())
+    label = bold and (bold.group("a") or bold.group("b"))
+    if not label or not label_intent(label):
+        return None
+    j = i
+    while j + 1 < len(lines) and masked[lines[j + 1][0] : lines[j + 1][1]].lstrip().startswith(">"):
+        j += 1
+    return f"quoted label “{_plain(label)}”", min(lines[j][1] + 1, len(masked))
 
 
 #: What a GM sets a note apart with inside a speaker's line: brackets, braces, emphasis, a tag.
@@ -980,6 +1072,8 @@ def _link_comments(
 #: A tag in a note's body (Obsidian's ``#gm``, ``#dm-only``, ``#status/secret``): not a heading's
 #: ``# ``, not a URL's fragment, not ``C#``.
 _BODY_TAG = re.compile(r"(?<![\w#&/\\])#(?P<tag>[^\W\d][\w/-]{0,40})")
+#: A tag a Markdown export escaped (Google Docs writes ``\\#gm``).
+_ESCAPED_TAG = re.compile(r"(?<![\w\\])\\#(?P<tag>[^\W\d][\w/-]{0,40})")
 #: A line of tags alone: ``#gm``, ``#npc #secret``.
 _TAG_LINE = re.compile(r"^[ \t]*(?:#[^\W\d][\w/-]{0,40}[ \t]*)+$")
 
@@ -987,7 +1081,7 @@ _TAG_LINE = re.compile(r"^[ \t]*(?:#[^\W\d][\w/-]{0,40}[ \t]*)+$")
 def _gm_tags(doc: _Text, i: int) -> str | None:
     """The first tag on line ``i`` (outside code) naming GM intent, else ``None``."""
     s, e = doc.lines[i]
-    for m in _BODY_TAG.finditer(doc.masked, s, e):
+    for m in [*_BODY_TAG.finditer(doc.masked, s, e), *_ESCAPED_TAG.finditer(doc.masked, s, e)]:
         if doc.code and _inside(m.start(), doc.code):
             continue
         if tag_intent(m.group("tag")):
@@ -1028,6 +1122,13 @@ def _paragraph(doc: _Text, i: int) -> tuple[int, int]:
     return doc.lines[a][0], min(doc.lines[b][1] + 1, len(doc.text))
 
 
+def _opens_note(doc: _Text, i: int) -> bool:
+    """Whether line ``i`` is a line of tags alone that opens the note, above its first heading
+    (``#gm`` then ``# Duke``): it tags the note, not one paragraph."""
+    before = all(not doc.line(k).strip() for k in range(i))
+    return before and bool(_TAG_LINE.match(doc.line(i)))
+
+
 def _body_tags(doc: _Text) -> list[HiddenSection]:
     """A paragraph carrying a GM tag (``… a spy. #gm``): the paragraph is held. A tag under a
     heading holds the heading's section instead (:func:`_open_heading`)."""
@@ -1039,6 +1140,8 @@ def _body_tags(doc: _Text) -> list[HiddenSection]:
         if tag is None:
             continue
         start, stop = _paragraph(doc, i)
+        if _opens_note(doc, i):
+            stop = len(doc.text)  # a tag line above the title tags the whole note
         rule = f"tag “{tag}”"
         out.append(
             HiddenSection(
