@@ -603,6 +603,10 @@ KEPT = [
     ("lore/duke.md", "# Duke\n\nIntro.\n\nDocks -> the duke's palace, {c}.\n"),
     ("lore/duke.md", "# Duke\n\nIntro.\n\n> **Alice**\n> The duke rules, {c}.\n"),
     ("lore/duke.md", "# Duke\n\nINTRO\nThe duke rules, {c}.\n"),
+    # The roster and a sentence about the GM; a Notion page's property naming every player.
+    ("rules/house.md", "# Rules\n\nIntro.\n\nDM: Bob Stone. PCs: Alice, {c}.\n"),
+    ("rules/house.md", "# Rules\n\nIntro.\n\nOur DM asks: no phones, {c}.\n"),
+    ("lore/duke.md", "# Duke\n\nVisibility: Everyone\n\nThe duke rules, {c}.\n"),
     ("rules/guide.md", "# Guide\n\nIntro.\n\n## The Game Master\n\nRuns the game, {c}."),
     ("rules/guide.md", "# Guide\n\nIntro.\n\n## GM and Players\n\nThey share it, {c}."),
     (
@@ -661,6 +665,12 @@ NOT_DIALOGUE = [
     ),
 ]
 STILL_HELD += NOT_DIALOGUE
+# A GM label that is no roster (a secret before `Players:`), a GM verb that is no speech.
+STILL_HELD += [
+    ("rules/house.md", "# Rules\n\nIntro.\n\nGM: the duke is a {c} vampire. Players: no.\n"),
+    ("rules/house.md", "# Rules\n\nIntro.\n\nThe GM knows: the duke is a {c} vampire.\n"),
+    ("lore/duke.md", "# Duke\n\nVisibility: Players, GM\n\nThe duke is a {c} vampire.\n"),
+]
 
 
 @pytest.mark.parametrize("path,text", HABITS + STILL_HELD)

@@ -37,6 +37,8 @@ __all__ = [
     "tag_intent",
     "mark_intent",
     "role_label",
+    "speech_label",
+    "roster_value",
     "property_key",
     "body_properties",
     "property_intent",
@@ -729,6 +731,37 @@ def property_key(label: str) -> bool:
     """Whether a ``Key:`` label is a property of a stat block or a page (``Race``, ``Armor
     Class``), not a speaker's name: such lines never make a page a transcript."""
     return " ".join(_fold(label).split()) in PROPERTY_KEYS
+
+
+#: Verbs that make ``The GM says:`` a sentence about the GM, not a label marking a note.
+_SPEECH_VERBS = frozenset({"says", "said", "asks", "asked", "wants", "suggests", "reminds"})
+
+
+def speech_label(label: str) -> bool:
+    """Whether a ``Label:`` is a sentence's subject and verb (``The GM says``, ``Our DM asks``),
+    not a mark: an article or possessive, the role, a speech verb, nothing else.
+
+        speech(l) ⇔ l = d · r⁺ · v,  d ∈ ARTICLES ∪ {our, my, your}, r ∈ ROLE, v ∈ VERBS"""
+    tokens = _tokens(label)
+    return (
+        len(tokens) >= 3
+        and tokens[0] in _ARTICLES | {"our", "my", "your"}
+        and tokens[-1] in _SPEECH_VERBS
+        and all(t in ROLE for t in tokens[1:-1])
+    )
+
+
+#: A roster after a GM label: ``GM: Alice. Players: Bob, Carol`` names who plays, no secret.
+_ROSTER = re.compile(
+    r"^[ \t*_]*[A-Z][\w'’-]{1,30}(?:[ \t]+[A-Z][\w'’-]{1,30}){0,2}[.;,]?[ \t]+"
+    r"(?:Players?|PCs?|Party|Table)[ \t*_]*:"
+)
+
+
+def roster_value(value: str) -> bool:
+    """Whether a GM label's value is the table's roster (a capitalised name, then ``Players:``):
+    who runs the game, not what the GM knows."""
+    return bool(_ROSTER.match(value))
 
 
 def mark_intent(label: str) -> str | None:

@@ -40,6 +40,8 @@ from liminalis.ingest.intent import (
     name_intent,
     property_key,
     role_label,
+    roster_value,
+    speech_label,
     tag_intent,
 )
 from liminalis.lens import GM, NOT_GM, PLAYERS
@@ -808,6 +810,8 @@ def _line_habits(
     if lead is not None:
         rule, stop = lead
         return [HiddenSection(s, stop, frozenset(), "line", i + 1, rule=rule, explicit=False)]
+    if m and _not_a_mark(m.group("label"), line[m.end() :]):
+        m = None
     if m and (label_intent(m.group("label")) or _role_aside(m.group("label"))):
         stop = _continuation_end(masked, lines, i)
         rule = f"line “{_plain(m.group('label'))}:”"
@@ -938,6 +942,12 @@ def _speech(label: str, rest: str) -> bool:
         return False
     inner = _LABEL_LINE.match(rest)
     return not (inner and (label_intent(inner.group("label")) or role_label(inner.group("label"))))
+
+
+def _not_a_mark(label: str, rest: str) -> bool:
+    """Whether a ``Label:`` line is prose about the GM, not a note: ``The GM says: …`` (a
+    sentence) or ``GM: Alice. Players: …`` (the roster)."""
+    return speech_label(label) or (role_label(label) and roster_value(rest))
 
 
 def _role_aside(label: str) -> bool:
