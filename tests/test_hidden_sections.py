@@ -584,6 +584,10 @@ HABITS = [
     ("lore/duke.md", "# Duke\n\nRules.\n\n<p><b>Secrets</b></p>\n<p>A {c} vampire.</p>\n"),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nThe duke is a {c} vampire. \\#secret\n"),
     ("lore/duke.txt", "Duke\n\nThe duke rules.\n\n*** SECRETS ***\nThe duke is a {c} vampire.\n"),
+    (
+        "lore/duke.md",
+        "# Duke\n\nRules.\n\n<aside>\n💡 <strong>Secrets</strong>\n\nA {c}.\n</aside>\n",
+    ),
 ]
 
 KEPT = [
@@ -603,6 +607,7 @@ KEPT = [
     ("lore/duke.md", "# Duke\n\nIntro.\n\nDocks -> the duke's palace, {c}.\n"),
     ("lore/duke.md", "# Duke\n\nIntro.\n\n> **Alice**\n> The duke rules, {c}.\n"),
     ("lore/duke.md", "# Duke\n\nINTRO\nThe duke rules, {c}.\n"),
+    ("lore/duke.md", "# Duke\n\nRules.\n\n<aside>\n💡 **Tip**\n\nThe duke rules, {c}.\n</aside>\n"),
     # The roster and a sentence about the GM; a Notion page's property naming every player.
     ("rules/house.md", "# Rules\n\nIntro.\n\nDM: Bob Stone. PCs: Alice, {c}.\n"),
     ("rules/house.md", "# Rules\n\nIntro.\n\nOur DM asks: no phones, {c}.\n"),

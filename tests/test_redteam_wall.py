@@ -396,9 +396,6 @@ def test_modifier_letter_colon_label(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak(
-    "a Notion export's callout `<aside>` whose first line is `🔒 **GM only**` reaches the players"
-)
 def test_notion_aside_callout_gm_only(tmp_path):
     text = DUKE + "<aside>\n🔒 **GM only**\n\nThe duke is a {c} vampire.\n\n</aside>\n"
     assert not players_read(tmp_path, "lore/duke.md", text)

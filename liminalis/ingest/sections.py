@@ -385,6 +385,7 @@ def find_hidden_sections(
     found += _table_columns(doc)
     found += _body_tags(doc)
     found += _bbcode(doc)
+    found += _notion_asides(doc)
     return _finish(text, found, released)
 
 
@@ -1130,6 +1131,29 @@ def _paragraph(doc: _Text, i: int) -> tuple[int, int]:
     while b + 1 < len(doc.lines) and doc.line(b + 1).strip() and not _heading(doc.line(b + 1)):
         b += 1
     return doc.lines[a][0], min(doc.lines[b][1] + 1, len(doc.text))
+
+
+#: A Notion export's callout: ``<aside>`` then its icon and first line, up to ``</aside>``.
+_NOTION_ASIDE = re.compile(r"<aside\b[^>]{0,200}>(?P<body>.*?)(?:</aside\s*>|\Z)", re.S | re.I)
+
+
+def _notion_asides(doc: _Text) -> list[HiddenSection]:
+    """A Notion callout whose first line names GM intent (``<aside>`` ``🔒 **GM only**``): the
+    callout, as an Obsidian ``> [!note] GM only`` is held."""
+    out: list[HiddenSection] = []
+    for m in _NOTION_ASIDE.finditer(doc.masked):
+        first = next((ln for ln in m.group("body").split("\n") if ln.strip()), "")
+        title = re.sub(r"<[^<>]*>|[*_~`]", " ", first)
+        if doc.code and _inside(m.start(), doc.code) or not name_intent(title):
+            continue
+        rule = f"callout “{_plain(title)[:40]}”"
+        line = doc.line_of(m.start())
+        out.append(
+            HiddenSection(
+                m.start(), m.end(), frozenset(), "callout", line, rule=rule, explicit=False
+            )
+        )
+    return out
 
 
 def _opens_note(doc: _Text, i: int) -> bool:
