@@ -612,6 +612,34 @@ HABITS = [
         "# Duke\n\nThe duke rules.\n\n## \u202eMG\u202c Notes\n\nHe is a {c} vampire.",
     ),
     ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nSecret\u2236 the duke is a {c} vampire."),
+    # Headings that are marks although they read like topics or miss Markdown's syntax.
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## Don't share with the players\n\nA {c}."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## What the DM knows\n\nA {c}."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## Plans #secret\n\nA {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## The Game Master's Notebook\n\nA {c}."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n### DM intel\n\nA {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n###Secrets\n\nA {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## D. M. only\n\nA {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n<h3 id='x'>Secrets</h3>\n\nA {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n## \u2067MD\u2069 only\n\nA {c} vampire."),
+    # Label lines the `Label:` rule alone misses.
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nSECRETS\nThe duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n[DM only] The duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n(Secret) The duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nGM NOTE \u2192 the duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nPS (DM): the duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nRules.[^a]\n\n[^a]: Secret: he is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nSecret\n: The duke is a {c} vampire.\n"),
+    ("lore/duke.md", "#secret\n\n# Duke\n\nThe duke is a {c} vampire.\n"),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nDM\uff1a the duke is a {c} vampire."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n> __Secret__\n> The duke is a {c} vampire.\n"),
+    ("lore/duke.md", "# Duke\n\nRules.\n\n<p><b>Secrets</b></p>\n<p>A {c} vampire.</p>\n"),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\nThe duke is a {c} vampire. \\#secret\n"),
+    ("lore/duke.txt", "Duke\n\nThe duke rules.\n\n*** SECRETS ***\nThe duke is a {c} vampire.\n"),
+    (
+        "lore/duke.md",
+        "# Duke\n\nRules.\n\n<aside>\n💡 <strong>Secrets</strong>\n\nA {c}.\n</aside>\n",
+    ),
 ]
 
 KEPT = [
@@ -622,6 +650,20 @@ KEPT = [
     ("lore/inn.md", "# Inn\n\nA private room at the inn costs a silver, {c}."),
     # A heading about the role as a topic is no mark.
     ("rules/guide.md", "# The Dungeon Master\n\nThe DM describes the world, {c}."),
+    # A place named like a GM's corner, a `#hashtag` body tag, an HTML heading naming no mark.
+    ("places/corner.md", "# Hidden Corner\n\nA quiet tavern, {c}."),
+    ("lore/duke.md", "# Duke\n\nThe duke rules.\n\n##Plans\n\nHe sails at dawn, {c}."),
+    ("lore/duke.md", "# Duke\n\n<h2>Court</h2>\n\nThe duke rules, {c}.\n\n#court #npc"),
+    # A bracketed aside that is no mark, an arrow in prose, a quote with a bold speaker.
+    ("lore/duke.md", "# Duke\n\nIntro.\n\n(Optional) The duke rules, {c}.\n"),
+    ("lore/duke.md", "# Duke\n\nIntro.\n\nDocks -> the duke's palace, {c}.\n"),
+    ("lore/duke.md", "# Duke\n\nIntro.\n\n> **Alice**\n> The duke rules, {c}.\n"),
+    ("lore/duke.md", "# Duke\n\nINTRO\nThe duke rules, {c}.\n"),
+    ("lore/duke.md", "# Duke\n\nRules.\n\n<aside>\n💡 **Tip**\n\nThe duke rules, {c}.\n</aside>\n"),
+    # The roster and a sentence about the GM; a Notion page's property naming every player.
+    ("rules/house.md", "# Rules\n\nIntro.\n\nDM: Bob Stone. PCs: Alice, {c}.\n"),
+    ("rules/house.md", "# Rules\n\nIntro.\n\nOur DM asks: no phones, {c}.\n"),
+    ("lore/duke.md", "# Duke\n\nVisibility: Everyone\n\nThe duke rules, {c}.\n"),
     ("rules/guide.md", "# Guide\n\nIntro.\n\n## The Game Master\n\nRuns the game, {c}."),
     ("rules/guide.md", "# Guide\n\nIntro.\n\n## GM and Players\n\nThey share it, {c}."),
     (
@@ -708,6 +750,12 @@ NOT_DIALOGUE = [
     ),
 ]
 STILL_HELD += NOT_DIALOGUE
+# A GM label that is no roster (a secret before `Players:`), a GM verb that is no speech.
+STILL_HELD += [
+    ("rules/house.md", "# Rules\n\nIntro.\n\nGM: the duke is a {c} vampire. Players: no.\n"),
+    ("rules/house.md", "# Rules\n\nIntro.\n\nThe GM knows: the duke is a {c} vampire.\n"),
+    ("lore/duke.md", "# Duke\n\nVisibility: Players, GM\n\nThe duke is a {c} vampire.\n"),
+]
 
 
 @pytest.mark.parametrize("path,text", HABITS + STILL_HELD)

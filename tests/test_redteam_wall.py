@@ -63,31 +63,26 @@ def false_hold(reason: str):  # type: ignore[no-untyped-def]
 # --- the transcript rule swallows marks a GM writes inside a DM: line ----------------------------
 
 
-@leak("`DM: (secret) …` in a clear transcript is kept as speech the table heard")
 def test_transcript_dm_line_marked_secret(tmp_path):
     text = _session("DM: (secret) the duke is a {c} vampire.")
     assert not players_read(tmp_path, "sessions/session-05.md", text)
 
 
-@leak("`DM: [GM only] …` in a clear transcript is kept as speech")
 def test_transcript_dm_line_marked_gm_only(tmp_path):
     text = _session("DM: [GM only] the duke is a {c} vampire.")
     assert not players_read(tmp_path, "sessions/session-05.md", text)
 
 
-@leak("a speaker label `DM (note to self):` is read as the DM speaking")
 def test_transcript_dm_note_to_self_speaker(tmp_path):
     text = _session("DM (note to self): the duke is a {c} vampire.")
     assert not players_read(tmp_path, "sessions/session-05.md", text)
 
 
-@leak("`DM (whispering to Bob):` reaches every player, not only Bob")
 def test_transcript_dm_whisper_to_one_player(tmp_path):
     text = _session("DM (whispering to Bob): the duke is a {c} vampire.")
     assert not players_read(tmp_path, "sessions/session-05.md", text)
 
 
-@leak("a GM's prep notes scripted as dialogue turn the DM's stage aside into 'speech'")
 def test_prep_scene_in_dialogue_form_with_dm_aside(tmp_path):
     text = (
         "# Planned scene\n\n"
@@ -97,7 +92,6 @@ def test_prep_scene_in_dialogue_form_with_dm_aside(tmp_path):
     assert not players_read(tmp_path, "notes/duke.md", text)
 
 
-@leak("`DM: GM: …` (the canonical GM label inside a DM line) is kept as speech")
 def test_transcript_dm_line_with_gm_label(tmp_path):
     text = _session("DM: GM: the door is a {c} mimic.")
     assert not players_read(tmp_path, "sessions/session-05.md", text)
@@ -109,19 +103,16 @@ STAT_BLOCK = (
 )
 
 
-@leak("an NPC's property lines (Race:, Class:, …) pass for a dialogue transcript, so `GM:` is kept")
 def test_stat_block_passes_for_a_transcript_gm_label(tmp_path):
     text = STAT_BLOCK + "GM: the duke is a {c} vampire.\n"
     assert not players_read(tmp_path, "npcs/duke.md", text)
 
 
-@leak("an NPC's property lines pass for a dialogue transcript, so `DM:` is kept")
 def test_stat_block_passes_for_a_transcript_dm_label(tmp_path):
     text = STAT_BLOCK + "DM: the duke is a {c} vampire.\n"
     assert not players_read(tmp_path, "npcs/duke.md", text)
 
 
-@leak("a transcript in one section makes a `DM:` note in a later section 'speech' too")
 def test_transcript_reaches_a_later_section(tmp_path):
     text = _session("DM: Roll.").replace("# Session 5\n\n", "# Session 5\n\n## Play\n\n") + (
         "\n## After the session\n\nDM: remember the duke is a {c} vampire.\n"
@@ -132,65 +123,53 @@ def test_transcript_reaches_a_later_section(tmp_path):
 # --- headings that are marks --------------------------------------------------------------------
 
 
-@leak("`## Do not share with players` is a mark, not a topic")
 def test_heading_do_not_share_with_players(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "## Do not share with players\n\n{c}")
 
 
-@leak("`## What the GM Knows` is a mark, not a topic")
 def test_heading_what_the_gm_knows(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "## What the GM Knows\n\nA {c}.")
 
 
-@leak("a `#gm` tag in a heading does not hold the section (it does on the line below)")
 def test_heading_with_gm_tag(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "## Blood #gm\n\nA {c} vampire.")
 
 
-@leak("`## The DM's Corner` (also `The Game Master's Notebook`) is read as a topic, not a mark")
 def test_heading_the_dms_corner(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "## The DM's Corner\n\nA {c} vampire.")
 
 
-@leak("`## GM Intel` holds nothing although `## GM Background` and `## GM Info` do")
 def test_heading_gm_intel(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "## GM Intel\n\nA {c} vampire.")
 
 
-@leak("`##GM Notes` (no space, as GMs type it) is not read as a GM heading")
 def test_heading_without_space_after_hashes(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "##GM Notes\n\nA {c} vampire.")
 
 
-@leak("`G.M.` with dots is not read as GM")
 def test_heading_gm_with_dots(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "## G.M. Notes\n\nA {c} vampire.")
 
 
-@leak("an HTML heading `<h2>GM Notes</h2>` (Google Docs / Foundry export) opens no held section")
 def test_html_heading_gm_notes(tmp_path):
     text = DUKE + "<h2>GM Notes</h2>\n\nThe duke is a {c} vampire.\n"
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("an all-caps `GM NOTES` label line without a colon holds nothing")
 def test_caps_label_line_without_colon(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "GM NOTES\nThe duke is a {c} vampire.")
 
 
-@leak("plain text: a `=== GM ===` banner line holds nothing")
 def test_plain_text_banner(tmp_path):
     text = PLAIN + "=== GM ===\nThe duke is a {c} vampire.\n"
     assert not players_read(tmp_path, "lore/duke.txt", text)
 
 
-@leak("plain text: `--- GM ONLY --- … --- END ---` holds nothing")
 def test_plain_text_dashed_banner(tmp_path):
     text = PLAIN + "--- GM ONLY ---\nThe duke is a {c} vampire.\n--- END ---\n"
     assert not players_read(tmp_path, "lore/duke.txt", text)
 
 
-@leak("plain text: a `GM:` label's second paragraph is the players' (Markdown holds it)")
 def test_plain_text_gm_label_second_paragraph(tmp_path):
     text = PLAIN + "GM:\nThe duke is a vampire.\n\nAnd a {c} lich.\n"
     assert not players_read(tmp_path, "lore/duke.txt", text)
@@ -199,35 +178,29 @@ def test_plain_text_gm_label_second_paragraph(tmp_path):
 # --- line labels --------------------------------------------------------------------------------
 
 
-@leak("a line opening `[GM ONLY]` holds nothing")
 def test_bracketed_gm_only_prefix(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "[GM ONLY] The duke is a {c} vampire.")
 
 
-@leak("a line opening `(GM only)` holds nothing")
 def test_parenthesised_gm_only_prefix(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "(GM only) The duke is a {c} vampire.")
 
 
-@leak("an arrow after the label (`GM -> …`, `GM NOTE → …`) holds nothing; `GM - …` is held")
 def test_arrow_after_gm_label(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "GM -> the duke is a {c} vampire.\n")
 
 
-@leak("`NB (GM): …` holds nothing; the label is not at the start of the line")
 def test_nb_gm_label(tmp_path):
     assert not players_read(
         tmp_path, "lore/duke.md", DUKE + "NB (GM): the duke is a {c} vampire.\n"
     )
 
 
-@leak("a footnote `[^1]: GM: …` reaches the players")
 def test_footnote_gm_label(tmp_path):
     text = DUKE + "The duke rules.[^1]\n\n[^1]: GM: he is a {c} vampire."
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("a definition list term `GM` with `: …` reaches the players")
 def test_definition_list_gm_term(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", DUKE + "GM\n: The duke is a {c} vampire.\n")
 
@@ -402,13 +375,11 @@ def test_notion_aside_callout_gm_only(tmp_path):
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("a `**GM**` label line inside a blockquote holds nothing (outside a quote it does)")
 def test_blockquote_bold_gm_label_line(tmp_path):
     text = DUKE + "> **GM**\n>\n> The duke is a {c} vampire.\n"
     assert not players_read(tmp_path, "lore/duke.md", text)
 
 
-@leak("an HTML export's `<p><strong>GM Notes</strong></p>` label paragraph holds nothing")
 def test_html_strong_gm_notes_paragraph(tmp_path):
     text = DUKE + "<p><strong>GM Notes</strong></p>\n<p>The duke is a {c} vampire.</p>\n"
     assert not players_read(tmp_path, "lore/duke.md", text)
@@ -470,13 +441,11 @@ def test_false_hold_npc_named_secret(tmp_path):
     assert players_read(tmp_path, "npcs/secret.md", "# Secret the cat\n\nA black cat, {c}.\n")
 
 
-@false_hold("a roster line `GM: Alice. Players: Bob, Carol` is held as a GM label")
 def test_false_hold_roster_line(tmp_path):
     text = "# House rules\n\nIntro.\n\nGM: Alice. Players: Bob, Carol, {c}.\n"
     assert players_read(tmp_path, "rules/house.md", text)
 
 
-@false_hold("a Notion property `Visibility: Players` refuses the whole file")
 def test_false_hold_notion_visibility_players(tmp_path):
     text = "# Duke\n\nVisibility: Players\nType: NPC\n\nThe duke rules, {c}.\n"
     assert players_read(tmp_path, "lore/duke.md", text)
@@ -494,7 +463,6 @@ def test_false_hold_session_header_dm_line(tmp_path):
     assert players_read(tmp_path, "sessions/recap.md", text)
 
 
-@false_hold("`The GM says: bring snacks` in house rules is held as a GM label")
 def test_false_hold_the_gm_says(tmp_path):
     text = "# House rules\n\nIntro.\n\nThe GM says: bring snacks, {c}.\n"
     assert players_read(tmp_path, "rules/house.md", text)
@@ -503,7 +471,6 @@ def test_false_hold_the_gm_says(tmp_path):
 # --- end to end: a player's /show ---------------------------------------------------------------
 
 
-@leak("a transcript's `DM: (secret) …` line is quoted by a player's /show")
 async def test_players_show_quotes_a_transcript_secret(tmp_path):
     root = make_tiny_campaign(tmp_path / "campaigns")
     (root / "sessions").mkdir(exist_ok=True)

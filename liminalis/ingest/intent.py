@@ -39,11 +39,15 @@ __all__ = [
     "kind_intent",
     "header_intent",
     "role_label",
+    "speech_label",
+    "roster_value",
+    "property_key",
     "body_properties",
     "property_intent",
     "confusable_fold",
     "strip_ignorable",
     "colon_fold",
+    "bidi_fold",
     "ROLE",
 ]
 
@@ -72,6 +76,7 @@ STRONG = frozenset(
         "behind_the_screen",
         "narrator_only",
         "eyes_only",
+        "gm_knows",
         # French
         "mj",
         "mjs",
@@ -172,165 +177,174 @@ MARKERS = frozenset(
         "uniquement",
         "reserve",
         "reservado",
+        "intel",
     }
 )
 
+#: Words that make a name the GM's own place for notes, never a topic about the role: ``The DM's
+#: Corner``, ``The Game Master's Notebook``.
+_OWNED = frozenset({"corner", "notebook", "desk", "journal"})
+
 #: Words that may stand beside a term without making the name about something else.
-FILLER = MARKERS | frozenset(
-    {
-        "the",
-        "a",
-        "an",
-        "for",
-        "of",
-        "to",
-        "and",
-        "or",
-        "my",
-        "our",
-        "her",
-        "his",
-        "their",
-        "its",
-        "your",
-        "this",
-        "these",
-        "here",
-        "below",
-        "from",
-        "by",
-        "in",
-        "on",
-        "with",
-        "about",
-        "what",
-        "who",
-        "why",
-        "how",
-        "session",
-        "sessions",
-        "campaign",
-        "details",
-        "detail",
-        "hint",
-        "tip",
-        "reminder",
-        "reminders",
-        "clue",
-        "clues",
-        "says",
-        "lazy",
-        "box",
-        "click",
-        "alert",
-        "warning",
-        "inside",
-        "infos",
-        "hinweise",
-        "informationen",
-        "informacion",
-        "informacoes",
-        "anotacoes",
-        "jeu",
-        "jogo",
-        "juego",
-        "plans",
-        "plan",
-        "planning",
-        "preparation",
-        "ideas",
-        "idea",
-        "tips",
-        "hints",
-        "reference",
-        "screen",
-        "truth",
-        "true",
-        "real",
-        "story",
-        "twist",
-        "twists",
-        "agenda",
-        "motives",
-        "misc",
-        "folder",
-        "files",
-        "docs",
-        "pages",
-        "page",
-        "content",
-        "text",
-        "aside",
-        "asides",
-        "mode",
-        "use",
-        "read",
-        "players",
-        "player",
-        "know",
-        "knows",
-        "dont",
-        "do",
-        "not",
-        "never",
-        "tell",
-        "reveal",
-        "reveals",
-        "revealed",
-        "background",
-        "facts",
-        "lore",
-        "world",
-        "npc",
-        "npcs",
-        "extra",
-        "more",
-        "additional",
-        "private",
-        "hidden",
-        "part",
-        "chapter",
-        "appendix",
-        "ch",
-        "pt",
-        "vol",
-        "act",
-        "scene",
-        # French, German, Spanish, Portuguese fillers
-        "du",
-        "de",
-        "des",
-        "le",
-        "la",
-        "les",
-        "pour",
-        "au",
-        "aux",
-        "et",
-        "der",
-        "die",
-        "das",
-        "den",
-        "fur",
-        "und",
-        "zum",
-        "zur",
-        "el",
-        "los",
-        "las",
-        "del",
-        "para",
-        "y",
-        "da",
-        "dos",
-        "o",
-        "os",
-        "e",
-        "sessao",
-        "sesion",
-        "seance",
-        "sitzung",
-    }
+FILLER = (
+    MARKERS
+    | _OWNED
+    | frozenset(
+        {
+            "the",
+            "a",
+            "an",
+            "for",
+            "of",
+            "to",
+            "and",
+            "or",
+            "my",
+            "our",
+            "her",
+            "his",
+            "their",
+            "its",
+            "your",
+            "this",
+            "these",
+            "here",
+            "below",
+            "from",
+            "by",
+            "in",
+            "on",
+            "with",
+            "about",
+            "what",
+            "who",
+            "why",
+            "how",
+            "session",
+            "sessions",
+            "campaign",
+            "details",
+            "detail",
+            "hint",
+            "tip",
+            "reminder",
+            "reminders",
+            "clue",
+            "clues",
+            "says",
+            "lazy",
+            "box",
+            "click",
+            "alert",
+            "warning",
+            "inside",
+            "infos",
+            "hinweise",
+            "informationen",
+            "informacion",
+            "informacoes",
+            "anotacoes",
+            "jeu",
+            "jogo",
+            "juego",
+            "plans",
+            "plan",
+            "planning",
+            "preparation",
+            "ideas",
+            "idea",
+            "tips",
+            "hints",
+            "reference",
+            "screen",
+            "truth",
+            "true",
+            "real",
+            "story",
+            "twist",
+            "twists",
+            "agenda",
+            "motives",
+            "misc",
+            "folder",
+            "files",
+            "docs",
+            "pages",
+            "page",
+            "content",
+            "text",
+            "aside",
+            "asides",
+            "mode",
+            "use",
+            "read",
+            "players",
+            "player",
+            "know",
+            "knows",
+            "dont",
+            "do",
+            "not",
+            "never",
+            "tell",
+            "reveal",
+            "reveals",
+            "revealed",
+            "background",
+            "facts",
+            "lore",
+            "world",
+            "npc",
+            "npcs",
+            "extra",
+            "more",
+            "additional",
+            "private",
+            "hidden",
+            "part",
+            "chapter",
+            "appendix",
+            "ch",
+            "pt",
+            "vol",
+            "act",
+            "scene",
+            # French, German, Spanish, Portuguese fillers
+            "du",
+            "de",
+            "des",
+            "le",
+            "la",
+            "les",
+            "pour",
+            "au",
+            "aux",
+            "et",
+            "der",
+            "die",
+            "das",
+            "den",
+            "fur",
+            "und",
+            "zum",
+            "zur",
+            "el",
+            "los",
+            "las",
+            "del",
+            "para",
+            "y",
+            "da",
+            "dos",
+            "o",
+            "os",
+            "e",
+            "sessao",
+            "sesion",
+            "seance",
+            "sitzung",
+        }
+    )
 )
 
 #: Multi-word forms, matched on the normalized token string and joined into one token.
@@ -350,6 +364,16 @@ _PHRASES = (
     ("behind the screen", "behind_the_screen"),
     ("narrator only", "narrator_only"),
     ("eyes only", "eyes_only"),
+    ("do not share with players", "not_for_players"),
+    ("do not share with the players", "not_for_players"),
+    ("dont share with players", "not_for_players"),
+    ("dont share with the players", "not_for_players"),
+    ("do not share", "not_for_players"),
+    ("dont share", "not_for_players"),
+    ("what the gm knows", "gm_knows"),
+    ("what the dm knows", "gm_knows"),
+    ("what the gamemaster knows", "gm_knows"),
+    ("what the game_master knows", "gm_knows"),
     ("gm only", "gm_only"),
     ("dm only", "dm_only"),
     ("maitre du jeu", "maitre_du_jeu"),
@@ -524,12 +548,27 @@ def confusable_fold(text: str) -> str:
     return text.lower().translate(_CONFUSABLES)
 
 
+#: Bidirectional controls: invisible, they reorder what a reader sees (``\u202eMG\u202c`` shows
+#: as ``GM``).
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+#: An override or isolate that displays its run right to left, up to the control that ends it.
+_RTL_RUN = re.compile("[\u202e\u2067](?P<run>[^\u202a-\u202e\u2066-\u2069]*)[\u202c\u2069]?")
+
+
+def bidi_fold(text: str) -> str:
+    """``text`` as a reader sees it: a run a right-to-left override or isolate displays reversed
+    is reversed, and every bidirectional control dropped."""
+    return _BIDI.sub("", _RTL_RUN.sub(lambda m: m.group("run")[::-1], text))
+
+
 def _fold(text: str) -> str:
     """Lower case, look-alike letters read as Latin (:func:`confusable_fold`), accents folded
     (``maître`` → ``maitre``, ``für`` → ``fur``), apostrophes dropped (``don't`` → ``dont``),
     everything else that is not a letter or digit a space."""
-    text = re.sub(r"<[^<>]{0,80}>", " ", text)
+    text = re.sub(r"<[^<>]{0,80}>", " ", bidi_fold(text))
     text = "".join(c for c in strip_ignorable(text) if unicodedata.category(c) != "Cf")
+    # ``G.M.``, ``D. M.``: the abbreviation spelt with dots is the word.
+    text = re.sub(r"(?<![\w.])([gdGD])\.[ ]?([mM])\.?(?![\w])", r"\1\2", text)
     text = unicodedata.normalize("NFKD", confusable_fold(text))
     text = "".join(c for c in text if not unicodedata.combining(c))
     text = re.sub(r"[’'`´]", "", text)
@@ -605,8 +644,10 @@ ROLE = frozenset(
 _ARTICLES = frozenset({"the", "a", "an", "le", "la", "l", "der", "die", "el", "o", "um", "un"})
 #: Words that address a name to the GM (``For the GM``) or make it theirs (``GM notes``): with one
 #: of them the name is a mark, article or not.
-_ADDRESSED = MARKERS | frozenset(
-    {"for", "to", "pour", "fur", "para", "my", "our", "your", "his", "her", "their"}
+_ADDRESSED = (
+    MARKERS
+    | _OWNED
+    | frozenset({"for", "to", "pour", "fur", "para", "my", "our", "your", "his", "her", "their"})
 )
 
 
@@ -692,6 +733,128 @@ def role_label(label: str) -> bool:
     Master``): a speaker's name in a transcript. ``GM note``, ``Secret`` are no role."""
     tokens = _tokens(label)
     return bool(tokens) and all(t in ROLE for t in tokens)
+
+
+#: Keys of a stat block or a page's properties (``Race: Human``, ``HP: 12``): a ``Key: value``
+#: line with one of them is a property, never a speaker's line in a transcript.
+PROPERTY_KEYS = frozenset(
+    {
+        "race",
+        "class",
+        "age",
+        "faction",
+        "level",
+        "hp",
+        "ac",
+        "alignment",
+        "location",
+        "type",
+        "status",
+        "role",
+        "occupation",
+        "title",
+        "species",
+        "gender",
+        "sex",
+        "pronouns",
+        "height",
+        "weight",
+        "str",
+        "dex",
+        "con",
+        "int",
+        "wis",
+        "cha",
+        "speed",
+        "cr",
+        "xp",
+        "size",
+        "tags",
+        "date",
+        "session",
+        "players",
+        "party",
+        "region",
+        "home",
+        "origin",
+        "born",
+        "died",
+        "affiliation",
+        "allegiance",
+        "rank",
+        "appearance",
+        "personality",
+        "motivation",
+        "goal",
+        "goals",
+        "languages",
+        "skills",
+        "senses",
+        "saves",
+        "abilities",
+        "attacks",
+        "initiative",
+        "visibility",
+        "category",
+        "name",
+        "aliases",
+        "alias",
+        "owner",
+        "ruler",
+        "population",
+        "government",
+        "religion",
+        "deity",
+        "culture",
+        "profession",
+        "background",
+        "hit points",
+        "armor class",
+        "armour class",
+        "challenge",
+        "damage",
+        "weapon",
+        "weapons",
+        "items",
+    }
+)
+
+
+def property_key(label: str) -> bool:
+    """Whether a ``Key:`` label is a property of a stat block or a page (``Race``, ``Armor
+    Class``), not a speaker's name: such lines never make a page a transcript."""
+    return " ".join(_fold(label).split()) in PROPERTY_KEYS
+
+
+#: Verbs that make ``The GM says:`` a sentence about the GM, not a label marking a note.
+_SPEECH_VERBS = frozenset({"says", "said", "asks", "asked", "wants", "suggests", "reminds"})
+
+
+def speech_label(label: str) -> bool:
+    """Whether a ``Label:`` is a sentence's subject and verb (``The GM says``, ``Our DM asks``),
+    not a mark: an article or possessive, the role, a speech verb, nothing else.
+
+        speech(l) ⇔ l = d · r⁺ · v,  d ∈ ARTICLES ∪ {our, my, your}, r ∈ ROLE, v ∈ VERBS"""
+    tokens = _tokens(label)
+    return (
+        len(tokens) >= 3
+        and tokens[0] in _ARTICLES | {"our", "my", "your"}
+        and tokens[-1] in _SPEECH_VERBS
+        and all(t in ROLE for t in tokens[1:-1])
+    )
+
+
+#: A roster after a GM label: ``GM: Alice. Players: Bob, Carol`` names who plays, no secret.
+_ROSTER = re.compile(
+    r"^[ \t*_]*[A-Z][\w'’-]{1,30}(?:[ \t]+[A-Z][\w'’-]{1,30}){0,2}[.;,]?[ \t]+"
+    r"(?:Players?|PCs?|Party|Table)[ \t*_]*:"
+)
+
+
+def roster_value(value: str) -> bool:
+    """Whether a GM label's value is the table's roster (a capitalised name, then ``Players:``):
+    who runs the game, not what the GM knows."""
+    return bool(_ROSTER.match(value))
 
 
 def mark_intent(label: str) -> str | None:

@@ -249,6 +249,17 @@ def _names_a_lens(value: str, config: CampaignConfig) -> bool:
     return bool(words & (_LENS_WORDS | set(config.lenses)))
 
 
+#: Values a misplaced ``Visibility:`` may name without hiding anything: every player. A Notion
+#: page's ``Visibility: Players`` property says what the page already is, so nothing is lost.
+_EVERY_PLAYER = frozenset({"players", "player", "everyone", "all", "public", "party", "table"})
+
+
+def _players_only(value: str) -> bool:
+    """Whether a visibility value names every player and nothing narrower (``Players``)."""
+    words = [w for w in re.split(r"[\s,;/|]+", value.lower()) if w]
+    return bool(words) and all(w in _EVERY_PLAYER for w in words)
+
+
 def _refuse_misplaced_visibility(head: str, config: CampaignConfig, *, after_front: bool) -> None:
     """Fail closed on a visibility a GM meant but the parser did not read: in the first lines of
     a document outside its parsed front matter, a ``visibility`` (or a near miss of it) that
@@ -285,7 +296,12 @@ def _refuse_misplaced_visibility(head: str, config: CampaignConfig, *, after_fro
             flag = key in _BODY_FLAG_KEYS and value.lower() in (
                 _TRUTHY_BODY if key not in {"gm", "dm"} else {"true"}
             )
-            vis = _near_visibility(key) and bool(value) and _names_a_lens(value, config)
+            vis = (
+                _near_visibility(key)
+                and bool(value)
+                and _names_a_lens(value, config)
+                and not _players_only(value)
+            )
             if not (flag or vis):
                 continue
             what = f"`{m.group(1).strip()}:`"

@@ -41,7 +41,10 @@ from liminalis.ingest.intent import (
     label_intent,
     mark_intent,
     name_intent,
+    property_key,
     role_label,
+    roster_value,
+    speech_label,
     tag_intent,
 )
 from liminalis.ingest.text_tables import table_blocks
@@ -365,8 +368,8 @@ class _Text:
     code: list[tuple[int, int]]
     code_lines: frozenset[int]
     known: frozenset[str]
-    #: The text is a dialogue transcript (:func:`_is_dialogue`).
-    dialogue: bool = False
+    #: The lines inside a run of dialogue, where a bare ``DM:`` is a speaker (:func:`_dialogue`).
+    dialogue: frozenset[int] = frozenset()
 
     def line_of(self, pos: int) -> int:
         return bisect_right(self.starts, pos)
@@ -398,6 +401,7 @@ def find_hidden_sections(
     found += _body_tags(doc)
     found += _bbcode(doc)
     found += _tool_blocks(doc)
+    found += _notion_asides(doc)
     return _finish(text, found, released)
 
 
@@ -420,6 +424,11 @@ def _tool_blocks(doc: _Text) -> list[HiddenSection]:
     ]
 
 
+#: Colon look-alikes a GM's keyboard or a file-safe name writes (``GM꞉``, fullwidth ``：``, ratio
+#: ``∶``, modifier ``ː``): read as ``:``, one character for one so offsets stay.
+_COLONS = str.maketrans({"\ua789": ":", "\uff1a": ":", "\u2236": ":", "\u02d0": ":"})
+
+
 def _read_comments(text: str, known: frozenset[str]) -> tuple[_Text, list[HiddenSection]]:
     """Stage one: HTML comments anywhere, Obsidian comments outside code, and the text with
     both blanked for the stages after."""
@@ -434,11 +443,11 @@ def _read_comments(text: str, known: frozenset[str]) -> tuple[_Text, list[Hidden
     code = sorted(_code_blocks(masked, lines) + _inline_code(masked))
     obsidian = _comments(masked, "%%", "%%", "obsidian comment", known, code, line_of)
     found += obsidian
-    masked = _mask(masked, [(h.start, h.end) for h in obsidian])
+    masked = _mask(masked, [(h.start, h.end) for h in obsidian]).translate(_COLONS)
     code_lines = frozenset(
         k for a, b in _code_blocks(masked, lines) for k in range(line_of(a) - 1, line_of(b))
     )
-    dialogue = _is_dialogue(masked, lines, code_lines)
+    dialogue = _dialogue(masked, lines, code_lines)
     return _Text(text, masked, lines, starts, code, code_lines, known, dialogue), found
 
 
@@ -447,35 +456,52 @@ _SPEAKER = re.compile(
     r"^[ \t]*(?:[-*+][ \t]+)?(?:\*\*|__)?(?P<name>[^\W\d][\w .'’-]{0,30}?)(?:\*\*|__)?[ \t]*:"
     r"(?:\*\*|__)?[ \t]+\S"
 )
-#: How much of a file must be speakers' lines, by how many speakers besides the GM, for it to
-#: read as a transcript.
-_DIALOGUE_SHARE, _DIALOGUE_LINES, _DIALOGUE_SPEAKERS = 0.6, 6, 2
+#: How many speakers' lines a run must have, by how many speakers besides the GM, for it to read
+#: as a transcript.
+_DIALOGUE_LINES, _DIALOGUE_SPEAKERS = 6, 2
 
 
-def _is_dialogue(masked: str, lines: list[tuple[int, int]], code_lines: frozenset[int]) -> bool:
-    """Whether a text is clearly a dialogue transcript, where ``DM:`` is a speaker, not a note:
-    most of its lines (headings and blank lines aside) are ``Name:`` lines, at least six, by the
-    GM and at least two other speakers.
+def _speaker(line: str) -> str | None:
+    """The speaker a line of dialogue opens with (``Alice``, ``DM``), else ``None``. A property
+    key (``Race: Human``, ``HP: 12``: :func:`property_key`) is no speaker."""
+    m = _SPEAKER.match(line)
+    if not m or property_key(m.group("name")):
+        return None
+    return m.group("name").strip()
 
-        dialogue ⇔ |S| ≥ 6 ∧ |S| ≥ 0.6·|L| ∧ |{name(s) : s ∈ S} ∖ ROLE| ≥ 2
 
-    Unsure is no: a page of notes with a few ``DM:`` lines keeps them held."""
-    content = 0
-    names: list[str] = []
+def _speaker_runs(
+    masked: str, lines: list[tuple[int, int]], code_lines: frozenset[int]
+) -> list[list[tuple[int, str]]]:
+    """The runs of consecutive speaker lines, each ``[(line index, speaker), …]``: a blank line,
+    a heading, code or any line that is not a speaker's ends a run."""
+    runs: list[list[tuple[int, str]]] = [[]]
     for i, (s, e) in enumerate(lines):
-        line = masked[s:e]
-        if not line.strip() or i in code_lines or _heading(line):
-            continue
-        content += 1
-        m = _SPEAKER.match(line)
-        if m:
-            names.append(m.group("name").strip())
-    others = {n.lower() for n in names if not role_label(n)}
-    return (
-        len(names) >= _DIALOGUE_LINES
-        and len(names) >= _DIALOGUE_SHARE * content
-        and len(others) >= _DIALOGUE_SPEAKERS
-    )
+        name = None if i in code_lines else _speaker(masked[s:e])
+        if name is None:
+            runs.append([])
+        else:
+            runs[-1].append((i, name))
+    return [r for r in runs if r]
+
+
+def _dialogue(
+    masked: str, lines: list[tuple[int, int]], code_lines: frozenset[int]
+) -> frozenset[int]:
+    """The lines of the runs that are clearly a dialogue transcript, where ``DM:`` is a speaker,
+    not a note: a run R of consecutive ``Name:`` lines (no blank line, heading or prose between)
+    of at least six, by the GM and at least two other speakers.
+
+        dialogue(R) ⇔ |R| ≥ 6 ∧ |{name(r) : r ∈ R} ∖ ROLE| ≥ 2
+
+    The exception is local, so a transcript never makes a ``DM:`` note in another paragraph or
+    section speech; unsure is no: a page of notes with a few ``DM:`` lines keeps them held."""
+    out: set[int] = set()
+    for run in _speaker_runs(masked, lines, code_lines):
+        others = {n.lower() for _, n in run if not role_label(n)}
+        if len(run) >= _DIALOGUE_LINES and len(others) >= _DIALOGUE_SPEAKERS:
+            out.update(i for i, _ in run)
+    return frozenset(out)
 
 
 def _finish(text: str, found: list[HiddenSection], released: frozenset[str]) -> list[HiddenSection]:
@@ -521,7 +547,12 @@ def _line_marks(doc: _Text) -> list[HiddenSection]:
         else:
             habits.extend(
                 _line_habits(
-                    doc.masked, doc.lines, i, doc.code_lines, doc.line_of, dialogue=doc.dialogue
+                    doc.masked,
+                    doc.lines,
+                    i,
+                    doc.code_lines,
+                    doc.line_of,
+                    dialogue=i in doc.dialogue,
                 )
             )
         i += 1
@@ -611,7 +642,7 @@ def _heading_at(doc: _Text, i: int, stack: list[_Open]) -> tuple[int, str]:
     alone as one (level 7, below every real one), a bold run-in that ends such a pseudo-heading,
     or a setext heading that opens a hidden section — else ``(0, "")``."""
     masked, lines, line = doc.masked, doc.lines, doc.line(i)
-    head = _heading(line)
+    head = _heading(line) or _loose_heading(line)
     if head:
         return head
     # Matched on the stripped line: its optional spaces around a label backtrack quadratically
@@ -641,6 +672,45 @@ def _heading_at(doc: _Text, i: int, stack: list[_Open]) -> tuple[int, str]:
     return 0, ""
 
 
+#: A heading a GM typed without the space Markdown wants (``##GM Notes``), or an HTML export's
+#: heading (``<h2>GM Notes</h2>``).
+_GLUED_ATX = re.compile(r"^[ \t]{0,3}(#{2,6})(?=[^\s#])(?P<t>.+)$")
+#: An HTML export's bold label paragraph: ``<p><strong>GM Notes</strong></p>`` (level 7, as a
+#: ``**GM Notes**`` line).
+_HTML_LABEL = re.compile(
+    r"^[ \t]*<p\b[^>]*>[ \t]*<(?:strong|b)>(?P<t>[^<\n]{1,60})</(?:strong|b)>[ \t]*:?[ \t]*</p>[ \t]*$"
+    r"(?P<l>)",
+    re.I,
+)
+_HTML_HEADING = re.compile(r"^[ \t]*<h([1-6])\b[^>]*>(?P<t>.*?)</h\1[ \t]*>[ \t]*$", re.I)
+
+
+def _caps_label(line: str) -> bool:
+    """Whether a line is an all-caps label standing as a heading (``GM NOTES``, ``SECRETS``):
+    short, no sentence end, upper case, naming GM intent."""
+    text = line.strip()
+    return (
+        0 < len(text.split()) <= 5
+        and text.upper() == text
+        and any(c.isalpha() for c in text)
+        and not text.endswith((".", "!", "?", ","))
+        and name_intent(text) is not None
+    )
+
+
+def _loose_heading(line: str) -> tuple[int, str] | None:
+    """``(level, title)`` of a heading Markdown does not read as one but a GM meant as one — a
+    glued ``##GM Notes`` or an HTML ``<h2>`` — only when its title names GM intent: it then opens
+    a held section (fail closed) and never closes one. A ``#hashtag`` (one ``#``) stays a tag."""
+    m = _GLUED_ATX.match(line) or _HTML_HEADING.match(line) or _HTML_LABEL.match(line)
+    if m is None and _caps_label(line):
+        return 7, line.strip()
+    if not m or not name_intent(re.sub(r"<[^<>]*>", " ", m.group("t"))):
+        return None
+    level = m.group(1) if m.re is not _HTML_LABEL else ""
+    return (int(level) if level.isdigit() else len(level) or 7), m.group("t").strip()
+
+
 def _close_headings(stack: list[_Open], level: int, end: int) -> list[HiddenSection]:
     """The open heading sections a heading of ``level`` (0: the end of the text) closes."""
     out = []
@@ -657,6 +727,8 @@ def _open_heading(stack: list[_Open], level: int, title: str, doc: _Text, i: int
     rule = "heading mark"
     if aud is None and name_intent(title):
         aud, rule = frozenset(), f"heading “{_plain(title)[:60]}”"
+    if aud is None and (tag := _title_tag(title)):
+        aud, rule = frozenset(), f"tag “{tag}” in a heading"
     if aud is None and (tag := _tag_under(doc, i)):
         aud, rule = frozenset(), f"tag “{tag}” under a heading"
     if aud is not None:
@@ -761,17 +833,23 @@ def _line_habits(
 ) -> list[HiddenSection]:
     """GM habits on one line that is not a heading: a ``GM:`` label opening it, a marker later
     in it, an aside naming the GM, a bare ``(GM only)`` mark. In a ``dialogue`` (a transcript:
-    :func:`_is_dialogue`) a ``DM:`` speaker's line is speech, not a note: only what else the
-    line holds is read."""
+    :func:`_dialogue`) a bare ``DM:`` speaker's line is speech, not a note (:func:`_speech`):
+    only what else the line holds is read."""
     s, e = lines[i]
     line = masked[s:e]
     if not line.strip() or i in code_lines:
         return []
     out: list[HiddenSection] = []
     m = _LABEL_LINE.match(line)
-    if m and dialogue and role_label(m.group("label")):
+    if m and dialogue and _speech(m.group("label"), line[m.end() :]):
         line, m = " " * m.end() + line[m.end() :], None
-    if m and label_intent(m.group("label")):
+    lead = None if m is None and dialogue else _lead_mark(masked, lines, i)
+    if lead is not None:
+        rule, stop = lead
+        return [HiddenSection(s, stop, frozenset(), "line", i + 1, rule=rule, explicit=False)]
+    if m and _not_a_mark(m.group("label"), line[m.end() :]):
+        m = None
+    if m and (label_intent(m.group("label")) or _role_aside(m.group("label"))):
         stop = _continuation_end(masked, lines, i)
         rule = f"line “{_plain(m.group('label'))}:”"
         return [
@@ -854,6 +932,96 @@ def _asides(masked: str, lines: list[tuple[int, int]], i: int) -> list[HiddenSec
         )
         for start, stop, label in gm_asides(masked, s, e)
     ]
+
+
+#: A line opening with a bracketed mark: ``[GM ONLY] …``, ``(GM only) …``, ``**[Secret]** …``.
+_PREFIX_MARK = re.compile(
+    r"^[ \t]*(?:[-*+][ \t]+)?[*_]*[\[(][ \t]*(?P<label>[^\])\n]{1,40}?)[ \t]*[\])][*_]*[ \t]+\S"
+)
+#: A label with an arrow: ``GM -> …``, ``GM NOTE → …``, ``DM => …``.
+_ARROW_LABEL = re.compile(
+    r"^[ \t]*(?:[-*+][ \t]+)?(?P<label>[^:\n>→⇒⟶]{1,40}?)[ \t]*(?:-{1,2}>|=>|[→⇒⟶])"
+)
+#: A footnote's definition: ``[^1]: GM: …`` — its text is read as a line of its own.
+_FOOTNOTE = re.compile(r"^[ \t]*\[\^[^\]\n]{1,40}\]:[ \t]*")
+#: A term a definition list defines on the next line (``GM`` then ``: …``).
+_DEFINITION = re.compile(r"^[ \t]{0,3}:[ \t]+\S")
+
+
+def _lead_mark(masked: str, lines: list[tuple[int, int]], i: int) -> tuple[str, int] | None:
+    """``(rule, end)`` when line ``i`` opens with a mark the ``Label:`` rule misses — a
+    bracketed ``[GM ONLY]``, an arrow ``GM ->``, a label with a bracketed mark ``NB (GM):``, a
+    footnote ``[^1]: GM: …``, a definition list term ``GM``, a ``**GM**`` line in a quote — the
+    line and its continuation (a quote: the rest of the quote)."""
+    s, e = lines[i]
+    line = masked[s:e]
+    body = line[fm.end() :] if (fm := _FOOTNOTE.match(line)) else line
+
+    def end() -> int:
+        return min(_continuation_end(masked, lines, i) + 1, len(masked))
+
+    for pattern in (_PREFIX_MARK, _ARROW_LABEL):
+        pm = pattern.match(body)
+        if pm and label_intent(pm.group("label")):
+            return f"mark “{_plain(pm.group(0))[:40]}”", end()
+    lm = _LABEL_LINE.match(body)
+    if lm and (
+        (fm and label_intent(lm.group("label")))
+        or any(label_intent(b.group(1)) for b in _BRACKETED_PART.finditer(lm.group("label")))
+    ):
+        return f"line “{_plain(lm.group('label'))}:”", end()
+    nxt = masked[lines[i + 1][0] : lines[i + 1][1]] if i + 1 < len(lines) else ""
+    if label_intent(line.strip()) and _DEFINITION.match(nxt):
+        return f"term “{line.strip()[:40]}”", end()
+    return _quote_label(masked, lines, i)
+
+
+#: A bracketed part of a label: the ``(GM)`` of ``NB (GM)``.
+_BRACKETED_PART = re.compile(r"[(\[]([^()\[\]\n]{1,40})[)\]]")
+
+
+def _quote_label(masked: str, lines: list[tuple[int, int]], i: int) -> tuple[str, int] | None:
+    """A ``**GM**`` label line alone inside a block quote: the rest of the quote is held."""
+    line = masked[lines[i][0] : lines[i][1]]
+    if not line.lstrip().startswith(">"):
+        return None
+    bold = _BOLD_LINE.match(re.sub(r"^[ \t]*(?:>[ \t]?)+", "", line).strip())
+    label = bold and (bold.group("a") or bold.group("b"))
+    if not label or not label_intent(label):
+        return None
+    j = i
+    while j + 1 < len(lines) and masked[lines[j + 1][0] : lines[j + 1][1]].lstrip().startswith(">"):
+        j += 1
+    return f"quoted label “{_plain(label)}”", min(lines[j][1] + 1, len(masked))
+
+
+#: What a GM sets a note apart with inside a speaker's line: brackets, braces, emphasis, a tag.
+_SPEECH_MARKS = re.compile(r"[(\[{<*#|]")
+
+
+def _speech(label: str, rest: str) -> bool:
+    """Whether a transcript's line ``label: rest`` is the GM speaking, not a note: the label is
+    the bare role (``DM``, not ``DM (note to self)``) and the speech carries no mark a GM sets a
+    note apart with — no bracket, emphasis or tag, no ``GM:`` label of its own. Any mark inside
+    holds the line (a hidden sentence costs a question, a leaked one the campaign)."""
+    rest = rest.lstrip("*_ \t")
+    if not role_label(label) or _SPEECH_MARKS.search(label.strip("*_ ") + rest):
+        return False
+    inner = _LABEL_LINE.match(rest)
+    return not (inner and (label_intent(inner.group("label")) or role_label(inner.group("label"))))
+
+
+def _not_a_mark(label: str, rest: str) -> bool:
+    """Whether a ``Label:`` line is prose about the GM, not a note: ``The GM says: …`` (a
+    sentence) or ``GM: Alice. Players: …`` (the roster)."""
+    return speech_label(label) or (role_label(label) and roster_value(rest))
+
+
+def _role_aside(label: str) -> bool:
+    """Whether a label is the GM's role with a parenthetical (``DM (note to self)``, ``GM
+    (whispering to Bob)``): a note or a whisper to one player, never speech to the table."""
+    m = re.match(r"^\W*(?P<role>[^(\[]+?)\s*[(\[]", label)
+    return m is not None and role_label(m.group("role"))
 
 
 def _aside_end(text: str, start: int, opener: str) -> int:
@@ -987,6 +1155,8 @@ def _link_comments(
 #: ``# ``, not a URL's fragment, not ``C#``.
 #: A tag in the body: ``#gm``, and ``\\#gm`` (Google Docs' Markdown export escapes every ``#``).
 _BODY_TAG = re.compile(r"(?<![\w#&/\\])\\?#(?P<tag>[^\W\d][\w/-]{0,40})")
+#: A tag a Markdown export escaped (Google Docs writes ``\\#gm``).
+_ESCAPED_TAG = re.compile(r"(?<![\w\\])\\#(?P<tag>[^\W\d][\w/-]{0,40})")
 #: A line of tags alone: ``#gm``, ``#npc #secret``.
 _TAG_LINE = re.compile(r"^[ \t]*(?:\\?#[^\W\d][\w/-]{0,40}[ \t]*)+$")
 
@@ -994,9 +1164,18 @@ _TAG_LINE = re.compile(r"^[ \t]*(?:\\?#[^\W\d][\w/-]{0,40}[ \t]*)+$")
 def _gm_tags(doc: _Text, i: int) -> str | None:
     """The first tag on line ``i`` (outside code) naming GM intent, else ``None``."""
     s, e = doc.lines[i]
-    for m in _BODY_TAG.finditer(doc.masked, s, e):
+    for m in [*_BODY_TAG.finditer(doc.masked, s, e), *_ESCAPED_TAG.finditer(doc.masked, s, e)]:
         if doc.code and _inside(m.start(), doc.code):
             continue
+        if tag_intent(m.group("tag")):
+            return m.group(0)
+    return None
+
+
+def _title_tag(title: str) -> str | None:
+    """A GM tag in a heading's own title (``## Blood #gm``): it marks the heading's section as a
+    tag on the line under it does."""
+    for m in _BODY_TAG.finditer(title):
         if tag_intent(m.group("tag")):
             return m.group(0)
     return None
@@ -1026,10 +1205,34 @@ def _paragraph(doc: _Text, i: int) -> tuple[int, int]:
     return doc.lines[a][0], min(doc.lines[b][1] + 1, len(doc.text))
 
 
+#: A Notion export's callout: ``<aside>`` then its icon and first line, up to ``</aside>``.
+_NOTION_ASIDE = re.compile(r"<aside\b[^>]{0,200}>(?P<body>.*?)(?:</aside\s*>|\Z)", re.S | re.I)
+
+
+def _notion_asides(doc: _Text) -> list[HiddenSection]:
+    """A Notion callout whose first line names GM intent (``<aside>`` ``🔒 **GM only**``): the
+    callout, as an Obsidian ``> [!note] GM only`` is held."""
+    out: list[HiddenSection] = []
+    for m in _NOTION_ASIDE.finditer(doc.masked):
+        first = next((ln for ln in m.group("body").split("\n") if ln.strip()), "")
+        title = re.sub(r"<[^<>]*>|[*_~`]", " ", first)
+        if doc.code and _inside(m.start(), doc.code) or not name_intent(title):
+            continue
+        rule = f"callout “{_plain(title)[:40]}”"
+        line = doc.line_of(m.start())
+        out.append(
+            HiddenSection(
+                m.start(), m.end(), frozenset(), "callout", line, rule=rule, explicit=False
+            )
+        )
+    return out
+
+
 def _opens_note(doc: _Text, i: int) -> bool:
-    """Whether line ``i`` is a line of tags alone that opens the note (nothing but blank lines
-    above it, before its title): Obsidian's habit of tagging the whole note there."""
-    return bool(_TAG_LINE.match(doc.line(i))) and not any(doc.line(k).strip() for k in range(i))
+    """Whether line ``i`` is a line of tags alone that opens the note, above its first heading
+    (``#gm`` then ``# Duke``): it tags the note, not one paragraph."""
+    before = all(not doc.line(k).strip() for k in range(i))
+    return before and bool(_TAG_LINE.match(doc.line(i)))
 
 
 def _body_tags(doc: _Text) -> list[HiddenSection]:
@@ -1045,7 +1248,7 @@ def _body_tags(doc: _Text) -> list[HiddenSection]:
             continue
         start, stop = _paragraph(doc, i)
         if _opens_note(doc, i):
-            stop = len(doc.text)
+            stop = len(doc.text)  # a tag line above the title tags the whole note
         rule = f"tag “{tag}”"
         out.append(
             HiddenSection(
