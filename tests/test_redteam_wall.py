@@ -490,8 +490,9 @@ async def test_players_show_quotes_a_transcript_secret(tmp_path):
         await close_engine(engine)
 
 
-@leak("an NPC page's `GM:` line under property lines is quoted by a player's /search and /ask")
 async def test_players_search_and_ask_quote_a_stat_block_gm_line(tmp_path):
+    """An NPC page's `GM:` line under property lines was quoted by a player's /search and /ask
+    (the properties made the page read as a transcript)."""
     root = make_tiny_campaign(tmp_path / "campaigns")
     (root / "npcs").mkdir(exist_ok=True)
     text = STAT_BLOCK + f"GM: the duke is a {CANARY} vampire.\n"
@@ -501,7 +502,7 @@ async def test_players_search_and_ask_quote_a_stat_block_gm_line(tmp_path):
         await engine.ingest("greyhold")
         service = BotService(engine, default_campaign="greyhold")
         replies = []
-        for command in ("/search vampire", "/ask Is Duke Aldric a vampire?"):
+        for command in ("/search noble", "/ask Is Duke Aldric a vampire?"):
             asked = IncomingMessage(
                 platform="console", channel_id="console", user_id="u", text=command, roles=()
             )
