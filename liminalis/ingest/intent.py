@@ -51,9 +51,9 @@ __all__ = [
     "ROLE",
 ]
 
-#: Words that name the GM or a secret on their own, in English, French, German, Spanish and
-#: Portuguese. Multi-word forms are joined with ``_`` before matching (see :data:`_PHRASES`).
-STRONG = frozenset(
+#: The words that name the GM's *role* (not a secret): a heading may be about the role as a
+#: topic, as a rulebook's chapter is.
+ROLE = frozenset(
     {
         "gm",
         "gms",
@@ -63,6 +63,29 @@ STRONG = frozenset(
         "game_master",
         "dungeon_master",
         "dungeonmaster",
+        "mj",
+        "mjs",
+        "maitre_du_jeu",
+        "meneur",
+        "meneuse",
+        "sl",
+        "spielleiter",
+        "spielleiterin",
+        "spielleitung",
+        "meister",
+        "dj",
+        "director_de_juego",
+        "directora_de_juego",
+        "mestre",
+        "mestra",
+    }
+)
+
+#: Words that name the GM (:data:`ROLE`) or a secret on their own, in English, French, German,
+#: Spanish and Portuguese. Multi-word forms are joined with ``_`` before matching (see
+#: :data:`_PHRASES`).
+STRONG = ROLE | frozenset(
+    {
         "secret",
         "secrets",
         "spoiler",
@@ -78,18 +101,9 @@ STRONG = frozenset(
         "eyes_only",
         "gm_knows",
         # French
-        "mj",
-        "mjs",
-        "maitre_du_jeu",
-        "meneur",
-        "meneuse",
         "secrete",
         "secretes",
         # German
-        "sl",
-        "spielleiter",
-        "spielleiterin",
-        "spielleitung",
         "geheim",
         "geheimnis",
         "geheimnisse",
@@ -97,21 +111,15 @@ STRONG = frozenset(
         "spielleiterinfo",
         "spielleiterhinweise",
         "spielleiterinformationen",
-        "meister",
         "meisterinfo",
         "meisterinfos",
         "meisterinformationen",
         # Spanish
-        "dj",
-        "director_de_juego",
-        "directora_de_juego",
         "secreto",
         "secretos",
         "secreta",
         "secretas",
         # Portuguese
-        "mestre",
-        "mestra",
         "segredo",
         "segredos",
         "narrador_apenas",
@@ -611,35 +619,6 @@ def _whole(tokens: list[str]) -> str | None:
     return None
 
 
-#: The words that name the GM's *role* (not a secret): a heading may be about the role as a
-#: topic, as a rulebook's chapter is.
-ROLE = frozenset(
-    {
-        "gm",
-        "gms",
-        "dm",
-        "dms",
-        "gamemaster",
-        "game_master",
-        "dungeon_master",
-        "dungeonmaster",
-        "mj",
-        "mjs",
-        "maitre_du_jeu",
-        "meneur",
-        "meneuse",
-        "sl",
-        "spielleiter",
-        "spielleiterin",
-        "spielleitung",
-        "meister",
-        "dj",
-        "director_de_juego",
-        "directora_de_juego",
-        "mestre",
-        "mestra",
-    }
-)
 #: Articles that make a role word a noun phrase about the role: ``The Dungeon Master``.
 _ARTICLES = frozenset({"the", "a", "an", "le", "la", "l", "der", "die", "el", "o", "um", "un"})
 #: Words that address a name to the GM (``For the GM``) or make it theirs (``GM notes``): with one

@@ -121,14 +121,7 @@ class KnowledgeRepository(Repository):
                     ),
                 )
                 await self._insert_entities(conn, campaign, v, vis)
-                await conn.executemany(
-                    "INSERT INTO knowledge_motifs (campaign, doc_id, ordinal, kind, text, weight, "
-                    "start, visibility) VALUES (?,?,?,?,?,?,?,?)",
-                    [
-                        (campaign, v.doc_id, n, m.kind, m.text, m.weight, m.start, vis)
-                        for n, m in enumerate(v.motifs)
-                    ],
-                )
+                await self._insert_motifs(conn, campaign, v, vis)
 
     @staticmethod
     async def _insert_entities(
@@ -373,14 +366,21 @@ class KnowledgeRepository(Repository):
         if "entities" in wanted:
             await self._insert_entities(conn, campaign, v, vis)
         if "motifs" in wanted:
-            await conn.executemany(
-                "INSERT INTO knowledge_motifs (campaign, doc_id, ordinal, kind, text, "
-                "weight, start, visibility) VALUES (?,?,?,?,?,?,?,?)",
-                [
-                    (campaign, v.doc_id, n, m.kind, m.text, m.weight, m.start, vis)
-                    for n, m in enumerate(v.motifs)
-                ],
-            )
+            await self._insert_motifs(conn, campaign, v, vis)
+
+    @staticmethod
+    async def _insert_motifs(
+        conn: aiosqlite.Connection, campaign: str, v: ViewFacts, vis: str
+    ) -> None:
+        """The motif part of a view, in its order."""
+        await conn.executemany(
+            "INSERT INTO knowledge_motifs (campaign, doc_id, ordinal, kind, text, weight, "
+            "start, visibility) VALUES (?,?,?,?,?,?,?,?)",
+            [
+                (campaign, v.doc_id, n, m.kind, m.text, m.weight, m.start, vis)
+                for n, m in enumerate(v.motifs)
+            ],
+        )
 
     @staticmethod
     async def _upsert_view(
