@@ -47,7 +47,6 @@ __all__ = [
     "confusable_fold",
     "strip_ignorable",
     "colon_fold",
-    "bidi_fold",
     "ROLE",
 ]
 
@@ -527,8 +526,11 @@ _IGNORABLE = re.compile(
 
 
 #: Characters drawn like a colon (UTS #39): the modifier-letter colon ``꞉`` a file-safe name
-#: writes for ``:``, the ratio sign, Armenian and Hebrew colons, the triangular colons.
-_COLONS = str.maketrans(dict.fromkeys("\ua789\u2236\u02d0\u02f8\u0589\u05c3\ufe13\u1365", ":"))
+#: writes for ``:``, the fullwidth colon, the ratio sign, Armenian and Hebrew colons, the
+#: triangular colons.
+_COLONS = str.maketrans(
+    dict.fromkeys("\ua789\uff1a\u2236\u02d0\u02f8\u0589\u05c3\ufe13\u1365", ":")
+)
 
 
 def colon_fold(text: str) -> str:
@@ -537,15 +539,16 @@ def colon_fold(text: str) -> str:
     return text.translate(_COLONS)
 
 
-#: A right-to-left override run: ``\u202eMG\u202c`` is drawn ``GM``.
-_RLO_RUN = re.compile("\u202e([^\u202a-\u202e\n]*)(?:\u202c|$)", re.M)
+#: A run a right-to-left override or isolate displays reversed, up to the control that ends it
+#: or its line: ``\u202eMG\u202c`` is drawn ``GM``.
+_RTL_RUN = re.compile("[\u202e\u2067](?P<run>[^\u202a-\u202e\u2066-\u2069\n]*)[\u202c\u2069]?")
 
 
 def strip_ignorable(text: str) -> str:
-    """``text`` as a player sees it drawn: a right-to-left override run reversed (the order its
-    letters are displayed in), then without its default-ignorable code points
-    (:data:`_IGNORABLE`)."""
-    return _IGNORABLE.sub("", _RLO_RUN.sub(lambda m: m.group(1)[::-1], text))
+    """``text`` as a player sees it drawn: a right-to-left run reversed (the order its letters
+    are displayed in), then without its default-ignorable code points (:data:`_IGNORABLE`, the
+    bidirectional controls among them)."""
+    return _IGNORABLE.sub("", _RTL_RUN.sub(lambda m: m.group("run")[::-1], text))
 
 
 def confusable_fold(text: str) -> str:
@@ -556,25 +559,12 @@ def confusable_fold(text: str) -> str:
     return text.lower().translate(_CONFUSABLES)
 
 
-#: Bidirectional controls: invisible, they reorder what a reader sees (``\u202eMG\u202c`` shows
-#: as ``GM``).
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
-#: An override or isolate that displays its run right to left, up to the control that ends it.
-_RTL_RUN = re.compile("[\u202e\u2067](?P<run>[^\u202a-\u202e\u2066-\u2069]*)[\u202c\u2069]?")
-
-
-def bidi_fold(text: str) -> str:
-    """``text`` as a reader sees it: a run a right-to-left override or isolate displays reversed
-    is reversed, and every bidirectional control dropped."""
-    return _BIDI.sub("", _RTL_RUN.sub(lambda m: m.group("run")[::-1], text))
-
-
 def _fold(text: str) -> str:
     """Lower case, look-alike letters read as Latin (:func:`confusable_fold`), accents folded
     (``maître`` → ``maitre``, ``für`` → ``fur``), apostrophes dropped (``don't`` → ``dont``),
     everything else that is not a letter or digit a space."""
-    text = re.sub(r"<[^<>]{0,80}>", " ", bidi_fold(text))
-    text = "".join(c for c in strip_ignorable(text) if unicodedata.category(c) != "Cf")
+    text = re.sub(r"<[^<>]{0,80}>", " ", strip_ignorable(text))
+    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
     # ``G.M.``, ``D. M.``: the abbreviation spelt with dots is the word.
     text = re.sub(r"(?<![\w.])([gdGD])\.[ ]?([mM])\.?(?![\w])", r"\1\2", text)
     text = unicodedata.normalize("NFKD", confusable_fold(text))

@@ -401,7 +401,6 @@ def find_hidden_sections(
     found += _body_tags(doc)
     found += _bbcode(doc)
     found += _tool_blocks(doc)
-    found += _notion_asides(doc)
     return _finish(text, found, released)
 
 
@@ -424,11 +423,6 @@ def _tool_blocks(doc: _Text) -> list[HiddenSection]:
     ]
 
 
-#: Colon look-alikes a GM's keyboard or a file-safe name writes (``GM꞉``, fullwidth ``：``, ratio
-#: ``∶``, modifier ``ː``): read as ``:``, one character for one so offsets stay.
-_COLONS = str.maketrans({"\ua789": ":", "\uff1a": ":", "\u2236": ":", "\u02d0": ":"})
-
-
 def _read_comments(text: str, known: frozenset[str]) -> tuple[_Text, list[HiddenSection]]:
     """Stage one: HTML comments anywhere, Obsidian comments outside code, and the text with
     both blanked for the stages after."""
@@ -443,7 +437,7 @@ def _read_comments(text: str, known: frozenset[str]) -> tuple[_Text, list[Hidden
     code = sorted(_code_blocks(masked, lines) + _inline_code(masked))
     obsidian = _comments(masked, "%%", "%%", "obsidian comment", known, code, line_of)
     found += obsidian
-    masked = _mask(masked, [(h.start, h.end) for h in obsidian]).translate(_COLONS)
+    masked = _mask(masked, [(h.start, h.end) for h in obsidian])
     code_lines = frozenset(
         k for a, b in _code_blocks(masked, lines) for k in range(line_of(a) - 1, line_of(b))
     )
@@ -1155,8 +1149,6 @@ def _link_comments(
 #: ``# ``, not a URL's fragment, not ``C#``.
 #: A tag in the body: ``#gm``, and ``\\#gm`` (Google Docs' Markdown export escapes every ``#``).
 _BODY_TAG = re.compile(r"(?<![\w#&/\\])\\?#(?P<tag>[^\W\d][\w/-]{0,40})")
-#: A tag a Markdown export escaped (Google Docs writes ``\\#gm``).
-_ESCAPED_TAG = re.compile(r"(?<![\w\\])\\#(?P<tag>[^\W\d][\w/-]{0,40})")
 #: A line of tags alone: ``#gm``, ``#npc #secret``.
 _TAG_LINE = re.compile(r"^[ \t]*(?:\\?#[^\W\d][\w/-]{0,40}[ \t]*)+$")
 
@@ -1164,7 +1156,7 @@ _TAG_LINE = re.compile(r"^[ \t]*(?:\\?#[^\W\d][\w/-]{0,40}[ \t]*)+$")
 def _gm_tags(doc: _Text, i: int) -> str | None:
     """The first tag on line ``i`` (outside code) naming GM intent, else ``None``."""
     s, e = doc.lines[i]
-    for m in [*_BODY_TAG.finditer(doc.masked, s, e), *_ESCAPED_TAG.finditer(doc.masked, s, e)]:
+    for m in _BODY_TAG.finditer(doc.masked, s, e):
         if doc.code and _inside(m.start(), doc.code):
             continue
         if tag_intent(m.group("tag")):
@@ -1203,29 +1195,6 @@ def _paragraph(doc: _Text, i: int) -> tuple[int, int]:
     while b + 1 < len(doc.lines) and doc.line(b + 1).strip() and not _heading(doc.line(b + 1)):
         b += 1
     return doc.lines[a][0], min(doc.lines[b][1] + 1, len(doc.text))
-
-
-#: A Notion export's callout: ``<aside>`` then its icon and first line, up to ``</aside>``.
-_NOTION_ASIDE = re.compile(r"<aside\b[^>]{0,200}>(?P<body>.*?)(?:</aside\s*>|\Z)", re.S | re.I)
-
-
-def _notion_asides(doc: _Text) -> list[HiddenSection]:
-    """A Notion callout whose first line names GM intent (``<aside>`` ``🔒 **GM only**``): the
-    callout, as an Obsidian ``> [!note] GM only`` is held."""
-    out: list[HiddenSection] = []
-    for m in _NOTION_ASIDE.finditer(doc.masked):
-        first = next((ln for ln in m.group("body").split("\n") if ln.strip()), "")
-        title = re.sub(r"<[^<>]*>|[*_~`]", " ", first)
-        if doc.code and _inside(m.start(), doc.code) or not name_intent(title):
-            continue
-        rule = f"callout “{_plain(title)[:40]}”"
-        line = doc.line_of(m.start())
-        out.append(
-            HiddenSection(
-                m.start(), m.end(), frozenset(), "callout", line, rule=rule, explicit=False
-            )
-        )
-    return out
 
 
 def _opens_note(doc: _Text, i: int) -> bool:
