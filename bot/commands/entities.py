@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import re
+
 from bot.commands._base import Command, Option, Request, Scope, private_in_shared
 from bot.messages import OptionValue, Reply
-from liminalis.errors import InvalidInput
+from liminalis.errors import InvalidInput, NotFound
+from liminalis.lens import Lens
 
-__all__ = ["command", "TYPES", "NOT_BUILT"]
+__all__ = [
+    "command",
+    "TYPES",
+    "NOT_BUILT",
+    "parse_entity",
+    "picture_filename",
+    "unknown_name",
+]
 
 TYPES = ("character", "place", "faction", "item", "deity", "creature", "event", "other")
 #: Said while the knowledge passes have not run for the campaign yet.
@@ -14,6 +24,28 @@ NOT_BUILT = (
     "I have not read this campaign's documents for names yet (that runs after each ingest). "
     "Try again in a minute."
 )
+
+
+def parse_entity(arg: str) -> dict[str, OptionValue]:
+    """The one optional ``entity`` of a picture command (``/map Mirel``, ``/timeline Tobin``)."""
+    return {"entity": arg.strip()} if arg.strip() else {}
+
+
+def picture_filename(slug: str, kind: str, name: str = "") -> str:
+    """A picture's file name: ``greyhold-map-mirel.png``, ``greyhold-timeline.png``."""
+    tail = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    return f"{slug}-{kind}{'-' + tail if tail else ''}.png"
+
+
+def unknown_name(name: str | None, lens: Lens) -> NotFound:
+    """A name the asker's documents do not hold: the same words whether it is unknown or only
+    the GM's, so the reply says nothing of what the asker cannot read."""
+    return NotFound(
+        f"no entity {name!r} for lens {sorted(lens)}",
+        user_message="I know of nobody and nothing by that name in the documents you can read.",
+    )
+
+
 _PLURAL = {"character": "Characters", "deity": "Deities", "other": "Others"}
 _PER_TYPE = 40
 

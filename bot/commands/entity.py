@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from bot.commands._base import Command, Option, Request, Scope, private_in_shared
-from bot.commands.entities import NOT_BUILT
+from bot.commands.entities import NOT_BUILT, unknown_name
 from bot.messages import OptionValue, Reply
 from liminalis.answer import Source
-from liminalis.errors import InvalidInput, NotFound
+from liminalis.errors import InvalidInput
 from liminalis.knowledge.confidence import DRAW_CONFIDENCE
 from liminalis.knowledge.service import RelationInfo
 
@@ -39,10 +39,7 @@ async def run(request: Request, scope: Scope) -> Reply:
     if card is None:
         # The same words whether the name is unknown or known only to others: an error must
         # never tell a player that a GM-only name exists.
-        raise NotFound(
-            f"no entity {name!r} for lens {sorted(scope.lens)}",
-            user_message="I know of nobody and nothing by that name in the documents you can read.",
-        )
+        raise unknown_name(name, scope.lens)
     e = card.entity
     head = f"**{e.name}** ({e.type or 'other'})"
     if e.aliases:

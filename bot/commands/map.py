@@ -3,25 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import re
 
 from bot.commands._base import Command, Option, Request, Scope, private_in_shared
-from bot.commands.entities import NOT_BUILT
-from bot.messages import Attachment, OptionValue, Reply
-from liminalis.errors import NotFound
+from bot.commands.entities import NOT_BUILT, parse_entity, picture_filename, unknown_name
+from bot.messages import Attachment, Reply
 
 __all__ = ["command"]
 
 _LISTED = 25
-
-
-def _parse(arg: str) -> dict[str, OptionValue]:
-    return {"entity": arg.strip()} if arg.strip() else {}
-
-
-def _filename(slug: str, centre: str) -> str:
-    tail = re.sub(r"[^a-z0-9]+", "-", centre.lower()).strip("-")
-    return f"{slug}-map{'-' + tail if tail else ''}.png"
 
 
 async def run(request: Request, scope: Scope) -> Reply:
@@ -34,10 +23,7 @@ async def run(request: Request, scope: Scope) -> Reply:
         return Reply(text=NOT_BUILT)
     rel = await knowledge.relation_map(cfg.slug, scope.lens, centre=centre)
     if rel is None:
-        raise NotFound(
-            f"no entity {centre!r} for lens {sorted(scope.lens)}",
-            user_message="I know of nobody and nothing by that name in the documents you can read.",
-        )
+        raise unknown_name(centre, scope.lens)
     title = f"{cfg.name}: " + (f"around {rel.name(rel.centre)}" if rel.centre else "relations")
     if not rel.edges:
         return Reply(
@@ -54,7 +40,11 @@ async def run(request: Request, scope: Scope) -> Reply:
         text=text,
         title=title,
         lens=scope.lens.describe(),
-        files=(Attachment(_filename(cfg.slug, rel.name(rel.centre) if rel.centre else ""), png),),
+        files=(
+            Attachment(
+                picture_filename(cfg.slug, "map", rel.name(rel.centre) if rel.centre else ""), png
+            ),
+        ),
     )
 
 
@@ -75,5 +65,5 @@ command = Command(
     usage=("`/map [entity]` — a picture of how they relate (centred on one if named)",),
     example="/map Mirel",
     private=private_in_shared,
-    parse=_parse,
+    parse=parse_entity,
 )

@@ -4,26 +4,15 @@ picture and as text."""
 from __future__ import annotations
 
 import asyncio
-import re
 
 from bot.commands._base import Command, Option, Request, Scope, private_in_shared
-from bot.commands.entities import NOT_BUILT
-from bot.messages import Attachment, OptionValue, Reply
+from bot.commands.entities import NOT_BUILT, parse_entity, picture_filename, unknown_name
+from bot.messages import Attachment, Reply
 from liminalis.adapters.timeline_png import render_png
-from liminalis.errors import NotFound
 
 __all__ = ["command"]
 
 _LISTED = 30
-
-
-def _parse(arg: str) -> dict[str, OptionValue]:
-    return {"entity": arg.strip()} if arg.strip() else {}
-
-
-def _filename(slug: str, entity: str) -> str:
-    tail = re.sub(r"[^a-z0-9]+", "-", entity.lower()).strip("-")
-    return f"{slug}-timeline{'-' + tail if tail else ''}.png"
 
 
 async def run(request: Request, scope: Scope) -> Reply:
@@ -34,10 +23,7 @@ async def run(request: Request, scope: Scope) -> Reply:
         return Reply(text=NOT_BUILT)
     timeline = await knowledge.timeline(cfg.slug, scope.lens, entity=entity)
     if timeline is None:
-        raise NotFound(
-            f"no entity {entity!r} for lens {sorted(scope.lens)}",
-            user_message="I know of nobody and nothing by that name in the documents you can read.",
-        )
+        raise unknown_name(entity, scope.lens)
     title = f"{cfg.name}: timeline" + (f" of {timeline.entity}" if timeline.entity else "")
     if not timeline.sessions and not timeline.events:
         return Reply(
@@ -53,7 +39,7 @@ async def run(request: Request, scope: Scope) -> Reply:
         text=listed,
         title=title,
         lens=scope.lens.describe(),
-        files=(Attachment(_filename(cfg.slug, timeline.entity), png),),
+        files=(Attachment(picture_filename(cfg.slug, "timeline", timeline.entity), png),),
     )
 
 
@@ -74,5 +60,5 @@ command = Command(
     usage=("`/timeline [entity]` — sessions and dated events in order (about one if named)",),
     example="/timeline Tobin",
     private=private_in_shared,
-    parse=_parse,
+    parse=parse_entity,
 )
