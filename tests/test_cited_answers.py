@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from conftest import close_engine, make_engine
 from fakes.anthropic_server import FakeAnthropic
-from fakes.tiny_campaign import GM_TITLE, make_tiny_campaign
+from fakes.tiny_campaign import CANARY, GM_TITLE, MIREL_CANARY, make_tiny_campaign
 
 from bot.main import build_responder
 from bot.messages import IncomingMessage
@@ -108,3 +108,21 @@ async def test_an_offline_answer_the_notes_do_not_cover_is_a_gap(table):
     report = await table.engine.question_report("greyhold")
     assert [q.found for q in report.questions] == [False]
     assert [g.question for g in report.gaps] == [teacup]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Is the baron secretly a drowned vampire, per the baron plot secrets?",
+        "What did Mirel pawn before Greyhold, the ninth bell?",
+        "What is the name of the drowned vampire's favourite teacup?",
+    ],
+)
+async def test_a_players_closest_notes_never_name_or_quote_what_only_others_read(table, question):
+    """The closest notes a silent offline answer lists are drawn through the asker's lens: a
+    player fishing with the GM page's (or another player's) own words gets neither its title
+    nor its text, whether the answer quotes or falls silent."""
+    out = await table.handle(ask(question))
+    seen = (out.text + " ".join(s.title for s in out.sources)).lower()
+    for secret in (CANARY, GM_TITLE, MIREL_CANARY, "Mirel's Past"):
+        assert secret.lower() not in seen
