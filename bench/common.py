@@ -155,7 +155,7 @@ async def bench_engine(
             embedder=embedder,
             reranker=reranker,
             campaigns_dir=data / "none",
-            ingest_options=IngestOptions(contextual=contextual, progress=progress),
+            ingest_options=IngestOptions(contextual=contextual),
             **engine_kw,
         )
         config = CampaignConfig(

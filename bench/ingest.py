@@ -54,7 +54,7 @@ async def run(
                 store=MilvusVectorStore(str(tmp / "milvus.db")),
                 embedder=embedder,
                 campaigns_dir=tmp,
-                ingest_options=IngestOptions(windows=windows, progress=sys.stderr.isatty()),
+                ingest_options=IngestOptions(windows=windows),
             )
             cfg = CampaignConfig(slug="bench", name="bench", root=root, gm_paths=())
             await engine.register(cfg)

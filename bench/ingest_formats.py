@@ -99,7 +99,7 @@ async def run(pages: int = 300, *, model: bool = False) -> dict[str, Any]:
                 store=store,
                 embedder=embedder,
                 campaigns_dir=tmp,
-                ingest_options=IngestOptions(progress=False, max_bytes=len(book) + 1),
+                ingest_options=IngestOptions(max_bytes=len(book) + 1),
             )
             await engine.register(cfg)
             t = time.perf_counter()

@@ -173,7 +173,7 @@ async def _service(
             reranker=reranker,
             ranker=load_learned_ranker("auto"),
             campaigns_dir=folder.parent,
-            ingest_options=IngestOptions(progress=False),
+            ingest_options=IngestOptions(),
         )
         try:
             yield build_service(settings, engine)

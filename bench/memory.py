@@ -337,7 +337,7 @@ async def cost(
                 store=MemoryVectorStore(),
                 embedder=HashEmbedder(),
                 campaigns_dir=tmp / "none",
-                ingest_options=IngestOptions(progress=False, contextual=False),
+                ingest_options=IngestOptions(contextual=False),
             )
             config = CampaignConfig(
                 slug="cost", name="cost", root=corpus, gm_paths=(), always_include=()

@@ -84,7 +84,7 @@ async def make_engine(
         store=store,
         embedder=embedder or HashEmbedder(),
         campaigns_dir=campaigns_dir or tmp_path / "campaigns",
-        ingest_options=kw.pop("ingest_options", IngestOptions(progress=False)),
+        ingest_options=kw.pop("ingest_options", IngestOptions()),
         uploads_dir=tmp_path / "uploads",
         **kw,
     )

@@ -62,7 +62,7 @@ async def stepped_engine(tmp_path, clock: FrozenClock):
         tmp_path,
         milvus=False,
         embedder=embedder,
-        ingest_options=IngestOptions(progress=False, batch_docs=1),
+        ingest_options=IngestOptions(batch_docs=1),
         clock=clock,
     )
     return engine, embedder
@@ -126,9 +126,7 @@ async def test_a_question_during_the_first_index_says_how_far_it_has_come(tmp_pa
 
 async def test_a_rebuild_after_an_upgrade_says_rebuilt_with_its_progress(tmp_path):
     embedder = SteppedEmbedder("hash-256-v2")
-    engine = await upgraded_engine(
-        tmp_path, embedder, ingest_options=IngestOptions(progress=False, batch_docs=1)
-    )
+    engine = await upgraded_engine(tmp_path, embedder, ingest_options=IngestOptions(batch_docs=1))
     ingest = asyncio.create_task(engine.ingest("greyhold"))
     try:
         await embedder.next_batch()

@@ -75,9 +75,7 @@ async def test_bad_files_are_reported_and_skipped(tmp_path, campaign_copy):
     (bad / "huge.md").write_text("word " * 300_000)
     from liminalis.ingest.indexer import IngestOptions
 
-    engine = await make_engine(
-        tmp_path, ingest_options=IngestOptions(progress=False, max_bytes=1_000_000)
-    )
+    engine = await make_engine(tmp_path, ingest_options=IngestOptions(max_bytes=1_000_000))
     try:
         report = await engine.ingest("emberfall")
         reasons = {s.path: s.reason for s in report.skipped}
@@ -267,7 +265,7 @@ async def test_retitling_a_document_replaces_its_vectors(tmp_path, campaign_copy
 async def test_changing_what_is_embedded_reindexes_without_re_embedding(tmp_path, campaign_copy):
     from dataclasses import replace
 
-    engine = await make_engine(tmp_path, ingest_options=IngestOptions(progress=False, windows=True))
+    engine = await make_engine(tmp_path, ingest_options=IngestOptions(windows=True))
     try:
         first = await engine.ingest("emberfall")
         assert first.windows_embedded > 0

@@ -100,9 +100,7 @@ def test_a_broken_display_never_stops_the_job():
 
 async def test_an_ingest_reports_to_watchers_the_numbers_chat_reads(tmp_path):
     make_tiny_campaign(tmp_path / "campaigns")
-    engine = await make_engine(
-        tmp_path, milvus=False, ingest_options=IngestOptions(progress=False, batch_docs=1)
-    )
+    engine = await make_engine(tmp_path, milvus=False, ingest_options=IngestOptions(batch_docs=1))
     seen: list[tuple[int, int | None, str]] = []
 
     def watch(p: IndexProgress) -> None:

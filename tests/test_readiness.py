@@ -151,7 +151,7 @@ class FailingEmbedder(HashEmbedder):
 
 async def test_an_interrupted_rebuild_stays_marked_and_the_next_ingest_resumes_it(tmp_path):
     embedder = FailingEmbedder("hash-256-v2")
-    one_doc_batches = IngestOptions(progress=False, batch_docs=1)
+    one_doc_batches = IngestOptions(batch_docs=1)
     upgraded = await upgraded_engine(tmp_path, embedder, ingest_options=one_doc_batches)
     try:
         with pytest.raises(RuntimeError):

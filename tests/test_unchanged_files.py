@@ -35,9 +35,7 @@ def reads(monkeypatch):
 
 
 async def _engine(tmp_path, *, racy_s: float = 0.0):
-    return await make_engine(
-        tmp_path, milvus=False, ingest_options=IngestOptions(progress=False, racy_s=racy_s)
-    )
+    return await make_engine(tmp_path, milvus=False, ingest_options=IngestOptions(racy_s=racy_s))
 
 
 async def test_an_unchanged_campaign_is_not_read_again(tmp_path, reads):
@@ -199,9 +197,7 @@ async def test_an_upload_sidecar_changed_alone_is_read_again(tmp_path):
 
 async def _restarted(tmp_path, store):
     """A new process over the same data directory and vector store."""
-    return await make_engine(
-        tmp_path, store=store, ingest_options=IngestOptions(progress=False, racy_s=0.0)
-    )
+    return await make_engine(tmp_path, store=store, ingest_options=IngestOptions(racy_s=0.0))
 
 
 async def test_a_restart_reads_only_what_changed_while_it_was_down(tmp_path, reads):

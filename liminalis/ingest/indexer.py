@@ -81,10 +81,6 @@ class IngestOptions:
     #: (file times are coarse: the comment on file rows above ``_reader_key``).
     racy_s: float = 2.0
     chunking: ChunkingParams = ChunkingParams()
-    #: No longer read: the indexer draws nothing itself. It reports ``(done, total)`` to its
-    #: caller, and the CLI draws that (:class:`liminalis.progress.ProgressReporter`), so a
-    #: terminal shows one bar with the numbers chat gives. Kept so existing callers construct.
-    progress: bool | None = None
 
 
 _ID_ESCAPES = {"%": "%25", '"': "%22", "\\": "%5C"}
